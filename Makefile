@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Builds the BPF object, its skeleton and the pybpfprof binary into build/.
+#   make            build
+#   make test       install what is missing, prepare interpreters, run every test
+#   make demo       install what is missing, build, profile the bundled example
+#   make fuzz       run the libFuzzer targets for a while
+#   make lint       clang-tidy and cppcheck over user/
+#   make format     clang-format the C sources
+#   make V=1        show full commands
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+
+OUT       := build
+CC        ?= gcc
+CLANG     ?= clang
+BPFTOOL   ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+ARCH      := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+
+CFLAGS    ?= -O2 -g
+WARNFLAGS := -Wall -Wextra -Wno-missing-field-initializers
+CPPFLAGS  := -Iinclude -Iuser -I$(OUT) -D_GNU_SOURCE
+ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARNFLAGS) $(CPPFLAGS) -MMD -MP
+LDLIBS    := -lbpf -lelf -lz
+SAN       ?=
+ifneq ($(SAN),)
+ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
+LDFLAGS   += -fsanitize=$(SAN)
+endif
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+USER_SRCS := $(sort $(wildcard user/*.c))
+USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
+LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+
+.PHONY: all test demo fuzz lint format clean unit-tests
+all: $(OUT)/pybpfprof
+
+$(OUT) $(OUT)/user $(OUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUT)/vmlinux.h: vmlinux/gen-vmlinux-h.sh | $(OUT)
+	$(call msg,GEN,$@)
+	$(Q)sh vmlinux/gen-vmlinux-h.sh $@
+
+$(OUT)/sample.bpf.o: bpf/sample.bpf.c include/pbp_abi.h $(OUT)/vmlinux.h | $(OUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -Wall -target bpf -D__TARGET_ARCH_$(ARCH) -Iinclude -I$(OUT) \
+		-MMD -MP -MF $(OUT)/sample.bpf.d -c $< -o $@
+
+$(OUT)/sample.skel.h: $(OUT)/sample.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name sample_bpf > $@
+
+# Objects that include the skeleton need it generated first.
+$(USER_OBJS): | $(OUT)/sample.skel.h
+
+$(OUT)/user/%.o: user/%.c | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(OUT)/pybpfprof: $(USER_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit test programs: each links the library objects it needs.
+$(OUT)/tests/test_linetable: tests/unit/test_linetable.c $(OUT)/user/linetable.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+$(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets
+
+test:
+	$(Q)bash tools/run-tests.sh
+
+demo:
+	$(Q)bash tools/demo.sh
+
+fuzz: | $(OUT)/tests
+	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
+		-o $(OUT)/tests/fuzz_linetable tests/fuzz/fuzz_linetable.c user/linetable.c
+	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
+
+lint: $(OUT)/sample.skel.h
+	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--suppress=missingIncludeSystem $(CPPFLAGS) user/
+	$(Q)clang-tidy --quiet $(USER_SRCS) -- $(CPPFLAGS) -std=gnu11
+
+format:
+	$(Q)clang-format -i $(USER_SRCS) user/*.h include/*.h bpf/*.c
+
+clean:
+	$(Q)rm -rf $(OUT)
+
+-include $(wildcard $(OUT)/user/*.d $(OUT)/*.d $(OUT)/tests/*.d)

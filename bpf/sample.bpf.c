@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * On-CPU sampler. Runs on every tick of the per-CPU software clock; for a thread of a
+ * target process it copies the PyThreadState and the live part of the thread's
+ * data-stack chunks into one ring-buffer record, while the thread is interrupted and
+ * its frames cannot change. Decoding (frame walks, code objects, line tables) is
+ * unbounded work and stays in user space.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "pbp_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Set through the skeleton before load. */
+const volatile __u64 wakeup_bytes = 1 << 20;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);	/* resized by the loader */
+} samples SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);		/* tgid */
+	__type(value, struct pbp_target);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);		/* tid */
+	__type(value, struct pbp_thread);
+} threads SEC(".maps");
+
+/* Records are too large for the 512-byte BPF stack and their size is only known after
+ * the copy, so they are built here and handed to bpf_ringbuf_output(). A perf-event
+ * program does not nest on one CPU, so one slot per CPU is enough. */
+struct scratch {
+	__u8 buf[PBP_SCRATCH_SIZE];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);		/* resized to the number of possible CPUs */
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, PBP_C_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+
+	if (c)
+		*c += 1;
+}
+
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)addr))
+		return 0;
+	return v;
+}
+
+/* Walks every interpreter's thread list for the tstate whose native_thread_id is tid. */
+static __always_inline __u64 find_tstate(const struct pbp_target *t, __u32 tid)
+{
+	__u64 interp = read_u64(t->runtime + t->rt_interp_head);
+
+	count(PBP_C_THREAD_WALKS);
+	for (int i = 0; i < PBP_INTERPS_MAX && interp; i++) {
+		__u64 ts = read_u64(interp + t->interp_threads_head);
+
+		for (int j = 0; j < PBP_THREADS_MAX && ts; j++) {
+			if (read_u64(ts + t->ts_native_tid) == tid)
+				return ts;
+			ts = read_u64(ts + t->ts_next);
+		}
+		interp = read_u64(interp + t->interp_next);
+	}
+	return 0;
+}
+
+/* The cached tstate is checked against the thread id on every sample: a thread can
+ * swap its PyThreadState (PyGILState_Ensure from foreign threads), and a tid can be
+ * reused after an exit the tracepoint below did not see. */
+static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid)
+{
+	struct pbp_thread *th = bpf_map_lookup_elem(&threads, &tid);
+	struct pbp_thread fresh = {};
+	__u64 now = bpf_ktime_get_ns();
+
+	if (th) {
+		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == tid)
+			return th->tstate;
+		if (!th->tstate && now < th->retry_ns)
+			return 0;
+	}
+	fresh.tstate = find_tstate(t, tid);
+	if (!fresh.tstate)
+		fresh.retry_ns = now + PBP_THREAD_RETRY_NS;
+	bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
+	return fresh.tstate;
+}
+
+static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 code)
+{
+	__u32 v32 = 0;
+
+	switch (t->fp_mode) {
+	case PBP_FP_U32:
+		if (bpf_probe_read_user(&v32, sizeof(v32), (void *)(code + t->fp_off)))
+			return 0;
+		return v32;
+	case PBP_FP_PTR_U64: {
+		__u64 p = read_u64(code + t->fp_off);
+
+		return p ? read_u64(p + t->fp_off2) : 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* Records the code identity of the innermost frames; see struct pbp_code_fp. */
+static __always_inline void fingerprint_frames(const struct pbp_target *t, struct pbp_sample *s)
+{
+	__u64 frame = s->current_frame;
+	__u32 n = 0;
+
+	if (t->fp_mode == PBP_FP_NONE)
+		return;
+	for (int i = 0; i < PBP_FP_FRAMES && frame; i++) {
+		__u64 code = read_u64(frame + t->fr_code) & t->code_mask;
+		__u64 fp;
+
+		if (!code) {
+			s->flags |= PBP_SF_FP_FAULT;
+			break;
+		}
+		fp = code_fingerprint(t, code);
+		if (!fp)
+			s->flags |= PBP_SF_FP_FAULT;
+		s->fps[i].frame = frame;
+		s->fps[i].code = code;
+		s->fps[i].fp = fp;
+		n = i + 1;
+		frame = read_u64(frame + t->fr_previous);
+	}
+	s->nfps = n;
+}
+
+/*
+ * Copies the live part of the current chunk (data start up to datastack_top) and of
+ * older chunks (up to their saved top), newest first, until the cap. When the cap cuts
+ * a chunk, its newest bytes are kept: they hold the frames nearest the sampled one.
+ */
+static __always_inline __u32 copy_stack(const struct pbp_target *t, struct pbp_sample *s,
+					__u8 *buf, __u32 off, __u64 chunk, __u64 top)
+{
+	__u32 left = t->stack_cap;
+	__u32 used = 0;
+	int i;
+
+	if (left > PBP_STACK_MAX)
+		left = PBP_STACK_MAX;
+	for (i = 0; i < PBP_SEGMENTS_MAX && chunk && left; i++) {
+		__u64 start = chunk + t->chunk_data;
+		__u64 len;
+
+		if (i > 0)
+			top = start + read_u64(chunk + t->chunk_top) * 8;
+		if (top < start)
+			break;
+		len = top - start;
+		if (len > left) {
+			start = top - left;
+			len = left;
+			s->flags |= PBP_SF_STACK_TRUNCATED;
+		}
+		/* Bounds the verifier can follow: off + used stays below
+		 * PBP_TSTATE_MAX + header + PBP_STACK_MAX and len below PBP_STACK_MAX. */
+		used &= PBP_STACK_MAX - 1;
+		len &= PBP_STACK_MAX - 1;
+		if (len && bpf_probe_read_user(buf + off + used, len, (void *)start)) {
+			s->flags |= PBP_SF_STACK_FAULT;
+			count(PBP_C_STACK_FAULTS);
+			break;
+		}
+		s->seg[i & (PBP_SEGMENTS_MAX - 1)].addr = start;
+		s->seg[i & (PBP_SEGMENTS_MAX - 1)].len = len;
+		s->nsegs = i + 1;
+		used += len;
+		left -= len;
+		chunk = read_u64(chunk + t->chunk_previous);
+	}
+	if (i == PBP_SEGMENTS_MAX && chunk && left)
+		s->flags |= PBP_SF_MORE_CHUNKS;
+	return used;
+}
+
+SEC("perf_event")
+int pbp_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
+	const struct pbp_target *t;
+	struct pbp_sample *s;
+	struct scratch *sc;
+	__u64 ts, frame, chunk, top;
+	__u32 tlen, used, total;
+
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t)
+		return 0;
+	count(PBP_C_TARGET_EVENTS);
+
+	ts = lookup_tstate(t, tid);
+	if (!ts) {
+		count(PBP_C_NO_TSTATE);
+		return 0;
+	}
+	if (t->ts_cframe != PBP_OFF_ABSENT)
+		frame = read_u64(read_u64(ts + t->ts_cframe) + t->cframe_current_frame);
+	else
+		frame = read_u64(ts + t->ts_current_frame);
+	if (!frame) {
+		count(PBP_C_NO_FRAME);
+		return 0;
+	}
+
+	cpu = bpf_get_smp_processor_id();
+	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	if (!sc) {
+		count(PBP_C_SCRATCH_MISSING);
+		return 0;
+	}
+	s = (struct pbp_sample *)sc->buf;
+	__builtin_memset(s, 0, sizeof(*s));
+	s->abi = PBP_ABI_VERSION;
+	s->hdr_len = sizeof(*s);
+	s->pid = tgid;
+	s->tid = tid;
+	s->ts_ns = bpf_ktime_get_ns();
+	s->cpu = cpu;
+	s->tstate = ts;
+	s->current_frame = frame;
+
+	tlen = t->ts_copy_len;
+	if (tlen > PBP_TSTATE_MAX)
+		tlen = PBP_TSTATE_MAX;
+	if (bpf_probe_read_user(sc->buf + sizeof(*s), tlen, (void *)ts)) {
+		s->flags |= PBP_SF_TSTATE_FAULT;
+		count(PBP_C_TSTATE_FAULTS);
+		tlen = 0;
+	}
+	s->tstate_len = tlen;
+
+	chunk = read_u64(ts + t->ts_chunk);
+	top = read_u64(ts + t->ts_top);
+	used = copy_stack(t, s, sc->buf, sizeof(*s) + (tlen & (PBP_TSTATE_MAX * 2 - 1)), chunk, top);
+	fingerprint_frames(t, s);
+
+	total = sizeof(*s) + tlen + used;
+	if (total > PBP_SCRATCH_SIZE)
+		return 0;
+	s->len = total;
+	if (bpf_ringbuf_output(&samples, sc->buf, total,
+			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+				       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
+		count(PBP_C_RINGBUF_DROPS);
+		return 0;
+	}
+	count(PBP_C_SUBMITTED);
+	return 0;
+}
+
+/* Exited threads leave nothing behind: the LRU would evict them eventually, but a
+ * reused tid must never inherit a dead thread's tstate. */
+SEC("tracepoint/sched/sched_process_exit")
+int pbp_thread_exit(void *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	bpf_map_delete_elem(&threads, &tid);
+	return 0;
+}

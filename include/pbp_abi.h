@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Everything that crosses the kernel/user boundary: the ring-buffer sample record, the
+ * per-target configuration the BPF program reads, the per-thread cache entry and the
+ * failure counters. Only fixed-width types with explicit padding, so that the BPF
+ * object (clang -target bpf) and the loader (gcc) agree byte for byte.
+ */
+#ifndef PBP_ABI_H
+#define PBP_ABI_H
+
+#ifdef __bpf__
+typedef __u8 pbp_u8;
+typedef __u16 pbp_u16;
+typedef __u32 pbp_u32;
+typedef __u64 pbp_u64;
+#else
+#include <stdint.h>
+typedef uint8_t pbp_u8;
+typedef uint16_t pbp_u16;
+typedef uint32_t pbp_u32;
+typedef uint64_t pbp_u64;
+#endif
+
+#define PBP_ABI_VERSION 1
+
+/* Upper bounds the verifier needs as constants. */
+#define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
+#define PBP_STACK_MAX (128 * 1024)	/* bytes of data-stack chunks copied, at most */
+#define PBP_STACK_DEFAULT (64 * 1024)
+#define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
+#define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
+#define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
+#define PBP_INTERPS_MAX 4		/* interpreters walked per process */
+/* Scratch space per CPU: header + tstate + two stack spans (a loose bound the
+ * verifier can prove without tracking the running offset exactly). */
+#define PBP_SCRATCH_SIZE (512 * 1024)
+
+/* pbp_sample.flags */
+#define PBP_SF_TSTATE_FAULT	(1u << 0)	/* thread state could not be copied */
+#define PBP_SF_STACK_FAULT	(1u << 1)	/* a chunk could not be copied */
+#define PBP_SF_STACK_TRUNCATED	(1u << 2)	/* the copy cap cut older frames off */
+#define PBP_SF_MORE_CHUNKS	(1u << 3)	/* older chunks exist beyond the segments */
+#define PBP_SF_FP_FAULT		(1u << 4)	/* some fingerprints could not be read */
+
+/* One contiguous span of target memory copied into the record. */
+struct pbp_segment {
+	pbp_u64 addr;
+	pbp_u32 len;
+	pbp_u32 _pad;
+};
+
+/*
+ * Identity of a frame's code object as seen while the thread was stopped on-CPU: the
+ * decoder accepts a cached code object for this frame only if its fingerprint matches,
+ * so a code object freed and reallocated at the same address before the record is
+ * decoded cannot lend its name to the sample.
+ */
+struct pbp_code_fp {
+	pbp_u64 frame;
+	pbp_u64 code;
+	pbp_u64 fp;
+};
+
+/*
+ * Ring-buffer record: this header, then tstate_len bytes of the thread state, then the
+ * segments' bytes in order. len is the whole record.
+ */
+struct pbp_sample {
+	pbp_u16 abi;
+	pbp_u16 hdr_len;
+	pbp_u32 len;
+	pbp_u32 pid;
+	pbp_u32 tid;
+	pbp_u64 ts_ns;
+	pbp_u32 cpu;
+	pbp_u32 flags;
+	pbp_u64 tstate;
+	pbp_u64 current_frame;
+	pbp_u32 tstate_len;
+	pbp_u32 nsegs;
+	pbp_u32 nfps;
+	pbp_u32 _pad;
+	struct pbp_segment seg[PBP_SEGMENTS_MAX];
+	struct pbp_code_fp fps[PBP_FP_FRAMES];
+};
+
+/* How the fingerprint of a code object is read (per CPython version). */
+enum pbp_fp_mode {
+	PBP_FP_NONE = 0,
+	PBP_FP_U32 = 1,		/* *(u32 *)(code + fp_off): 3.13+ co_version */
+	PBP_FP_PTR_U64 = 2,	/* *(u64 *)(*(code + fp_off) + fp_off2): name hash */
+};
+
+/*
+ * What the BPF program needs to know about one target process. Offsets are bytes into
+ * the named CPython struct; user space derives them per interpreter version.
+ */
+struct pbp_target {
+	pbp_u64 runtime;		/* address of _PyRuntime */
+	pbp_u32 rt_interp_head;
+	pbp_u32 interp_next;
+	pbp_u32 interp_threads_head;
+	pbp_u32 ts_next;
+	pbp_u32 ts_native_tid;
+	pbp_u32 ts_cframe;		/* 0xffffffff: none (3.13+) */
+	pbp_u32 cframe_current_frame;
+	pbp_u32 ts_current_frame;	/* 0xffffffff: none (3.11/3.12) */
+	pbp_u32 ts_chunk;
+	pbp_u32 ts_top;
+	pbp_u32 ts_copy_len;		/* <= PBP_TSTATE_MAX */
+	pbp_u32 chunk_previous;
+	pbp_u32 chunk_top;
+	pbp_u32 chunk_data;
+	pbp_u32 fr_code;
+	pbp_u32 fr_previous;
+	pbp_u64 code_mask;		/* clears _PyStackRef tag bits (3.14+) */
+	pbp_u32 fp_mode;
+	pbp_u32 fp_off;
+	pbp_u32 fp_off2;
+	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
+};
+
+#define PBP_OFF_ABSENT 0xffffffffu
+
+/* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
+ * expires at retry_ns, so threads without Python state cost one lookup per sample
+ * and a new Python thread is found within PBP_THREAD_RETRY_NS. */
+struct pbp_thread {
+	pbp_u64 tstate;
+	pbp_u64 retry_ns;
+};
+
+#define PBP_THREAD_RETRY_NS (20ull * 1000 * 1000)
+
+/* Why samples of targets were not delivered, per CPU. */
+enum pbp_counter {
+	PBP_C_TARGET_EVENTS,	/* perf events that hit a target thread */
+	PBP_C_SUBMITTED,	/* records written to the ring buffer */
+	PBP_C_RINGBUF_DROPS,	/* ring buffer full */
+	PBP_C_NO_TSTATE,	/* thread has no Python thread state (yet) */
+	PBP_C_THREAD_WALKS,	/* thread-list walks (cache misses) */
+	PBP_C_TSTATE_FAULTS,	/* thread state unreadable */
+	PBP_C_STACK_FAULTS,	/* data-stack chunk unreadable */
+	PBP_C_NO_FRAME,		/* thread state has no current frame */
+	PBP_C_SCRATCH_MISSING,	/* per-CPU scratch lookup failed (cannot happen) */
+	PBP_C_WAKEUPS,		/* forced consumer wake-ups at the fill threshold */
+	PBP_C_MAX,
+};
+
+#endif

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Prepares the CPython interpreters the functional tests run: Debian's python3.11 on
+# the host, and python3.13, 3.14 and 3.15 in a Debian sid chroot. Idempotent: a chroot
+# that already holds every interpreter is reused. Prints the chroot path on success.
+set -euo pipefail
+
+root=${PBP_TEST_ROOT:-$(cd "$(dirname "$0")/.." && pwd)/.cache/sid}
+versions=(3.13 3.14 3.15)
+pkgs=python3.13,python3.14,python3.15,libpython3.13-dev,libpython3.14-dev,libpython3.15-dev
+
+have_all() {
+	local v
+	for v in "${versions[@]}"; do
+		[ -x "$root/usr/bin/python$v" ] || return 1
+		[ -f "$root/usr/include/python$v/internal/pycore_frame.h" ] || return 1
+	done
+	[ -f "$root/.pbp-complete" ]
+}
+
+# The mirror comes from the host's own apt configuration so that the project names no
+# registry host of its own.
+mirror() {
+	local m=""
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		m=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)
+	fi
+	if [ -z "$m" ] && [ -f /etc/apt/sources.list ]; then
+		m=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list)
+	fi
+	[ -n "$m" ] || { echo "test-interpreters: no Debian mirror found in the apt configuration" >&2; exit 1; }
+	echo "$m"
+}
+
+if [ ! -x /usr/bin/python3.11 ]; then
+	echo "test-interpreters: installing python3.11" >&2
+	apt-get install -y -qq python3.11 python3.11-dev >&2
+fi
+
+if have_all; then
+	echo "test-interpreters: reusing $root" >&2
+	echo "$root"
+	exit 0
+fi
+
+command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >&2
+echo "test-interpreters: building a Debian sid chroot with CPython ${versions[*]} in $root (about 30 s)" >&2
+rm -rf "$root"
+mkdir -p "$(dirname "$root")"
+debootstrap --variant=minbase --include="$pkgs" sid "$root" "$(mirror)" >"$root.log" 2>&1 || {
+	echo "test-interpreters: debootstrap failed; last lines of $root.log:" >&2
+	tail -n 20 "$root.log" >&2
+	exit 1
+}
+touch "$root/.pbp-complete"
+have_all || { echo "test-interpreters: chroot at $root lacks an interpreter after set-up" >&2; exit 1; }
+echo "$root"

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The code-object cache; see code_cache.h for the validation rule. The table is open
+ * addressing with a fixed capacity; when it fills up it is emptied, which costs a
+ * burst of re-reads but keeps memory bounded in a process that makes code forever.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "code_cache.h"
+#include "hash.h"
+#include "linetable.h"
+#include "pyobj.h"
+
+struct code_cache {
+	struct code_cache_cfg cfg;
+	struct code_info **slots;
+	uint32_t nslots, used;
+	struct code_cache_stats stats;
+	/* The memo is a cache too, so it is mutated through a const code_info. */
+};
+
+int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
+{
+	struct code_cache *c = calloc(1, sizeof(*c));
+	uint32_t n = 64;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	while (n < cfg->max_entries * 2)
+		n *= 2;
+	c->nslots = n;
+	c->slots = calloc(n, sizeof(*c->slots));
+	if (!c->slots) {
+		free(c);
+		return -ENOMEM;
+	}
+	*out = c;
+	return 0;
+}
+
+static void info_free(struct code_info *ci)
+{
+	if (ci) {
+		free(ci->linetable);
+		free(ci);
+	}
+}
+
+static void clear(struct code_cache *c)
+{
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		info_free(c->slots[i]);
+		c->slots[i] = NULL;
+	}
+	c->used = 0;
+}
+
+void code_cache__free(struct code_cache *c)
+{
+	if (!c)
+		return;
+	clear(c);
+	free(c->slots);
+	free(c);
+}
+
+static uint32_t slot_of(const struct code_cache *c, uint64_t addr, uint64_t fp)
+{
+	return hash_u64(addr ^ hash_u64(fp)) & (c->nslots - 1);
+}
+
+int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
+{
+	const struct py_offsets *o = c->cfg.off;
+	uint32_t v32;
+	uint64_t name;
+	int err;
+
+	if (o->co_version != PBP_OFF_NONE) {
+		err = mem__read(c->cfg.live, addr + o->co_version, &v32, sizeof(v32));
+		*fp = v32;
+		return err;
+	}
+	err = mem__read_u64(c->cfg.live, addr + o->co_name, &name);
+	if (err)
+		return err;
+	return pystr__hash(c->cfg.live, o, name, fp);
+}
+
+static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
+{
+	char buf[PYSTR_MAX_CHARS * 4 + 8];
+	size_t len;
+	int64_t r;
+	int err;
+
+	err = pystr__read(c->cfg.live, c->cfg.off, addr, buf, sizeof(buf), &len);
+	if (err)
+		return err;
+	r = strtab__intern(c->cfg.strs, buf, len);
+	if (r < 0)
+		return (int)r;
+	*id = (uint32_t)r;
+	return 0;
+}
+
+/* Reads the object at @addr afresh; the fingerprint is checked again after the read,
+ * so an object replaced while we read it is never cached under the old identity. */
+static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct code_info **out)
+{
+	const struct py_offsets *o = c->cfg.off;
+	uint8_t hdr[512];
+	struct code_info *ci;
+	uint64_t type, p, after;
+	size_t hlen = o->co_size < sizeof(hdr) ? o->co_size : sizeof(hdr);
+	size_t tlen;
+	int64_t units;
+	int32_t first;
+	int err;
+
+	if (addr & 7)
+		return -EINVAL;
+	err = mem__read(c->cfg.live, addr, hdr, hlen);
+	if (err)
+		return err;
+	memcpy(&type, hdr + o->ob_type, 8);
+	if (c->cfg.code_type && type != c->cfg.code_type)
+		return -EINVAL;
+	ci = calloc(1, sizeof(*ci));
+	if (!ci)
+		return -ENOMEM;
+	ci->addr = addr;
+	ci->fp = fp;
+	memcpy(&first, hdr + o->co_firstlineno, 4);
+	ci->firstlineno = first;
+	/* PyCodeObject is a PyVarObject whose ob_size counts code units. */
+	memcpy(&units, hdr + o->ob_type + 8, 8);
+	if (units <= 0 || units > (1 << 24)) {
+		err = -EINVAL;
+		goto fail;
+	}
+	ci->ncodeunits = units;
+	memcpy(&p, hdr + o->co_qualname, 8);
+	err = intern_str(c, p, &ci->qualname);
+	if (err)
+		goto fail;
+	memcpy(&p, hdr + o->co_filename, 8);
+	err = intern_str(c, p, &ci->filename);
+	if (err)
+		goto fail;
+	memcpy(&p, hdr + o->co_linetable, 8);
+	err = pybytes__read(c->cfg.live, o, p, &ci->linetable, &tlen);
+	if (err)
+		goto fail;
+	ci->linetable_len = tlen;
+	err = code_cache__live_fp(c, addr, &after);
+	if (err)
+		goto fail;
+	if (after != fp) {
+		err = -ESTALE;
+		goto fail;
+	}
+	memset(ci->memo_instr, 0xff, sizeof(ci->memo_instr));
+	*out = ci;
+	return 0;
+fail:
+	info_free(ci);
+	return err;
+}
+
+int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
+		    const struct code_info **out)
+{
+	struct code_info *ci;
+	uint64_t live;
+	uint32_t i;
+	int err;
+
+	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1)) {
+		if (c->slots[i]->addr == addr && c->slots[i]->fp == fp) {
+			c->stats.hits++;
+			*out = c->slots[i];
+			return 0;
+		}
+	}
+	c->stats.misses++;
+	err = code_cache__live_fp(c, addr, &live);
+	if (err)
+		return err;
+	if (live != fp) {
+		c->stats.stale++;
+		return -ESTALE;
+	}
+	err = read_code(c, addr, fp, &ci);
+	if (err) {
+		if (err == -EINVAL)
+			c->stats.invalid++;
+		else if (err == -ESTALE)
+			c->stats.stale++;
+		return err;
+	}
+	if ((c->used + 1) * 2 > c->nslots) {
+		c->stats.evictions += c->used;
+		clear(c);
+	}
+	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1))
+		;
+	c->slots[i] = ci;
+	c->used++;
+	*out = ci;
+	return 0;
+}
+
+int code_cache__line(const struct code_info *ci, uint32_t instr)
+{
+	struct code_info *m = (struct code_info *)ci;
+	uint32_t slot = instr % CODE_LINE_SLOTS;
+	int line;
+
+	if (instr >= ci->ncodeunits)
+		return -1;
+	if (m->memo_instr[slot] == instr)
+		return m->memo_line[slot];
+	if (linetable__line(ci->linetable, ci->linetable_len, ci->firstlineno, instr, &line))
+		line = -1;
+	m->memo_instr[slot] = instr;
+	m->memo_line[slot] = line;
+	return line;
+}
+
+const struct code_cache_stats *code_cache__stats(const struct code_cache *c)
+{
+	return &c->stats;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Code objects read from the target, cached by (address, fingerprint).
+ *
+ * Code objects are freed and their addresses reused (exec'd functions, lambdas,
+ * reloads), so an address alone never identifies one. The fingerprint is a value the
+ * object carries for its whole life and that a successor at the same address almost
+ * surely lacks: co_version on 3.13+ (a per-interpreter counter bumped for every new
+ * code object), the cached hash of co_name before that. The decoder gets it either
+ * from the BPF record (read while the thread was stopped) or from live memory; an
+ * entry is used only when both address and fingerprint match, and a fresh read is
+ * accepted only if the live fingerprint still equals the one wanted.
+ */
+#ifndef PBP_CODE_CACHE_H
+#define PBP_CODE_CACHE_H
+
+#include <stdint.h>
+
+#include "mem.h"
+#include "offsets.h"
+#include "strtab.h"
+
+#define CODE_LINE_SLOTS 8
+
+struct code_info {
+	uint64_t addr;
+	uint64_t fp;
+	uint32_t qualname;	/* strtab ids */
+	uint32_t filename;
+	int32_t firstlineno;
+	uint32_t ncodeunits;
+	uint8_t *linetable;
+	uint32_t linetable_len;
+	/* instruction -> line memo: call sites of parent frames repeat sample after sample */
+	uint32_t memo_instr[CODE_LINE_SLOTS];
+	int32_t memo_line[CODE_LINE_SLOTS];
+};
+
+struct code_cache_stats {
+	uint64_t hits, misses, stale, evictions, invalid;
+};
+
+struct code_cache_cfg {
+	const struct py_offsets *off;
+	uint64_t code_type;	/* &PyCode_Type in the target, 0 if unknown */
+	struct mem_source *live;
+	struct strtab *strs;
+	uint32_t max_entries;
+};
+
+struct code_cache;
+
+int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out);
+void code_cache__free(struct code_cache *c);
+
+/* Reads the fingerprint of the code object at @addr from live memory; 0 = unknown. */
+int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp);
+
+/*
+ * The code object at @addr with fingerprint @fp (non-zero). Returns 0 with *@out,
+ * -ESTALE if the object now at @addr has another fingerprint (the sampled one is
+ * gone), -EINVAL if @addr does not hold a code object, -EFAULT if unreadable.
+ */
+int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
+		    const struct code_info **out);
+
+/* Line of the instruction at code-unit index @instr, -1 if none or out of range. */
+int code_cache__line(const struct code_info *ci, uint32_t instr);
+
+const struct code_cache_stats *code_cache__stats(const struct code_cache *c);
+
+#endif

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The frame walk. Frames inside the record's copied chunks are read from the record;
+ * generator frames, shim frames on the C stack and chunks beyond the copy cap come
+ * from live memory. Every pointer is checked before it is followed, every loop is
+ * bounded, and a walk that does not end at the bottom of the thread's stack is marked
+ * incomplete rather than passed off as a whole stack.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decode.h"
+#include "hash.h"
+
+struct raw_frame {
+	uint64_t code;
+	uint64_t instr;
+};
+
+struct decoder {
+	struct decoder_cfg cfg;
+	const struct py_offsets *off;
+	struct code_cache *codes;
+	struct mem_snapshot snap;
+	struct decode_stats stats;
+	struct raw_frame raw[DECODE_MAX_DEPTH];
+};
+
+int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
+{
+	struct code_cache_cfg cc = {
+		.off = &cfg->interp->off,
+		.code_type = cfg->interp->code_type,
+		.live = cfg->live,
+		.strs = cfg->strs,
+		.max_entries = cfg->code_cache_entries ? cfg->code_cache_entries : 16384,
+	};
+	struct decoder *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	d->off = &cfg->interp->off;
+	err = code_cache__new(&cc, &d->codes);
+	if (err) {
+		free(d);
+		return err;
+	}
+	mem_snapshot__init(&d->snap, cfg->live);
+	*out = d;
+	return 0;
+}
+
+void decoder__free(struct decoder *d)
+{
+	if (!d)
+		return;
+	code_cache__free(d->codes);
+	free(d);
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static int is_owner(const struct py_offsets *o, uint8_t owner)
+{
+	return owner == o->owner_thread || owner == o->owner_generator ||
+	       owner == o->owner_frame_object || owner == o->owner_cstack ||
+	       owner == o->owner_interpreter;
+}
+
+/* Shim frames (3.12+) and base frames (3.14+) hold no Python code of their own. */
+static int is_shim(const struct py_offsets *o, uint8_t owner)
+{
+	return (o->owner_cstack != 0xff && owner == o->owner_cstack) ||
+	       (o->owner_interpreter != 0xff && owner == o->owner_interpreter);
+}
+
+/* Maps the record's spans into the snapshot memory source; checks every length. */
+static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len)
+{
+	const uint8_t *p = (const uint8_t *)s + s->hdr_len;
+	size_t left;
+
+	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
+	    s->len > len || s->nsegs > PBP_SEGMENTS_MAX || s->nfps > PBP_FP_FRAMES)
+		return -EINVAL;
+	left = s->len - s->hdr_len;
+	mem_snapshot__clear(&d->snap);
+	if (s->tstate_len > left)
+		return -EINVAL;
+	if (s->tstate_len)
+		mem_snapshot__add(&d->snap, s->tstate, p, s->tstate_len);
+	p += s->tstate_len;
+	left -= s->tstate_len;
+	for (uint32_t i = 0; i < s->nsegs; i++) {
+		if (s->seg[i].len > left)
+			return -EINVAL;
+		mem_snapshot__add(&d->snap, s->seg[i].addr, p, s->seg[i].len);
+		p += s->seg[i].len;
+		left -= s->seg[i].len;
+	}
+	return 0;
+}
+
+/* Walks previous pointers from the sampled frame, collecting code and instruction. */
+static enum decode_gap walk(struct decoder *d, const struct pbp_sample *s, uint32_t *n)
+{
+	const struct py_offsets *o = d->off;
+	uint64_t frame = s->current_frame;
+	uint8_t hdr[256];
+	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
+	uint32_t depth = 0, visited = 0;
+
+	if (o->fr_size > sizeof(hdr))
+		return GAP_BAD_RECORD;
+	while (frame) {
+		uint64_t before = d->snap.misses;
+		uint8_t owner;
+
+		if (frame & 7)
+			return GAP_BAD_FRAME;
+		/* Bounded even when every frame is a shim: a cycle ends here too. */
+		if (++visited > DECODE_MAX_DEPTH || depth == DECODE_MAX_DEPTH)
+			return GAP_TOO_DEEP;
+		if (mem__read(&d->snap.base, frame, hdr, o->fr_size))
+			return GAP_UNREADABLE;
+		if (d->snap.misses != before)
+			d->stats.frames_read_live++;
+		else
+			d->stats.frames_from_snapshot++;
+		owner = hdr[o->fr_owner];
+		if (!is_owner(o, owner))
+			return GAP_BAD_FRAME;
+		if (!is_shim(o, owner)) {
+			d->raw[depth].code = get_u64(hdr + o->fr_code) & mask;
+			d->raw[depth].instr = get_u64(hdr + o->fr_instr);
+			if (!d->raw[depth].code || (d->raw[depth].code & 7))
+				return GAP_BAD_FRAME;
+			depth++;
+		}
+		frame = get_u64(hdr + o->fr_previous);
+		*n = depth;
+	}
+	*n = depth;
+	return GAP_NONE;
+}
+
+/*
+ * The fingerprint that identifies @code for this sample: the one BPF read while the
+ * thread was stopped if any recorded frame ran this code, else the live one. Within
+ * one sample an address names one object, so one recorded fingerprint serves every
+ * frame of a recursion.
+ */
+static int sample_fp(struct decoder *d, const struct pbp_sample *s, uint64_t code, uint64_t *fp)
+{
+	for (uint32_t i = 0; i < s->nfps; i++) {
+		if (s->fps[i].code == code && s->fps[i].fp) {
+			*fp = s->fps[i].fp;
+			return 0;
+		}
+	}
+	return code_cache__live_fp(d->codes, code, fp);
+}
+
+static enum decode_gap name_frames(struct decoder *d, const struct pbp_sample *s, uint32_t n,
+				   struct stack *st)
+{
+	const struct py_offsets *o = d->off;
+	uint64_t last_code = 0;
+	const struct code_info *ci = NULL;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct raw_frame *r = &d->raw[i];
+		uint64_t start, fp;
+		int err;
+
+		/* Consecutive frames of one code (recursion) resolve once. */
+		if (r->code != last_code) {
+			err = sample_fp(d, s, r->code, &fp);
+			if (!err)
+				err = code_cache__get(d->codes, r->code, fp, &ci);
+			if (err) {
+				st->depth = i;
+				return err == -ESTALE ? GAP_STALE_CODE
+				       : err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_CODE;
+			}
+			last_code = r->code;
+		}
+		start = r->code + o->co_code_adaptive;
+		st->frames[i].qualname = ci->qualname;
+		st->frames[i].filename = ci->filename;
+		/* An instruction pointer outside the code's bytecode means the frame and
+		 * code disagree: name it but give no line rather than a wrong one. */
+		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
+			st->frames[i].line = code_cache__line(ci, (r->instr - start) / 2);
+		else
+			st->frames[i].line = -1;
+	}
+	st->depth = n;
+	return GAP_NONE;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack *st)
+{
+	const struct pbp_sample *s = rec;
+	uint64_t t0 = thread_cpu_ns();
+	uint32_t n = 0;
+	enum decode_gap gap;
+
+	st->depth = 0;
+	if (load_record(d, s, len)) {
+		st->gap = GAP_BAD_RECORD;
+		goto out;
+	}
+	st->pid = s->pid;
+	st->tid = s->tid;
+	st->ts_ns = s->ts_ns;
+	gap = walk(d, s, &n);
+	/* Name what was walked even when the walk broke off: the partial stack is still
+	 * reported, marked incomplete. */
+	if (n) {
+		enum decode_gap g = name_frames(d, s, n, st);
+
+		if (g != GAP_NONE)
+			gap = g;
+	}
+	st->gap = gap;
+out:
+	d->stats.samples++;
+	d->stats.gaps[st->gap]++;
+	if (st->gap == GAP_NONE)
+		d->stats.complete++;
+	else
+		d->stats.incomplete++;
+	d->stats.frames += st->depth;
+	d->stats.ns += thread_cpu_ns() - t0;
+	return st->gap == GAP_BAD_RECORD ? -EINVAL : 0;
+}
+
+const struct decode_stats *decoder__stats(const struct decoder *d)
+{
+	return &d->stats;
+}
+
+const struct code_cache_stats *decoder__code_stats(const struct decoder *d)
+{
+	return code_cache__stats(d->codes);
+}
+
+const struct mem_stats *decoder__mem_stats(const struct decoder *d)
+{
+	return &d->cfg.live->stats;
+}

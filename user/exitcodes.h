@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Exit statuses, documented in --help; scripts rely on them, so never renumber. */
+#ifndef PBP_EXITCODES_H
+#define PBP_EXITCODES_H
+
+enum pbp_exit {
+	EXIT_OK = 0,
+	EXIT_RUNTIME = 1,	/* unexpected failure while profiling */
+	EXIT_USAGE = 2,		/* bad command line */
+	EXIT_NO_PROCESS = 3,	/* no such process, or it exited before profiling began */
+	EXIT_NOT_PYTHON = 4,	/* the target is not a CPython process */
+	EXIT_UNSUPPORTED = 5,	/* a CPython version this build cannot read */
+	EXIT_PRIVILEGES = 6,	/* missing capabilities */
+	EXIT_KERNEL = 7,	/* the kernel lacks BTF, BPF or perf events */
+	EXIT_CMD_NOEXEC = 126,	/* command after -- is not executable */
+	EXIT_CMD_NOTFOUND = 127,	/* command after -- does not exist */
+};
+
+#endif

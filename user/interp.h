@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Finding a process's CPython: which mapped file holds _PyRuntime, where it is loaded,
+ * the interpreter version and the offsets that go with it.
+ */
+#ifndef PBP_INTERP_H
+#define PBP_INTERP_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "mem.h"
+#include "offsets.h"
+
+struct py_interp {
+	pid_t pid;
+	char path[PATH_MAX];	/* the file holding _PyRuntime, as the target sees it */
+	uint64_t runtime;	/* address of _PyRuntime */
+	uint64_t code_type;	/* address of PyCode_Type, 0 if not found */
+	uint32_t version_hex;	/* 0 if no version could be read */
+	struct py_offsets off;
+};
+
+/*
+ * Fills @out for @pid, reading the target through @mem. Returns 0; -ESRCH if the
+ * process is gone; -ENOENT if no mapped file exports _PyRuntime (not CPython);
+ * -ENOTSUP if the version is not supported (out->version_hex says which, 0 if older
+ * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read.
+ */
+int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);
+
+/* "3.13.1", "3.15.0a7", ... */
+void interp__version_str(uint32_t hex, char *buf, size_t len);
+
+/* The versions this build reads, for error messages. */
+#define PBP_SUPPORTED_VERSIONS "3.11, 3.12 (untested), 3.13, 3.14, 3.15"
+
+#endif

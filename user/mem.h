@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Target memory as the decoder sees it. The decoder reads only through this interface
+ * and never learns whether bytes come from a BPF snapshot, the live process or
+ * (later) a core file. Every read is all-or-nothing: a partial read is a failure.
+ */
+#ifndef PBP_MEM_H
+#define PBP_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct mem_source;
+
+struct mem_ops {
+	/* 0, or -EFAULT if any byte of [addr, addr + len) is unreadable. */
+	int (*read)(struct mem_source *m, uint64_t addr, void *dst, size_t len);
+};
+
+struct mem_stats {
+	uint64_t reads;		/* system calls into the target */
+	uint64_t bytes;
+	uint64_t failures;
+};
+
+struct mem_source {
+	const struct mem_ops *ops;
+	struct mem_stats stats;
+};
+
+static inline int mem__read(struct mem_source *m, uint64_t addr, void *dst, size_t len)
+{
+	return m->ops->read(m, addr, dst, len);
+}
+
+int mem__read_u64(struct mem_source *m, uint64_t addr, uint64_t *v);
+
+/* Live memory of @pid through process_vm_readv. */
+struct mem_live {
+	struct mem_source base;
+	pid_t pid;
+};
+
+void mem_live__init(struct mem_live *m, pid_t pid);
+
+/*
+ * A BPF record's copied spans, consulted first; reads that fall outside them (or
+ * straddle an edge) go to @backing.
+ */
+struct mem_span {
+	uint64_t addr;
+	const uint8_t *bytes;
+	size_t len;
+};
+
+#define MEM_SNAPSHOT_SPANS 16
+
+struct mem_snapshot {
+	struct mem_source base;
+	struct mem_source *backing;
+	struct mem_span spans[MEM_SNAPSHOT_SPANS];
+	unsigned int nspans;
+	uint64_t hits, misses;
+};
+
+void mem_snapshot__init(struct mem_snapshot *m, struct mem_source *backing);
+int mem_snapshot__add(struct mem_snapshot *m, uint64_t addr, const void *bytes, size_t len);
+void mem_snapshot__clear(struct mem_snapshot *m);
+
+#endif

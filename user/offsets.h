@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Where CPython keeps what the profiler reads, for one interpreter version.
+ *
+ * 3.11 and 3.12 have no table of their own, so they come from built-in tables derived
+ * from their headers. 3.13+ publish _Py_DebugOffsets at the start of _PyRuntime; its
+ * own layout changes between minor versions (and between 3.15 pre-releases), so it is
+ * parsed with a per-version layout chosen by its version field.
+ *
+ * Every offset is in bytes from the start of its struct. A field a version lacks is
+ * PBP_OFF_NONE.
+ */
+#ifndef PBP_OFFSETS_H
+#define PBP_OFFSETS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PBP_OFF_NONE UINT64_MAX
+
+struct py_offsets {
+	uint32_t version_hex;		/* PY_VERSION_HEX of the interpreter */
+	uint8_t tested;			/* 0: derived from headers, never run live */
+	uint8_t executable_tagged;	/* 3.14+: f_executable is a _PyStackRef; mask low bits */
+	uint8_t free_threaded;		/* Py_GIL_DISABLED build: not supported */
+
+	/* _PyRuntimeState */
+	uint64_t runtime_interpreters_head;
+
+	/* PyInterpreterState */
+	uint64_t interp_threads_head;
+	uint64_t interp_next;
+
+	/* PyThreadState */
+	uint64_t ts_size;		/* bytes worth copying: covers every field below */
+	uint64_t ts_next;
+	uint64_t ts_interp;
+	uint64_t ts_thread_id;		/* pthread_t */
+	uint64_t ts_native_thread_id;	/* kernel tid */
+	uint64_t ts_cframe;		/* 3.11/3.12: _PyCFrame *cframe; else NONE */
+	uint64_t cframe_current_frame;	/* 3.11/3.12: offset inside _PyCFrame */
+	uint64_t ts_current_frame;	/* 3.13+: _PyInterpreterFrame *current_frame */
+	uint64_t ts_datastack_chunk;
+	uint64_t ts_datastack_top;
+	uint64_t ts_datastack_limit;
+	uint64_t ts_base_frame;		/* 3.15+: address of the thread's base frame */
+	uint64_t ts_last_profiled_frame;	/* 3.15+ */
+	uint64_t ts_last_profiled_frame_seq;	/* 3.15+ */
+
+	/* _PyStackChunk */
+	uint64_t chunk_previous;
+	uint64_t chunk_size;
+	uint64_t chunk_top;		/* index (in PyObject* slots) of the saved top */
+	uint64_t chunk_data;
+
+	/* _PyInterpreterFrame */
+	uint64_t fr_code;		/* f_code (3.11/3.12), f_executable (3.13+) */
+	uint64_t fr_previous;
+	uint64_t fr_instr;		/* prev_instr (3.11/3.12), instr_ptr (3.13+) */
+	uint64_t fr_owner;		/* one byte */
+	uint64_t fr_size;		/* fixed part, before localsplus */
+
+	/* values of _PyInterpreterFrame.owner; 0xff where a version has no such owner */
+	uint8_t owner_thread;
+	uint8_t owner_generator;
+	uint8_t owner_frame_object;
+	uint8_t owner_cstack;		/* shim frames on the C stack (3.12+) */
+	uint8_t owner_interpreter;	/* base/sentinel frames (3.14+) */
+
+	/* PyObject */
+	uint64_t ob_type;
+
+	/* PyCodeObject */
+	uint64_t co_filename;
+	uint64_t co_name;
+	uint64_t co_qualname;
+	uint64_t co_firstlineno;	/* int */
+	uint64_t co_linetable;		/* PyBytesObject * */
+	uint64_t co_code_adaptive;	/* start of the bytecode inside the object */
+	uint64_t co_size;		/* bytes from the object start to co_code_adaptive */
+	uint64_t co_version;		/* 3.13+: uint32_t, a new value per code object */
+
+	/* PyASCIIObject / PyCompactUnicodeObject */
+	uint64_t unicode_length;
+	uint64_t unicode_state;		/* 4-byte bitfield word */
+	uint64_t unicode_ascii_data;	/* data of a compact ASCII string */
+	uint64_t unicode_compact_data;	/* data of a compact non-ASCII string */
+	uint8_t unicode_kind_shift;	/* bit position of 'kind' (3 bits) in state */
+	uint8_t unicode_compact_bit;
+	uint8_t unicode_ascii_bit;
+
+	/* PyBytesObject */
+	uint64_t bytes_size;		/* ob_size */
+	uint64_t bytes_sval;
+};
+
+/* Fills @out for a version without _Py_DebugOffsets (3.11, 3.12). -ENOTSUP otherwise. */
+int offsets__builtin(uint32_t version_hex, struct py_offsets *out);
+
+/*
+ * Parses the _Py_DebugOffsets bytes at the start of _PyRuntime (3.13+). @buf holds
+ * @len bytes read from the target. Returns -EINVAL if the cookie is wrong, -ENOTSUP
+ * for a version or pre-release whose layout is unknown (never guesses), else 0.
+ */
+int offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out);
+
+/* Bytes of _PyRuntime worth reading for offsets__from_debug(). */
+#define PBP_DEBUG_OFFSETS_MAX 4096
+
+#endif

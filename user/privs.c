@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Capability check from /proc/self/status, so a missing privilege is named before the
+ * first bpf() call fails with a bare EPERM. CAP_SYS_ADMIN still implies CAP_BPF and
+ * CAP_PERFMON, as it does in the kernel.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "privs.h"
+
+#define CAP_SYS_PTRACE_BIT 19
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+static uint64_t effective_caps(void)
+{
+	unsigned long long caps = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return caps;
+}
+
+int privs__missing(char *buf, size_t len)
+{
+	static const struct {
+		int bit;
+		const char *name;
+	} need[] = {
+		{ CAP_BPF_BIT, "CAP_BPF" },
+		{ CAP_PERFMON_BIT, "CAP_PERFMON" },
+		{ CAP_SYS_PTRACE_BIT, "CAP_SYS_PTRACE" },
+	};
+	uint64_t caps = effective_caps();
+	int missing = 0;
+	size_t used = 0;
+
+	if (len)
+		buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
+		int have = caps & (1ull << need[i].bit);
+
+		if (need[i].bit != CAP_SYS_PTRACE_BIT && (caps & (1ull << CAP_SYS_ADMIN_BIT)))
+			have = 1;
+		if (have)
+			continue;
+		if (used < len)
+			used += snprintf(buf + used, len - used, "%s%s", missing ? ", " : "",
+					 need[i].name);
+		missing++;
+	}
+	return missing;
+}

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* /proc readers. Every one tolerates the process vanishing between two reads. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proc.h"
+
+static int read_stat(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	if (!n)
+		return -ESRCH;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Fields after the comm, which may itself hold spaces and parentheses. */
+static const char *stat_fields(const char *buf)
+{
+	const char *p = strrchr(buf, ')');
+
+	return p ? p + 2 : NULL;
+}
+
+int proc__alive(pid_t pid)
+{
+	char buf[1024];
+	const char *f;
+
+	if (pid <= 0 || read_stat(pid, buf, sizeof(buf)))
+		return -ESRCH;
+	f = stat_fields(buf);
+	if (!f || *f == 'Z' || *f == 'X')
+		return -ESRCH;
+	return 0;
+}
+
+int proc__cpu_ns(pid_t pid, uint64_t *ns)
+{
+	unsigned long long utime, stime;
+	char buf[1024];
+	const char *f;
+	long hz = sysconf(_SC_CLK_TCK);
+	int err;
+
+	err = read_stat(pid, buf, sizeof(buf));
+	if (err)
+		return err;
+	f = stat_fields(buf);
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+			 &utime, &stime) != 2)
+		return -EINVAL;
+	*ns = (utime + stime) * (1000000000ull / (hz > 0 ? hz : 100));
+	return 0;
+}
+
+int proc__comm(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	if (!fgets(buf, len, f)) {
+		fclose(f);
+		return -ESRCH;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int proc__root_path(pid_t pid, const char *path, char *out, size_t len)
+{
+	int n = snprintf(out, len, "/proc/%d/root%s", (int)pid, path);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg)
+{
+	struct proc_map m;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (getline(&line, &cap, f) > 0) {
+		int pos = 0;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n", &m.start,
+			   &m.end, &m.offset, &pos) < 3 || !pos)
+			continue;
+		if (line[pos] != '/')
+			continue;
+		snprintf(m.path, sizeof(m.path), "%s", line + pos);
+		m.path[strcspn(m.path, "\n")] = '\0';
+		ret = fn(&m, arg);
+		if (ret)
+			break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* What /proc says about a process: liveness, mappings, CPU time, names. */
+#ifndef PBP_PROC_H
+#define PBP_PROC_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct proc_map {
+	uint64_t start, end, offset;
+	char path[PATH_MAX];	/* as the target sees it; "" for anonymous */
+};
+
+/* 0 if @pid exists and is not a zombie, -ESRCH otherwise. */
+int proc__alive(pid_t pid);
+
+/*
+ * Calls @fn for each file-backed mapping of @pid until it returns non-zero (which is
+ * then returned). -ESRCH/-EACCES if the maps cannot be read.
+ */
+int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg);
+
+/* CPU time (user + system) the whole process has used, in nanoseconds. */
+int proc__cpu_ns(pid_t pid, uint64_t *ns);
+
+/* The process's command name (comm), NUL-terminated, at most @len - 1 bytes. */
+int proc__comm(pid_t pid, char *buf, size_t len);
+
+/* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
+int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
+
+#endif

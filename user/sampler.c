@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * BPF lifecycle; see sampler.h. Records are submitted without wake-ups (a perf-event
+ * program that wakes the consumer per record was measured to lose most samples while
+ * the consumer sleeps in epoll), so the consumer polls on a short timer and the
+ * program forces a wake-up only when the buffer passes a fill threshold.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "sample.skel.h"
+#include "sampler.h"
+
+struct sampler {
+	struct sampler_cfg cfg;
+	struct sample_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link **links;
+	int *pfds;
+	int ncpus;
+	int stats_fd;
+	int ncounters_cpus;
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && log__level() < LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && log__level() < LOG_INFO)
+		return 0;
+	/* libbpf warns about load failures that we report ourselves with a clearer
+	 * message; keep its details for -v. */
+	if (log__level() < LOG_INFO)
+		return 0;
+	fputs("pybpfprof: libbpf: ", stderr);
+	return vfprintf(stderr, fmt, ap);
+}
+
+static int handle_record(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+
+	return s->cfg.on_sample(s->cfg.ctx, data, len);
+}
+
+static int open_clock(int cpu, uint32_t rate_hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* A fixed period, not a frequency: the kernel would otherwise retune it
+		 * and the expected sample count would drift. */
+		.sample_period = 1000000000ull / rate_hz,
+	};
+	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static int attach_clocks(struct sampler *s)
+{
+	int err = 0, attached = 0;
+
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0)
+		return -EINVAL;
+	s->links = calloc(s->ncpus, sizeof(*s->links));
+	s->pfds = malloc(s->ncpus * sizeof(*s->pfds));
+	if (!s->links || !s->pfds)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		s->pfds[cpu] = open_clock(cpu, s->cfg.rate_hz);
+		if (s->pfds[cpu] < 0) {
+			/* A possible CPU that is offline has no clock; skip it. */
+			if (s->pfds[cpu] == -ENODEV)
+				continue;
+			err = s->pfds[cpu];
+			pr_debug("perf_event_open on CPU %d: %s\n", cpu, strerror(-err));
+			return err;
+		}
+		s->links[cpu] = bpf_program__attach_perf_event(s->skel->progs.pbp_sample,
+							       s->pfds[cpu]);
+		if (!s->links[cpu]) {
+			err = -errno;
+			pr_debug("attach to CPU %d: %s\n", cpu, strerror(-err));
+			return err;
+		}
+		attached++;
+	}
+	return attached ? 0 : -ENODEV;
+}
+
+int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->stats_fd = -1;
+	libbpf_set_print(libbpf_log);
+
+	s->skel = sample_bpf__open();
+	if (!s->skel) {
+		err = -errno;
+		goto fail;
+	}
+	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
+	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(s->skel->maps.scratch, libbpf_num_possible_cpus());
+	err = sample_bpf__load(s->skel);
+	if (err) {
+		pr_debug("loading the BPF program: %s\n", strerror(-err));
+		goto fail;
+	}
+	err = sample_bpf__attach(s->skel);	/* the exit tracepoint */
+	if (err)
+		goto fail;
+	err = attach_clocks(s);
+	if (err)
+		goto fail;
+	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), handle_record, s, NULL);
+	if (!s->rb) {
+		err = -errno;
+		goto fail;
+	}
+	/* Run-time accounting stays on while this fd is open; it costs two clock reads
+	 * per program run, which the reported per-sample cost then includes. */
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (s->stats_fd < 0)
+		pr_debug("bpf_enable_stats: %s\n", strerror(errno));
+	*out = s;
+	return 0;
+fail:
+	sampler__free(s);
+	return err;
+}
+
+void sampler__stop(struct sampler *s)
+{
+	if (!s->links)
+		return;
+	for (int cpu = 0; cpu < s->ncpus; cpu++) {
+		bpf_link__destroy(s->links[cpu]);
+		s->links[cpu] = NULL;
+		if (s->pfds[cpu] >= 0)
+			close(s->pfds[cpu]);
+		s->pfds[cpu] = -1;
+	}
+}
+
+void sampler__free(struct sampler *s)
+{
+	if (!s)
+		return;
+	sampler__stop(s);
+	ring_buffer__free(s->rb);
+	sample_bpf__destroy(s->skel);
+	if (s->stats_fd >= 0)
+		close(s->stats_fd);
+	free(s->links);
+	free(s->pfds);
+	free(s);
+}
+
+static uint32_t off32(uint64_t off)
+{
+	return off == PBP_OFF_NONE ? PBP_OFF_ABSENT : (uint32_t)off;
+}
+
+int sampler__add_target(struct sampler *s, const struct py_interp *in)
+{
+	const struct py_offsets *o = &in->off;
+	struct pbp_target t = {
+		.runtime = in->runtime,
+		.rt_interp_head = off32(o->runtime_interpreters_head),
+		.interp_next = off32(o->interp_next),
+		.interp_threads_head = off32(o->interp_threads_head),
+		.ts_next = off32(o->ts_next),
+		.ts_native_tid = off32(o->ts_native_thread_id),
+		.ts_cframe = off32(o->ts_cframe),
+		.cframe_current_frame = off32(o->cframe_current_frame),
+		.ts_current_frame = off32(o->ts_current_frame),
+		.ts_chunk = off32(o->ts_datastack_chunk),
+		.ts_top = off32(o->ts_datastack_top),
+		.ts_copy_len = o->ts_size < PBP_TSTATE_MAX ? o->ts_size : PBP_TSTATE_MAX,
+		.chunk_previous = off32(o->chunk_previous),
+		.chunk_top = off32(o->chunk_top),
+		.chunk_data = off32(o->chunk_data),
+		.fr_code = off32(o->fr_code),
+		.fr_previous = off32(o->fr_previous),
+		.code_mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0,
+		.stack_cap = s->cfg.stack_cap,
+	};
+	uint32_t pid = in->pid;
+
+	if (o->co_version != PBP_OFF_NONE) {
+		t.fp_mode = PBP_FP_U32;
+		t.fp_off = o->co_version;
+	} else {
+		t.fp_mode = PBP_FP_PTR_U64;
+		t.fp_off = o->co_name;
+		t.fp_off2 = o->unicode_length + 8;	/* the str's cached hash */
+	}
+	if (t.interp_next == PBP_OFF_ABSENT)
+		t.interp_next = 0;
+	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int sampler__remove_target(struct sampler *s, pid_t pid)
+{
+	uint32_t key = pid;
+
+	if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
+		return -errno;
+	return 0;
+}
+
+int sampler__poll(struct sampler *s, int timeout_ms)
+{
+	return ring_buffer__poll(s->rb, timeout_ms);
+}
+
+int sampler__drain(struct sampler *s)
+{
+	return ring_buffer__consume(s->rb);
+}
+
+void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])
+{
+	int ncpus = libbpf_num_possible_cpus();
+	uint64_t *vals = calloc(ncpus > 0 ? ncpus : 1, sizeof(*vals));
+
+	memset(out, 0, PBP_C_MAX * sizeof(*out));
+	if (!vals)
+		return;
+	for (uint32_t k = 0; k < PBP_C_MAX; k++) {
+		if (bpf_map__lookup_elem(s->skel->maps.counters, &k, sizeof(k), vals,
+					 ncpus * sizeof(*vals), 0))
+			continue;
+		for (int c = 0; c < ncpus; c++)
+			out[k] += vals[c];
+	}
+	free(vals);
+}
+
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	struct bpf_prog_info info = {};
+	uint32_t len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.pbp_sample), &info, &len))
+		return -errno;
+	*run_ns = info.run_time_ns;
+	*run_cnt = info.run_cnt;
+	return 0;
+}

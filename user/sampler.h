@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The BPF side's lifecycle: load the program, attach it to the per-CPU software clock
+ * on every CPU, register targets, and hand each ring-buffer record to a callback.
+ */
+#ifndef PBP_SAMPLER_H
+#define PBP_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "interp.h"
+#include "pbp_abi.h"
+
+typedef int (*sampler_fn)(void *ctx, const void *rec, size_t len);
+
+struct sampler_cfg {
+	uint32_t rate_hz;
+	uint32_t stack_cap;	/* bytes of data stack copied per sample */
+	uint32_t ringbuf_bytes;	/* power of two */
+	sampler_fn on_sample;
+	void *ctx;
+};
+
+struct sampler;
+
+/* Returns -EPERM when privileges are missing, -ENOSYS/-EOPNOTSUPP when the kernel
+ * cannot do it, another negative errno otherwise. */
+int sampler__new(const struct sampler_cfg *cfg, struct sampler **out);
+void sampler__free(struct sampler *s);
+
+int sampler__add_target(struct sampler *s, const struct py_interp *in);
+int sampler__remove_target(struct sampler *s, pid_t pid);
+
+/* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
+ * number delivered or a negative errno (-EINTR on a signal). */
+int sampler__poll(struct sampler *s, int timeout_ms);
+
+/* Delivers whatever is left without waiting. */
+int sampler__drain(struct sampler *s);
+
+/* Stops the perf events: nothing new enters the ring buffer after this. */
+void sampler__stop(struct sampler *s);
+
+void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX]);
+
+/* The kernel's own accounting of the program: total run time and invocations. */
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+
+#endif
