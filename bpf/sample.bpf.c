@@ -73,23 +73,52 @@ static __always_inline __u64 read_u64(__u64 addr)
 	return v;
 }
 
+struct walk_ctx {
+	const struct pbp_target *t;
+	__u64 interp;
+	__u64 ts;
+	__u64 found;
+	__u32 tid;
+	__u32 steps_in_interp;
+};
+
+/* One step of the thread-list walk. A callback of bpf_loop() is verified once, where
+ * an unrolled nested loop over interpreters and threads would exhaust the verifier. */
+static long walk_step(__u32 index, void *arg)
+{
+	struct walk_ctx *w = arg;
+	const struct pbp_target *t = w->t;
+
+	if (!w->ts) {
+		w->interp = index ? read_u64(w->interp + t->interp_next) : w->interp;
+		if (!w->interp || (index && !t->interp_next))
+			return 1;
+		w->ts = read_u64(w->interp + t->interp_threads_head);
+		w->steps_in_interp = 0;
+		return 0;
+	}
+	if (read_u64(w->ts + t->ts_native_tid) == w->tid) {
+		w->found = w->ts;
+		return 1;
+	}
+	w->ts = read_u64(w->ts + t->ts_next);
+	/* A cycle in a list that is being modified must not pin us to one interpreter. */
+	if (++w->steps_in_interp >= PBP_THREADS_MAX)
+		w->ts = 0;
+	return 0;
+}
+
 /* Walks every interpreter's thread list for the tstate whose native_thread_id is tid. */
 static __always_inline __u64 find_tstate(const struct pbp_target *t, __u32 tid)
 {
-	__u64 interp = read_u64(t->runtime + t->rt_interp_head);
+	struct walk_ctx w = { .t = t, .tid = tid };
 
 	count(PBP_C_THREAD_WALKS);
-	for (int i = 0; i < PBP_INTERPS_MAX && interp; i++) {
-		__u64 ts = read_u64(interp + t->interp_threads_head);
-
-		for (int j = 0; j < PBP_THREADS_MAX && ts; j++) {
-			if (read_u64(ts + t->ts_native_tid) == tid)
-				return ts;
-			ts = read_u64(ts + t->ts_next);
-		}
-		interp = read_u64(interp + t->interp_next);
-	}
-	return 0;
+	w.interp = read_u64(t->runtime + t->rt_interp_head);
+	if (!w.interp)
+		return 0;
+	bpf_loop(PBP_INTERPS_MAX * (PBP_THREADS_MAX + 1), walk_step, &w, 0);
+	return w.found;
 }
 
 /* The cached tstate is checked against the thread id on every sample: a thread can
@@ -287,9 +316,10 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 }
 
 /* Exited threads leave nothing behind: the LRU would evict them eventually, but a
- * reused tid must never inherit a dead thread's tstate. */
-SEC("tracepoint/sched/sched_process_exit")
-int pbp_thread_exit(void *ctx)
+ * reused tid must never inherit a dead thread's tstate. A raw tracepoint needs no
+ * tracefs mount, which containers and minimal hosts often lack. */
+SEC("raw_tp/sched_process_exit")
+int pbp_thread_exit(struct bpf_raw_tracepoint_args *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 

@@ -11,6 +11,7 @@
 #include "code_cache.h"
 #include "hash.h"
 #include "linetable.h"
+#include "log.h"
 #include "pyobj.h"
 
 struct code_cache {
@@ -192,6 +193,8 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 		return err;
 	if (live != fp) {
 		c->stats.stale++;
+		pr_debug("code %#llx: fingerprint %#llx, sampled %#llx\n", (unsigned long long)addr,
+			 (unsigned long long)live, (unsigned long long)fp);
 		return -ESTALE;
 	}
 	err = read_code(c, addr, fp, &ci);

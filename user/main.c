@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Command line: subcommand dispatch, option parsing and --help. Everything after
+ * parsing happens in the subcommand's own file.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcodes.h"
+#include "log.h"
+#include "pbp_abi.h"
+#include "record.h"
+
+#define PBP_VERSION "0.1.0"
+
+static const char main_help[] =
+	"pybpfprof " PBP_VERSION " - a sampling profiler for CPython, built on eBPF\n"
+	"\n"
+	"Usage:\n"
+	"  pybpfprof record -p PID [options]          profile a running process\n"
+	"  pybpfprof record [options] -- CMD [ARG...]  run a command and profile it\n"
+	"  pybpfprof --help | --version\n"
+	"\n"
+	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
+	"the thread is interrupted, so stacks are consistent without pausing the target.\n"
+	"See 'pybpfprof record --help' for options.\n"
+	"\n"
+	"Supported interpreters: CPython " "3.11, 3.12 (untested), 3.13, 3.14, 3.15" " (GIL builds).\n"
+	"\n"
+	"Privileges: root, or the capabilities CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE,\n"
+	"e.g. sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep ./pybpfprof\n"
+	"The kernel needs BTF (/sys/kernel/btf/vmlinux) and BPF ring buffers (5.8+).\n"
+	"\n"
+	"Exit status:\n"
+	"  0    profile written (also after Ctrl-C, SIGTERM, -d expiring or the target exiting)\n"
+	"  1    unexpected failure while profiling\n"
+	"  2    bad command line\n"
+	"  3    no such process, or it exited before profiling began\n"
+	"  4    the target is not a CPython process\n"
+	"  5    unsupported CPython version\n"
+	"  6    missing privileges\n"
+	"  7    the kernel lacks BTF, BPF or perf-event support\n"
+	"  126  the command after -- is not executable\n"
+	"  127  the command after -- was not found\n";
+
+static const char record_help[] =
+	"Usage:\n"
+	"  pybpfprof record -p PID [options]\n"
+	"  pybpfprof record [options] -- CMD [ARG...]\n"
+	"\n"
+	"Samples the Python stacks of one process and writes them when profiling ends:\n"
+	"after -d, when the target exits, or on Ctrl-C / SIGTERM. Whatever was sampled is\n"
+	"always written and the exit status is then 0.\n"
+	"\n"
+	"Target:\n"
+	"  -p, --pid PID          profile the running process PID\n"
+	"  -- CMD [ARG...]        run CMD and profile it from its first Python code to\n"
+	"                         its exit (wrappers such as env or chroot are followed);\n"
+	"                         its exit status is reported at the end\n"
+	"\n"
+	"Sampling:\n"
+	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
+	"  -d, --duration SECS    stop after SECS seconds (default: until the target exits)\n"
+	"      --stack-bytes N    data-stack bytes copied per sample (default 65536,\n"
+	"                         max 131072); deeper frames are read from live memory\n"
+	"      --ringbuf-mb N     ring buffer size in MiB, a power of two (default 16)\n"
+	"\n"
+	"Output:\n"
+	"  -o, --output FILE      where to write the profile ('-' = standard output);\n"
+	"                         default: pybpfprof-COMM-PID-DATE-TIME.txt\n"
+	"  -f, --format FORMAT    collapsed (default): one line per distinct stack,\n"
+	"                         'frame;frame;...;frame COUNT', root first, each Python\n"
+	"                         frame 'QUALNAME (FILENAME:LINE)'. Stacks whose walk did\n"
+	"                         not reach the thread's first frame start with\n"
+	"                         '[incomplete]'. Feed it to flamegraph.pl or speedscope.\n"
+	"      --threads          start each stack with a frame 'thread TID'\n"
+	"      --stats-file FILE  write run statistics as JSON (samples expected,\n"
+	"                         delivered, decoded, incomplete, drops, costs, ...)\n"
+	"  -v, --verbose          more diagnostics (twice: debug, including libbpf)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Privileges: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.\n"
+	"Exit status: see 'pybpfprof --help'.\n"
+	"\n"
+	"Examples:\n"
+	"  sudo pybpfprof record -p 1234 -d 30 -o app.txt\n"
+	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("pybpfprof: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs(" (see 'pybpfprof record --help')\n", stderr);
+	return EXIT_USAGE;
+}
+
+static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return errno || end == s || *end || *s == '-' || *v < min || *v > max ? -EINVAL : 0;
+}
+
+static int cmd_record(int argc, char **argv)
+{
+	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "threads", no_argument, NULL, OPT_THREADS },
+		{ "stats-file", required_argument, NULL, OPT_STATS },
+		{ "stack-bytes", required_argument, NULL, OPT_STACK },
+		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct record_opts o = {
+		.rate_hz = 100,
+		.format = "collapsed",
+		.stack_cap = PBP_STACK_DEFAULT,
+		.ringbuf_mb = 16,
+	};
+	unsigned long v;
+	int opt, verbose = 0;
+	char *end;
+
+	/* '+': stop at the first non-option so the command's own options stay its own. */
+	while ((opt = getopt_long(argc, argv, "+p:r:d:o:f:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_uint(optarg, 1, 0x7fffffff, &v))
+				return usage_error("invalid PID '%s'", optarg);
+			o.pid = v;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 1, 10000, &v))
+				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
+			o.rate_hz = v;
+			break;
+		case 'd':
+			errno = 0;
+			o.duration_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o.duration_s > 0))
+				return usage_error("invalid duration '%s': expected seconds > 0", optarg);
+			break;
+		case 'o':
+			o.output = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "collapsed"))
+				return usage_error("unknown format '%s': supported: collapsed", optarg);
+			o.format = optarg;
+			break;
+		case OPT_THREADS:
+			o.threads = 1;
+			break;
+		case OPT_STATS:
+			o.stats_file = optarg;
+			break;
+		case OPT_STACK:
+			if (parse_uint(optarg, 4096, PBP_STACK_MAX, &v))
+				return usage_error("invalid --stack-bytes '%s': expected 4096 to 131072",
+						   optarg);
+			o.stack_cap = v;
+			break;
+		case OPT_RINGBUF:
+			if (parse_uint(optarg, 1, 1024, &v) || (v & (v - 1)))
+				return usage_error("invalid --ringbuf-mb '%s': expected a power of two "
+						   "from 1 to 1024", optarg);
+			o.ringbuf_mb = v;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			fputs(record_help, stdout);
+			return EXIT_OK;
+		default:
+			fprintf(stderr, "pybpfprof: see 'pybpfprof record --help'\n");
+			return EXIT_USAGE;
+		}
+	}
+	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
+	if (optind < argc) {
+		if (strcmp(argv[optind - 1], "--"))
+			return usage_error("unexpected argument '%s' (put a command after '--')",
+					   argv[optind]);
+		o.cmd = &argv[optind];
+	}
+	if (o.pid && o.cmd)
+		return usage_error("%s", "give either -p PID or a command after --, not both");
+	if (!o.pid && !o.cmd)
+		return usage_error("%s", "nothing to profile: give -p PID or a command after --");
+	return record__run(&o);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(main_help, stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		fputs(main_help, stdout);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("pybpfprof %s\n", PBP_VERSION);
+		return EXIT_OK;
+	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
+	fprintf(stderr, "pybpfprof: unknown command '%s' (see 'pybpfprof --help')\n", argv[1]);
+	return EXIT_USAGE;
+}

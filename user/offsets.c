@@ -1,0 +1,669 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Where each CPython version keeps what the profiler reads.
+ *
+ * 3.11 and 3.12 publish nothing, so their offsets are built-in tables derived from
+ * their headers (GCC, x86-64, default non-debug build). 3.13 and later put a
+ * _Py_DebugOffsets table at the very start of _PyRuntime; that table's own layout
+ * differs per minor version, so it is read through a per-version slot map chosen by
+ * the table's version field. Facts the table does not carry but that are fixed by a
+ * version's structs (datastack pointers after datastack_chunk, _PyStackChunk, frame
+ * owner values, unicode state bits) come with that slot map. Pre-releases and
+ * versions whose layout is not known here are refused instead of guessed, and every
+ * value read from the target is bounds-checked before it is trusted.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "offsets.h"
+
+#define NONE			PBP_OFF_NONE
+#define NO_OWNER		0xff
+#define TS_COPY_MAX		2048	/* most tstate bytes the BPF side copies */
+#define OBJ_SIZE_MAX		4096	/* sanity bound for object layouts */
+
+#define PY_MAJOR(hex)		(((hex) >> 24) & 0xff)
+#define PY_MINOR(hex)		(((hex) >> 16) & 0xff)
+#define PY_LEVEL(hex)		(((hex) >> 4) & 0xf)
+#define PY_LEVEL_FINAL		0xf
+
+#define DEBUG_COOKIE		"xdebugpy"
+#define DEBUG_COOKIE_LEN	8
+
+/* ------------------------------------------------------------------------------ */
+/* Built-in tables: 3.11 and 3.12 (no _Py_DebugOffsets).                          */
+/* ------------------------------------------------------------------------------ */
+
+/* 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers. */
+static const struct py_offsets builtin_311 = {
+	.tested				= 1,
+	.executable_tagged		= 0,
+	.free_threaded			= 0,
+
+	.runtime_interpreters_head	= 40,
+	.interp_threads_head		= 16,
+	.interp_next			= 0,
+
+	.ts_size			= 360,
+	.ts_next			= 8,
+	.ts_interp			= 16,
+	.ts_thread_id			= 152,
+	.ts_native_thread_id		= 160,
+	.ts_cframe			= 56,
+	.cframe_current_frame		= 8,
+	.ts_current_frame		= NONE,
+	.ts_datastack_chunk		= 296,
+	.ts_datastack_top		= 304,
+	.ts_datastack_limit		= 312,
+	.ts_base_frame			= NONE,
+	.ts_last_profiled_frame		= NONE,
+	.ts_last_profiled_frame_seq	= NONE,
+
+	.chunk_previous			= 0,
+	.chunk_size			= 8,
+	.chunk_top			= 16,
+	.chunk_data			= 24,
+
+	.fr_code			= 32,	/* f_code */
+	.fr_previous			= 48,
+	.fr_instr			= 56,	/* prev_instr */
+	.fr_owner			= 69,
+	.fr_size			= 72,
+
+	.owner_thread			= 0,
+	.owner_generator		= 1,
+	.owner_frame_object		= 2,
+	.owner_cstack			= NO_OWNER,
+	.owner_interpreter		= NO_OWNER,
+
+	.ob_type			= 8,
+
+	.co_filename			= 112,
+	.co_name			= 120,
+	.co_qualname			= 128,
+	.co_firstlineno			= 72,
+	.co_linetable			= 136,
+	.co_code_adaptive		= 184,
+	.co_size			= 184,
+
+	.unicode_length			= 16,
+	.unicode_state			= 32,
+	.unicode_ascii_data		= 48,	/* PyASCIIObject still has wstr */
+	.unicode_compact_data		= 72,
+	.unicode_kind_shift		= 2,
+	.unicode_compact_bit		= 5,
+	.unicode_ascii_bit		= 6,
+
+	.bytes_size			= 16,
+	.bytes_sval			= 32,
+};
+
+/* 3.12.x: derived from the 3.12.1 and 3.12.10 headers; never run by the profiler. */
+static const struct py_offsets builtin_312 = {
+	.tested				= 0,
+	.executable_tagged		= 0,
+	.free_threaded			= 0,
+
+	.runtime_interpreters_head	= 40,
+	.interp_threads_head		= 72,
+	.interp_next			= 0,
+
+	.ts_size			= 288,
+	.ts_next			= 8,
+	.ts_interp			= 16,
+	.ts_thread_id			= 136,
+	.ts_native_thread_id		= 144,
+	.ts_cframe			= 56,
+	.cframe_current_frame		= 0,
+	.ts_current_frame		= NONE,
+	.ts_datastack_chunk		= 232,
+	.ts_datastack_top		= 240,
+	.ts_datastack_limit		= 248,
+	.ts_base_frame			= NONE,
+	.ts_last_profiled_frame		= NONE,
+	.ts_last_profiled_frame_seq	= NONE,
+
+	.chunk_previous			= 0,
+	.chunk_size			= 8,
+	.chunk_top			= 16,
+	.chunk_data			= 24,
+
+	.fr_code			= 0,	/* f_code */
+	.fr_previous			= 8,
+	.fr_instr			= 56,	/* prev_instr */
+	.fr_owner			= 70,
+	.fr_size			= 72,
+
+	.owner_thread			= 0,
+	.owner_generator		= 1,
+	.owner_frame_object		= 2,
+	.owner_cstack			= 3,
+	.owner_interpreter		= NO_OWNER,
+
+	.ob_type			= 8,
+
+	.co_filename			= 112,
+	.co_name			= 120,
+	.co_qualname			= 128,
+	.co_firstlineno			= 68,
+	.co_linetable			= 136,
+	.co_code_adaptive		= 192,
+	.co_size			= 192,
+
+	.unicode_length			= 16,
+	.unicode_state			= 32,
+	.unicode_ascii_data		= 40,
+	.unicode_compact_data		= 56,
+	.unicode_kind_shift		= 2,
+	.unicode_compact_bit		= 5,
+	.unicode_ascii_bit		= 6,
+
+	.bytes_size			= 16,
+	.bytes_sval			= 32,
+};
+
+/* ------------------------------------------------------------------------------ */
+/* _Py_DebugOffsets layouts: 3.13+.                                               */
+/* ------------------------------------------------------------------------------ */
+
+/*
+ * Positions are indexes of 8-byte slots in _Py_DebugOffsets (slot 0 is the cookie,
+ * slot 1 the version), so 0 marks a field that layout does not have.
+ */
+struct unicode_bits {
+	uint8_t kind_shift;
+	uint8_t compact_bit;
+	uint8_t ascii_bit;
+};
+
+struct debug_layout {
+	uint8_t minor;
+	uint8_t slots;			/* length of the whole table, in slots */
+	uint8_t tested;			/* run live against a real interpreter */
+
+	uint8_t free_threaded;
+	uint8_t rt_size;
+	uint8_t rt_interpreters_head;
+	uint8_t is_size;
+	uint8_t is_next;
+	uint8_t is_threads_head;
+
+	uint8_t ts_size;
+	uint8_t ts_next;
+	uint8_t ts_interp;
+	uint8_t ts_current_frame;
+	uint8_t ts_base_frame;
+	uint8_t ts_last_profiled_frame;
+	uint8_t ts_last_profiled_frame_seq;
+	uint8_t ts_thread_id;
+	uint8_t ts_native_thread_id;
+	uint8_t ts_datastack_chunk;
+
+	uint8_t fr_size;
+	uint8_t fr_previous;
+	uint8_t fr_executable;
+	uint8_t fr_instr_ptr;
+	uint8_t fr_localsplus;
+	uint8_t fr_owner;
+
+	uint8_t co_size;
+	uint8_t co_filename;
+	uint8_t co_name;
+	uint8_t co_qualname;
+	uint8_t co_linetable;
+	uint8_t co_firstlineno;
+	uint8_t co_code_adaptive;
+
+	uint8_t ob_type;
+
+	uint8_t bytes_ob_size;
+	uint8_t bytes_ob_sval;
+
+	uint8_t uni_state;
+	uint8_t uni_length;
+	uint8_t uni_ascii_size;
+	uint8_t uni_compact_size;
+
+	/* Facts of this version's structs that the table does not carry. */
+	uint8_t executable_tagged;
+	uint8_t datastack_top_after_chunk;	/* bytes after datastack_chunk */
+	uint8_t datastack_limit_after_chunk;
+	uint8_t compact_after_ascii;	/* sizeof(PyCompactUnicodeObject) - PyASCIIObject */
+	uint8_t chunk_previous;
+	uint8_t chunk_size;
+	uint8_t chunk_top;
+	uint8_t chunk_data;
+	uint8_t owner_thread;
+	uint8_t owner_generator;
+	uint8_t owner_frame_object;
+	uint8_t owner_cstack;
+	uint8_t owner_interpreter;
+	struct unicode_bits uni_bits;		/* default build */
+	struct unicode_bits uni_bits_ft;	/* Py_GIL_DISABLED build */
+};
+
+/* interned:2 kind:3 compact:1 ascii:1 in one 32-bit word */
+#define UNICODE_BITS_DEFAULT	{ .kind_shift = 2, .compact_bit = 5, .ascii_bit = 6 }
+/* free-threaded 3.14+: interned is a whole byte, the bitfields follow it */
+#define UNICODE_BITS_FT_BYTE	{ .kind_shift = 8, .compact_bit = 11, .ascii_bit = 12 }
+
+/* _PyStackChunk: previous, size, top, data[] in every version so far */
+#define STACK_CHUNK_FACTS			\
+	.chunk_previous			= 0,	\
+	.chunk_size			= 8,	\
+	.chunk_top			= 16,	\
+	.chunk_data			= 24,	\
+	.datastack_top_after_chunk	= 8,	\
+	.datastack_limit_after_chunk	= 16
+
+/*
+ * 3.13.x final (identical in 3.13.0 and 3.13.18). Sections, first slot: runtime 3,
+ * interpreter 6, thread 19, frame 28, code 34, object 44, ..., bytes 64, unicode 67,
+ * gc 71; 73 slots.
+ */
+static const struct debug_layout layout_313 = {
+	.minor				= 13,
+	.tested				= 1,
+	.slots				= 73,
+	.free_threaded			= 2,
+	.rt_size			= 3,
+	.rt_interpreters_head		= 5,
+	.is_size			= 6,
+	.is_next			= 8,
+	.is_threads_head		= 9,
+	.ts_size			= 19,
+	.ts_next			= 21,
+	.ts_interp			= 22,
+	.ts_current_frame		= 23,
+	.ts_thread_id			= 24,
+	.ts_native_thread_id		= 25,
+	.ts_datastack_chunk		= 26,
+	.fr_size			= 28,
+	.fr_previous			= 29,
+	.fr_executable			= 30,
+	.fr_instr_ptr			= 31,
+	.fr_localsplus			= 32,
+	.fr_owner			= 33,
+	.co_size			= 34,
+	.co_filename			= 35,
+	.co_name			= 36,
+	.co_qualname			= 37,
+	.co_linetable			= 38,
+	.co_firstlineno			= 39,
+	.co_code_adaptive		= 43,
+	.ob_type			= 45,
+	.bytes_ob_size			= 65,
+	.bytes_ob_sval			= 66,
+	.uni_state			= 68,
+	.uni_length			= 69,
+	.uni_ascii_size			= 70,
+
+	.executable_tagged		= 0,
+	.compact_after_ascii		= 16,	/* utf8_length, utf8 */
+	STACK_CHUNK_FACTS,
+	.owner_thread			= 0,
+	.owner_generator		= 1,
+	.owner_frame_object		= 2,
+	.owner_cstack			= 3,
+	.owner_interpreter		= NO_OWNER,
+	.uni_bits			= UNICODE_BITS_DEFAULT,
+	.uni_bits_ft			= UNICODE_BITS_DEFAULT,
+};
+
+/*
+ * 3.14.x final. Sections, first slot: runtime 3, interpreter 6, thread 22, frame 31,
+ * code 39, object 50, ..., bytes 74, unicode 77, gc 81, gen 83, llist 87,
+ * debugger 89; 95 slots.
+ */
+static const struct debug_layout layout_314 = {
+	.minor				= 14,
+	.tested				= 1,
+	.slots				= 95,
+	.free_threaded			= 2,
+	.rt_size			= 3,
+	.rt_interpreters_head		= 5,
+	.is_size			= 6,
+	.is_next			= 8,
+	.is_threads_head		= 9,
+	.ts_size			= 22,
+	.ts_next			= 24,
+	.ts_interp			= 25,
+	.ts_current_frame		= 26,
+	.ts_thread_id			= 27,
+	.ts_native_thread_id		= 28,
+	.ts_datastack_chunk		= 29,
+	.fr_size			= 31,
+	.fr_previous			= 32,
+	.fr_executable			= 33,
+	.fr_instr_ptr			= 34,
+	.fr_localsplus			= 35,
+	.fr_owner			= 36,
+	.co_size			= 39,
+	.co_filename			= 40,
+	.co_name			= 41,
+	.co_qualname			= 42,
+	.co_linetable			= 43,
+	.co_firstlineno			= 44,
+	.co_code_adaptive		= 48,
+	.ob_type			= 51,
+	.bytes_ob_size			= 75,
+	.bytes_ob_sval			= 76,
+	.uni_state			= 78,
+	.uni_length			= 79,
+	.uni_ascii_size			= 80,
+
+	.executable_tagged		= 1,
+	.compact_after_ascii		= 16,
+	STACK_CHUNK_FACTS,
+	.owner_thread			= 0,
+	.owner_generator		= 1,
+	.owner_frame_object		= 2,
+	.owner_interpreter		= 3,
+	.owner_cstack			= 4,
+	.uni_bits			= UNICODE_BITS_DEFAULT,
+	.uni_bits_ft			= UNICODE_BITS_FT_BYTE,
+};
+
+/*
+ * 3.15.x final, the layout with last_profiled_frame_seq (pre-releases before it
+ * differ and are refused). Sections, first slot: runtime 3, interpreter 6,
+ * thread 22, err_stackitem 38, frame 39, code 47, object 58, type 60, heap type 66,
+ * ..., bytes 86, unicode 89, gc 94, gen 99, llist 103, debugger 105; 111 slots.
+ */
+static const struct debug_layout layout_315 = {
+	.minor				= 15,
+	.tested				= 1,
+	.slots				= 111,
+	.free_threaded			= 2,
+	.rt_size			= 3,
+	.rt_interpreters_head		= 5,
+	.is_size			= 6,
+	.is_next			= 8,
+	.is_threads_head		= 9,
+	.ts_size			= 22,
+	.ts_next			= 24,
+	.ts_interp			= 25,
+	.ts_current_frame		= 26,
+	.ts_base_frame			= 27,
+	.ts_last_profiled_frame		= 28,
+	.ts_last_profiled_frame_seq	= 29,
+	.ts_thread_id			= 30,
+	.ts_native_thread_id		= 31,
+	.ts_datastack_chunk		= 32,
+	.fr_size			= 39,
+	.fr_previous			= 40,
+	.fr_executable			= 41,
+	.fr_instr_ptr			= 42,
+	.fr_localsplus			= 43,
+	.fr_owner			= 44,
+	.co_size			= 47,
+	.co_filename			= 48,
+	.co_name			= 49,
+	.co_qualname			= 50,
+	.co_linetable			= 51,
+	.co_firstlineno			= 52,
+	.co_code_adaptive		= 56,
+	.ob_type			= 59,
+	.bytes_ob_size			= 87,
+	.bytes_ob_sval			= 88,
+	.uni_state			= 90,
+	.uni_length			= 91,
+	.uni_ascii_size			= 92,
+	.uni_compact_size		= 93,
+
+	.executable_tagged		= 1,
+	STACK_CHUNK_FACTS,
+	.owner_thread			= 0,
+	.owner_generator		= 1,
+	.owner_frame_object		= 2,
+	.owner_interpreter		= 3,
+	.owner_cstack			= NO_OWNER,	/* no shim frames any more */
+	.uni_bits			= UNICODE_BITS_DEFAULT,
+	.uni_bits_ft			= UNICODE_BITS_FT_BYTE,
+};
+
+static const struct debug_layout *const debug_layouts[] = {
+	&layout_313,
+	&layout_314,
+	&layout_315,
+};
+
+/* ------------------------------------------------------------------------------ */
+/* Logic.                                                                         */
+/* ------------------------------------------------------------------------------ */
+
+/* A released interpreter of a given minor; alpha/beta/rc layouts are not frozen. */
+static bool is_final(uint32_t version_hex, unsigned int minor)
+{
+	return PY_MAJOR(version_hex) == 3 && PY_MINOR(version_hex) == minor &&
+	       PY_LEVEL(version_hex) == PY_LEVEL_FINAL;
+}
+
+int offsets__builtin(uint32_t version_hex, struct py_offsets *out)
+{
+	const struct py_offsets *t;
+
+	if (!out)
+		return -EINVAL;
+	if (is_final(version_hex, 11))
+		t = &builtin_311;
+	else if (is_final(version_hex, 12))
+		t = &builtin_312;
+	else
+		return -ENOTSUP;
+	*out = *t;
+	out->version_hex = version_hex;
+	return 0;
+}
+
+static uint64_t slot(const uint8_t *buf, unsigned int idx)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + (size_t)idx * sizeof(v), sizeof(v));
+	return v;
+}
+
+/* Value of an optional slot, NONE where the layout lacks the field. */
+static uint64_t opt_slot(const uint8_t *buf, unsigned int idx)
+{
+	return idx ? slot(buf, idx) : NONE;
+}
+
+/* Field [@off, @off + @width) lies inside a struct of @size bytes. */
+static bool fits(uint64_t off, uint64_t width, uint64_t size)
+{
+	return off != NONE && off < size && width <= size - off;
+}
+
+static bool fits_opt(uint64_t off, uint64_t width, uint64_t size)
+{
+	return off == NONE || fits(off, width, size);
+}
+
+/* Sizes of the structs, as the table states them, for bounds checks. */
+struct struct_sizes {
+	uint64_t runtime;
+	uint64_t interp;
+	uint64_t frame;
+	uint64_t code;
+};
+
+/*
+ * The values came from another process: refuse a table that points outside the
+ * structs it describes, so that nothing downstream trusts a corrupt table.
+ */
+static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s)
+{
+	const uint64_t ptr = sizeof(uint64_t);
+	const uint64_t ts = o->ts_size;
+
+	if (!fits(o->runtime_interpreters_head, ptr, s->runtime) ||
+	    !fits(o->interp_next, ptr, s->interp) ||
+	    !fits(o->interp_threads_head, ptr, s->interp))
+		return -EINVAL;
+
+	if (!fits(o->ts_next, ptr, ts) || !fits(o->ts_interp, ptr, ts) ||
+	    !fits(o->ts_thread_id, ptr, ts) || !fits(o->ts_native_thread_id, ptr, ts) ||
+	    !fits(o->ts_current_frame, ptr, ts) || !fits(o->ts_datastack_chunk, ptr, ts) ||
+	    !fits(o->ts_datastack_top, ptr, ts) || !fits(o->ts_datastack_limit, ptr, ts) ||
+	    !fits_opt(o->ts_base_frame, ptr, ts) ||
+	    !fits_opt(o->ts_last_profiled_frame, ptr, ts) ||
+	    !fits_opt(o->ts_last_profiled_frame_seq, ptr, ts))
+		return -EINVAL;
+
+	if (o->fr_size > s->frame || !fits(o->fr_code, ptr, o->fr_size) ||
+	    !fits(o->fr_previous, ptr, o->fr_size) || !fits(o->fr_instr, ptr, o->fr_size) ||
+	    !fits(o->fr_owner, 1, o->fr_size))
+		return -EINVAL;
+
+	if (s->code > OBJ_SIZE_MAX || !fits(o->co_code_adaptive, 1, s->code) ||
+	    !fits(o->co_filename, ptr, o->co_size) || !fits(o->co_name, ptr, o->co_size) ||
+	    !fits(o->co_qualname, ptr, o->co_size) ||
+	    !fits(o->co_linetable, ptr, o->co_size) ||
+	    !fits(o->co_firstlineno, sizeof(int32_t), o->co_size))
+		return -EINVAL;
+
+	if (o->unicode_ascii_data > OBJ_SIZE_MAX ||
+	    !fits(o->ob_type, ptr, o->unicode_ascii_data) ||
+	    !fits(o->unicode_length, ptr, o->unicode_ascii_data) ||
+	    !fits(o->unicode_state, sizeof(uint32_t), o->unicode_ascii_data) ||
+	    o->unicode_compact_data <= o->unicode_ascii_data ||
+	    o->unicode_compact_data > OBJ_SIZE_MAX)
+		return -EINVAL;
+
+	if (o->bytes_sval > OBJ_SIZE_MAX || !fits(o->bytes_size, ptr, o->bytes_sval))
+		return -EINVAL;
+	return 0;
+}
+
+static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32_t version,
+			struct py_offsets *out)
+{
+	const struct struct_sizes sizes = {
+		.runtime = slot(buf, l->rt_size),
+		.interp = slot(buf, l->is_size),
+		.frame = slot(buf, l->fr_size),
+		.code = slot(buf, l->co_size),
+	};
+	uint64_t ft = slot(buf, l->free_threaded);
+	uint64_t ts_struct = slot(buf, l->ts_size);
+	uint64_t chunk = slot(buf, l->ts_datastack_chunk);
+	uint64_t ascii_size = slot(buf, l->uni_ascii_size);
+	struct py_offsets o;
+	int ret;
+
+	if (ft > 1 || chunk > TS_COPY_MAX)
+		return -EINVAL;
+
+	memset(&o, 0, sizeof(o));
+	o.version_hex = version;
+	o.tested = l->tested;
+	o.executable_tagged = l->executable_tagged;
+	o.free_threaded = (uint8_t)ft;
+
+	o.runtime_interpreters_head = slot(buf, l->rt_interpreters_head);
+	o.interp_threads_head = slot(buf, l->is_threads_head);
+	o.interp_next = slot(buf, l->is_next);
+
+	/*
+	 * Copy the whole public PyThreadState, which holds every field we read; a
+	 * larger one is cut at TS_COPY_MAX, and sanity_check() then insists that
+	 * every field still fits.
+	 */
+	o.ts_size = ts_struct < TS_COPY_MAX ? ts_struct : TS_COPY_MAX;
+	o.ts_next = slot(buf, l->ts_next);
+	o.ts_interp = slot(buf, l->ts_interp);
+	o.ts_thread_id = slot(buf, l->ts_thread_id);
+	o.ts_native_thread_id = slot(buf, l->ts_native_thread_id);
+	o.ts_cframe = NONE;
+	o.cframe_current_frame = NONE;
+	o.ts_current_frame = slot(buf, l->ts_current_frame);
+	o.ts_datastack_chunk = chunk;
+	o.ts_datastack_top = chunk + l->datastack_top_after_chunk;
+	o.ts_datastack_limit = chunk + l->datastack_limit_after_chunk;
+	o.ts_base_frame = opt_slot(buf, l->ts_base_frame);
+	o.ts_last_profiled_frame = opt_slot(buf, l->ts_last_profiled_frame);
+	o.ts_last_profiled_frame_seq = opt_slot(buf, l->ts_last_profiled_frame_seq);
+
+	o.chunk_previous = l->chunk_previous;
+	o.chunk_size = l->chunk_size;
+	o.chunk_top = l->chunk_top;
+	o.chunk_data = l->chunk_data;
+
+	o.fr_code = slot(buf, l->fr_executable);
+	o.fr_previous = slot(buf, l->fr_previous);
+	o.fr_instr = slot(buf, l->fr_instr_ptr);
+	o.fr_owner = slot(buf, l->fr_owner);
+	o.fr_size = slot(buf, l->fr_localsplus);
+
+	o.owner_thread = l->owner_thread;
+	o.owner_generator = l->owner_generator;
+	o.owner_frame_object = l->owner_frame_object;
+	o.owner_cstack = l->owner_cstack;
+	o.owner_interpreter = l->owner_interpreter;
+
+	o.ob_type = slot(buf, l->ob_type);
+
+	o.co_filename = slot(buf, l->co_filename);
+	o.co_name = slot(buf, l->co_name);
+	o.co_qualname = slot(buf, l->co_qualname);
+	o.co_firstlineno = slot(buf, l->co_firstlineno);
+	o.co_linetable = slot(buf, l->co_linetable);
+	o.co_code_adaptive = slot(buf, l->co_code_adaptive);
+	o.co_size = o.co_code_adaptive;
+
+	o.unicode_length = slot(buf, l->uni_length);
+	o.unicode_state = slot(buf, l->uni_state);
+	o.unicode_ascii_data = ascii_size;
+	o.unicode_compact_data = l->uni_compact_size ? slot(buf, l->uni_compact_size) :
+			ascii_size + l->compact_after_ascii;
+	if (ft) {
+		o.unicode_kind_shift = l->uni_bits_ft.kind_shift;
+		o.unicode_compact_bit = l->uni_bits_ft.compact_bit;
+		o.unicode_ascii_bit = l->uni_bits_ft.ascii_bit;
+	} else {
+		o.unicode_kind_shift = l->uni_bits.kind_shift;
+		o.unicode_compact_bit = l->uni_bits.compact_bit;
+		o.unicode_ascii_bit = l->uni_bits.ascii_bit;
+	}
+
+	o.bytes_size = slot(buf, l->bytes_ob_size);
+	o.bytes_sval = slot(buf, l->bytes_ob_sval);
+
+	ret = sanity_check(&o, &sizes);
+	if (ret)
+		return ret;
+	*out = o;
+	return 0;
+}
+
+int offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out)
+{
+	const struct debug_layout *l = NULL;
+	uint64_t version;
+	size_t i;
+
+	if (!buf || !out)
+		return -EINVAL;
+	if (len < DEBUG_COOKIE_LEN || memcmp(buf, DEBUG_COOKIE, DEBUG_COOKIE_LEN))
+		return -EINVAL;
+	if (len < 2 * sizeof(uint64_t))
+		return -EINVAL;
+	version = slot(buf, 1);
+	if (version > UINT32_MAX)
+		return -ENOTSUP;
+
+	for (i = 0; i < sizeof(debug_layouts) / sizeof(debug_layouts[0]); i++) {
+		if (is_final((uint32_t)version, debug_layouts[i]->minor)) {
+			l = debug_layouts[i];
+			break;
+		}
+	}
+	if (!l)
+		return -ENOTSUP;
+	if (len < (size_t)l->slots * sizeof(uint64_t))
+		return -EINVAL;
+	return apply_layout(l, buf, (uint32_t)version, out);
+}

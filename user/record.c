@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The record session: check privileges, find the target's interpreter, start the BPF
+ * sampler, decode and aggregate records as they arrive, and on every way out (time up,
+ * target gone, SIGINT/SIGTERM) drain what was sampled and write it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "decode.h"
+#include "exitcodes.h"
+#include "interp.h"
+#include "log.h"
+#include "out_collapsed.h"
+#include "privs.h"
+#include "proc.h"
+#include "record.h"
+#include "sampler.h"
+#include "spawn.h"
+#include "stats.h"
+#include "strtab.h"
+
+/* The one piece of process-wide state: set by the signal handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct record_ctx {
+	const struct record_opts *opts;
+	struct py_interp interp;
+	struct mem_live live;
+	struct strtab *strs;
+	struct decoder *dec;
+	struct aggregate *agg;
+	struct sampler *sampler;
+	struct spawn spawn;
+	int spawned;
+	struct stack *stack;
+	struct agg_frame *frames;
+	uint32_t incomplete_name;
+	uint64_t delivered, bytes_copied;
+	int fatal;		/* a negative errno that ends the run */
+	FILE *out;
+	char out_path[4096];
+	struct run_stats stats;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int intern_fmt(struct record_ctx *c, uint32_t *id, const char *fmt, unsigned int v)
+{
+	char buf[64];
+	int n = snprintf(buf, sizeof(buf), fmt, v);
+	int64_t r = strtab__intern(c->strs, buf, n);
+
+	if (r < 0)
+		return (int)r;
+	*id = (uint32_t)r;
+	return 0;
+}
+
+/* Ring-buffer callback: one record in, one aggregated stack out. */
+static int on_sample(void *arg, const void *rec, size_t len)
+{
+	struct record_ctx *c = arg;
+	struct stack *st = c->stack;
+	uint32_t n = 0;
+	int err;
+
+	c->delivered++;
+	c->bytes_copied += len > sizeof(struct pbp_sample) ? len - sizeof(struct pbp_sample) : 0;
+	if (decoder__decode(c->dec, rec, len, st))
+		return 0;
+	if (c->opts->threads) {
+		c->frames[n].kind = AGG_THREAD;
+		err = intern_fmt(c, &c->frames[n].name, "thread %u", st->tid);
+		if (err)
+			goto fail;
+		n++;
+	}
+	if (st->gap != GAP_NONE)
+		c->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = c->incomplete_name };
+	for (uint32_t i = st->depth; i-- > 0;)
+		c->frames[n++] = (struct agg_frame){
+			.kind = AGG_PYTHON,
+			.name = st->frames[i].qualname,
+			.file = st->frames[i].filename,
+			.line = st->frames[i].line,
+		};
+	err = aggregate__add(c->agg, c->frames, n, 1);
+	if (!err)
+		return 0;
+fail:
+	c->fatal = err;
+	return err;
+}
+
+static int target_error(pid_t pid, int err, const struct py_interp *in)
+{
+	char ver[32];
+
+	switch (err) {
+	case -ESRCH:
+		pr_warn("no such process: %d\n", (int)pid);
+		return EXIT_NO_PROCESS;
+	case -ENOENT:
+		pr_warn("process %d is not a CPython process (no _PyRuntime symbol in its "
+			"executable or libpython)\n", (int)pid);
+		return EXIT_NOT_PYTHON;
+	case -ENOTSUP:
+		if (in->version_hex) {
+			interp__version_str(in->version_hex, ver, sizeof(ver));
+			pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
+				PBP_SUPPORTED_VERSIONS "\n", (int)pid, ver,
+				in->off.free_threaded ? " (free-threaded)" : "");
+		} else {
+			pr_warn("process %d runs a CPython older than 3.11, which is not "
+				"supported; supported: " PBP_SUPPORTED_VERSIONS "\n", (int)pid);
+		}
+		return EXIT_UNSUPPORTED;
+	case -EACCES:
+	case -EPERM:
+		pr_warn("cannot read the memory of process %d: permission denied (needs "
+			"CAP_SYS_PTRACE or the same user with ptrace allowed)\n", (int)pid);
+		return EXIT_PRIVILEGES;
+	default:
+		pr_warn("cannot inspect process %d: %s\n", (int)pid, strerror(-err));
+		return EXIT_RUNTIME;
+	}
+}
+
+static int sampler_error(int err)
+{
+	if (err == -EPERM || err == -EACCES) {
+		pr_warn("the kernel refused to load or attach the BPF program (%s); run as "
+			"root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE\n", strerror(-err));
+		return EXIT_PRIVILEGES;
+	}
+	if (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP || err == -ENOSYS ||
+	    err == -EINVAL) {
+		pr_warn("this kernel cannot run the sampler (%s): BPF perf-event programs, "
+			"ring buffers and BTF are required (Linux 5.8+); rerun with -v for "
+			"details\n", strerror(-err));
+		return EXIT_KERNEL;
+	}
+	pr_warn("starting the BPF sampler failed: %s\n", strerror(-err));
+	return EXIT_RUNTIME;
+}
+
+static int open_output(struct record_ctx *c, pid_t pid)
+{
+	const char *path = c->opts->output;
+	char comm[32] = "python";
+	struct tm tm;
+	time_t t = time(NULL);
+
+	if (path && !strcmp(path, "-")) {
+		c->out = stdout;
+		snprintf(c->out_path, sizeof(c->out_path), "standard output");
+		return 0;
+	}
+	if (!path) {
+		proc__comm(pid, comm, sizeof(comm));
+		for (char *p = comm; *p; p++)
+			if (*p == '/' || *p == ' ')
+				*p = '_';
+		localtime_r(&t, &tm);
+		snprintf(c->out_path, sizeof(c->out_path),
+			 "pybpfprof-%s-%d-%04d%02d%02d-%02d%02d%02d.txt", comm, (int)pid,
+			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			 tm.tm_sec);
+	} else {
+		snprintf(c->out_path, sizeof(c->out_path), "%s", path);
+	}
+	c->out = fopen(c->out_path, "w");
+	if (!c->out) {
+		int err = -errno;
+
+		pr_warn("cannot write %s: %s\n", c->out_path, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+static int setup(struct record_ctx *c)
+{
+	struct decoder_cfg dc = { 0 };
+
+	c->strs = strtab__new();
+	c->agg = aggregate__new();
+	c->stack = malloc(sizeof(*c->stack));
+	c->frames = calloc(DECODE_MAX_DEPTH + 2, sizeof(*c->frames));
+	if (!c->strs || !c->agg || !c->stack || !c->frames)
+		return -ENOMEM;
+	if (strtab__intern(c->strs, "[incomplete]", 12) < 0)
+		return -ENOMEM;
+	c->incomplete_name = 0;
+	dc.interp = &c->interp;
+	dc.live = &c->live.base;
+	dc.strs = c->strs;
+	return decoder__new(&dc, &c->dec);
+}
+
+static void teardown(struct record_ctx *c)
+{
+	sampler__free(c->sampler);
+	decoder__free(c->dec);
+	aggregate__free(c->agg);
+	strtab__free(c->strs);
+	free(c->stack);
+	free(c->frames);
+	if (c->out && c->out != stdout)
+		fclose(c->out);
+}
+
+/* Finds the interpreter: of the given PID, or of the command once it execs one. */
+static int find_target(struct record_ctx *c)
+{
+	const struct record_opts *o = c->opts;
+	int err;
+
+	if (!o->cmd) {
+		mem_live__init(&c->live, o->pid);
+		err = interp__find(o->pid, &c->live.base, &c->interp);
+		return err ? target_error(o->pid, err, &c->interp) : 0;
+	}
+	err = spawn__start(o->cmd, &c->spawn);
+	if (err) {
+		pr_warn("cannot run %s: %s\n", o->cmd[0], strerror(-err));
+		return err == -ENOENT || err == -ENOTDIR ? EXIT_CMD_NOTFOUND : EXIT_CMD_NOEXEC;
+	}
+	c->spawned = 1;
+	mem_live__init(&c->live, c->spawn.pid);
+	err = spawn__wait_python(&c->spawn, &c->live.base, &c->interp);
+	if (err == -ECHILD) {
+		pr_warn("%s exited before running any CPython code (status %d)\n", o->cmd[0],
+			WIFEXITED(c->spawn.status) ? WEXITSTATUS(c->spawn.status) : -1);
+		return EXIT_NOT_PYTHON;
+	}
+	if (err) {
+		int code = target_error(c->spawn.pid, err, &c->interp);
+
+		spawn__stop(&c->spawn, SIGKILL, 0);
+		return code;
+	}
+	return 0;
+}
+
+static int target_gone(struct record_ctx *c)
+{
+	if (c->spawned)
+		return spawn__reap(&c->spawn);
+	return proc__alive(c->interp.pid) != 0;
+}
+
+static void finish_stats(struct record_ctx *c, double elapsed, uint64_t cpu_ns)
+{
+	struct run_stats *s = &c->stats;
+	const struct decode_stats *d = decoder__stats(c->dec);
+
+	interp__version_str(c->interp.version_hex, s->python_version,
+			    sizeof(s->python_version));
+	s->pid = c->interp.pid;
+	s->rate_hz = c->opts->rate_hz;
+	s->duration_s = elapsed;
+	s->samples_expected = (uint64_t)(cpu_ns / 1e9 * c->opts->rate_hz + 0.5);
+	s->samples_delivered = c->delivered;
+	s->samples_decoded = d->complete;
+	s->samples_incomplete = d->incomplete;
+	s->decode = *d;
+	s->codes = *decoder__code_stats(c->dec);
+	s->mem = *decoder__mem_stats(c->dec);
+	s->bpf_bytes_copied = c->bytes_copied;
+	sampler__counters(c->sampler, s->bpf);
+	sampler__prog_stats(c->sampler, &s->bpf_run_ns, &s->bpf_run_cnt);
+	s->command_status = c->spawned && c->spawn.exited ? c->spawn.status : -1;
+}
+
+static int write_results(struct record_ctx *c)
+{
+	int err = out_collapsed__write(c->out, c->agg, c->strs);
+
+	if (!err && fflush(c->out))
+		err = -errno;
+	if (err) {
+		pr_warn("writing %s: %s\n", c->out_path, strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	if (c->opts->stats_file) {
+		err = stats__write_json(c->opts->stats_file, &c->stats);
+		if (err) {
+			pr_warn("writing %s: %s\n", c->opts->stats_file, strerror(-err));
+			return EXIT_RUNTIME;
+		}
+	}
+	return EXIT_OK;
+}
+
+static void report_end(struct record_ctx *c)
+{
+	const struct run_stats *s = &c->stats;
+
+	stats__summary(stderr, s);
+	if (!aggregate__total(c->agg))
+		pr_warn("no samples: the target ran no Python code on a CPU while profiled "
+			"(%llu ticks found no Python thread, %llu no Python frame)\n",
+			(unsigned long long)s->bpf[PBP_C_NO_TSTATE],
+			(unsigned long long)s->bpf[PBP_C_NO_FRAME]);
+	if (c->out != stdout)
+		pr_warn("wrote %s\n", c->out_path);
+	if (s->command_status >= 0) {
+		if (WIFEXITED(s->command_status))
+			pr_warn("command exited with status %d\n", WEXITSTATUS(s->command_status));
+		else
+			pr_warn("command was killed by signal %d\n", WTERMSIG(s->command_status));
+	}
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	/* No SA_RESTART: the poll must return so the loop sees the flag. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int record__run(const struct record_opts *o)
+{
+	struct record_ctx *c = calloc(1, sizeof(*c));
+	struct sampler_cfg sc = { 0 };
+	char missing[128];
+	double start, elapsed;
+	uint64_t cpu0 = 0, cpu = 0;
+	int code, err;
+
+	if (!c) {
+		pr_warn("out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	c->opts = o;
+	if (privs__missing(missing, sizeof(missing))) {
+		pr_warn("missing privileges: %s (run as root, or grant CAP_BPF, CAP_PERFMON and "
+			"CAP_SYS_PTRACE)\n", missing);
+		code = EXIT_PRIVILEGES;
+		goto out;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		pr_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); a kernel "
+			"built with CONFIG_DEBUG_INFO_BTF=y is required\n");
+		code = EXIT_KERNEL;
+		goto out;
+	}
+	if (o->pid && proc__alive(o->pid)) {
+		pr_warn("no such process: %d\n", (int)o->pid);
+		code = EXIT_NO_PROCESS;
+		goto out;
+	}
+	if (o->pid && open_output(c, o->pid)) {
+		code = EXIT_RUNTIME;
+		goto out;
+	}
+	install_signals();
+	code = find_target(c);
+	if (code)
+		goto out;
+	if (!c->out && open_output(c, c->interp.pid)) {
+		code = EXIT_RUNTIME;
+		goto out;
+	}
+	err = setup(c);
+	if (err) {
+		pr_warn("setting up the decoder: %s\n", strerror(-err));
+		code = EXIT_RUNTIME;
+		goto out;
+	}
+	sc.rate_hz = o->rate_hz;
+	sc.stack_cap = o->stack_cap;
+	sc.ringbuf_bytes = o->ringbuf_mb << 20;
+	sc.on_sample = on_sample;
+	sc.ctx = c;
+	err = sampler__new(&sc, &c->sampler);
+	if (!err)
+		err = sampler__add_target(c->sampler, &c->interp);
+	if (err) {
+		code = sampler_error(err);
+		goto out;
+	}
+	pr_info("profiling pid %d (%s) at %u Hz\n", (int)c->interp.pid, c->interp.path,
+		o->rate_hz);
+	if (c->spawned)
+		spawn__release(&c->spawn);
+
+	start = now_s();
+	proc__cpu_ns(c->interp.pid, &cpu0);
+	cpu = cpu0;
+	while (!stop_signal && !c->fatal) {
+		err = sampler__poll(c->sampler, 20);
+		if (err < 0 && err != -EINTR) {
+			pr_warn("reading samples: %s\n", strerror(-err));
+			break;
+		}
+		if (o->duration_s > 0 && now_s() - start >= o->duration_s)
+			break;
+		if (target_gone(c))
+			break;
+		proc__cpu_ns(c->interp.pid, &cpu);
+	}
+	elapsed = now_s() - start;
+	sampler__stop(c->sampler);
+	sampler__drain(c->sampler);
+	if (c->fatal)
+		pr_warn("aggregating samples: %s\n", strerror(-c->fatal));
+	if (c->spawned && !c->spawn.exited && stop_signal)
+		spawn__stop(&c->spawn, stop_signal, 3000);
+	finish_stats(c, elapsed, cpu > cpu0 ? cpu - cpu0 : 0);
+	code = write_results(c);
+	report_end(c);
+	if (c->spawned && !c->spawn.exited) {
+		/* The profile is safe on disk; now the command runs to its end, as
+		 * without the profiler. */
+		waitpid(c->spawn.pid, &c->spawn.status, 0);
+		c->spawn.exited = 1;
+		pr_warn("command exited with status %d\n",
+			WIFEXITED(c->spawn.status) ? WEXITSTATUS(c->spawn.status) : -1);
+	}
+out:
+	if (c->spawned && !c->spawn.exited && code)
+		spawn__stop(&c->spawn, SIGKILL, 0);
+	teardown(c);
+	free(c);
+	return code;
+}

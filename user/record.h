@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `pybpfprof record`: profile one process, or a command, into a file. */
+#ifndef PBP_RECORD_H
+#define PBP_RECORD_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct record_opts {
+	pid_t pid;		/* 0 when a command is given */
+	char **cmd;		/* NULL-terminated argv after "--" */
+	uint32_t rate_hz;
+	double duration_s;	/* 0: until the target exits or a signal */
+	const char *output;	/* NULL: a name made from the target and the time */
+	const char *format;
+	int threads;
+	const char *stats_file;
+	uint32_t stack_cap;
+	uint32_t ringbuf_mb;
+};
+
+/* Runs the whole session; returns the process exit status (exitcodes.h). */
+int record__run(const struct record_opts *o);
+
+#endif

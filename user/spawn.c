@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The "--" command. The child asks to be traced before exec, so it stops at every exec
+ * and we can look for an interpreter at each one. Exec failures travel back over a
+ * close-on-exec pipe, so "not found" and "not executable" are told apart from a
+ * command that ran and failed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "spawn.h"
+
+int spawn__start(char *const argv[], struct spawn *sp)
+{
+	int pipefd[2], child_errno = 0;
+	ssize_t n;
+	pid_t pid;
+
+	memset(sp, 0, sizeof(*sp));
+	if (pipe2(pipefd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = -errno;
+
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(pipefd[0]);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+			execvp(argv[0], argv);
+		child_errno = errno;
+		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	do
+		n = read(pipefd[0], &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	close(pipefd[0]);
+	sp->pid = pid;
+	if (n == sizeof(child_errno)) {
+		waitpid(pid, &sp->status, 0);
+		sp->exited = 1;
+		return -child_errno;
+	}
+	sp->traced = 1;
+	return 0;
+}
+
+static int next_exec_stop(struct spawn *sp)
+{
+	int status, sig = 0;
+
+	for (;;) {
+		if (ptrace(PTRACE_CONT, sp->pid, NULL, (void *)(long)sig))
+			return -errno;
+		if (waitpid(sp->pid, &status, 0) < 0)
+			return -errno;
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			sp->exited = 1;
+			sp->traced = 0;
+			sp->status = status;
+			return -ECHILD;
+		}
+		if (!WIFSTOPPED(status))
+			continue;
+		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
+			return 0;
+		/* An ordinary signal: deliver it, as if we were not there. */
+		sig = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
+	}
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static int exe_named_python(pid_t pid)
+{
+	char link[64], exe[4096];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	return strstr(strrchr(exe, '/') ? strrchr(exe, '/') : exe, "python") != NULL;
+}
+
+int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_interp *interp)
+{
+	int status, err;
+
+	/* The first stop is the SIGTRAP of the initial exec. */
+	if (waitpid(sp->pid, &status, 0) < 0)
+		return -errno;
+	if (!WIFSTOPPED(status)) {
+		sp->exited = 1;
+		sp->traced = 0;
+		sp->status = status;
+		return -ECHILD;
+	}
+	ptrace(PTRACE_SETOPTIONS, sp->pid, NULL, (void *)(long)(PTRACE_O_TRACEEXEC |
+								  PTRACE_O_EXITKILL));
+	for (;;) {
+		err = interp__find(sp->pid, mem, interp);
+		if (err != -ENOENT)
+			return err;
+		/* A shared libpython is not mapped yet at exec; the loader maps it
+		 * before any Python code runs, so watch for it without the tracer. */
+		if (exe_named_python(sp->pid))
+			break;
+		err = next_exec_stop(sp);
+		if (err)
+			return err;
+	}
+	spawn__release(sp);
+	for (int waited = 0; waited < 5000; waited++) {
+		if (spawn__reap(sp))
+			return -ECHILD;
+		err = interp__find(sp->pid, mem, interp);
+		if (err != -ENOENT)
+			return err;
+		sleep_ms(1);
+	}
+	return -ENOENT;
+}
+
+void spawn__release(struct spawn *sp)
+{
+	if (sp->traced) {
+		ptrace(PTRACE_DETACH, sp->pid, NULL, NULL);
+		sp->traced = 0;
+	}
+}
+
+int spawn__reap(struct spawn *sp)
+{
+	int status;
+
+	if (sp->exited)
+		return 1;
+	if (waitpid(sp->pid, &status, WNOHANG) == sp->pid &&
+	    (WIFEXITED(status) || WIFSIGNALED(status))) {
+		sp->exited = 1;
+		sp->status = status;
+		return 1;
+	}
+	return 0;
+}
+
+void spawn__stop(struct spawn *sp, int sig, int ms)
+{
+	if (sp->exited || sp->pid <= 0)
+		return;
+	spawn__release(sp);
+	kill(sp->pid, sig);
+	for (int i = 0; i < ms / 10; i++) {
+		if (spawn__reap(sp))
+			return;
+		sleep_ms(10);
+	}
+	kill(sp->pid, SIGKILL);
+	waitpid(sp->pid, &sp->status, 0);
+	sp->exited = 1;
+}

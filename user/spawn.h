@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Running the command after "--": start it stopped under ptrace, follow its execs
+ * (wrappers such as env, chroot or a shebang) until the image is a CPython, and hand
+ * it over still stopped, so that profiling can begin before its first Python code.
+ */
+#ifndef PBP_SPAWN_H
+#define PBP_SPAWN_H
+
+#include <sys/types.h>
+
+#include "interp.h"
+
+struct spawn {
+	pid_t pid;
+	int traced;		/* still under ptrace, stopped */
+	int exited;
+	int status;		/* wait status once exited */
+};
+
+/* Forks and execs @argv. -ENOENT / -EACCES (and friends) if the exec failed. */
+int spawn__start(char *const argv[], struct spawn *sp);
+
+/*
+ * Waits until the command runs a CPython whose interpreter can be read, filling
+ * @interp; the process stays stopped when that happens at an exec, or runs if the
+ * interpreter appeared later (a shared libpython). Returns 0, -ECHILD if the command
+ * exited first (sp->status holds its status), or interp__find()'s error.
+ */
+int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_interp *interp);
+
+/* Lets the command run untraced. */
+void spawn__release(struct spawn *sp);
+
+/* Non-blocking: 1 if the command has exited (status in sp->status), else 0. */
+int spawn__reap(struct spawn *sp);
+
+/* Sends @sig, waits up to @ms for the command to exit, then kills it. */
+void spawn__stop(struct spawn *sp, int sig, int ms);
+
+#endif

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* Run statistics writers; see stats.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "stats.h"
+
+static double ratio(double num, double den)
+{
+	return den > 0 ? num / den : 0;
+}
+
+static const char *const gap_names[GAP_MAX] = {
+	[GAP_NONE] = "complete",
+	[GAP_UNREADABLE] = "unreadable_frame",
+	[GAP_BAD_FRAME] = "invalid_frame",
+	[GAP_BAD_CODE] = "invalid_code",
+	[GAP_STALE_CODE] = "code_freed_before_decode",
+	[GAP_TOO_DEEP] = "too_deep",
+	[GAP_BAD_RECORD] = "bad_record",
+};
+
+int stats__write_json(const char *path, const struct run_stats *s)
+{
+	FILE *f = fopen(path, "w");
+	int err = 0;
+
+	if (!f)
+		return -errno;
+	fprintf(f, "{\n");
+	fprintf(f, "  \"python_version\": \"%s\",\n", s->python_version);
+	fprintf(f, "  \"pid\": %u,\n", s->pid);
+	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
+	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
+	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
+	fprintf(f, "  \"samples_delivered\": %llu,\n", (unsigned long long)s->samples_delivered);
+	fprintf(f, "  \"samples_decoded\": %llu,\n", (unsigned long long)s->samples_decoded);
+	fprintf(f, "  \"samples_incomplete\": %llu,\n", (unsigned long long)s->samples_incomplete);
+	fprintf(f, "  \"ringbuf_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS]);
+	fprintf(f, "  \"bpf_ns_per_sample\": %.1f,\n",
+		ratio(s->bpf_run_ns, s->bpf_run_cnt));
+	fprintf(f, "  \"bpf_run_time_ns\": %llu,\n", (unsigned long long)s->bpf_run_ns);
+	fprintf(f, "  \"bpf_run_cnt\": %llu,\n", (unsigned long long)s->bpf_run_cnt);
+	fprintf(f, "  \"bpf_bytes_copied_per_sample\": %.1f,\n",
+		ratio(s->bpf_bytes_copied, s->samples_delivered));
+	fprintf(f, "  \"bpf_target_events\": %llu,\n",
+		(unsigned long long)s->bpf[PBP_C_TARGET_EVENTS]);
+	fprintf(f, "  \"bpf_no_thread_state\": %llu,\n", (unsigned long long)s->bpf[PBP_C_NO_TSTATE]);
+	fprintf(f, "  \"bpf_no_frame\": %llu,\n", (unsigned long long)s->bpf[PBP_C_NO_FRAME]);
+	fprintf(f, "  \"bpf_thread_walks\": %llu,\n", (unsigned long long)s->bpf[PBP_C_THREAD_WALKS]);
+	fprintf(f, "  \"bpf_tstate_faults\": %llu,\n", (unsigned long long)s->bpf[PBP_C_TSTATE_FAULTS]);
+	fprintf(f, "  \"bpf_stack_faults\": %llu,\n", (unsigned long long)s->bpf[PBP_C_STACK_FAULTS]);
+	fprintf(f, "  \"decode_ns_per_sample\": %.1f,\n",
+		ratio(s->decode.ns, s->decode.samples));
+	fprintf(f, "  \"live_reads_per_sample\": %.3f,\n",
+		ratio(s->mem.reads, s->decode.samples));
+	fprintf(f, "  \"memory_reads\": %llu,\n", (unsigned long long)s->mem.reads);
+	fprintf(f, "  \"memory_bytes_read\": %llu,\n", (unsigned long long)s->mem.bytes);
+	fprintf(f, "  \"frames_from_snapshot\": %llu,\n",
+		(unsigned long long)s->decode.frames_from_snapshot);
+	fprintf(f, "  \"frames_read_live\": %llu,\n", (unsigned long long)s->decode.frames_read_live);
+	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
+	fprintf(f, "  \"code_cache_misses\": %llu,\n", (unsigned long long)s->codes.misses);
+	fprintf(f, "  \"stale_invalidations\": %llu,\n", (unsigned long long)s->codes.stale);
+	fprintf(f, "  \"incomplete_reasons\": {");
+	for (int g = 1; g < GAP_MAX; g++)
+		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", gap_names[g],
+			(unsigned long long)s->decode.gaps[g]);
+	fprintf(f, "},\n");
+	if (s->command_status >= 0 && WIFEXITED(s->command_status))
+		fprintf(f, "  \"command_exit_status\": %d\n", WEXITSTATUS(s->command_status));
+	else if (s->command_status >= 0)
+		fprintf(f, "  \"command_exit_signal\": %d\n", WTERMSIG(s->command_status));
+	else
+		fprintf(f, "  \"command_exit_status\": null\n");
+	fprintf(f, "}\n");
+	if (ferror(f))
+		err = -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	return err;
+}
+
+void stats__summary(FILE *f, const struct run_stats *s)
+{
+	fprintf(f,
+		"pybpfprof: %llu samples in %.1f s from pid %u (Python %s): %llu complete, "
+		"%llu incomplete, %llu of ~%llu expected delivered, %llu dropped; "
+		"BPF %.0f ns/run, decode %.0f ns/sample\n",
+		(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
+		s->python_version, (unsigned long long)s->samples_decoded,
+		(unsigned long long)s->samples_incomplete,
+		(unsigned long long)s->samples_delivered, (unsigned long long)s->samples_expected,
+		(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
+		ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
+}

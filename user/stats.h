@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Run statistics: the --stats-file JSON object and the one-line summary. */
+#ifndef PBP_STATS_H
+#define PBP_STATS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decode.h"
+#include "pbp_abi.h"
+
+struct run_stats {
+	char python_version[32];
+	uint32_t pid;
+	uint32_t rate_hz;
+	double duration_s;
+	uint64_t samples_expected;	/* target CPU time x rate */
+	uint64_t samples_delivered;	/* records read from the ring buffer */
+	uint64_t samples_decoded;	/* complete stacks */
+	uint64_t samples_incomplete;
+	uint64_t bpf[PBP_C_MAX];	/* the program's own counters */
+	uint64_t bpf_run_ns, bpf_run_cnt;
+	uint64_t bpf_bytes_copied;
+	struct decode_stats decode;
+	struct code_cache_stats codes;
+	struct mem_stats mem;
+	int command_status;		/* wait status of the "--" command, -1 if none */
+};
+
+int stats__write_json(const char *path, const struct run_stats *s);
+void stats__summary(FILE *f, const struct run_stats *s);
+
+#endif
