@@ -55,12 +55,24 @@ struct mem_span {
 };
 
 #define MEM_SNAPSHOT_SPANS 16
+#define MEM_WINDOW_BYTES 4096
+#define MEM_WINDOWS 4
+
+/* A page of live memory fetched on a miss, kept for the rest of one decode: frames
+ * outside the copy sit next to each other, so one read serves dozens of them. */
+struct mem_window {
+	uint64_t addr;
+	size_t len;
+	uint8_t bytes[MEM_WINDOW_BYTES];
+};
 
 struct mem_snapshot {
 	struct mem_source base;
 	struct mem_source *backing;
 	struct mem_span spans[MEM_SNAPSHOT_SPANS];
 	unsigned int nspans;
+	struct mem_window windows[MEM_WINDOWS];
+	unsigned int nwindows, next_window;
 	uint64_t hits, misses;
 };
 

@@ -9,6 +9,43 @@
 
 #include "mem.h"
 
+static const struct mem_window *find_window(const struct mem_snapshot *m, uint64_t addr,
+					    size_t len)
+{
+	for (unsigned int i = 0; i < m->nwindows; i++) {
+		const struct mem_window *w = &m->windows[i];
+
+		if (addr >= w->addr && addr + len <= w->addr + w->len)
+			return w;
+	}
+	return NULL;
+}
+
+/* Live reads of small objects go through page-sized windows. A window never crosses a
+ * page boundary, so it cannot fail where the object itself is readable. */
+static int window_read(struct mem_snapshot *m, uint64_t addr, void *dst, size_t len)
+{
+	const struct mem_window *hit = find_window(m, addr, len);
+	struct mem_window *w;
+	uint64_t page = addr & ~(uint64_t)(MEM_WINDOW_BYTES - 1);
+
+	if (!hit && (addr + len > page + MEM_WINDOW_BYTES || len > MEM_WINDOW_BYTES / 4))
+		return mem__read(m->backing, addr, dst, len);
+	if (!hit) {
+		w = &m->windows[m->next_window];
+		if (mem__read(m->backing, page, w->bytes, MEM_WINDOW_BYTES))
+			return mem__read(m->backing, addr, dst, len);
+		w->addr = page;
+		w->len = MEM_WINDOW_BYTES;
+		m->next_window = (m->next_window + 1) % MEM_WINDOWS;
+		if (m->nwindows < MEM_WINDOWS)
+			m->nwindows++;
+		hit = w;
+	}
+	memcpy(dst, hit->bytes + (addr - hit->addr), len);
+	return 0;
+}
+
 static int snapshot_read(struct mem_source *base, uint64_t addr, void *dst, size_t len)
 {
 	struct mem_snapshot *m = (struct mem_snapshot *)base;
@@ -27,7 +64,7 @@ static int snapshot_read(struct mem_source *base, uint64_t addr, void *dst, size
 	m->misses++;
 	if (!m->backing)
 		return -EFAULT;
-	return mem__read(m->backing, addr, dst, len);
+	return window_read(m, addr, dst, len);
 }
 
 static const struct mem_ops snapshot_ops = { .read = snapshot_read };
@@ -48,4 +85,6 @@ int mem_snapshot__add(struct mem_snapshot *m, uint64_t addr, const void *bytes, 
 void mem_snapshot__clear(struct mem_snapshot *m)
 {
 	m->nspans = 0;
+	m->nwindows = 0;
+	m->next_window = 0;
 }

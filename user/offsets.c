@@ -37,6 +37,7 @@
 
 /* 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers. */
 static const struct py_offsets builtin_311 = {
+	.co_version			= NONE,	/* no per-code generation before 3.13 */
 	.tested				= 1,
 	.executable_tagged		= 0,
 	.free_threaded			= 0,
@@ -101,6 +102,7 @@ static const struct py_offsets builtin_311 = {
 
 /* 3.12.x: derived from the 3.12.1 and 3.12.10 headers; never run by the profiler. */
 static const struct py_offsets builtin_312 = {
+	.co_version			= NONE,	/* no per-code generation before 3.13 */
 	.tested				= 0,
 	.executable_tagged		= 0,
 	.free_threaded			= 0,
@@ -216,6 +218,7 @@ struct debug_layout {
 	uint8_t co_code_adaptive;
 
 	uint8_t ob_type;
+	uint8_t co_version;		/* byte offset: a fact, not a table slot */
 
 	uint8_t bytes_ob_size;
 	uint8_t bytes_ob_sval;
@@ -263,6 +266,7 @@ struct debug_layout {
  * gc 71; 73 slots.
  */
 static const struct debug_layout layout_313 = {
+	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
 	.minor				= 13,
 	.tested				= 1,
 	.slots				= 73,
@@ -317,6 +321,7 @@ static const struct debug_layout layout_313 = {
  * debugger 89; 95 slots.
  */
 static const struct debug_layout layout_314 = {
+	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
 	.minor				= 14,
 	.tested				= 1,
 	.slots				= 95,
@@ -372,6 +377,7 @@ static const struct debug_layout layout_314 = {
  * ..., bytes 86, unicode 89, gc 94, gen 99, llist 103, debugger 105; 111 slots.
  */
 static const struct debug_layout layout_315 = {
+	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
 	.minor				= 15,
 	.tested				= 1,
 	.slots				= 111,
@@ -613,6 +619,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.co_linetable = slot(buf, l->co_linetable);
 	o.co_code_adaptive = slot(buf, l->co_code_adaptive);
 	o.co_size = o.co_code_adaptive;
+	o.co_version = l->co_version;
 
 	o.unicode_length = slot(buf, l->uni_length);
 	o.unicode_state = slot(buf, l->uni_state);
