@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Live target memory via process_vm_readv: the target keeps running while we read. */
 #include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
+
+#include "log.h"
 
 #include "mem.h"
 
@@ -19,7 +22,9 @@ static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 	base->stats.reads++;
 	n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
 	if (n != (ssize_t)len) {
-		base->stats.failures++;
+		if (!base->stats.failures++)
+			pr_debug("reading %zu bytes at %#llx in pid %d: %s\n", len,
+				 (unsigned long long)addr, (int)m->pid, n < 0 ? strerror(errno) : "short read");
 		return -EFAULT;
 	}
 	base->stats.bytes += len;

@@ -232,7 +232,13 @@ int sampler__remove_target(struct sampler *s, pid_t pid)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	return ring_buffer__poll(s->rb, timeout_ms);
+	int n = ring_buffer__poll(s->rb, timeout_ms);
+
+	/* epoll only reports the forced wake-ups; records submitted without one are
+	 * consumed here, on the timer. */
+	if (n < 0)
+		return n;
+	return ring_buffer__consume(s->rb);
 }
 
 int sampler__drain(struct sampler *s)
