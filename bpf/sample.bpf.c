@@ -162,81 +162,124 @@ static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 
 	}
 }
 
-/* Records the code identity of the innermost frames; see struct pbp_code_fp. */
-static __always_inline void fingerprint_frames(const struct pbp_target *t, struct pbp_sample *s)
+static __always_inline int in_chunks(const struct pbp_sample *s, __u32 nchunks, __u64 addr,
+				     __u32 len)
 {
-	__u64 frame = s->current_frame;
-	__u32 n = 0;
-
-	if (t->fp_mode == PBP_FP_NONE)
-		return;
-	for (int i = 0; i < PBP_FP_FRAMES && frame; i++) {
-		__u64 code = read_u64(frame + t->fr_code) & t->code_mask;
-		__u64 fp;
-
-		if (!code) {
-			s->flags |= PBP_SF_FP_FAULT;
+	for (int k = 0; k < PBP_SEGMENTS_MAX; k++) {
+		if (k >= nchunks)
 			break;
-		}
-		fp = code_fingerprint(t, code);
-		if (!fp)
-			s->flags |= PBP_SF_FP_FAULT;
-		s->fps[i].frame = frame;
-		s->fps[i].code = code;
-		s->fps[i].fp = fp;
-		n = i + 1;
-		frame = read_u64(frame + t->fr_previous);
+		if (addr >= s->seg[k].addr && addr + len <= s->seg[k].addr + s->seg[k].len)
+			return 1;
 	}
-	s->nfps = n;
+	return 0;
+}
+
+/* State shared by the bpf_loop() callbacks below; callbacks are verified once, where
+ * unrolled loops with inner loops exhaust the verifier's budget. */
+struct copy_ctx {
+	const struct pbp_target *t;
+	struct pbp_sample *s;
+	__u8 *buf;
+	__u32 off;		/* where payload bytes go in buf */
+	__u32 used;		/* payload bytes written so far */
+	__u32 left;		/* stack bytes still allowed */
+	__u32 nchunks;
+	__u32 hlen;
+	__u64 chunk;
+	__u64 top;
+	__u64 frame;
+};
+
+/*
+ * One chunk: copies its live part (data start up to datastack_top for the current
+ * chunk, up to the saved top for older ones), newest chunk first, until the cap.
+ * When the cap cuts a chunk, its newest bytes are kept: they hold the frames nearest
+ * the sampled one.
+ */
+static long copy_chunk(__u32 i, void *arg)
+{
+	struct copy_ctx *c = arg;
+	const struct pbp_target *t = c->t;
+	struct pbp_sample *s = c->s;
+	__u64 start, len, top = c->top;
+
+	if (!c->chunk || !c->left)
+		return 1;
+	start = c->chunk + t->chunk_data;
+	if (i > 0)
+		top = start + read_u64(c->chunk + t->chunk_top) * 8;
+	if (top < start)
+		return 1;
+	len = top - start;
+	if (len > c->left) {
+		start = top - c->left;
+		len = c->left;
+		s->flags |= PBP_SF_STACK_TRUNCATED;
+	}
+	/* Bounds the verifier can follow: off + used < header + tstate + PBP_STACK_MAX
+	 * and len < PBP_STACK_MAX, all inside PBP_SCRATCH_SIZE. */
+	len &= PBP_STACK_MAX - 1;
+	if (len && bpf_probe_read_user(c->buf + (c->off & (PBP_TSTATE_MAX * 2 - 1)) +
+					       (c->used & (PBP_STACK_MAX - 1)),
+				       len, (void *)start)) {
+		s->flags |= PBP_SF_STACK_FAULT;
+		count(PBP_C_STACK_FAULTS);
+		return 1;
+	}
+	s->seg[i & (PBP_SPANS_MAX - 1)].addr = start;
+	s->seg[i & (PBP_SPANS_MAX - 1)].len = len;
+	s->nsegs = i + 1;
+	c->used += len;
+	c->left -= len;
+	c->chunk = read_u64(c->chunk + t->chunk_previous);
+	if (i == PBP_SEGMENTS_MAX - 1 && c->chunk && c->left)
+		s->flags |= PBP_SF_MORE_CHUNKS;
+	return 0;
 }
 
 /*
- * Copies the live part of the current chunk (data start up to datastack_top) and of
- * older chunks (up to their saved top), newest first, until the cap. When the cap cuts
- * a chunk, its newest bytes are kept: they hold the frames nearest the sampled one.
+ * One of the innermost frames: records its code identity (see struct pbp_code_fp)
+ * and copies its header when it lives outside the copied chunks. A generator's frame
+ * sits in the generator object and a shim frame on the C stack; both change as soon
+ * as the thread moves on, so reading them later would tear the stack.
  */
-static __always_inline __u32 copy_stack(const struct pbp_target *t, struct pbp_sample *s,
-					__u8 *buf, __u32 off, __u64 chunk, __u64 top)
+static long capture_frame(__u32 i, void *arg)
 {
-	__u32 left = t->stack_cap;
-	__u32 used = 0;
-	int i;
+	struct copy_ctx *c = arg;
+	const struct pbp_target *t = c->t;
+	struct pbp_sample *s = c->s;
+	__u64 frame = c->frame, code, fp;
+	__u32 span = s->nsegs;
 
-	if (left > PBP_STACK_MAX)
-		left = PBP_STACK_MAX;
-	for (i = 0; i < PBP_SEGMENTS_MAX && chunk && left; i++) {
-		__u64 start = chunk + t->chunk_data;
-		__u64 len;
+	if (!frame)
+		return 1;
+	if (c->hlen && span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, c->hlen)) {
+		__u32 at = (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX * 2 - 1));
 
-		if (i > 0)
-			top = start + read_u64(chunk + t->chunk_top) * 8;
-		if (top < start)
-			break;
-		len = top - start;
-		if (len > left) {
-			start = top - left;
-			len = left;
-			s->flags |= PBP_SF_STACK_TRUNCATED;
+		if (!bpf_probe_read_user(c->buf + at, c->hlen & (PBP_FRAME_HDR_MAX * 2 - 1),
+					 (void *)frame)) {
+			s->seg[span & (PBP_SPANS_MAX - 1)].addr = frame;
+			s->seg[span & (PBP_SPANS_MAX - 1)].len = c->hlen;
+			s->nsegs = span + 1;
+			c->used += c->hlen;
 		}
-		/* Bounds the verifier can follow: off + used stays below
-		 * PBP_TSTATE_MAX + header + PBP_STACK_MAX and len below PBP_STACK_MAX. */
-		used &= PBP_STACK_MAX - 1;
-		len &= PBP_STACK_MAX - 1;
-		if (len && bpf_probe_read_user(buf + off + used, len, (void *)start)) {
-			s->flags |= PBP_SF_STACK_FAULT;
-			count(PBP_C_STACK_FAULTS);
-			break;
-		}
-		s->seg[i & (PBP_SEGMENTS_MAX - 1)].addr = start;
-		s->seg[i & (PBP_SEGMENTS_MAX - 1)].len = len;
-		s->nsegs = i + 1;
-		used += len;
-		left -= len;
-		chunk = read_u64(chunk + t->chunk_previous);
 	}
-	if (i == PBP_SEGMENTS_MAX && chunk && left)
-		s->flags |= PBP_SF_MORE_CHUNKS;
-	return used;
+	c->frame = read_u64(frame + t->fr_previous);
+	if (t->fp_mode == PBP_FP_NONE)
+		return 0;
+	code = read_u64(frame + t->fr_code) & t->code_mask;
+	if (!code) {
+		s->flags |= PBP_SF_FP_FAULT;
+		return 0;
+	}
+	fp = code_fingerprint(t, code);
+	if (!fp)
+		s->flags |= PBP_SF_FP_FAULT;
+	s->fps[i & (PBP_FP_FRAMES - 1)].frame = frame;
+	s->fps[i & (PBP_FP_FRAMES - 1)].code = code;
+	s->fps[i & (PBP_FP_FRAMES - 1)].fp = fp;
+	s->nfps = i + 1;
+	return 0;
 }
 
 SEC("perf_event")
@@ -246,9 +289,10 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
 	const struct pbp_target *t;
 	struct pbp_sample *s;
+	struct copy_ctx cc = {};
 	struct scratch *sc;
-	__u64 ts, frame, chunk, top;
-	__u32 tlen, used, total;
+	__u64 ts, frame;
+	__u32 tlen, total;
 
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
@@ -296,14 +340,23 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	}
 	s->tstate_len = tlen;
 
-	chunk = read_u64(ts + t->ts_chunk);
-	top = read_u64(ts + t->ts_top);
-	used = copy_stack(t, s, sc->buf, sizeof(*s) + (tlen & (PBP_TSTATE_MAX * 2 - 1)), chunk, top);
-	fingerprint_frames(t, s);
+	cc.t = t;
+	cc.s = s;
+	cc.buf = sc->buf;
+	cc.off = sizeof(*s) + tlen;
+	cc.left = t->stack_cap < PBP_STACK_MAX ? t->stack_cap : PBP_STACK_MAX;
+	cc.chunk = read_u64(ts + t->ts_chunk);
+	cc.top = read_u64(ts + t->ts_top);
+	bpf_loop(PBP_SEGMENTS_MAX, copy_chunk, &cc, 0);
+	cc.nchunks = s->nsegs;
+	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX ? t->fr_hdr_len : 0;
+	cc.frame = frame;
+	bpf_loop(PBP_FP_FRAMES, capture_frame, &cc, 0);
 
-	total = sizeof(*s) + tlen + used;
-	if (total > PBP_SCRATCH_SIZE)
+	total = sizeof(*s) + tlen + cc.used;
+	if (total >= PBP_SCRATCH_SIZE)
 		return 0;
+	total &= PBP_SCRATCH_SIZE - 1;	/* no-op; the verifier wants a visible bound */
 	s->len = total;
 	if (bpf_ringbuf_output(&samples, sc->buf, total,
 			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes

@@ -29,6 +29,10 @@ typedef uint64_t pbp_u64;
 #define PBP_STACK_DEFAULT (64 * 1024)
 #define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
+#define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */
+/* Chunk spans, then frame headers of innermost frames that live outside the chunks
+ * (generator frames, shim frames on the C stack). */
+#define PBP_SPANS_MAX (PBP_SEGMENTS_MAX + PBP_FP_FRAMES)
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
 /* Scratch space per CPU: header + tstate + two stack spans (a loose bound the
@@ -63,8 +67,10 @@ struct pbp_code_fp {
 
 /*
  * Ring-buffer record: this header, then tstate_len bytes of the thread state, then the
- * segments' bytes in order. len is the whole record.
+ * spans' bytes in order. len is the whole record.
  */
+_Static_assert(sizeof(struct pbp_segment) == 16, "pbp_segment layout");
+_Static_assert(sizeof(struct pbp_code_fp) == 24, "pbp_code_fp layout");
 struct pbp_sample {
 	pbp_u16 abi;
 	pbp_u16 hdr_len;
@@ -77,10 +83,10 @@ struct pbp_sample {
 	pbp_u64 tstate;
 	pbp_u64 current_frame;
 	pbp_u32 tstate_len;
-	pbp_u32 nsegs;
+	pbp_u32 nsegs;		/* spans in seg[], chunks first */
 	pbp_u32 nfps;
 	pbp_u32 _pad;
-	struct pbp_segment seg[PBP_SEGMENTS_MAX];
+	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
 
@@ -113,6 +119,8 @@ struct pbp_target {
 	pbp_u32 chunk_data;
 	pbp_u32 fr_code;
 	pbp_u32 fr_previous;
+	pbp_u32 fr_hdr_len;		/* <= PBP_FRAME_HDR_MAX */
+	pbp_u32 _pad;
 	pbp_u64 code_mask;		/* clears _PyStackRef tag bits (3.14+) */
 	pbp_u32 fp_mode;
 	pbp_u32 fp_off;
@@ -121,6 +129,10 @@ struct pbp_target {
 };
 
 #define PBP_OFF_ABSENT 0xffffffffu
+
+_Static_assert(sizeof(struct pbp_sample) == 64 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+	       "pbp_sample layout");
+_Static_assert(sizeof(struct pbp_target) == 104, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample

@@ -84,6 +84,18 @@ static int is_shim(const struct py_offsets *o, uint8_t owner)
 	       (o->owner_interpreter != 0xff && owner == o->owner_interpreter);
 }
 
+/*
+ * The first frame of a thread: on 3.11 a Python frame the thread owns; from 3.12 on a
+ * shim (C stack / interpreter entry) frame. A chain that stops anywhere else (say at a
+ * suspended generator, whose previous pointer is cleared) is not a whole stack.
+ */
+static int is_bottom(const struct py_offsets *o, uint8_t owner)
+{
+	if (o->version_hex < 0x030c0000)
+		return owner == o->owner_thread;
+	return is_shim(o, owner);
+}
+
 /* Maps the record's spans into the snapshot memory source; checks every length. */
 static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len)
 {
@@ -91,7 +103,7 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	size_t left;
 
 	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
-	    s->len > len || s->nsegs > PBP_SEGMENTS_MAX || s->nfps > PBP_FP_FRAMES)
+	    s->len > len || s->nsegs > PBP_SPANS_MAX || s->nfps > PBP_FP_FRAMES)
 		return -EINVAL;
 	left = s->len - s->hdr_len;
 	mem_snapshot__clear(&d->snap);
@@ -119,12 +131,12 @@ static enum decode_gap walk(struct decoder *d, const struct pbp_sample *s, uint3
 	uint8_t hdr[256];
 	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
 	uint32_t depth = 0, visited = 0;
+	uint8_t owner = 0xff;
 
 	if (o->fr_size > sizeof(hdr))
 		return GAP_BAD_RECORD;
 	while (frame) {
 		uint64_t before = d->snap.misses;
-		uint8_t owner;
 
 		if (frame & 7)
 			return GAP_BAD_FRAME;
@@ -151,7 +163,7 @@ static enum decode_gap walk(struct decoder *d, const struct pbp_sample *s, uint3
 		*n = depth;
 	}
 	*n = depth;
-	return GAP_NONE;
+	return is_bottom(o, owner) ? GAP_NONE : GAP_NO_BOTTOM;
 }
 
 /*

@@ -26,6 +26,7 @@ enum decode_gap {
 	GAP_STALE_CODE,		/* the sampled code object was freed before decoding */
 	GAP_TOO_DEEP,		/* DECODE_MAX_DEPTH reached */
 	GAP_BAD_RECORD,		/* the record itself is malformed */
+	GAP_NO_BOTTOM,		/* the chain ended at a frame that cannot be the first */
 	GAP_MAX,
 };
 

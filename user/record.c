@@ -149,10 +149,16 @@ static int target_error(pid_t pid, int err, const struct py_interp *in)
 
 static int sampler_error(int err)
 {
-	if (err == -EPERM || err == -EACCES) {
+	if (err == -EPERM) {
 		pr_warn("the kernel refused to load or attach the BPF program (%s); run as "
-			"root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE\n", strerror(-err));
+			"root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (and check "
+			"kernel lockdown and seccomp)\n", strerror(-err));
 		return EXIT_PRIVILEGES;
+	}
+	if (err == -EACCES) {
+		pr_warn("the kernel's BPF verifier rejected the sampler on this kernel; "
+			"rerun with -vv for the verifier log\n");
+		return EXIT_KERNEL;
 	}
 	if (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP || err == -ENOSYS ||
 	    err == -EINVAL) {

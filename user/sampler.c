@@ -201,6 +201,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in)
 		.chunk_data = off32(o->chunk_data),
 		.fr_code = off32(o->fr_code),
 		.fr_previous = off32(o->fr_previous),
+		.fr_hdr_len = o->fr_size <= PBP_FRAME_HDR_MAX ? o->fr_size : 0,
 		.code_mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0,
 		.stack_cap = s->cfg.stack_cap,
 	};

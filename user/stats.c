@@ -19,6 +19,7 @@ static const char *const gap_names[GAP_MAX] = {
 	[GAP_STALE_CODE] = "code_freed_before_decode",
 	[GAP_TOO_DEEP] = "too_deep",
 	[GAP_BAD_RECORD] = "bad_record",
+	[GAP_NO_BOTTOM] = "chain_ended_early",
 };
 
 int stats__write_json(const char *path, const struct run_stats *s)
