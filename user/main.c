@@ -133,8 +133,10 @@ static int cmd_record(int argc, char **argv)
 	int opt, verbose = 0;
 	char *end;
 
-	/* '+': stop at the first non-option so the command's own options stay its own. */
-	while ((opt = getopt_long(argc, argv, "+p:r:d:o:f:vh", longopts, NULL)) != -1) {
+	/* '+': stop at the first non-option so the command's own options stay its own;
+	 * ':': report a missing argument apart from an unknown option. */
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+:p:r:d:o:f:vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
@@ -184,9 +186,10 @@ static int cmd_record(int argc, char **argv)
 		case 'h':
 			fputs(record_help, stdout);
 			return EXIT_OK;
+		case ':':
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			fprintf(stderr, "pybpfprof: see 'pybpfprof record --help'\n");
-			return EXIT_USAGE;
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);

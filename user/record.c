@@ -49,6 +49,7 @@ struct record_ctx {
 	struct stack *stack;
 	struct agg_frame *frames;
 	uint32_t incomplete_name;
+	uint32_t no_python_name;
 	uint64_t delivered, bytes_copied;
 	int fatal;		/* a negative errno that ends the run */
 	FILE *out;
@@ -98,6 +99,9 @@ static int on_sample(void *arg, const void *rec, size_t len)
 	if (st->gap != GAP_NONE)
 		c->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
 						     .name = c->incomplete_name };
+	else if (!st->depth)	/* only entry frames: the interpreter runs no Python code */
+		c->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = c->no_python_name };
 	for (uint32_t i = st->depth; i-- > 0;)
 		c->frames[n++] = (struct agg_frame){
 			.kind = AGG_PYTHON,
@@ -216,9 +220,11 @@ static int setup(struct record_ctx *c)
 	c->frames = calloc(DECODE_MAX_DEPTH + 2, sizeof(*c->frames));
 	if (!c->strs || !c->agg || !c->stack || !c->frames)
 		return -ENOMEM;
-	if (strtab__intern(c->strs, "[incomplete]", 12) < 0)
+	if (strtab__intern(c->strs, "[incomplete]", 12) != 0 ||
+	    strtab__intern(c->strs, "[no Python frame]", 17) != 1)
 		return -ENOMEM;
 	c->incomplete_name = 0;
+	c->no_python_name = 1;
 	dc.interp = &c->interp;
 	dc.live = &c->live.base;
 	dc.strs = c->strs;

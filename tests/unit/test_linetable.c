@@ -9,7 +9,9 @@
  *
  * Usage: test_linetable [DUMPFILE]   (without a dump only the built-in cases run)
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

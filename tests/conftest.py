@@ -1,0 +1,581 @@
+"""Shared fixtures for pybpfprof's functional tests.
+
+Everything here runs the real thing: the real profiler binary (build/pybpfprof, built
+with `make` first), real BPF, real CPython processes. Ground truth comes from the
+workloads themselves (tests/workloads/*.py write a JSON truth file at runtime).
+
+Interpreter matrix (ids py3.11 ... py3.15): 3.11 is the host's /usr/bin/python3.11;
+3.13/3.14/3.15 live in the Debian sid chroot made by tools/test-interpreters.sh and run
+as `chroot ROOT /usr/bin/python3.X`. Workloads are copied to /tmp/pbp-workloads on the
+host and in the chroot, so every target sees its scripts as /tmp/pbp-workloads/W.py.
+
+Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
+"""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "build" / "pybpfprof"
+WORKLOADS_SRC = REPO / "tests" / "workloads"
+FIXTURES = REPO / "tests" / "fixtures"
+
+WL_DIR = "/tmp/pbp-workloads"      # where targets see the workloads (host and chroot)
+RUN_DIR = "/tmp/pbp-run"           # truth files (host and chroot), mode 1777
+
+VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
+SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
+STATS_KEYS = [
+    "samples_expected", "samples_delivered", "samples_decoded", "samples_incomplete",
+    "ringbuf_drops", "bpf_ns_per_sample", "decode_ns_per_sample", "live_reads_per_sample",
+    "python_version",
+]
+
+TRUTH_TIMEOUT = 30.0       # seconds to wait for a workload's truth file
+PROFILER_GRACE = 60.0      # seconds a profiler may take beyond its -d before we kill it
+UNPRIV_USER = "pbptest"
+
+BAD_OUTPUT = re.compile(
+    r"Traceback \(most recent call last\)|AddressSanitizer|LeakSanitizer|"
+    r"UndefinedBehaviorSanitizer|ThreadSanitizer|runtime error:|Segmentation fault|"
+    r"core dumped|\bAborted\b")
+
+
+# --------------------------------------------------------------------------------------
+# Collapsed-stack parsing
+
+@dataclass(frozen=True)
+class Frame:
+    name: str                   # co_qualname, or the raw text of a non-Python frame
+    file: Optional[str] = None  # co_filename (None for a non-Python frame)
+    line: Optional[int] = None
+
+    def __str__(self):
+        if self.file is None:
+            return self.name
+        return f"{self.name} ({self.file}:{self.line})"
+
+
+@dataclass
+class Sample:
+    frames: Tuple[Frame, ...]   # root first; without the thread and [incomplete] markers
+    count: int
+    thread: Optional[int] = None
+    incomplete: bool = False
+
+    @property
+    def leaf(self):
+        return self.frames[-1] if self.frames else None
+
+    def names(self):
+        return [f.name for f in self.frames]
+
+    def __str__(self):
+        parts = []
+        if self.thread is not None:
+            parts.append(f"thread {self.thread}")
+        if self.incomplete:
+            parts.append("[incomplete]")
+        parts += [str(f) for f in self.frames]
+        return ";".join(parts) + f" {self.count}"
+
+
+PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
+THREAD_FRAME = re.compile(r"^thread (\d+)$")
+LINE_RE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
+INCOMPLETE = "[incomplete]"
+
+
+class ParseError(Exception):
+    pass
+
+
+def parse_frame(text):
+    m = PY_FRAME.match(text)
+    if m:
+        return Frame(m["name"], m["file"], int(m["line"]))
+    return Frame(text)
+
+
+def parse_collapsed(text):
+    """Parse collapsed output into Samples; raises ParseError on a malformed line."""
+    samples = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        m = LINE_RE.match(raw)
+        if not m:
+            raise ParseError(f"line {lineno}: not 'STACK COUNT': {raw!r}")
+        parts = m["stack"].split(";")
+        thread = None
+        incomplete = False
+        tm = THREAD_FRAME.match(parts[0])
+        if tm:
+            thread = int(tm.group(1))
+            parts = parts[1:]
+        if parts and parts[0] == INCOMPLETE:
+            incomplete = True
+            parts = parts[1:]
+        if INCOMPLETE in parts:
+            raise ParseError(f"line {lineno}: {INCOMPLETE} not at the root: {raw!r}")
+        if any(THREAD_FRAME.match(p) for p in parts):
+            raise ParseError(f"line {lineno}: thread frame not at the root: {raw!r}")
+        count = int(m["count"])
+        if count <= 0:
+            raise ParseError(f"line {lineno}: count must be positive: {raw!r}")
+        samples.append(Sample(tuple(parse_frame(p) for p in parts), count, thread, incomplete))
+    return samples
+
+
+def total(samples):
+    return sum(s.count for s in samples)
+
+
+def truth_frames(stack):
+    """Frames of a truth stack (list of {qualname, filename, line}), root first."""
+    return tuple(Frame(f["qualname"], f["filename"], f["line"]) for f in stack)
+
+
+def same_except_leaf_line(frames, expected):
+    """frames equals expected in every frame, ignoring the innermost frame's line."""
+    if len(frames) != len(expected):
+        return False
+    if frames[:-1] != expected[:-1]:
+        return False
+    return (frames[-1].name, frames[-1].file) == (expected[-1].name, expected[-1].file)
+
+
+def show(samples, limit=12):
+    """A few of the heaviest stacks, for assertion messages (deep stacks abbreviated)."""
+    out = []
+    for s in sorted(samples, key=lambda s: -s.count)[:limit]:
+        txt = str(s)
+        if len(txt) > 600:
+            txt = txt[:250] + f" ...[{len(s.frames)} frames]... " + txt[-300:]
+        out.append("  " + txt)
+    return "\n".join(out) if out else "  (none)"
+
+
+# --------------------------------------------------------------------------------------
+# Interpreters
+
+@dataclass
+class Interp:
+    version: str
+    root: str                  # "/" for the host, else the chroot
+    argv: List[str]            # how to start the interpreter
+    error: Optional[str] = None
+
+    @property
+    def id(self):
+        return f"py{self.version}"
+
+    def host_path(self, target_path):
+        """Host path of a path as the target sees it."""
+        if self.root == "/":
+            return Path(target_path)
+        return Path(self.root) / str(target_path).lstrip("/")
+
+    def script(self, name):
+        """The workload path as the target (and the profile) sees it."""
+        return f"{WL_DIR}/{name}.py"
+
+    def require(self):
+        if self.error:
+            pytest.fail(f"interpreter {self.version} unavailable: {self.error}")
+
+
+def _run_test_interpreters():
+    script = REPO / "tools" / "test-interpreters.sh"
+    if not script.exists():
+        return None, f"{script} missing"
+    try:
+        p = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        return None, "tools/test-interpreters.sh timed out"
+    if p.returncode != 0:
+        return None, f"tools/test-interpreters.sh failed ({p.returncode}): {p.stderr.strip()[-800:]}"
+    root = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+    if not root or not os.path.isdir(root):
+        return None, f"tools/test-interpreters.sh printed no usable root: {p.stdout!r}"
+    return root, None
+
+
+@pytest.fixture(scope="session")
+def sid_root():
+    """(root, error) of the sid chroot; an error fails only the chroot versions."""
+    return _run_test_interpreters()
+
+
+def _copy_workloads(dest_root):
+    dest = Path(dest_root) / WL_DIR.lstrip("/")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    os.chmod(dest, 0o755)
+    for src in WORKLOADS_SRC.glob("*.py"):
+        shutil.copyfile(src, dest / src.name)
+        os.chmod(dest / src.name, 0o644)
+    run = Path(dest_root) / RUN_DIR.lstrip("/")
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    os.chmod(run, 0o1777)
+
+
+@pytest.fixture(scope="session")
+def workloads_installed(sid_root):
+    _copy_workloads("/")
+    root, err = sid_root
+    if root:
+        _copy_workloads(root)
+    return True
+
+
+def make_interp(version, sid_root):
+    if version == "3.11":
+        exe = "/usr/bin/python3.11"
+        err = None if os.access(exe, os.X_OK) else f"{exe} not found (apt-get install python3.11)"
+        return Interp(version, "/", [exe], err)
+    root, err = sid_root
+    if root is None:
+        return Interp(version, "/nonexistent", [], err)
+    exe = f"/usr/bin/python{version}"
+    if not os.access(os.path.join(root, exe.lstrip("/")), os.X_OK):
+        err = f"{exe} not found in the chroot {root}"
+    return Interp(version, root, ["chroot", root, exe], err)
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"py{v}")
+def py(request, sid_root, workloads_installed):
+    """The interpreter under test; a missing interpreter FAILS the test."""
+    interp = make_interp(request.param, sid_root)
+    interp.require()
+    return interp
+
+
+@pytest.fixture(scope="session")
+def py311(sid_root, workloads_installed):
+    interp = make_interp("3.11", sid_root)
+    interp.require()
+    return interp
+
+
+# --------------------------------------------------------------------------------------
+# The profiler binary
+
+@pytest.fixture(scope="session")
+def profiler_bin():
+    if os.environ.get("PBP_NO_BUILD") != "1":
+        if not (REPO / "Makefile").exists():
+            if not BIN.exists():
+                pytest.fail(f"no Makefile in {REPO} and no {BIN}")
+        else:
+            p = subprocess.run(["make", "-C", str(REPO)], capture_output=True, text=True,
+                               timeout=900)
+            if p.returncode != 0:
+                pytest.fail(f"`make -C {REPO}` failed ({p.returncode}):\n"
+                            f"{(p.stdout + p.stderr)[-3000:]}")
+    if not (BIN.exists() and os.access(BIN, os.X_OK)):
+        pytest.fail(f"profiler binary {BIN} missing after `make -C {REPO}`")
+    return str(BIN)
+
+
+# --------------------------------------------------------------------------------------
+# Processes: workloads and profiler runs
+
+@dataclass
+class Workload:
+    name: str
+    interp: Interp
+    proc: subprocess.Popen
+    truth_path: Path           # host path
+    log: Path
+    truth: dict = field(default_factory=dict)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def output(self):
+        try:
+            return self.log.read_text(errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+
+@dataclass
+class Run:
+    argv: List[str]
+    rc: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    out_path: Optional[Path]
+    stats_path: Optional[Path]
+
+    def describe(self):
+        return (f"command: {' '.join(self.argv)}\nexit: {self.rc}\n"
+                f"stderr:\n{self.stderr[-3000:]}")
+
+    def check_ok(self):
+        """Exit 0, a summary on stderr, no crash output; returns the parsed profile."""
+        assert self.rc == 0, f"profiler failed\n{self.describe()}"
+        assert not BAD_OUTPUT.search(self.stderr), f"crash output on stderr\n{self.describe()}"
+        assert self.stderr.strip(), f"no summary line on stderr\n{self.describe()}"
+        return self.profile()
+
+    def profile(self):
+        assert self.out_path is not None
+        assert self.out_path.exists(), f"profile {self.out_path} not written\n{self.describe()}"
+        text = self.out_path.read_text(errors="replace")
+        try:
+            return parse_collapsed(text)
+        except ParseError as e:
+            pytest.fail(f"malformed collapsed output: {e}\n{self.describe()}")
+
+    def stats(self):
+        assert self.stats_path is not None
+        assert self.stats_path.exists(), f"stats file not written\n{self.describe()}"
+        try:
+            data = json.loads(self.stats_path.read_text())
+        except ValueError as e:
+            pytest.fail(f"stats file is not JSON: {e}: {self.stats_path.read_text()[:500]!r}")
+        assert isinstance(data, dict), f"stats file is not a JSON object: {data!r}"
+        return data
+
+    def check_error(self, rc):
+        """A failing run: exit rc, exactly one stderr line starting 'pybpfprof: '."""
+        assert self.rc == rc, f"expected exit {rc}\n{self.describe()}"
+        assert not BAD_OUTPUT.search(self.stderr), f"crash output on stderr\n{self.describe()}"
+        lines = self.stderr.splitlines()
+        assert len(lines) == 1, f"expected one stderr line, got {len(lines)}\n{self.describe()}"
+        assert lines[0].startswith("pybpfprof: "), f"bad error prefix\n{self.describe()}"
+        return lines[0]
+
+
+def unpriv_prefix(user=UNPRIV_USER):
+    return ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--"]
+
+
+class Harness:
+    """Starts workloads and profiler runs; kills whatever is still running at close()."""
+
+    def __init__(self, tmpdir: Path, profiler: Optional[str]):
+        self.tmp = Path(tmpdir)
+        self.tmp.mkdir(parents=True, exist_ok=True)
+        self.profiler = profiler
+        self.procs: List[subprocess.Popen] = []
+        self.group_leaders: List[subprocess.Popen] = []
+
+    # -- workloads -----------------------------------------------------------------
+    def start_workload(self, interp: Interp, name, *args, seconds=60.0, user=None,
+                       wait=True):
+        interp.require()
+        tag = f"{name}-{interp.version}-{uuid.uuid4().hex[:8]}"
+        truth_target = f"{RUN_DIR}/{tag}.json"
+        truth_host = interp.host_path(truth_target)
+        log = self.tmp / f"{tag}.log"
+        argv = interp.argv + [interp.script(name), "--truth", truth_target,
+                              "--seconds", str(seconds)] + [str(a) for a in args]
+        if user:
+            argv = unpriv_prefix(user) + argv
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf,
+                                    stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        w = Workload(name, interp, proc, truth_host, log)
+        if wait:
+            self.wait_truth(w)
+        return w
+
+    def wait_truth(self, w: Workload):
+        deadline = time.monotonic() + TRUTH_TIMEOUT
+        while not w.truth_path.exists():
+            if w.proc.poll() is not None:
+                pytest.fail(f"workload {w.name} on {w.interp.version} exited "
+                            f"({w.proc.returncode}) before writing its truth:\n{w.output()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"workload {w.name} on {w.interp.version} wrote no truth "
+                            f"within {TRUTH_TIMEOUT}s:\n{w.output()}")
+            time.sleep(0.02)
+        w.truth = json.loads(w.truth_path.read_text())
+        assert w.truth["pid"] == w.proc.pid, \
+            f"truth pid {w.truth['pid']} != started pid {w.proc.pid} (wrapper did not exec?)"
+        want = tuple(int(x) for x in w.interp.version.split("."))
+        assert tuple(w.truth["version_info"][:2]) == want, \
+            f"workload ran on {w.truth['version_info']}, expected {w.interp.version}"
+        return w.truth
+
+    def spawn(self, argv, user=None, **kw):
+        """Start a helper process (killed at close)."""
+        if user:
+            argv = unpriv_prefix(user) + list(argv)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, **kw)
+        self.procs.append(proc)
+        return proc
+
+    # -- profiler --------------------------------------------------------------------
+    def profiler_argv(self, args):
+        assert self.profiler, "profiler_bin fixture not requested"
+        return [self.profiler] + [str(a) for a in args]
+
+    def run_profiler(self, args, timeout, user=None, signal_after=None, out=None,
+                     stats=None):
+        """Run the profiler; kill its process group after `timeout` s and FAIL.
+        signal_after=(seconds, signum) sends a signal to it once."""
+        argv = self.profiler_argv(args)
+        if user:
+            argv = unpriv_prefix(user) + argv
+        tag = uuid.uuid4().hex[:8]
+        so, se = self.tmp / f"prof-{tag}.stdout", self.tmp / f"prof-{tag}.stderr"
+        start = time.monotonic()
+        with open(so, "wb") as fo, open(se, "wb") as fe:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                    start_new_session=True)
+        self.group_leaders.append(proc)
+        try:
+            if signal_after:
+                delay, signum = signal_after
+                try:
+                    proc.wait(delay)
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signum)
+            try:
+                rc = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._kill_group(proc)
+                pytest.fail(f"profiler did not exit within {timeout:.0f}s; killed.\n"
+                            f"command: {' '.join(argv)}\nstderr:\n"
+                            f"{se.read_text(errors='replace')[-3000:]}")
+        finally:
+            if proc.poll() is None:
+                self._kill_group(proc)
+        elapsed = time.monotonic() - start
+        return Run(argv, rc, so.read_text(errors="replace"), se.read_text(errors="replace"),
+                   elapsed, out, stats)
+
+    def record_pid(self, pid, rate=None, duration=3, threads=False, stats=True,
+                   extra=(), timeout=None):
+        out = self.tmp / f"profile-{pid}-{uuid.uuid4().hex[:6]}.txt"
+        st = self.tmp / f"stats-{pid}-{uuid.uuid4().hex[:6]}.json" if stats else None
+        args = ["record", "-p", pid, "-o", out, "-f", "collapsed"]
+        if rate is not None:
+            args += ["-r", rate]
+        if duration is not None:
+            args += ["-d", duration]
+        if threads:
+            args.append("--threads")
+        if st is not None:
+            args += ["--stats-file", st]
+        args += list(extra)
+        if timeout is None:
+            timeout = (duration or 0) + PROFILER_GRACE
+        return self.run_profiler(args, timeout, out=out, stats=st)
+
+    # -- cleanup ---------------------------------------------------------------------
+    @staticmethod
+    def _kill_group(proc):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self):
+        for proc in self.group_leaders:
+            if proc.poll() is None:
+                self._kill_group(proc)
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+@pytest.fixture
+def harness(tmp_path, profiler_bin):
+    h = Harness(tmp_path, profiler_bin)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def harness_noprof(tmp_path):
+    """A harness for tests that only need workloads (no profiler build)."""
+    h = Harness(tmp_path, None)
+    yield h
+    h.close()
+
+
+@dataclass
+class Profiled:
+    truth: dict
+    run: Run
+    workload: Workload
+
+
+def profile_workload(tmpdir, profiler, interp, name, workload_args=(), **record_kw):
+    """Start workload `name` on `interp`, wait for its truth, profile it by PID with
+    record_pid(**record_kw), then kill it. Fails if the target died while profiled."""
+    h = Harness(tmpdir, profiler)
+    try:
+        w = h.start_workload(interp, name, *workload_args)
+        run = h.record_pid(w.pid, **record_kw)
+        if w.proc.poll() is not None:
+            pytest.fail(f"workload {name} on {interp.version} died while being profiled "
+                        f"(exit {w.proc.returncode}):\n{w.output()}\n{run.describe()}")
+    finally:
+        h.close()
+    return Profiled(w.truth, run, w)
+
+
+@pytest.fixture(scope="module")
+def module_tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("mod")
+
+
+@pytest.fixture(scope="session")
+def unpriv_user():
+    """The unprivileged user `pbptest` (created if missing)."""
+    if subprocess.run(["id", "-u", UNPRIV_USER], capture_output=True).returncode != 0:
+        p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
+                            "/usr/sbin/nologin", UNPRIV_USER], capture_output=True, text=True)
+        if p.returncode != 0:
+            pytest.fail(f"useradd {UNPRIV_USER} failed: {p.stderr.strip()}")
+    if not shutil.which("setpriv"):
+        pytest.fail("setpriv (util-linux) not found")
+    return UNPRIV_USER
+
+
+def fraction(part, whole):
+    return part / whole if whole else 0.0
+
+
+def version_matches(reported, version_info):
+    """Does a profiler's python_version string match sys.version_info (list of 5)?
+    Accepts 'X.Y.Z' and, for pre-releases, 'X.Y.Z' followed by aN/bN/rcN."""
+    major, minor, micro, level, serial = version_info
+    base = f"{major}.{minor}.{micro}"
+    if reported == base:
+        return True
+    tag = {"alpha": "a", "beta": "b", "candidate": "rc"}.get(level)
+    return tag is not None and reported == f"{base}{tag}{serial}"

@@ -1,0 +1,101 @@
+"""Error paths: exit codes and one-line `pybpfprof: ` messages on stderr."""
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import SUPPORTED_VERSIONS, FIXTURES, show, total
+
+QUICK = 30  # seconds an error path may take before we call it a hang
+
+
+def test_no_such_pid_exits_3(harness):
+    p = subprocess.Popen(["true"])
+    p.wait()                       # spawned and reaped: the PID no longer exists
+    run = harness.record_pid(p.pid, duration=2, stats=False, timeout=QUICK)
+    run.check_error(3)
+
+
+def test_non_python_pid_exits_4(harness):
+    sleeper = harness.spawn(["sleep", "30"])
+    time.sleep(0.1)
+    assert sleeper.poll() is None
+    run = harness.record_pid(sleeper.pid, duration=2, stats=False, timeout=QUICK)
+    run.check_error(4)
+
+
+def test_unsupported_python_version_exits_5(harness, tmp_path):
+    exe = tmp_path / "python3.10"
+    cc = subprocess.run(["gcc", "-O0", "-rdynamic", "-o", str(exe),
+                         str(FIXTURES / "fake_python.c")], capture_output=True, text=True)
+    assert cc.returncode == 0, f"gcc failed: {cc.stderr}"
+    nm = subprocess.run(["nm", "-D", str(exe)], capture_output=True, text=True).stdout
+    assert "_PyRuntime" in nm and "Py_Version" in nm, f"symbols not exported:\n{nm}"
+    fake = harness.spawn([str(exe), "30"])
+    time.sleep(0.1)
+    assert fake.poll() is None
+    run = harness.record_pid(fake.pid, duration=2, stats=False, timeout=QUICK)
+    msg = run.check_error(5)
+    missing = [v for v in SUPPORTED_VERSIONS if v not in msg]
+    assert not missing, f"message does not list supported versions {missing}: {msg!r}"
+
+
+def test_unprivileged_user_exits_6_naming_capabilities(harness, py311, unpriv_user, tmp_path):
+    w = harness.start_workload(py311, "ratio", user=unpriv_user)
+    owner = subprocess.run(["stat", "-c", "%U", f"/proc/{w.pid}"], capture_output=True,
+                           text=True).stdout.strip()
+    assert owner == unpriv_user, f"target owned by {owner!r}"
+    out = f"/tmp/pbp-run/unpriv-{w.pid}.txt"
+    run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-o", out],
+                               timeout=QUICK, user=unpriv_user)
+    msg = run.check_error(6)
+    for cap in ("CAP_BPF", "CAP_PERFMON"):
+        assert cap in msg, f"message does not name {cap}: {msg!r}"
+
+
+def test_target_exit_mid_profile_ends_run_with_profile(py, harness):
+    w = harness.start_workload(py, "ratio", seconds=2.0)
+    # -d 20, but the target exits after ~2 s: the profiler must stop then, not hang to 20 s.
+    run = harness.record_pid(w.pid, rate=499, duration=20, stats=False, timeout=15)
+    prof = run.check_ok()
+    assert w.proc.poll() is not None, "target still running"
+    fa = [s for s in prof if s.leaf is not None and s.leaf.name == "fa"]
+    assert total(fa) > 0, f"profile lacks fa\n{show(prof)}"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_profiler_with_profile(py, harness, tmp_path, signum):
+    w = harness.start_workload(py, "ratio")
+    out = tmp_path / "profile.txt"
+    run = harness.run_profiler(["record", "-p", w.pid, "-r", 499, "-o", out],
+                               timeout=QUICK, signal_after=(2.0, signum), out=out)
+    prof = run.check_ok()
+    assert w.proc.poll() is None, "the profiler's signal must not stop the target"
+    fa = [s for s in prof if s.leaf is not None and s.leaf.name == "fa"]
+    assert total(fa) > 0, f"profile lacks fa\n{show(prof)}"
+
+
+def test_command_not_found_exits_127(harness, tmp_path):
+    run = harness.run_profiler(["record", "-o", tmp_path / "p.txt", "--", "/nonexistent/cmd"],
+                               timeout=QUICK)
+    run.check_error(127)
+
+
+def test_command_not_executable_exits_126(harness, tmp_path):
+    f = tmp_path / "not-executable"
+    f.write_text("#!/bin/sh\necho hi\n")
+    f.chmod(0o644)
+    run = harness.run_profiler(["record", "-o", tmp_path / "p.txt", "--", f], timeout=QUICK)
+    run.check_error(126)
+
+
+@pytest.mark.parametrize("args", [
+    ["record", "--no-such-option", "-p", "1", "-d", "1"],
+    ["record", "-p", "1", "-r", "0", "-d", "1"],
+    ["record", "-d", "1"],
+], ids=["unknown-option", "rate-zero", "no-pid-no-command"])
+def test_usage_error_exits_2(harness, args):
+    run = harness.run_profiler(args, timeout=QUICK)
+    run.check_error(2)

@@ -1,0 +1,54 @@
+"""The user-space code under AddressSanitizer and UndefinedBehaviorSanitizer: the C unit
+tests, and the profiler itself decoding real interpreters of every version. Any
+sanitizer report fails the test. tools/run-tests.sh builds build/san/ first."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, parse_collapsed
+
+SAN = REPO / "build" / "san"
+SAN_ENV = dict(os.environ,
+               ASAN_OPTIONS="abort_on_error=0:halt_on_error=1:detect_leaks=1",
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
+SAN_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+
+def san_binary(name):
+    path = SAN / name
+    if not path.exists():
+        p = subprocess.run(["make", "-C", str(REPO), "OUT=build/san", "SAN=address,undefined",
+                            f"build/san/{name}"], capture_output=True, text=True, timeout=900)
+        assert p.returncode == 0, f"sanitizer build of {name} failed:\n{p.stderr[-3000:]}"
+    return str(path)
+
+
+def assert_clean(p, what):
+    report = [m for m in SAN_REPORT if m in p.stderr]
+    assert not report, f"{what}: sanitizer report:\n{p.stderr[-4000:]}"
+    assert p.returncode == 0, f"{what}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("name", ["test_linetable", "test_offsets"])
+def test_unit_tests_are_clean_under_sanitizers(name):
+    p = subprocess.run([san_binary(f"tests/{name}")], capture_output=True, text=True,
+                       timeout=300, env=SAN_ENV)
+    assert_clean(p, name)
+
+
+def test_profiler_is_clean_under_sanitizers(py, tmp_path):
+    """A whole record run (BPF records, decoding, aggregation, output) of a real
+    workload, through the -- form, with the sanitizer build."""
+    out = tmp_path / "profile.txt"
+    stats = tmp_path / "stats.json"
+    argv = [san_binary("pybpfprof"), "record", "-r", "997", "--threads", "-o", str(out),
+            "--stats-file", str(stats), "--"] + py.argv + [py.script("deep"), "--seconds", "2",
+                                                            "--truth", f"/tmp/pbp-run/san-{py.version}.json"]
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=SAN_ENV)
+    assert_clean(p, " ".join(argv))
+    samples = parse_collapsed(out.read_text())
+    names = {f.name for s in samples for f in s.frames}
+    assert "recurse" in names and "leaf" in names, f"profile lacks the workload:\n{out.read_text()[:2000]}"

@@ -1,0 +1,120 @@
+"""Shared helpers for the ground-truth workloads (pure stdlib, CPython 3.11+).
+
+A workload burns CPU on known lines and writes a JSON "truth" file describing what a
+correct profiler must see: its pid, thread native ids, and full expected stacks
+(qualname, filename, line per frame, root first) captured from the live frames with
+sys._getframe(), with the innermost frame's line replaced by its burn line.
+
+Burn lines carry a trailing marker comment `# BURN:<tag>`; burn_line() finds it in the
+function's own source at runtime and checks that the line really is one of the code
+object's lines, so nothing in the tests hard-codes a line number.
+"""
+
+import argparse
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+
+
+def parse_args(extra=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--truth", help="where to write the ground-truth JSON")
+    p.add_argument("--seconds", type=float, default=30.0, help="how long to keep running")
+    p.add_argument("--exit-code", type=int, default=0, help="exit status at the end")
+    if extra:
+        extra(p)
+    return p.parse_args()
+
+
+def qualname(code):
+    return code.co_qualname
+
+
+def burn_line(func, tag):
+    """Line number of the `# BURN:<tag>` line inside func (a function or code object)."""
+    code = getattr(func, "__code__", func)
+    lines, first = inspect.getsourcelines(code)
+    marker = "# BURN:" + tag
+    hits = [first + i for i, text in enumerate(lines) if text.rstrip().endswith(marker)]
+    if len(hits) != 1:
+        raise RuntimeError(f"{code.co_qualname}: expected one {marker!r} line, found {hits}")
+    line = hits[0]
+    code_lines = {ln for _, _, ln in code.co_lines() if ln is not None}
+    if line not in code_lines:
+        raise RuntimeError(f"{code.co_qualname}: burn line {line} is not in the code object")
+    return line
+
+
+def frame_record(frame, line=None):
+    code = frame.f_code
+    return {
+        "qualname": code.co_qualname,
+        "filename": code.co_filename,
+        "line": frame.f_lineno if line is None else line,
+    }
+
+
+def capture_stack(leaf_line, depth=1):
+    """The stack of the caller `depth` frames up, root first, with its own line set to
+    leaf_line. Every other frame keeps the line Python reports for it (the line of the
+    call it is executing)."""
+    frame = sys._getframe(depth)
+    out = [frame_record(frame, leaf_line)]
+    f = frame.f_back
+    while f is not None:
+        out.append(frame_record(f))
+        f = f.f_back
+    out.reverse()
+    return out
+
+
+def version_string():
+    v = sys.version_info
+    return f"{v.major}.{v.minor}.{v.micro}"
+
+
+class Truth:
+    """Collects ground truth; write() puts it on disk atomically (tmp + rename)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.data = {
+            "pid": os.getpid(),
+            "main_tid": threading.get_native_id(),
+            "python_version": version_string(),
+            "version_info": list(sys.version_info[:5]),
+            "executable": sys.executable,
+            "script": os.path.abspath(sys.argv[0]),
+            "stacks": {},
+            "lines": {},
+        }
+        self.written = False
+
+    def __setitem__(self, key, value):
+        self.data[key] = value
+
+    def line(self, key, value):
+        self.data["lines"][key] = value
+
+    def stack(self, key, leaf_line, depth=1):
+        self.data["stacks"][key] = capture_stack(leaf_line, depth + 1)
+
+    def write(self):
+        if self.written:
+            return
+        self.written = True
+        if not self.path:
+            return
+        tmp = f"{self.path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(self.data, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.rename(tmp, self.path)
+
+
+def deadline_after(seconds):
+    return time.monotonic() + seconds

@@ -1,0 +1,51 @@
+"""ratio: parent() alternately calls fa() and fb(); fa burns 3x the iterations of fb,
+so fa gets 75% of the CPU time spent in fa+fb. Truth: expected stacks of both burns."""
+
+import sys
+import time
+
+from pbp_common import Truth, burn_line, deadline_after, parse_args
+
+N_B = 150_000          # iterations of fb per call (a few ms)
+N_A = 3 * N_B          # fa: three times as many -> 3:1 CPU time
+T = None
+
+
+def fa(n):
+    if "fa" not in T.data["stacks"]: T.stack("fa", LINE_FA)
+    i = 0
+    while i < n: i += 1  # BURN:fa
+    return i
+
+
+def fb(n):
+    if "fb" not in T.data["stacks"]: T.stack("fb", LINE_FB)
+    i = 0
+    while i < n: i += 1  # BURN:fb
+    return i
+
+
+LINE_FA = burn_line(fa, "fa")
+LINE_FB = burn_line(fb, "fb")
+
+
+def parent(deadline):
+    while time.monotonic() < deadline:
+        fa(N_A)
+        fb(N_B)
+        T.write()
+
+
+def main():
+    global T
+    args = parse_args()
+    T = Truth(args.truth)
+    T["expected_fa_share"] = N_A / (N_A + N_B)
+    T.line("fa_burn", LINE_FA)
+    T.line("fb_burn", LINE_FB)
+    parent(deadline_after(args.seconds))
+    return args.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
