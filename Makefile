@@ -3,6 +3,7 @@
 #   make            build
 #   make test       install what is missing, prepare interpreters, run every test
 #   make demo       install what is missing, build, profile the bundled example
+#   make bench      overhead and cost per sample, side by side with CPython's profiler
 #   make fuzz       run the libFuzzer targets for a while
 #   make lint       clang-tidy and cppcheck over user/
 #   make format     clang-format the C sources
@@ -40,7 +41,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test demo fuzz lint format clean unit-tests
+.PHONY: all test demo bench fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -86,6 +87,9 @@ test:
 
 demo:
 	$(Q)bash tools/demo.sh
+
+bench: all
+	$(Q)/usr/bin/python3 tools/bench/run.py
 
 fuzz: | $(OUT)/tests
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \

@@ -89,3 +89,21 @@ def test_churn_stacks_match_truth_shape(py, churn):
         f"{total(good)}/{total(got)} burn samples have the expected "
         f"<module>;main;churn_loop;churn_N;burn_* stack on the burn line\n"
         + show([s for s in got if s not in good]))
+
+
+def test_churn_samples_are_mostly_complete(py, churn):
+    """Every churn function is alive while it is sampled (it is running), so a profiler
+    that resolves code objects in time can attribute its samples; dropping them as
+    [incomplete] would also make the parity test above vacuous."""
+    prof = churn.run.check_ok()
+    burns = [s for s in prof if s.leaf is not None and s.leaf.name in ("burn_even", "burn_odd")]
+    inc = total([s for s in burns if s.incomplete])
+    st = churn.run.stats()
+    print(f"{py.id}: {inc}/{total(burns)} burn samples [incomplete]; "
+          f"samples_incomplete={st.get('samples_incomplete')} "
+          f"reasons={st.get('incomplete_reasons')}")
+    assert total(burns) > 0, f"no burn samples\n{show(prof)}"
+    assert fraction(inc, total(burns)) <= 0.10, (
+        f"{inc}/{total(burns)} samples in burn_even/burn_odd are [incomplete] "
+        f"(stats: samples_incomplete={st.get('samples_incomplete')}, "
+        f"incomplete_reasons={st.get('incomplete_reasons')})\n{show(burns, 6)}")

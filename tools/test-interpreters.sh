@@ -45,7 +45,9 @@ fi
 
 command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >&2
 echo "test-interpreters: building a Debian sid chroot with CPython ${versions[*]} in $root (about 30 s)" >&2
-rm -rf "$root"
+# A benchmark may have left /proc mounted inside; never recurse into it.
+umount "$root/proc" 2>/dev/null || true
+rm -rf --one-file-system "$root"
 mkdir -p "$(dirname "$root")"
 debootstrap --variant=minbase --include="$pkgs" sid "$root" "$(mirror)" >"$root.log" 2>&1 || {
 	echo "test-interpreters: debootstrap failed; last lines of $root.log:" >&2

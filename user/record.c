@@ -255,6 +255,11 @@ static int find_target(struct record_ctx *c)
 		return err ? target_error(o->pid, err, &c->interp) : 0;
 	}
 	err = spawn__start(o->cmd, &c->spawn);
+	if (err && c->spawn.trace_failed) {
+		pr_warn("cannot trace %s to catch its first Python code: %s (is pybpfprof "
+			"itself being traced, or ptrace restricted?)\n", o->cmd[0], strerror(-err));
+		return EXIT_RUNTIME;
+	}
 	if (err) {
 		pr_warn("cannot run %s: %s\n", o->cmd[0], strerror(-err));
 		return err == -ENOENT || err == -ENOTDIR ? EXIT_CMD_NOTFOUND : EXIT_CMD_NOEXEC;

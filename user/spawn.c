@@ -38,9 +38,13 @@ int spawn__start(char *const argv[], struct spawn *sp)
 	}
 	if (pid == 0) {
 		close(pipefd[0]);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0)
+		/* A failed TRACEME is sent negated, to be told from a failed exec. */
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) == 0) {
 			execvp(argv[0], argv);
-		child_errno = errno;
+			child_errno = errno;
+		} else {
+			child_errno = -errno;
+		}
 		if (write(pipefd[1], &child_errno, sizeof(child_errno)) < 0)
 			_exit(127);
 		_exit(127);
@@ -54,6 +58,10 @@ int spawn__start(char *const argv[], struct spawn *sp)
 	if (n == sizeof(child_errno)) {
 		waitpid(pid, &sp->status, 0);
 		sp->exited = 1;
+		if (child_errno < 0) {
+			sp->trace_failed = 1;
+			return child_errno;
+		}
 		return -child_errno;
 	}
 	sp->traced = 1;

@@ -16,9 +16,11 @@ struct spawn {
 	int traced;		/* still under ptrace, stopped */
 	int exited;
 	int status;		/* wait status once exited */
+	int trace_failed;	/* the child could not be traced: no exec was tried */
 };
 
-/* Forks and execs @argv. -ENOENT / -EACCES (and friends) if the exec failed. */
+/* Forks and execs @argv. -ENOENT / -EACCES (and friends) if the exec failed; if the
+ * child could not be traced, sp->trace_failed is set and nothing was run. */
 int spawn__start(char *const argv[], struct spawn *sp);
 
 /*

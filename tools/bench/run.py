@@ -28,11 +28,18 @@ def sh(argv):
 
 
 def install():
+    """Returns True if it mounted /proc in the chroot (CPython's profiler reads
+    /proc/PID/maps from inside it), so that main() can unmount it again."""
+    mounted = False
+    if not os.path.exists(ROOT + "/proc/self"):
+        sh(["mount", "-t", "proc", "proc", ROOT + "/proc"])
+        mounted = True
     os.makedirs(ROOT + WORK_DIR, exist_ok=True)
     with open(os.path.join(os.path.dirname(__file__), "cpu_bound.py")) as f:
         src = f.read()
     with open(ROOT + WORK_DIR + "/cpu_bound.py", "w") as f:
         f.write(src)
+    return mounted
 
 
 def workload(n=N, depth=0):
@@ -40,7 +47,13 @@ def workload(n=N, depth=0):
 
 
 def seconds(p):
-    return float(p.stdout.strip().splitlines()[-1])
+    """The workload's own timing line; profilers may print around it."""
+    for line in p.stdout.splitlines():
+        try:
+            return float(line)
+        except ValueError:
+            continue
+    sys.exit(f"bench: no timing in the output of {' '.join(p.args)}:\n{p.stdout[-1000:]}")
 
 
 def ours(rate, stats=None, n=N, depth=0):
@@ -52,7 +65,7 @@ def ours(rate, stats=None, n=N, depth=0):
 
 def peer(rate):
     return PY + ["-m", "profiling.sampling", "run", "-r", str(rate), "--collapsed",
-                 "-o", "/dev/null", "--no-summary", WORK_DIR + "/cpu_bound.py", str(N), "0"]
+                 "-o", "/dev/null", WORK_DIR + "/cpu_bound.py", str(N), "0"]
 
 
 def overhead():
@@ -84,7 +97,15 @@ def stats_of(rate, depth, n):
 
 
 def main():
-    install()
+    mounted = install()
+    try:
+        report()
+    finally:
+        if mounted:
+            subprocess.run(["umount", ROOT + "/proc"])
+
+
+def report():
     print(f"pybpfprof spine benchmark: CPython 3.15 ({ROOT}), {N} steps, {REPS} interleaved "
           f"repetitions, {os.cpu_count()} CPUs", flush=True)
     rows = overhead()
