@@ -260,10 +260,9 @@ def make_interp(version, sid_root):
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"py{v}")
 def py(request, sid_root, workloads_installed):
-    """The interpreter under test; a missing interpreter FAILS the test."""
-    interp = make_interp(request.param, sid_root)
-    interp.require()
-    return interp
+    """The interpreter under test. A missing interpreter FAILS (not errors or skips) every
+    test using it: Harness.start_workload and Interp.require() fail inside the test."""
+    return make_interp(request.param, sid_root)
 
 
 @pytest.fixture(scope="session")
@@ -546,6 +545,31 @@ def profile_workload(tmpdir, profiler, interp, name, workload_args=(), **record_
     finally:
         h.close()
     return Profiled(w.truth, run, w)
+
+
+class Once:
+    """Runs fn on the first get() -- inside a test body, so that a failure (missing
+    interpreter, profiler error, no truth) is reported as that test's FAILURE -- and
+    hands every later get() the same result or the same failure."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.done = False
+        self.value = None
+        self.failure = None
+
+    def get(self):
+        if not self.done:
+            self.done = True
+            try:
+                self.value = self.fn()
+            except pytest.fail.Exception as e:
+                self.failure = str(e)
+            except Exception as e:  # noqa: BLE001 - reported as the test's failure
+                self.failure = f"{type(e).__name__}: {e}"
+        if self.failure is not None:
+            pytest.fail(self.failure, pytrace=False)
+        return self.value
 
 
 @pytest.fixture(scope="module")

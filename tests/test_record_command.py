@@ -12,6 +12,7 @@ EXIT_CODE = 42
 
 
 def test_command_form_profiles_child_through_exec(py, harness, tmp_path):
+    py.require()
     out = tmp_path / "profile.txt"
     truth_target = f"{RUN_DIR}/command-{py.version}-{uuid.uuid4().hex[:8]}.json"
     cmd = py.argv + [py.script("ratio"), "--seconds", str(SECONDS),

@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import fraction, profile_workload, same_except_leaf_line, show, total, truth_frames
+from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
+                      truth_frames)
 
 RATE = 499
 DURATION = 3
@@ -10,8 +11,8 @@ DURATION = 3
 
 @pytest.fixture(scope="module")
 def deep(py, module_tmp, profiler_bin):
-    return profile_workload(module_tmp / py.id, profiler_bin, py, "deep",
-                            rate=RATE, duration=DURATION)
+    return Once(lambda: profile_workload(
+        module_tmp / py.id, profiler_bin, py, "deep", rate=RATE, duration=DURATION))
 
 
 def leaf_samples(prof):
@@ -19,6 +20,7 @@ def leaf_samples(prof):
 
 
 def test_deep_stacks_have_full_recursion_depth(py, deep):
+    deep = deep.get()
     prof = deep.run.check_ok()
     want = deep.truth["recurse_frames"]
     assert want >= 500
@@ -34,6 +36,7 @@ def test_deep_stacks_have_full_recursion_depth(py, deep):
 
 
 def test_deep_stacks_match_truth_frame_by_frame(py, deep):
+    deep = deep.get()
     prof = deep.run.check_ok()
     expected = truth_frames(deep.truth["stacks"]["leaf"])
     got = [s for s in leaf_samples(prof) if not s.incomplete]
@@ -48,6 +51,7 @@ def test_deep_stacks_match_truth_frame_by_frame(py, deep):
 
 
 def test_deep_incomplete_samples_are_rare(py, deep):
+    deep = deep.get()
     prof = deep.run.check_ok()
     stats = deep.run.stats()
     decoded = stats["samples_decoded"]

@@ -3,7 +3,7 @@ sample must be delivered and decoded."""
 
 import pytest
 
-from conftest import fraction, profile_workload, show, total
+from conftest import Once, fraction, profile_workload, show, total
 
 RATE = 1000
 DURATION = 4
@@ -11,8 +11,8 @@ DURATION = 4
 
 @pytest.fixture(scope="module")
 def delivery(py, module_tmp, profiler_bin):
-    return profile_workload(module_tmp / py.id, profiler_bin, py, "delivery",
-                            rate=RATE, duration=DURATION)
+    return Once(lambda: profile_workload(
+        module_tmp / py.id, profiler_bin, py, "delivery", rate=RATE, duration=DURATION))
 
 
 def stats_of(d):
@@ -21,6 +21,7 @@ def stats_of(d):
 
 
 def test_delivery_delivered_matches_expected(py, delivery):
+    delivery = delivery.get()
     st = stats_of(delivery)
     exp, got = st["samples_expected"], st["samples_delivered"]
     print(f"{py.id}: expected={exp} delivered={got} decoded={st['samples_decoded']} "
@@ -30,6 +31,7 @@ def test_delivery_delivered_matches_expected(py, delivery):
 
 
 def test_delivery_rate_is_honoured(py, delivery):
+    delivery = delivery.get()
     st = stats_of(delivery)
     nominal = RATE * DURATION   # the target is busy on one CPU for the whole run
     assert 0.5 * nominal <= st["samples_delivered"] <= 1.1 * nominal, \
@@ -37,17 +39,20 @@ def test_delivery_rate_is_honoured(py, delivery):
 
 
 def test_delivery_no_ringbuf_drops(py, delivery):
+    delivery = delivery.get()
     st = stats_of(delivery)
     assert st["ringbuf_drops"] == 0, f"ringbuf_drops = {st['ringbuf_drops']}: {st}"
 
 
 def test_delivery_delivered_samples_are_decoded(py, delivery):
+    delivery = delivery.get()
     st = stats_of(delivery)
     assert st["samples_decoded"] >= 0.99 * st["samples_delivered"], \
         f"decoded {st['samples_decoded']} of {st['samples_delivered']} delivered: {st}"
 
 
 def test_delivery_profile_is_the_spin_loop(py, delivery):
+    delivery = delivery.get()
     prof = delivery.run.check_ok()
     burn = delivery.truth["lines"]["spin_burn"]
     spin = [s for s in prof if s.leaf is not None and s.leaf.name == "spin"

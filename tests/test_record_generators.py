@@ -4,7 +4,8 @@ interpreter frames' `previous` chain through the C Task step)."""
 
 import pytest
 
-from conftest import fraction, profile_workload, same_except_leaf_line, show, total, truth_frames
+from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
+                      truth_frames)
 
 RATE = 999
 DURATION = 3
@@ -12,8 +13,8 @@ DURATION = 3
 
 @pytest.fixture(scope="module")
 def gens(py, module_tmp, profiler_bin):
-    return profile_workload(module_tmp / py.id, profiler_bin, py, "generators",
-                            rate=RATE, duration=DURATION)
+    return Once(lambda: profile_workload(
+        module_tmp / py.id, profiler_bin, py, "generators", rate=RATE, duration=DURATION))
 
 
 def check_chain(prof, truth, leaf, parent):
@@ -36,8 +37,10 @@ def check_chain(prof, truth, leaf, parent):
 
 
 def test_generator_frame_sits_under_its_consumer(py, gens):
+    gens = gens.get()
     check_chain(gens.run.check_ok(), gens.truth, "produce", "consume")
 
 
 def test_coroutine_frame_sits_under_awaiting_coroutine(py, gens):
+    gens = gens.get()
     check_chain(gens.run.check_ok(), gens.truth, "coro_leaf", "coro_mid")

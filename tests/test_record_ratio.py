@@ -2,7 +2,8 @@
 
 import pytest
 
-from conftest import fraction, profile_workload, same_except_leaf_line, show, total, truth_frames
+from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
+                      truth_frames)
 
 RATE = 999
 DURATION = 3
@@ -10,8 +11,8 @@ DURATION = 3
 
 @pytest.fixture(scope="module")
 def ratio(py, module_tmp, profiler_bin):
-    return profile_workload(module_tmp / py.id, profiler_bin, py, "ratio",
-                            rate=RATE, duration=DURATION)
+    return Once(lambda: profile_workload(
+        module_tmp / py.id, profiler_bin, py, "ratio", rate=RATE, duration=DURATION))
 
 
 def leaf_samples(samples, name):
@@ -19,6 +20,7 @@ def leaf_samples(samples, name):
 
 
 def test_ratio_fa_and_fb_stacks_are_module_main_parent(py, ratio):
+    ratio = ratio.get()
     prof = ratio.run.check_ok()
     for fn in ("fa", "fb"):
         expected = truth_frames(ratio.truth["stacks"][fn])
@@ -40,6 +42,7 @@ def test_ratio_fa_and_fb_stacks_are_module_main_parent(py, ratio):
 
 
 def test_ratio_fa_gets_75_percent_of_fa_plus_fb(py, ratio):
+    ratio = ratio.get()
     prof = ratio.run.check_ok()
     fa = total(leaf_samples(prof, "fa"))
     fb = total(leaf_samples(prof, "fb"))
@@ -51,6 +54,7 @@ def test_ratio_fa_gets_75_percent_of_fa_plus_fb(py, ratio):
 
 
 def test_ratio_samples_sit_on_burn_lines(py, ratio):
+    ratio = ratio.get()
     prof = ratio.run.check_ok()
     for fn in ("fa", "fb"):
         burn = ratio.truth["lines"][f"{fn}_burn"]

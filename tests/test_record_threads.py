@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from conftest import fraction, profile_workload, same_except_leaf_line, show, total, truth_frames
+from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
+                      truth_frames)
 
 RATE = 999
 DURATION = 3
@@ -13,8 +14,9 @@ WORKER = re.compile(r"^worker_(\d+)$")
 
 @pytest.fixture(scope="module")
 def threads(py, module_tmp, profiler_bin):
-    return profile_workload(module_tmp / py.id, profiler_bin, py, "threads",
-                            rate=RATE, duration=DURATION, threads=True)
+    return Once(lambda: profile_workload(
+        module_tmp / py.id, profiler_bin, py, "threads", rate=RATE, duration=DURATION,
+        threads=True))
 
 
 def workers_in(sample):
@@ -26,6 +28,7 @@ def tid_to_worker(truth):
 
 
 def test_threads_every_sample_has_a_thread_frame(py, threads):
+    threads = threads.get()
     prof = threads.run.check_ok()
     missing = [s for s in prof if s.thread is None]
     assert prof, "empty profile"
@@ -33,6 +36,7 @@ def test_threads_every_sample_has_a_thread_frame(py, threads):
 
 
 def test_threads_every_worker_thread_id_appears(py, threads):
+    threads = threads.get()
     prof = threads.run.check_ok()
     seen = {s.thread for s in prof}
     tids = tid_to_worker(threads.truth)
@@ -42,6 +46,7 @@ def test_threads_every_worker_thread_id_appears(py, threads):
 
 
 def test_threads_stacks_never_mix_workers(py, threads):
+    threads = threads.get()
     prof = threads.run.check_ok()
     tids = tid_to_worker(threads.truth)
     wrong = []
@@ -58,6 +63,7 @@ def test_threads_stacks_never_mix_workers(py, threads):
 
 
 def test_threads_every_worker_function_appears(py, threads):
+    threads = threads.get()
     prof = threads.run.check_ok()
     counts = {k: 0 for k in range(8)}
     for s in prof:
@@ -68,6 +74,7 @@ def test_threads_every_worker_function_appears(py, threads):
 
 
 def test_threads_worker_stacks_match_truth(py, threads):
+    threads = threads.get()
     prof = threads.run.check_ok()
     tids = tid_to_worker(threads.truth)
     for tid, k in tids.items():

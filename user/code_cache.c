@@ -91,13 +91,31 @@ int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
 	return pystr__hash(c->cfg.live, o, name, fp);
 }
 
+/*
+ * A freed block has its first word overwritten by the allocator's free-list link: a
+ * pointer (or NULL at a list's end). A live object's reference count is far below any
+ * heap address, immortal ones included; 3.14+ keep flags in the top 16 bits.
+ */
+static int plausible_refcnt(uint64_t refcnt)
+{
+	uint64_t count = refcnt & ((1ull << 48) - 1);
+
+	return count && count < (1ull << 36);
+}
+
 static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
 {
 	char buf[PYSTR_MAX_CHARS * 4 + 8];
+	uint64_t refcnt;
 	size_t len;
 	int64_t r;
 	int err;
 
+	err = mem__read_u64(c->cfg.live, addr, &refcnt);
+	if (err)
+		return err;
+	if (!plausible_refcnt(refcnt))
+		return -ESTALE;
 	err = pystr__read(c->cfg.live, c->cfg.off, addr, buf, sizeof(buf), &len);
 	if (err)
 		return err;
@@ -108,14 +126,18 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
 	return 0;
 }
 
-/* Reads the object at @addr afresh; the fingerprint is checked again after the read,
- * so an object replaced while we read it is never cached under the old identity. */
+/*
+ * Reads the object at @addr afresh. The object may be freed, or a new one built in its
+ * memory, while we read; the old fingerprint then lingers until the constructor
+ * overwrites it. So besides the fingerprint, the header must read the same before and
+ * after the strings and line table are read, and every object must look alive.
+ */
 static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct code_info **out)
 {
 	const struct py_offsets *o = c->cfg.off;
-	uint8_t hdr[512];
+	uint8_t hdr[512], again[512];
 	struct code_info *ci;
-	uint64_t type, p, after;
+	uint64_t type, p, after, refcnt;
 	size_t hlen = o->co_size < sizeof(hdr) ? o->co_size : sizeof(hdr);
 	size_t tlen;
 	int64_t units;
@@ -127,7 +149,10 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	err = mem__read(c->cfg.live, addr, hdr, hlen);
 	if (err)
 		return err;
+	memcpy(&refcnt, hdr, 8);
 	memcpy(&type, hdr + o->ob_type, 8);
+	if (!plausible_refcnt(refcnt))
+		return -ESTALE;
 	if (c->cfg.code_type && type != c->cfg.code_type)
 		return -EINVAL;
 	ci = calloc(1, sizeof(*ci));
@@ -157,10 +182,13 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	if (err)
 		goto fail;
 	ci->linetable_len = tlen;
-	err = code_cache__live_fp(c, addr, &after);
+	err = mem__read(c->cfg.live, addr, again, hlen);
+	if (!err)
+		err = code_cache__live_fp(c, addr, &after);
 	if (err)
 		goto fail;
-	if (after != fp) {
+	/* The reference count moves with every call; everything else must not. */
+	if (after != fp || memcmp(hdr + 8, again + 8, hlen - 8)) {
 		err = -ESTALE;
 		goto fail;
 	}
