@@ -188,7 +188,8 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	if (err)
 		goto fail;
 	/* The reference count moves with every call; everything else must not. */
-	if (after != fp || memcmp(hdr + 8, again + 8, hlen - 8)) {
+	memcpy(&refcnt, again, 8);
+	if (after != fp || !plausible_refcnt(refcnt) || memcmp(hdr + 8, again + 8, hlen - 8)) {
 		err = -ESTALE;
 		goto fail;
 	}
