@@ -19,7 +19,6 @@ struct code_cache {
 	struct code_info **slots;
 	uint32_t nslots, used;
 	struct code_cache_stats stats;
-	/* The memo is a cache too, so it is mutated through a const code_info. */
 };
 
 int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
@@ -248,6 +247,7 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 
 int code_cache__line(const struct code_info *ci, uint32_t instr)
 {
+	/* The memo is a cache too, so it is updated through a const code_info. */
 	struct code_info *m = (struct code_info *)ci;
 	uint32_t slot = instr % CODE_LINE_SLOTS;
 	int line;

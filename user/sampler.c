@@ -29,7 +29,6 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	int stats_fd;
-	int ncounters_cpus;
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -218,15 +217,6 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in)
 	if (t.interp_next == PBP_OFF_ABSENT)
 		t.interp_next = 0;
 	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY))
-		return -errno;
-	return 0;
-}
-
-int sampler__remove_target(struct sampler *s, pid_t pid)
-{
-	uint32_t key = pid;
-
-	if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
 		return -errno;
 	return 0;
 }

@@ -31,7 +31,6 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out);
 void sampler__free(struct sampler *s);
 
 int sampler__add_target(struct sampler *s, const struct py_interp *in);
-int sampler__remove_target(struct sampler *s, pid_t pid);
 
 /* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
  * number delivered or a negative errno (-EINTR on a signal). */
