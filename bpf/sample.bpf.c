@@ -35,6 +35,14 @@ struct {
 	__type(value, struct pbp_thread);
 } threads SEC(".maps");
 
+/* tid -> frame-cache anchor, written by user space (3.15+ targets only). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct pbp_fcache);
+} fcache SEC(".maps");
+
 /* Records are too large for the 512-byte BPF stack and their size is only known after
  * the copy, so they are built here and handed to bpf_ringbuf_output(). A perf-event
  * program does not nest on one CPU, so one slot per CPU is enough. */
@@ -188,6 +196,7 @@ struct copy_ctx {
 	__u64 chunk;
 	__u64 top;
 	__u64 frame;
+	__u64 stop;		/* the cached anchor: copy no older bytes than this */
 };
 
 /*
@@ -210,6 +219,9 @@ static long copy_chunk(__u32 i, void *arg)
 		top = start + read_u64(c->chunk + t->chunk_top) * 8;
 	if (top < start)
 		return 1;
+	/* Frames below the anchor are in user space's cache: this chunk is the last. */
+	if (c->stop >= start && c->stop < top)
+		start = c->stop;
 	len = top - start;
 	if (len > c->left) {
 		start = top - c->left;
@@ -231,7 +243,7 @@ static long copy_chunk(__u32 i, void *arg)
 	s->nsegs = i + 1;
 	c->used += len;
 	c->left -= len;
-	c->chunk = read_u64(c->chunk + t->chunk_previous);
+	c->chunk = start == c->stop ? 0 : read_u64(c->chunk + t->chunk_previous);
 	if (i == PBP_SEGMENTS_MAX - 1 && c->chunk && c->left)
 		s->flags |= PBP_SF_MORE_CHUNKS;
 	return 0;
@@ -282,6 +294,47 @@ static long capture_frame(__u32 i, void *arg)
 	return 0;
 }
 
+/* Whether @ts holds the GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if unknown. */
+static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts)
+{
+	__s32 locked = 0;
+
+	if (!t->gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(t->gil + t->gil_locked)))
+		return 0;
+	if (locked > 0 && read_u64(t->gil + t->gil_holder) == ts)
+		return PBP_TS_GIL_KNOWN | PBP_TS_GIL;
+	return PBP_TS_GIL_KNOWN;
+}
+
+/*
+ * Where the copy may stop (3.15+): the anchor the interpreter keeps for us, when it is
+ * one of the frames whose parents user space holds (see struct pbp_fcache). 0 = copy
+ * everything.
+ */
+static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_sample *s,
+					 __u32 tid, __u64 ts)
+{
+	struct pbp_fcache *fc;
+	__u64 j;
+
+	if (t->ts_anchor == PBP_OFF_ABSENT)
+		return 0;
+	s->anchor = read_u64(ts + t->ts_anchor);
+	s->anchor_seq = read_u64(ts + t->ts_anchor_seq);
+	if (!s->anchor)
+		return 0;
+	fc = bpf_map_lookup_elem(&fcache, &tid);
+	if (!fc || fc->tstate != ts || s->anchor_seq < fc->seq)
+		return 0;
+	j = s->anchor_seq - fc->seq;
+	if (j >= fc->npath || j >= PBP_PATH_MAX || fc->path[j & (PBP_PATH_MAX - 1)] != s->anchor)
+		return 0;
+	s->flags |= PBP_SF_FROM_ANCHOR;
+	s->cache_gen = fc->gen;
+	s->cache_depth = (__u32)j;
+	return s->anchor;
+}
+
 SEC("perf_event")
 int pbp_sample(struct bpf_perf_event_data *ctx)
 {
@@ -329,6 +382,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = cpu;
 	s->tstate = ts;
 	s->current_frame = frame;
+	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts);
 
 	tlen = t->ts_copy_len;
 	if (tlen > PBP_TSTATE_MAX)
@@ -347,6 +401,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	cc.left = t->stack_cap < PBP_STACK_MAX ? t->stack_cap : PBP_STACK_MAX;
 	cc.chunk = read_u64(ts + t->ts_chunk);
 	cc.top = read_u64(ts + t->ts_top);
+	cc.stop = anchor_stop(t, s, tid, ts);
 	bpf_loop(PBP_SEGMENTS_MAX, copy_chunk, &cc, 0);
 	cc.nchunks = s->nsegs;
 	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX ? t->fr_hdr_len : 0;

@@ -21,7 +21,7 @@ typedef uint32_t pbp_u32;
 typedef uint64_t pbp_u64;
 #endif
 
-#define PBP_ABI_VERSION 1
+#define PBP_ABI_VERSION 2
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -45,6 +45,7 @@ typedef uint64_t pbp_u64;
 #define PBP_SF_STACK_TRUNCATED	(1u << 2)	/* the copy cap cut older frames off */
 #define PBP_SF_MORE_CHUNKS	(1u << 3)	/* older chunks exist beyond the segments */
 #define PBP_SF_FP_FAULT		(1u << 4)	/* some fingerprints could not be read */
+#define PBP_SF_FROM_ANCHOR	(1u << 5)	/* copied only down to the cached anchor */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -91,6 +92,10 @@ struct pbp_sample {
 	pbp_u32 nsegs;		/* spans in seg[], chunks first */
 	pbp_u32 nfps;
 	pbp_u32 ts_flags;	/* PBP_TS_* */
+	pbp_u64 anchor;		/* 3.15+: last_profiled_frame as read, else 0 */
+	pbp_u64 anchor_seq;	/* 3.15+: last_profiled_frame_seq */
+	pbp_u32 cache_gen;	/* with PBP_SF_FROM_ANCHOR: the pbp_fcache entry used */
+	pbp_u32 cache_depth;	/* ... and which of its path[] the anchor had reached */
 	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
@@ -131,13 +136,18 @@ struct pbp_target {
 	pbp_u32 fp_off;
 	pbp_u32 fp_off2;
 	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
+	pbp_u32 ts_anchor;		/* last_profiled_frame; PBP_OFF_ABSENT before 3.15 */
+	pbp_u32 ts_anchor_seq;		/* last_profiled_frame_seq */
+	pbp_u64 gil;			/* address of the GIL's state, 0 if unknown */
+	pbp_u32 gil_locked;		/* int */
+	pbp_u32 gil_holder;		/* PyThreadState * */
 };
 
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 64 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 88 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
-_Static_assert(sizeof(struct pbp_target) == 104, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 128, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample
@@ -148,6 +158,26 @@ struct pbp_thread {
 };
 
 #define PBP_THREAD_RETRY_NS (20ull * 1000 * 1000)
+
+/*
+ * The frame cache's anchor for one thread (3.15+), written by user space once it holds
+ * the decoded parents of the frame at path[0], which was live when the anchor pointed
+ * at it with sequence seq. The interpreter moves the anchor to a frame's parent and
+ * bumps the sequence when that frame returns, so (anchor, seq) == (path[j], seq + j)
+ * proves path[j] is still the activation user space decoded: the program then copies
+ * only the frames above it. docs/frame-cache.md has the whole argument.
+ */
+#define PBP_PATH_MAX 8
+
+struct pbp_fcache {
+	pbp_u64 tstate;
+	pbp_u64 seq;
+	pbp_u32 gen;
+	pbp_u32 npath;
+	pbp_u64 path[PBP_PATH_MAX];
+};
+
+_Static_assert(sizeof(struct pbp_fcache) == 24 + 8 * PBP_PATH_MAX, "pbp_fcache layout");
 
 /* Why samples of targets were not delivered, per CPU. */
 enum pbp_counter {

@@ -14,6 +14,7 @@ Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
 
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -265,6 +266,15 @@ def py(request, sid_root, workloads_installed):
     return make_interp(request.param, sid_root)
 
 
+# How samples are taken: the BPF program, or user space reading live memory.
+MODES = {"bpf": [], "live": ["--no-bpf"]}
+
+
+@pytest.fixture(scope="module", params=list(MODES), ids=lambda m: m)
+def mode(request):
+    return request.param
+
+
 @pytest.fixture(scope="session")
 def py311(sid_root, workloads_installed):
     interp = make_interp("3.11", sid_root)
@@ -389,7 +399,13 @@ class Harness:
         log = self.tmp / f"{tag}.log"
         argv = interp.argv + [interp.script(name), "--truth", truth_target,
                               "--seconds", str(seconds)] + [str(a) for a in args]
-        if user:
+        if user and interp.root != "/":
+            # chroot needs root: enter it first, then become the user (by id: the
+            # chroot's passwd does not know the host's users).
+            pw = pwd.getpwnam(user)
+            argv = ["env", "PBP_DUMPABLE=1", argv[0],
+                    f"--userspec={pw.pw_uid}:{pw.pw_gid}"] + argv[1:]
+        elif user:
             argv = unpriv_prefix(user) + argv
         with open(log, "wb") as logf:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf,

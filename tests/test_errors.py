@@ -1,12 +1,14 @@
 """Error paths: exit codes and one-line `pybpfprof: ` messages on stderr."""
 
+import json
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import SUPPORTED_VERSIONS, FIXTURES, show, total
+from conftest import (SUPPORTED_VERSIONS, FIXTURES, parse_collapsed, same_except_leaf_line,
+                      show, total, truth_frames)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 
@@ -42,17 +44,41 @@ def test_unsupported_python_version_exits_5(harness, tmp_path):
     assert not missing, f"message does not list supported versions {missing}: {msg!r}"
 
 
-def test_unprivileged_user_exits_6_naming_capabilities(harness, py311, unpriv_user, tmp_path):
-    w = harness.start_workload(py311, "ratio", user=unpriv_user)
+def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, py, unpriv_user):
+    """No BPF capabilities, but the target is the user's own: sampled from user space,
+    with a one-line notice, and the profile is right."""
+    w = harness.start_workload(py, "ratio", user=unpriv_user)
     owner = subprocess.run(["stat", "-c", "%U", f"/proc/{w.pid}"], capture_output=True,
                            text=True).stdout.strip()
     assert owner == unpriv_user, f"target owned by {owner!r}"
     out = f"/tmp/pbp-run/unpriv-{w.pid}.txt"
+    st = f"/tmp/pbp-run/unpriv-{w.pid}.json"
+    run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-r", 499, "-o", out,
+                                "--stats-file", st], timeout=QUICK, user=unpriv_user)
+    assert run.rc == 0, run.describe()
+    notices = [l for l in run.stderr.splitlines() if "BPF is not available" in l]
+    assert len(notices) == 1, f"expected one fallback notice\n{run.describe()}"
+    assert "CAP_BPF" in notices[0] and "--no-bpf" in notices[0], notices[0]
+    with open(out) as f:
+        prof = parse_collapsed(f.read())
+    truth = w.truth
+    for fn in ("fa", "fb"):
+        want = truth_frames(truth["stacks"][fn])
+        got = [s for s in prof if s.leaf is not None and s.leaf.name == fn]
+        good = [s for s in got if same_except_leaf_line(s.frames, want)]
+        assert total(good) >= 50, f"{fn}: {total(good)} samples with the truth stack\n{show(prof)}"
+    with open(st) as f:
+        assert json.load(f)["mode"] == "live"
+
+
+def test_unprivileged_user_against_root_process_exits_6(harness, py311, unpriv_user):
+    w = harness.start_workload(py311, "ratio")
+    out = f"/tmp/pbp-run/unpriv-root-{w.pid}.txt"
     run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-o", out],
                                timeout=QUICK, user=unpriv_user)
     msg = run.check_error(6)
-    for cap in ("CAP_BPF", "CAP_PERFMON"):
-        assert cap in msg, f"message does not name {cap}: {msg!r}"
+    for what in ("CAP_BPF", "CAP_PERFMON", "CAP_SYS_PTRACE"):
+        assert what in msg, f"message does not name {what}: {msg!r}"
 
 
 def test_target_exit_mid_profile_ends_run_with_profile(py, harness):

@@ -4,17 +4,18 @@ interpreter frames' `previous` chain through the C Task step)."""
 
 import pytest
 
-from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
-                      truth_frames)
+from conftest import (MODES, Once, fraction, profile_workload, same_except_leaf_line, show,
+                      total, truth_frames)
 
 RATE = 999
 DURATION = 3
 
 
 @pytest.fixture(scope="module")
-def gens(py, module_tmp, profiler_bin):
+def gens(py, mode, module_tmp, profiler_bin):
     return Once(lambda: profile_workload(
-        module_tmp / py.id, profiler_bin, py, "generators", rate=RATE, duration=DURATION))
+        module_tmp / f"{py.id}-{mode}", profiler_bin, py, "generators", rate=RATE,
+        duration=DURATION, extra=MODES[mode]))
 
 
 def check_chain(prof, truth, leaf, parent):

@@ -2,17 +2,18 @@
 
 import pytest
 
-from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
-                      truth_frames)
+from conftest import (MODES, Once, fraction, profile_workload, same_except_leaf_line, show,
+                      total, truth_frames)
 
 RATE = 999
 DURATION = 3
 
 
 @pytest.fixture(scope="module")
-def ratio(py, module_tmp, profiler_bin):
+def ratio(py, mode, module_tmp, profiler_bin):
     return Once(lambda: profile_workload(
-        module_tmp / py.id, profiler_bin, py, "ratio", rate=RATE, duration=DURATION))
+        module_tmp / f"{py.id}-{mode}", profiler_bin, py, "ratio", rate=RATE, duration=DURATION,
+        extra=MODES[mode]))
 
 
 def leaf_samples(samples, name):

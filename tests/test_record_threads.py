@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from conftest import (Once, fraction, profile_workload, same_except_leaf_line, show, total,
-                      truth_frames)
+from conftest import (MODES, Once, fraction, profile_workload, same_except_leaf_line, show,
+                      total, truth_frames)
 
 RATE = 999
 DURATION = 3
@@ -13,10 +13,11 @@ WORKER = re.compile(r"^worker_(\d+)$")
 
 
 @pytest.fixture(scope="module")
-def threads(py, module_tmp, profiler_bin):
+def threads(py, mode, module_tmp, profiler_bin):
     return Once(lambda: profile_workload(
-        module_tmp / py.id, profiler_bin, py, "threads", rate=RATE, duration=DURATION,
-        threads=True))
+        module_tmp / f"{py.id}-{mode}", profiler_bin, py, "threads", rate=RATE, duration=DURATION,
+        threads=True,
+        extra=MODES[mode]))
 
 
 def workers_in(sample):

@@ -292,6 +292,10 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->ts_ns = t->ts_ns;
 	st->flags = t->flags;
 	st->depth = 0;
+	if (t->verify && t->verify_frame != t->current_frame) {
+		st->gap = GAP_TORN;
+		return;
+	}
 	gap = walk(d, t, &n);
 	if (t->verify && n) {
 		enum decode_gap g = verify(d, t, n);

@@ -56,8 +56,9 @@ struct decode_stats {
 /*
  * One thread at one instant, from any memory source: a BPF record, live memory, a core
  * file. @mem serves the frames. When @verify is set, every frame header the walk used
- * is read again through it and must agree (live memory read while the target runs);
- * a disagreement makes the stack GAP_TORN.
+ * is read again through it and must agree, and so must the current frame read after
+ * the copies (@verify_frame): live memory is read while the target runs, and a
+ * disagreement makes the stack GAP_TORN.
  */
 struct thread_sample {
 	uint32_t pid, tid;
@@ -70,6 +71,7 @@ struct thread_sample {
 	uint32_t nfps;
 	struct mem_source *mem;
 	struct mem_source *verify;
+	uint64_t verify_frame;	/* with @verify: the current frame read after @mem */
 };
 
 struct decoder;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "elf_syms.h"
@@ -52,6 +53,7 @@ static int search_file(const struct proc_map *m, void *arg)
 {
 	struct find_ctx *c = arg;
 	char file[PATH_MAX + 64];
+	struct stat st;
 	int err;
 
 	if (!is_candidate(c, m->path) || already_tried(c, m->path))
@@ -59,6 +61,11 @@ static int search_file(const struct proc_map *m, void *arg)
 	err = proc__root_path(c->pid, m->path, file, sizeof(file));
 	if (!err)
 		err = elf__find_symbols(file, c->q, NSYMS);
+	/* The maps name files as seen from our own root: for a chroot in our mount
+	 * namespace that path works as it is, and unlike map_files it needs no
+	 * CAP_SYS_ADMIN. The inode proves it is the mapped file. */
+	if (err && !stat(m->path, &st) && st.st_ino == m->inode)
+		err = elf__find_symbols(m->path, c->q, NSYMS);
 	if (err) {
 		snprintf(file, sizeof(file), "/proc/%d/map_files/%llx-%llx", (int)c->pid,
 			 (unsigned long long)m->start, (unsigned long long)m->end);

@@ -33,6 +33,8 @@ static const char main_help[] =
 	"Privileges: root, or the capabilities CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE,\n"
 	"e.g. sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep ./pybpfprof\n"
 	"The kernel needs BTF (/sys/kernel/btf/vmlinux) and BPF ring buffers (5.8+).\n"
+	"Without them, pybpfprof samples from user space (--no-bpf) when it may read the\n"
+	"target's memory: a process of the same user (ptrace allowed), or CAP_SYS_PTRACE.\n"
 	"\n"
 	"Exit status:\n"
 	"  0    profile written (also after Ctrl-C, SIGTERM, -d expiring or the target exiting)\n"
@@ -41,7 +43,8 @@ static const char main_help[] =
 	"  3    no such process, or it exited before profiling began\n"
 	"  4    the target is not a CPython process\n"
 	"  5    unsupported CPython version\n"
-	"  6    missing privileges\n"
+	"  6    missing privileges: BPF is not allowed and neither is reading the\n"
+	"       target's memory\n"
 	"  7    the kernel lacks BTF, BPF or perf-event support\n"
 	"  126  the command after -- is not executable\n"
 	"  127  the command after -- was not found\n";
@@ -67,6 +70,15 @@ static const char record_help[] =
 	"      --stack-bytes N    data-stack bytes copied per sample (default 65536,\n"
 	"                         max 131072); deeper frames are read from live memory\n"
 	"      --ringbuf-mb N     ring buffer size in MiB, a power of two (default 16)\n"
+	"      --no-bpf           sample from user space: every Python thread at each\n"
+	"                         tick (wall clock), read from live memory without\n"
+	"                         stopping the target; needs no BPF privileges. Chosen\n"
+	"                         automatically, with a notice, when BPF is unavailable\n"
+	"      --idle             keep samples of threads that are not on a CPU\n"
+	"                         (--no-bpf only: BPF sees only threads on a CPU)\n"
+	"      --gil              keep only samples of the thread holding the GIL\n"
+	"      --no-frame-cache   decode every frame of every sample afresh (see\n"
+	"                         docs/frame-cache.md); for comparison and debugging\n"
 	"\n"
 	"Output:\n"
 	"  -o, --output FILE      where to write the profile ('-' = standard output);\n"
@@ -82,7 +94,8 @@ static const char record_help[] =
 	"  -v, --verbose          more diagnostics (twice: debug, including libbpf)\n"
 	"  -h, --help             this help\n"
 	"\n"
-	"Privileges: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE.\n"
+	"Privileges: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE; without BPF\n"
+	"privileges, the process's own user (see --no-bpf).\n"
 	"Exit status: see 'pybpfprof --help'.\n"
 	"\n"
 	"Examples:\n"
@@ -108,7 +121,8 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 
 static int cmd_record(int argc, char **argv)
 {
-	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF };
+	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
+	       OPT_GIL, OPT_NO_FCACHE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -119,6 +133,10 @@ static int cmd_record(int argc, char **argv)
 		{ "stats-file", required_argument, NULL, OPT_STATS },
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
+		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -179,6 +197,18 @@ static int cmd_record(int argc, char **argv)
 				return usage_error("invalid --ringbuf-mb '%s': expected a power of two "
 						   "from 1 to 1024", optarg);
 			o.ringbuf_mb = v;
+			break;
+		case OPT_NO_BPF:
+			o.no_bpf = 1;
+			break;
+		case OPT_IDLE:
+			o.idle = 1;
+			break;
+		case OPT_GIL:
+			o.gil = 1;
+			break;
+		case OPT_NO_FCACHE:
+			o.no_frame_cache = 1;
 			break;
 		case 'v':
 			verbose++;

@@ -10,7 +10,6 @@
 
 #include "privs.h"
 
-#define CAP_SYS_PTRACE_BIT 19
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
@@ -30,7 +29,7 @@ static uint64_t effective_caps(void)
 	return caps;
 }
 
-int privs__missing(char *buf, size_t len)
+int privs__missing_bpf(char *buf, size_t len)
 {
 	static const struct {
 		int bit;
@@ -38,7 +37,6 @@ int privs__missing(char *buf, size_t len)
 	} need[] = {
 		{ CAP_BPF_BIT, "CAP_BPF" },
 		{ CAP_PERFMON_BIT, "CAP_PERFMON" },
-		{ CAP_SYS_PTRACE_BIT, "CAP_SYS_PTRACE" },
 	};
 	uint64_t caps = effective_caps();
 	int missing = 0;
@@ -49,7 +47,7 @@ int privs__missing(char *buf, size_t len)
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
 		int have = caps & (1ull << need[i].bit);
 
-		if (need[i].bit != CAP_SYS_PTRACE_BIT && (caps & (1ull << CAP_SYS_ADMIN_BIT)))
+		if (caps & (1ull << CAP_SYS_ADMIN_BIT))
 			have = 1;
 		if (have)
 			continue;

@@ -5,8 +5,10 @@
 
 #include <stddef.h>
 
-/* Writes the missing capabilities ("CAP_BPF, CAP_PERFMON") into @buf; returns how
- * many are missing (0: all there). */
-int privs__missing(char *buf, size_t len);
+/* Writes the capabilities that loading and attaching BPF needs and this process lacks
+ * ("CAP_BPF, CAP_PERFMON") into @buf; returns how many are missing (0: all there).
+ * Reading the target's memory needs ptrace access instead, which the kernel checks
+ * per target. */
+int privs__missing_bpf(char *buf, size_t len);
 
 #endif

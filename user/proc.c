@@ -9,13 +9,11 @@
 
 #include "proc.h"
 
-static int read_stat(pid_t pid, char *buf, size_t len)
+static int read_file(const char *path, char *buf, size_t len)
 {
-	char path[64];
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
@@ -25,6 +23,14 @@ static int read_stat(pid_t pid, char *buf, size_t len)
 		return -ESRCH;
 	buf[n] = '\0';
 	return 0;
+}
+
+static int read_stat(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	return read_file(path, buf, len);
 }
 
 /* Fields after the comm, which may itself hold spaces and parentheses. */
@@ -46,6 +52,22 @@ int proc__alive(pid_t pid)
 	if (!f || *f == 'Z' || *f == 'X')
 		return -ESRCH;
 	return 0;
+}
+
+int proc__thread_running(pid_t pid, pid_t tid)
+{
+	char path[64], buf[1024];
+	const char *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	err = read_file(path, buf, sizeof(buf));
+	if (err)
+		return err;
+	f = stat_fields(buf);
+	if (!f)
+		return -ESRCH;
+	return *f == 'R';
 }
 
 int proc__cpu_ns(pid_t pid, uint64_t *ns)
@@ -108,8 +130,8 @@ int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *
 	while (getline(&line, &cap, f) > 0) {
 		int pos = 0;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %*s %n", &m.start,
-			   &m.end, &m.offset, &pos) < 3 || !pos)
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %" SCNu64 " %n",
+			   &m.start, &m.end, &m.offset, &m.inode, &pos) < 4 || !pos)
 			continue;
 		if (line[pos] != '/')
 			continue;

@@ -9,6 +9,7 @@
 
 struct proc_map {
 	uint64_t start, end, offset;
+	uint64_t inode;
 	char path[PATH_MAX];	/* as the target sees it; "" for anonymous */
 };
 
@@ -20,6 +21,10 @@ int proc__alive(pid_t pid);
  * then returned). -ESRCH/-EACCES if the maps cannot be read.
  */
 int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg);
+
+/* 1 if thread @tid of @pid is running or runnable, 0 if it sleeps or waits, -ESRCH if
+ * it is gone. */
+int proc__thread_running(pid_t pid, pid_t tid);
 
 /* CPU time (user + system) the whole process has used, in nanoseconds. */
 int proc__cpu_ns(pid_t pid, uint64_t *ns);

@@ -55,6 +55,37 @@ static uint64_t current_frame(struct mem_source *m, const struct py_offsets *o,
 	return frame;
 }
 
+int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr)
+{
+	const struct py_offsets *o = &in->off;
+	uint64_t interp;
+
+	*addr = 0;
+	if (o->gil_locked == PBP_OFF_NONE || o->gil_last_holder == PBP_OFF_NONE)
+		return -ENOTSUP;
+	if (o->runtime_gil != PBP_OFF_NONE) {
+		*addr = in->runtime + o->runtime_gil;
+		return 0;
+	}
+	if (o->interp_gil_ptr == PBP_OFF_NONE ||
+	    mem__read_u64(m, in->runtime + o->runtime_interpreters_head, &interp) || !interp ||
+	    mem__read_u64(m, interp + o->interp_gil_ptr, addr) || !*addr)
+		return -ENOTSUP;
+	return 0;
+}
+
+int pythreads__current_frame(struct mem_source *m, const struct py_offsets *o,
+			     uint64_t tstate, uint64_t *frame)
+{
+	uint64_t cframe;
+
+	if (o->ts_current_frame != PBP_OFF_NONE)
+		return mem__read_u64(m, tstate + o->ts_current_frame, frame);
+	if (mem__read_u64(m, tstate + o->ts_cframe, &cframe) || !cframe)
+		return -EFAULT;
+	return mem__read_u64(m, cframe + o->cframe_current_frame, frame);
+}
+
 static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64_t interp,
 			pythread_fn fn, void *arg)
 {
@@ -73,6 +104,8 @@ static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64
 		if ((tstate & 7) || mem__read(m, tstate, ts, len))
 			return 0;	/* the list changed under us: what was seen stands */
 		t.tid = (uint32_t)ts_u64(ts, len, o->ts_native_thread_id);
+		t.chunk = ts_u64(ts, len, o->ts_datastack_chunk);
+		t.top = ts_u64(ts, len, o->ts_datastack_top);
 		t.current_frame = current_frame(m, o, ts, len);
 		t.anchor = ts_u64(ts, len, o->ts_last_profiled_frame);
 		t.anchor_seq = ts_u64(ts, len, o->ts_last_profiled_frame_seq);

@@ -22,8 +22,10 @@
 #include "out_collapsed.h"
 #include "privs.h"
 #include "proc.h"
+#include "pythreads.h"
 #include "record.h"
 #include "sampler.h"
+#include "sampler_live.h"
 #include "spawn.h"
 #include "stats.h"
 #include "strtab.h"
@@ -44,13 +46,14 @@ struct record_ctx {
 	struct decoder *dec;
 	struct aggregate *agg;
 	struct sampler *sampler;
+	struct live_sampler *live_sampler;	/* instead of sampler: --no-bpf */
 	struct spawn spawn;
 	int spawned;
 	struct stack *stack;
 	struct agg_frame *frames;
 	uint32_t incomplete_name;
 	uint32_t no_python_name;
-	uint64_t delivered, bytes_copied;
+	uint64_t delivered, bytes_copied, filtered;
 	int fatal;		/* a negative errno that ends the run */
 	FILE *out;
 	char out_path[4096];
@@ -77,18 +80,17 @@ static int intern_fmt(struct record_ctx *c, uint32_t *id, const char *fmt, unsig
 	return 0;
 }
 
-/* Ring-buffer callback: one record in, one aggregated stack out. */
-static int on_sample(void *arg, const void *rec, size_t len)
+/* One decoded stack in, one aggregated stack out, unless --gil/--idle leave it out. */
+static int add_stack(struct record_ctx *c, const struct stack *st)
 {
-	struct record_ctx *c = arg;
-	struct stack *st = c->stack;
 	uint32_t n = 0;
 	int err;
 
-	c->delivered++;
-	c->bytes_copied += len > sizeof(struct pbp_sample) ? len - sizeof(struct pbp_sample) : 0;
-	if (decoder__decode(c->dec, rec, len, st))
+	if ((c->opts->gil && !(st->flags & PBP_TS_GIL)) ||
+	    (!c->opts->idle && !(st->flags & PBP_TS_ON_CPU))) {
+		c->filtered++;
 		return 0;
+	}
 	if (c->opts->threads) {
 		c->frames[n].kind = AGG_THREAD;
 		err = intern_fmt(c, &c->frames[n].name, "thread %u", st->tid);
@@ -117,9 +119,30 @@ fail:
 	return err;
 }
 
+/* Ring-buffer callback. */
+static int on_sample(void *arg, const void *rec, size_t len)
+{
+	struct record_ctx *c = arg;
+
+	c->delivered++;
+	c->bytes_copied += len > sizeof(struct pbp_sample) ? len - sizeof(struct pbp_sample) : 0;
+	if (decoder__decode(c->dec, rec, len, c->stack))
+		return 0;
+	return add_stack(c, c->stack);
+}
+
+/* Live sampler callback. */
+static int on_live_stack(void *arg, struct stack *st)
+{
+	struct record_ctx *c = arg;
+
+	c->delivered++;
+	return add_stack(c, st);
+}
+
 static int target_error(pid_t pid, int err, const struct py_interp *in)
 {
-	char ver[32];
+	char ver[64];
 
 	switch (err) {
 	case -ESRCH:
@@ -142,8 +165,14 @@ static int target_error(pid_t pid, int err, const struct py_interp *in)
 		return EXIT_UNSUPPORTED;
 	case -EACCES:
 	case -EPERM:
-		pr_warn("cannot read the memory of process %d: permission denied (needs "
-			"CAP_SYS_PTRACE or the same user with ptrace allowed)\n", (int)pid);
+		if (privs__missing_bpf(ver, sizeof(ver)))
+			pr_warn("missing privileges: cannot read the memory of process %d "
+				"(needs CAP_SYS_PTRACE, or the same user with ptrace allowed), and "
+				"BPF needs %s\n", (int)pid, ver);
+		else
+			pr_warn("cannot read the memory of process %d: permission denied (needs "
+				"CAP_SYS_PTRACE or the same user with ptrace allowed)\n",
+				(int)pid);
 		return EXIT_PRIVILEGES;
 	default:
 		pr_warn("cannot inspect process %d: %s\n", (int)pid, strerror(-err));
@@ -151,28 +180,25 @@ static int target_error(pid_t pid, int err, const struct py_interp *in)
 	}
 }
 
-static int sampler_error(int err)
+/* Why the BPF sampler could not start, for the fallback notice. */
+static const char *sampler_failure(int err)
 {
-	if (err == -EPERM) {
-		pr_warn("the kernel refused to load or attach the BPF program (%s); run as "
-			"root or grant CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE (and check "
-			"kernel lockdown and seccomp)\n", strerror(-err));
-		return EXIT_PRIVILEGES;
+	switch (err) {
+	case -EPERM:
+		return "the kernel refused to load or attach the BPF program (lockdown, "
+		       "seccomp or missing capabilities)";
+	case -EACCES:
+		return "the kernel's BPF verifier rejected the program (rerun with -vv for "
+		       "its log)";
+	case -ENOENT:
+	case -ENODEV:
+	case -EOPNOTSUPP:
+	case -ENOSYS:
+	case -EINVAL:
+		return "this kernel lacks BPF perf-event programs or ring buffers (Linux 5.8+)";
+	default:
+		return "starting the BPF sampler failed";
 	}
-	if (err == -EACCES) {
-		pr_warn("the kernel's BPF verifier rejected the sampler on this kernel; "
-			"rerun with -vv for the verifier log\n");
-		return EXIT_KERNEL;
-	}
-	if (err == -ENOENT || err == -ENODEV || err == -EOPNOTSUPP || err == -ENOSYS ||
-	    err == -EINVAL) {
-		pr_warn("this kernel cannot run the sampler (%s): BPF perf-event programs, "
-			"ring buffers and BTF are required (Linux 5.8+); rerun with -v for "
-			"details\n", strerror(-err));
-		return EXIT_KERNEL;
-	}
-	pr_warn("starting the BPF sampler failed: %s\n", strerror(-err));
-	return EXIT_RUNTIME;
 }
 
 static int open_output(struct record_ctx *c, pid_t pid)
@@ -234,6 +260,7 @@ static int setup(struct record_ctx *c)
 static void teardown(struct record_ctx *c)
 {
 	sampler__free(c->sampler);
+	live_sampler__free(c->live_sampler);
 	decoder__free(c->dec);
 	aggregate__free(c->agg);
 	strtab__free(c->strs);
@@ -298,17 +325,28 @@ static void finish_stats(struct record_ctx *c, double elapsed, uint64_t cpu_ns)
 	s->pid = c->interp.pid;
 	s->rate_hz = c->opts->rate_hz;
 	s->duration_s = elapsed;
-	s->samples_expected = (uint64_t)(cpu_ns / 1e9 * c->opts->rate_hz + 0.5);
 	s->samples_delivered = c->delivered;
+	s->samples_filtered = c->filtered;
 	s->samples_decoded = d->complete;
 	s->samples_incomplete = d->incomplete;
 	s->decode = *d;
 	s->codes = *decoder__code_stats(c->dec);
 	s->mem = *decoder__mem_stats(c->dec);
+	s->command_status = c->spawned && c->spawn.exited ? c->spawn.status : -1;
+	if (c->live_sampler) {
+		const struct live_sampler_stats *l = live_sampler__stats(c->live_sampler);
+
+		s->mode = "live";
+		s->live = *l;
+		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
+		s->samples_expected = (uint64_t)(elapsed * c->opts->rate_hz + 0.5);
+		return;
+	}
+	s->mode = "bpf";
+	s->samples_expected = (uint64_t)(cpu_ns / 1e9 * c->opts->rate_hz + 0.5);
 	s->bpf_bytes_copied = c->bytes_copied;
 	sampler__counters(c->sampler, s->bpf);
 	sampler__prog_stats(c->sampler, &s->bpf_run_ns, &s->bpf_run_cnt);
-	s->command_status = c->spawned && c->spawn.exited ? c->spawn.status : -1;
 }
 
 static int write_results(struct record_ctx *c)
@@ -336,11 +374,17 @@ static void report_end(struct record_ctx *c)
 	const struct run_stats *s = &c->stats;
 
 	stats__summary(stderr, s);
-	if (!aggregate__total(c->agg))
+	if (!aggregate__total(c->agg) && c->live_sampler)
+		pr_warn("no samples: no Python thread of the target was %s while profiled "
+			"(%llu left out%s)\n", c->opts->idle ? "seen" : "on a CPU",
+			(unsigned long long)(c->filtered + s->live.threads_idle_skipped),
+			c->opts->idle ? "" : "; --idle keeps idle threads");
+	else if (!aggregate__total(c->agg))
 		pr_warn("no samples: the target ran no Python code on a CPU while profiled "
-			"(%llu ticks found no Python thread, %llu no Python frame)\n",
+			"(%llu ticks found no Python thread, %llu no Python frame%s)\n",
 			(unsigned long long)s->bpf[PBP_C_NO_TSTATE],
-			(unsigned long long)s->bpf[PBP_C_NO_FRAME]);
+			(unsigned long long)s->bpf[PBP_C_NO_FRAME],
+			c->filtered ? ", others left out by --gil" : "");
 	if (c->out != stdout)
 		pr_warn("wrote %s\n", c->out_path);
 	if (s->command_status >= 0) {
@@ -361,11 +405,106 @@ static void install_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* Why BPF cannot be used on this host, or NULL if it may be. */
+static const char *bpf_unavailable(char *buf, size_t len)
+{
+	char missing[128];
+
+	if (privs__missing_bpf(missing, sizeof(missing))) {
+		snprintf(buf, len, "missing %s", missing);
+		return buf;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
+	return NULL;
+}
+
+static int start_bpf(struct record_ctx *c, uint64_t gil)
+{
+	struct sampler_cfg sc = {
+		.rate_hz = c->opts->rate_hz,
+		.stack_cap = c->opts->stack_cap,
+		.ringbuf_bytes = c->opts->ringbuf_mb << 20,
+		.frame_cache = !c->opts->no_frame_cache,
+		.on_sample = on_sample,
+		.ctx = c,
+	};
+	int err = sampler__new(&sc, &c->sampler);
+
+	if (!err)
+		err = sampler__add_target(c->sampler, &c->interp, gil);
+	if (err) {
+		sampler__free(c->sampler);
+		c->sampler = NULL;
+	}
+	return err;
+}
+
+static int start_live(struct record_ctx *c)
+{
+	struct live_sampler_cfg lc = {
+		.interp = &c->interp,
+		.live = &c->live.base,
+		.dec = c->dec,
+		.rate_hz = c->opts->rate_hz,
+		.stack_cap = c->opts->stack_cap,
+		.want_idle = c->opts->idle,
+		.on_stack = on_live_stack,
+		.ctx = c,
+	};
+
+	return live_sampler__new(&lc, &c->live_sampler);
+}
+
+/* BPF when it can run, else live memory with a notice; --no-bpf asks for the latter. */
+static int start_sampling(struct record_ctx *c)
+{
+	const struct record_opts *o = c->opts;
+	const char *why = NULL;
+	char buf[192];
+	uint64_t gil = 0;
+	int err;
+
+	if (pythreads__gil(&c->live.base, &c->interp, &gil) && o->gil) {
+		interp__version_str(c->interp.version_hex, buf, sizeof(buf));
+		pr_warn("--gil: pybpfprof does not know where CPython %s keeps its GIL state\n",
+			buf);
+		return EXIT_UNSUPPORTED;
+	}
+	if (!o->no_bpf) {
+		why = bpf_unavailable(buf, sizeof(buf));
+		if (!why) {
+			err = start_bpf(c, gil);
+			if (!err) {
+				if (o->idle)
+					pr_warn("--idle has no effect with BPF sampling, which sees "
+						"only threads on a CPU; add --no-bpf for a wall-clock "
+						"view\n");
+				return 0;
+			}
+			why = sampler_failure(err);
+		}
+		pr_warn("BPF is not available (%s): sampling from user space instead, as "
+			"with --no-bpf\n", why);
+	}
+	err = start_live(c);
+	if (err) {
+		pr_warn("starting the live sampler: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	return 0;
+}
+
+static int poll_samples(struct record_ctx *c)
+{
+	if (c->live_sampler)
+		return live_sampler__poll(c->live_sampler, 20);
+	return sampler__poll(c->sampler, 20);
+}
+
 int record__run(const struct record_opts *o)
 {
 	struct record_ctx *c = calloc(1, sizeof(*c));
-	struct sampler_cfg sc = { 0 };
-	char missing[128];
 	double start, elapsed;
 	uint64_t cpu0 = 0, cpu = 0;
 	int code, err;
@@ -375,18 +514,6 @@ int record__run(const struct record_opts *o)
 		return EXIT_RUNTIME;
 	}
 	c->opts = o;
-	if (privs__missing(missing, sizeof(missing))) {
-		pr_warn("missing privileges: %s (run as root, or grant CAP_BPF, CAP_PERFMON and "
-			"CAP_SYS_PTRACE)\n", missing);
-		code = EXIT_PRIVILEGES;
-		goto out;
-	}
-	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		pr_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux is missing); a kernel "
-			"built with CONFIG_DEBUG_INFO_BTF=y is required\n");
-		code = EXIT_KERNEL;
-		goto out;
-	}
 	if (o->pid && proc__alive(o->pid)) {
 		pr_warn("no such process: %d\n", (int)o->pid);
 		code = EXIT_NO_PROCESS;
@@ -410,20 +537,11 @@ int record__run(const struct record_opts *o)
 		code = EXIT_RUNTIME;
 		goto out;
 	}
-	sc.rate_hz = o->rate_hz;
-	sc.stack_cap = o->stack_cap;
-	sc.ringbuf_bytes = o->ringbuf_mb << 20;
-	sc.on_sample = on_sample;
-	sc.ctx = c;
-	err = sampler__new(&sc, &c->sampler);
-	if (!err)
-		err = sampler__add_target(c->sampler, &c->interp);
-	if (err) {
-		code = sampler_error(err);
+	code = start_sampling(c);
+	if (code)
 		goto out;
-	}
-	pr_info("profiling pid %d (%s) at %u Hz\n", (int)c->interp.pid, c->interp.path,
-		o->rate_hz);
+	pr_info("profiling pid %d (%s) at %u Hz%s\n", (int)c->interp.pid, c->interp.path,
+		o->rate_hz, c->live_sampler ? " from user space" : "");
 	if (c->spawned)
 		spawn__release(&c->spawn);
 
@@ -431,20 +549,22 @@ int record__run(const struct record_opts *o)
 	proc__cpu_ns(c->interp.pid, &cpu0);
 	cpu = cpu0;
 	while (!stop_signal && !c->fatal) {
-		err = sampler__poll(c->sampler, 20);
-		if (err < 0 && err != -EINTR) {
+		err = poll_samples(c);
+		if (err < 0 && err != -EINTR && err != -ESRCH && !c->fatal) {
 			pr_warn("reading samples: %s\n", strerror(-err));
 			break;
 		}
 		if (o->duration_s > 0 && now_s() - start >= o->duration_s)
 			break;
-		if (target_gone(c))
+		if (err == -ESRCH || target_gone(c))
 			break;
 		proc__cpu_ns(c->interp.pid, &cpu);
 	}
 	elapsed = now_s() - start;
-	sampler__stop(c->sampler);
-	sampler__drain(c->sampler);
+	if (c->sampler) {
+		sampler__stop(c->sampler);
+		sampler__drain(c->sampler);
+	}
 	if (c->fatal)
 		pr_warn("aggregating samples: %s\n", strerror(-c->fatal));
 	if (c->spawned && !c->spawn.exited && stop_signal)

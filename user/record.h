@@ -17,6 +17,10 @@ struct record_opts {
 	const char *stats_file;
 	uint32_t stack_cap;
 	uint32_t ringbuf_mb;
+	int no_bpf;		/* sample from user space, never load BPF */
+	int idle;		/* keep samples of threads not on a CPU (live mode) */
+	int gil;		/* keep only samples of the thread holding the GIL */
+	int no_frame_cache;
 };
 
 /* Runs the whole session; returns the process exit status (exitcodes.h). */

@@ -179,7 +179,7 @@ static uint32_t off32(uint64_t off)
 	return off == PBP_OFF_NONE ? PBP_OFF_ABSENT : (uint32_t)off;
 }
 
-int sampler__add_target(struct sampler *s, const struct py_interp *in)
+int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil)
 {
 	const struct py_offsets *o = &in->off;
 	struct pbp_target t = {
@@ -203,6 +203,11 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in)
 		.fr_hdr_len = o->fr_size <= PBP_FRAME_HDR_MAX ? o->fr_size : 0,
 		.code_mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0,
 		.stack_cap = s->cfg.stack_cap,
+		.ts_anchor = off32(o->ts_last_profiled_frame),
+		.ts_anchor_seq = off32(o->ts_last_profiled_frame_seq),
+		.gil = gil,
+		.gil_locked = off32(o->gil_locked),
+		.gil_holder = off32(o->gil_last_holder),
 	};
 	uint32_t pid = in->pid;
 
@@ -216,6 +221,10 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in)
 	}
 	if (t.interp_next == PBP_OFF_ABSENT)
 		t.interp_next = 0;
+	if (!s->cfg.frame_cache)
+		t.ts_anchor = t.ts_anchor_seq = PBP_OFF_ABSENT;
+	if (t.gil_locked == PBP_OFF_ABSENT || t.gil_holder == PBP_OFF_ABSENT)
+		t.gil = 0;
 	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY))
 		return -errno;
 	return 0;
@@ -253,6 +262,18 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])
 			out[k] += vals[c];
 	}
 	free(vals);
+}
+
+int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc)
+{
+	int err;
+
+	if (fc)
+		err = bpf_map__update_elem(s->skel->maps.fcache, &tid, sizeof(tid), fc,
+					   sizeof(*fc), BPF_ANY);
+	else
+		err = bpf_map__delete_elem(s->skel->maps.fcache, &tid, sizeof(tid), 0);
+	return err && err != -ENOENT ? err : 0;
 }
 
 int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)

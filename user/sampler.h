@@ -19,6 +19,7 @@ struct sampler_cfg {
 	uint32_t rate_hz;
 	uint32_t stack_cap;	/* bytes of data stack copied per sample */
 	uint32_t ringbuf_bytes;	/* power of two */
+	int frame_cache;	/* copy only above the anchor where the cache allows */
 	sampler_fn on_sample;
 	void *ctx;
 };
@@ -30,7 +31,11 @@ struct sampler;
 int sampler__new(const struct sampler_cfg *cfg, struct sampler **out);
 void sampler__free(struct sampler *s);
 
-int sampler__add_target(struct sampler *s, const struct py_interp *in);
+/* @gil: address of the GIL's state in the target (pythreads__gil), 0 if unknown. */
+int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil);
+
+/* Sets or (with @fc NULL) removes the frame-cache anchor of thread @tid. */
+int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc);
 
 /* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
  * number delivered or a negative errno (-EINTR on a signal). */

@@ -20,6 +20,7 @@ static const char *const gap_names[GAP_MAX] = {
 	[GAP_TOO_DEEP] = "too_deep",
 	[GAP_BAD_RECORD] = "bad_record",
 	[GAP_NO_BOTTOM] = "chain_ended_early",
+	[GAP_TORN] = "torn_live_read",
 };
 
 int stats__write_json(const char *path, const struct run_stats *s)
@@ -31,11 +32,13 @@ int stats__write_json(const char *path, const struct run_stats *s)
 		return -errno;
 	fprintf(f, "{\n");
 	fprintf(f, "  \"python_version\": \"%s\",\n", s->python_version);
+	fprintf(f, "  \"mode\": \"%s\",\n", s->mode);
 	fprintf(f, "  \"pid\": %u,\n", s->pid);
 	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
 	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
 	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
 	fprintf(f, "  \"samples_delivered\": %llu,\n", (unsigned long long)s->samples_delivered);
+	fprintf(f, "  \"samples_filtered\": %llu,\n", (unsigned long long)s->samples_filtered);
 	fprintf(f, "  \"samples_decoded\": %llu,\n", (unsigned long long)s->samples_decoded);
 	fprintf(f, "  \"samples_incomplete\": %llu,\n", (unsigned long long)s->samples_incomplete);
 	fprintf(f, "  \"ringbuf_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS]);
@@ -68,6 +71,11 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
 	fprintf(f, "  \"code_cache_misses\": %llu,\n", (unsigned long long)s->codes.misses);
 	fprintf(f, "  \"stale_invalidations\": %llu,\n", (unsigned long long)s->codes.stale);
+	fprintf(f, "  \"live_ticks\": %llu,\n", (unsigned long long)s->live.ticks);
+	fprintf(f, "  \"live_ticks_missed\": %llu,\n", (unsigned long long)s->live.ticks_missed);
+	fprintf(f, "  \"live_idle_skipped\": %llu,\n",
+		(unsigned long long)s->live.threads_idle_skipped);
+	fprintf(f, "  \"live_torn_retries\": %llu,\n", (unsigned long long)s->live.torn_retries);
 	fprintf(f, "  \"incomplete_reasons\": {");
 	for (int g = 1; g < GAP_MAX; g++)
 		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", gap_names[g],
@@ -89,6 +97,18 @@ int stats__write_json(const char *path, const struct run_stats *s)
 
 void stats__summary(FILE *f, const struct run_stats *s)
 {
+	if (s->live.ticks) {
+		fprintf(f,
+			"pybpfprof: %llu samples in %.1f s from pid %u (Python %s), read from "
+			"user space: %llu complete, %llu incomplete, %llu of ~%llu ticks taken, "
+			"decode %.0f ns/sample\n",
+			(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
+			s->python_version, (unsigned long long)s->samples_decoded,
+			(unsigned long long)s->samples_incomplete,
+			(unsigned long long)s->live.ticks, (unsigned long long)s->samples_expected,
+			ratio(s->decode.ns, s->decode.samples));
+		return;
+	}
 	fprintf(f,
 		"pybpfprof: %llu samples in %.1f s from pid %u (Python %s): %llu complete, "
 		"%llu incomplete, %llu of ~%llu expected delivered, %llu dropped; "

@@ -8,14 +8,17 @@
 
 #include "decode.h"
 #include "pbp_abi.h"
+#include "sampler_live.h"
 
 struct run_stats {
 	char python_version[32];
+	const char *mode;		/* "bpf" or "live" */
 	uint32_t pid;
 	uint32_t rate_hz;
 	double duration_s;
 	uint64_t samples_expected;	/* target CPU time x rate */
 	uint64_t samples_delivered;	/* records read from the ring buffer */
+	uint64_t samples_filtered;	/* left out by --gil / idle */
 	uint64_t samples_decoded;	/* complete stacks */
 	uint64_t samples_incomplete;
 	uint64_t bpf[PBP_C_MAX];	/* the program's own counters */
@@ -24,6 +27,7 @@ struct run_stats {
 	struct decode_stats decode;
 	struct code_cache_stats codes;
 	struct mem_stats mem;
+	struct live_sampler_stats live;
 	int command_status;		/* wait status of the "--" command, -1 if none */
 };
 

@@ -19,7 +19,18 @@ import threading
 import time
 
 
+def make_dumpable():
+    """A process that chroot started as root and that then became a user is not
+    dumpable, so the kernel denies that user ptrace access to it. Undo that, so the
+    process is like one the user started directly (PR_SET_DUMPABLE = 4)."""
+    import ctypes
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
+
+
 def parse_args(extra=None):
+    if os.environ.get("PBP_DUMPABLE") == "1":
+        make_dumpable()
     p = argparse.ArgumentParser()
     p.add_argument("--truth", help="where to write the ground-truth JSON")
     p.add_argument("--seconds", type=float, default=30.0, help="how long to keep running")

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The live-memory sampler. Each thread's current chunk is read twice, and the decoder
+ * compares every frame header it used across the two readings (decode.c: verify), so
+ * a stack torn by the running thread is read again instead of being reported.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "proc.h"
+#include "pythreads.h"
+#include "sampler_live.h"
+
+#define TORN_RETRIES 3
+
+struct live_sampler {
+	struct live_sampler_cfg cfg;
+	struct live_sampler_stats stats;
+	uint64_t period_ns, next_ns;
+	struct mem_snapshot first, second;
+	uint8_t *buf[2];
+	struct stack *stack;
+	int err;		/* the callback's failure, ends the walk */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out)
+{
+	struct live_sampler *ls = calloc(1, sizeof(*ls));
+
+	if (!ls)
+		return -ENOMEM;
+	ls->cfg = *cfg;
+	ls->buf[0] = malloc(cfg->stack_cap);
+	ls->buf[1] = malloc(cfg->stack_cap);
+	ls->stack = malloc(sizeof(*ls->stack));
+	if (!ls->buf[0] || !ls->buf[1] || !ls->stack) {
+		live_sampler__free(ls);
+		return -ENOMEM;
+	}
+	ls->period_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 100);
+	ls->next_ns = now_ns();
+	*out = ls;
+	return 0;
+}
+
+void live_sampler__free(struct live_sampler *ls)
+{
+	if (!ls)
+		return;
+	free(ls->buf[0]);
+	free(ls->buf[1]);
+	free(ls->stack);
+	free(ls);
+}
+
+/* The live part of the current chunk, up to the cap below its top: where the innermost
+ * frames are. Older frames are read through the snapshots' page windows. */
+static void chunk_range(const struct live_sampler *ls, const struct pythread *t,
+			uint64_t *start, uint32_t *len)
+{
+	const struct py_offsets *o = &ls->cfg.interp->off;
+	uint64_t data = t->chunk + o->chunk_data;
+
+	*start = 0;
+	*len = 0;
+	if (!t->chunk || t->top <= data || t->top - data > (1ull << 30))
+		return;
+	*start = t->top - data > ls->cfg.stack_cap ? t->top - ls->cfg.stack_cap : data;
+	*len = (uint32_t)(t->top - *start);
+}
+
+static void read_copy(struct live_sampler *ls, struct mem_snapshot *snap, int which,
+		      uint64_t start, uint32_t len)
+{
+	mem_snapshot__clear(snap);
+	if (len && !mem__read(ls->cfg.live, start, ls->buf[which], len))
+		mem_snapshot__add(snap, start, ls->buf[which], len);
+}
+
+/* One reading of @t: two copies of its chunk, the current frame unchanged across them,
+ * then the decode that checks one copy against the other. */
+static void sample_once(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+{
+	const struct py_offsets *o = &ls->cfg.interp->off;
+	struct thread_sample s = {
+		.pid = (uint32_t)ls->cfg.interp->pid,
+		.tid = t->tid,
+		.flags = flags,
+		.tstate = t->tstate,
+		.current_frame = t->current_frame,
+		.anchor = t->anchor,
+		.anchor_seq = t->anchor_seq,
+		.mem = &ls->first.base,
+		.verify = &ls->second.base,
+	};
+	uint64_t start;
+	uint32_t len;
+
+	chunk_range(ls, t, &start, &len);
+	read_copy(ls, &ls->first, 0, start, len);
+	read_copy(ls, &ls->second, 1, start, len);
+	s.ts_ns = now_ns();
+	if (pythreads__current_frame(ls->cfg.live, o, t->tstate, &s.verify_frame))
+		s.verify_frame = 0;
+	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
+}
+
+static int sample_thread(const struct pythread *t, void *arg)
+{
+	struct live_sampler *ls = arg;
+	struct pythread cur = *t;
+	uint32_t flags = 0;
+	int running = proc__thread_running(ls->cfg.interp->pid, (pid_t)t->tid);
+
+	if (running < 0)
+		return 0;	/* the thread ended since the list was read */
+	if (running)
+		flags |= PBP_TS_ON_CPU;
+	if (t->gil != PYTHREAD_GIL_UNKNOWN)
+		flags |= PBP_TS_GIL_KNOWN | (t->gil == PYTHREAD_GIL_HELD ? PBP_TS_GIL : 0);
+	if (!running && !ls->cfg.want_idle) {
+		ls->stats.threads_idle_skipped++;
+		return 0;
+	}
+	for (int i = 0; i <= TORN_RETRIES; i++) {
+		if (i) {
+			/* The thread moved: take its current frame and chunk afresh. */
+			ls->stats.torn_retries++;
+			if (pythreads__current_frame(ls->cfg.live, &ls->cfg.interp->off,
+						     t->tstate, &cur.current_frame))
+				break;
+		}
+		sample_once(ls, &cur, flags);
+		if (ls->stack->gap != GAP_TORN)
+			break;
+	}
+	ls->stats.threads_sampled++;
+	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);
+	return ls->err;
+}
+
+static int tick(struct live_sampler *ls)
+{
+	int err;
+
+	ls->stats.ticks++;
+	err = pythreads__walk(ls->cfg.live, ls->cfg.interp, sample_thread, ls);
+	if (err == -EFAULT) {
+		ls->stats.walk_failures++;
+		return proc__alive(ls->cfg.interp->pid) ? -ESRCH : 0;
+	}
+	return ls->err ? ls->err : 0;
+}
+
+int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	struct timespec ts;
+	int err;
+
+	mem_snapshot__init(&ls->first, ls->cfg.live);
+	mem_snapshot__init(&ls->second, ls->cfg.live);
+	for (;;) {
+		uint64_t now = now_ns();
+
+		if (now >= ls->next_ns) {
+			err = tick(ls);
+			if (err)
+				return err;
+			ls->next_ns += ls->period_ns;
+			now = now_ns();
+			/* Behind by more than a tick: skip what was missed rather than burst. */
+			if (now > ls->next_ns + ls->period_ns) {
+				uint64_t missed = (now - ls->next_ns) / ls->period_ns;
+
+				ls->stats.ticks_missed += missed;
+				ls->next_ns += missed * ls->period_ns;
+			}
+			continue;
+		}
+		if (ls->next_ns > end)
+			break;
+		ts.tv_sec = ls->next_ns / 1000000000ull;
+		ts.tv_nsec = ls->next_ns % 1000000000ull;
+		err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+		if (err == EINTR)
+			return -EINTR;
+	}
+	if (end > now_ns()) {
+		ts.tv_sec = end / 1000000000ull;
+		ts.tv_nsec = end % 1000000000ull;
+		if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+			return -EINTR;
+	}
+	return 0;
+}
+
+const struct live_sampler_stats *live_sampler__stats(const struct live_sampler *ls)
+{
+	return &ls->stats;
+}
