@@ -12,16 +12,9 @@
 #include <time.h>
 
 #include "decode.h"
+#include "frame_cache.h"
 #include "hash.h"
 
-/* One frame as walked, shims included: what the cache compares and the namer names. */
-struct raw_frame {
-	uint64_t addr;
-	uint64_t code;		/* 0 for a shim */
-	uint64_t instr;
-	uint64_t previous;
-	uint8_t owner;
-};
 
 struct decoder {
 	struct decoder_cfg cfg;
@@ -30,6 +23,7 @@ struct decoder {
 	struct mem_snapshot snap;
 	struct decode_stats stats;
 	struct raw_frame raw[DECODE_MAX_DEPTH];
+	struct decoded_frame reused[DECODE_MAX_DEPTH];
 };
 
 int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
@@ -127,8 +121,10 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	return 0;
 }
 
-/* Walks previous pointers from the sampled frame, recording every frame. */
-static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, uint32_t *n)
+/* Walks previous pointers from the sampled frame, recording every frame, down to the
+ * bottom or, when @stop is set, down to and including the frame at @stop. */
+static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, uint64_t stop,
+			    uint32_t *n)
 {
 	const struct py_offsets *o = d->off;
 	uint64_t frame = t->current_frame;
@@ -170,8 +166,13 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 				return GAP_BAD_FRAME;
 		}
 		*n = ++depth;
+		if (frame == stop)
+			return GAP_NONE;
 		frame = r->previous;
 	}
+	/* A walk that passed the anchor's place without meeting it saw another chain. */
+	if (stop)
+		return GAP_CACHE_LOST;
 	return is_bottom(o, owner) ? GAP_NONE : GAP_NO_BOTTOM;
 }
 
@@ -251,6 +252,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 		start = r->code + o->co_code_adaptive;
 		f->qualname = ci->qualname;
 		f->filename = ci->filename;
+		f->code_fp = ci->fp;
 		/* An instruction pointer outside the code's bytecode means the frame and
 		 * code disagree: name it but give no line rather than a wrong one. */
 		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
@@ -282,38 +284,88 @@ static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 	d->stats.ns += thread_cpu_ns() - t0;
 }
 
-static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+static int torn(const struct thread_sample *t)
 {
-	uint32_t n = 0;
+	return t->verify && (t->verify_frame != t->current_frame ||
+			     (t->from_anchor && (t->verify_anchor != t->anchor ||
+						 t->verify_seq != t->anchor_seq)));
+}
+
+/* A sample copied down to the anchor: the walk ends there and the cache supplies the
+ * parents. */
+static enum decode_gap decode_anchored(struct decoder *d, const struct thread_sample *t,
+				       struct stack *st)
+{
+	uint64_t stop = d->cfg.fcache ? frame_cache__stop(d->cfg.fcache, t) : 0;
+	uint32_t n = 0, nraw, ndec;
 	enum decode_gap gap;
 
+	if (!stop)
+		return GAP_CACHE_LOST;
+	gap = walk(d, t, stop, &n);
+	if (gap == GAP_NONE && t->verify)
+		gap = verify(d, t, n);
+	if (gap == GAP_TORN)
+		return gap;
+	if (n) {
+		enum decode_gap g = name_frames(d, t, n, st);
+
+		if (gap == GAP_NONE)
+			gap = g;
+	}
+	if (gap != GAP_NONE)
+		return gap;
+	if (frame_cache__splice(d->cfg.fcache, t, stop, d->raw + n, DECODE_MAX_DEPTH - n, &nraw,
+				st->frames + st->depth, DECODE_MAX_DEPTH - st->depth, &ndec))
+		return GAP_CACHE_LOST;
+	st->depth += ndec;
+	d->stats.frames_from_cache += ndec;
+	frame_cache__after_hit(d->cfg.fcache, t, d->raw, n);
+	return GAP_NONE;
+}
+
+static enum decode_gap decode_full(struct decoder *d, const struct thread_sample *t,
+				   struct stack *st)
+{
+	uint32_t n = 0, m = 0, nreused = 0;
+	enum decode_gap gap = walk(d, t, 0, &n);
+
+	if (t->verify && n && verify(d, t, n) == GAP_TORN)
+		return GAP_TORN;
+	if (!n)
+		return gap;
+	/* The outermost frames identical to the last chain keep their names. */
+	if (d->cfg.fcache && gap == GAP_NONE)
+		m = frame_cache__reuse(d->cfg.fcache, t, d->raw, n, d->reused, &nreused);
+	/* Name what was walked even when the walk broke off: the partial stack is still
+	 * reported, marked incomplete. */
+	{
+		enum decode_gap g = name_frames(d, t, n - m, st);
+
+		if (g != GAP_NONE)
+			return g;
+	}
+	memcpy(st->frames + st->depth, d->reused, nreused * sizeof(*d->reused));
+	st->depth += nreused;
+	d->stats.frames_from_cache += nreused;
+	if (gap == GAP_NONE && d->cfg.fcache)
+		frame_cache__store(d->cfg.fcache, t, d->raw, n, st->frames, st->depth);
+	return gap;
+}
+
+static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+{
 	st->pid = t->pid;
 	st->tid = t->tid;
 	st->ts_ns = t->ts_ns;
 	st->flags = t->flags;
 	st->depth = 0;
-	if (t->verify && t->verify_frame != t->current_frame) {
+	if (torn(t))
 		st->gap = GAP_TORN;
-		return;
-	}
-	gap = walk(d, t, &n);
-	if (t->verify && n) {
-		enum decode_gap g = verify(d, t, n);
-
-		if (g != GAP_NONE) {
-			st->gap = g;
-			return;
-		}
-	}
-	/* Name what was walked even when the walk broke off: the partial stack is still
-	 * reported, marked incomplete. */
-	if (n) {
-		enum decode_gap g = name_frames(d, t, n, st);
-
-		if (g != GAP_NONE)
-			gap = g;
-	}
-	st->gap = gap;
+	else if (t->from_anchor)
+		st->gap = decode_anchored(d, t, st);
+	else
+		st->gap = decode_full(d, t, st);
 }
 
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
@@ -345,6 +397,11 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.current_frame = s->current_frame;
 	t.fps = s->fps;
 	t.nfps = s->nfps;
+	t.anchor = s->anchor;
+	t.anchor_seq = s->anchor_seq;
+	t.from_anchor = !!(s->flags & PBP_SF_FROM_ANCHOR);
+	t.cache_gen = s->cache_gen;
+	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
 	decode_thread(d, &t, st);
 	account(d, st, t0);

@@ -28,13 +28,25 @@ enum decode_gap {
 	GAP_BAD_RECORD,		/* the record itself is malformed */
 	GAP_NO_BOTTOM,		/* the chain ended at a frame that cannot be the first */
 	GAP_TORN,		/* a second reading of live memory disagreed */
+	GAP_CACHE_LOST,		/* copied down to an anchor whose cache entry is gone */
 	GAP_MAX,
+};
+
+/* One frame as walked, shims included. */
+struct raw_frame {
+	uint64_t addr;
+	uint64_t code;		/* 0 for a shim */
+	uint64_t instr;
+	uint64_t previous;
+	uint8_t owner;
 };
 
 struct decoded_frame {
 	uint32_t qualname;	/* strtab ids */
 	uint32_t filename;
 	int32_t line;
+	uint32_t _pad;
+	uint64_t code_fp;	/* the code object's fingerprint when it was named */
 };
 
 struct stack {
@@ -49,7 +61,7 @@ struct stack {
 struct decode_stats {
 	uint64_t samples, complete, incomplete;
 	uint64_t gaps[GAP_MAX];
-	uint64_t frames, frames_from_snapshot, frames_read_live;
+	uint64_t frames, frames_from_snapshot, frames_read_live, frames_from_cache;
 	uint64_t ns;		/* CPU time spent decoding */
 };
 
@@ -67,18 +79,26 @@ struct thread_sample {
 	uint64_t tstate;
 	uint64_t current_frame;
 	uint64_t anchor, anchor_seq;	/* 3.15+: last_profiled_frame(_seq) as read */
+	/* The frames were copied only down to the frame cache's anchor: entry
+	 * generation @cache_gen, its path[@cache_depth] (see frame_cache.h). */
+	int from_anchor;
+	uint32_t cache_gen, cache_depth;
 	const struct pbp_code_fp *fps;	/* code fingerprints read with the frames */
 	uint32_t nfps;
 	struct mem_source *mem;
 	struct mem_source *verify;
-	uint64_t verify_frame;	/* with @verify: the current frame read after @mem */
+	uint64_t verify_frame;	/* with @verify: the current frame read after @mem, */
+	uint64_t verify_anchor, verify_seq;	/* and the anchor and its sequence */
 };
 
 struct decoder;
 
+struct frame_cache;
+
 struct decoder_cfg {
 	const struct py_interp *interp;
 	struct mem_source *live;
+	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
 	struct strtab *strs;
 	uint32_t code_cache_entries;
 };

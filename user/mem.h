@@ -44,6 +44,10 @@ struct mem_live {
 
 void mem_live__init(struct mem_live *m, pid_t pid);
 
+/* Writes into the target: only the frame cache's anchor (last_profiled_frame, 3.15+),
+ * which the interpreter reserves for profilers. */
+int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t len);
+
 /*
  * A BPF record's copied spans, consulted first; reads that fall outside them (or
  * straddle an edge) go to @backing.

@@ -31,6 +31,17 @@ static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 	return 0;
 }
 
+int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t len)
+{
+	struct iovec local = { .iov_base = (void *)src, .iov_len = len };
+	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+	ssize_t n = process_vm_writev(m->pid, &local, 1, &remote, 1, 0);
+
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
 static const struct mem_ops live_ops = { .read = live_read };
 
 void mem_live__init(struct mem_live *m, pid_t pid)

@@ -17,6 +17,7 @@
 #include "aggregate.h"
 #include "decode.h"
 #include "exitcodes.h"
+#include "frame_cache.h"
 #include "interp.h"
 #include "log.h"
 #include "out_collapsed.h"
@@ -44,6 +45,8 @@ struct record_ctx {
 	struct mem_live live;
 	struct strtab *strs;
 	struct decoder *dec;
+	struct frame_cache *fcache;
+	int anchors;		/* this run uses (and resets) last_profiled_frame */
 	struct aggregate *agg;
 	struct sampler *sampler;
 	struct live_sampler *live_sampler;	/* instead of sampler: --no-bpf */
@@ -236,9 +239,47 @@ static int open_output(struct record_ctx *c, pid_t pid)
 	return 0;
 }
 
+/* Frame-cache hooks: the BPF map, and the anchor in the target's thread state. */
+static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)
+{
+	struct record_ctx *c = arg;
+
+	return c->sampler ? sampler__set_anchor(c->sampler, tid, fc) : 0;
+}
+
+static int write_anchor(void *arg, uint64_t tstate, uint64_t frame)
+{
+	struct record_ctx *c = arg;
+
+	return mem_live__write(&c->live, tstate + c->interp.off.ts_last_profiled_frame, &frame,
+			       sizeof(frame));
+}
+
+static int clear_anchor(const struct pythread *t, void *arg)
+{
+	write_anchor(arg, t->tstate, 0);
+	return 0;
+}
+
+/*
+ * An anchor left by an earlier profiler (or by us, killed) would be taken for one we
+ * wrote; clear every thread's at the start, and leave none behind at the end.
+ */
+static void clear_anchors(struct record_ctx *c)
+{
+	if (c->anchors)
+		pythreads__walk(&c->live.base, &c->interp, clear_anchor, c);
+}
+
 static int setup(struct record_ctx *c)
 {
 	struct decoder_cfg dc = { 0 };
+	struct frame_cache_hooks hooks = {
+		.publish = publish_anchor,
+		.write_anchor = write_anchor,
+		.ctx = c,
+	};
+	int err;
 
 	c->strs = strtab__new();
 	c->agg = aggregate__new();
@@ -251,9 +292,18 @@ static int setup(struct record_ctx *c)
 		return -ENOMEM;
 	c->incomplete_name = 0;
 	c->no_python_name = 1;
+	if (!c->opts->no_frame_cache) {
+		c->anchors = c->interp.off.ts_last_profiled_frame != PBP_OFF_NONE &&
+			     c->interp.off.ts_last_profiled_frame_seq != PBP_OFF_NONE;
+		err = frame_cache__new(&c->interp.off, c->anchors, &hooks, &c->fcache);
+		if (err)
+			return err;
+		clear_anchors(c);
+	}
 	dc.interp = &c->interp;
 	dc.live = &c->live.base;
 	dc.strs = c->strs;
+	dc.fcache = c->fcache;
 	return decoder__new(&dc, &c->dec);
 }
 
@@ -262,6 +312,7 @@ static void teardown(struct record_ctx *c)
 	sampler__free(c->sampler);
 	live_sampler__free(c->live_sampler);
 	decoder__free(c->dec);
+	frame_cache__free(c->fcache);
 	aggregate__free(c->agg);
 	strtab__free(c->strs);
 	free(c->stack);
@@ -330,6 +381,8 @@ static void finish_stats(struct record_ctx *c, double elapsed, uint64_t cpu_ns)
 	s->samples_decoded = d->complete;
 	s->samples_incomplete = d->incomplete;
 	s->decode = *d;
+	if (c->fcache)
+		s->fcache = *frame_cache__stats(c->fcache);
 	s->codes = *decoder__code_stats(c->dec);
 	s->mem = *decoder__mem_stats(c->dec);
 	s->command_status = c->spawned && c->spawn.exited ? c->spawn.status : -1;
@@ -446,6 +499,7 @@ static int start_live(struct record_ctx *c)
 		.interp = &c->interp,
 		.live = &c->live.base,
 		.dec = c->dec,
+		.fcache = c->fcache,
 		.rate_hz = c->opts->rate_hz,
 		.stack_cap = c->opts->stack_cap,
 		.want_idle = c->opts->idle,
@@ -565,6 +619,8 @@ int record__run(const struct record_opts *o)
 		sampler__stop(c->sampler);
 		sampler__drain(c->sampler);
 	}
+	if (!target_gone(c))
+		clear_anchors(c);
 	if (c->fatal)
 		pr_warn("aggregating samples: %s\n", strerror(-c->fatal));
 	if (c->spawned && !c->spawn.exited && stop_signal)

@@ -66,7 +66,7 @@ void live_sampler__free(struct live_sampler *ls)
 /* The live part of the current chunk, up to the cap below its top: where the innermost
  * frames are. Older frames are read through the snapshots' page windows. */
 static void chunk_range(const struct live_sampler *ls, const struct pythread *t,
-			uint64_t *start, uint32_t *len)
+			uint64_t stop, uint64_t *start, uint32_t *len)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
 	uint64_t data = t->chunk + o->chunk_data;
@@ -76,7 +76,22 @@ static void chunk_range(const struct live_sampler *ls, const struct pythread *t,
 	if (!t->chunk || t->top <= data || t->top - data > (1ull << 30))
 		return;
 	*start = t->top - data > ls->cfg.stack_cap ? t->top - ls->cfg.stack_cap : data;
+	/* The frame cache holds what lies below its anchor. */
+	if (stop > *start && stop < t->top)
+		*start = stop;
 	*len = (uint32_t)(t->top - *start);
+}
+
+/* The anchor and its sequence as they are now, to prove they did not move while the
+ * frames above them were read. */
+static void reread_anchor(struct live_sampler *ls, uint64_t tstate, uint64_t *anchor,
+			  uint64_t *seq)
+{
+	const struct py_offsets *o = &ls->cfg.interp->off;
+
+	if (mem__read_u64(ls->cfg.live, tstate + o->ts_last_profiled_frame, anchor) ||
+	    mem__read_u64(ls->cfg.live, tstate + o->ts_last_profiled_frame_seq, seq))
+		*anchor = *seq = 0;
 }
 
 static void read_copy(struct live_sampler *ls, struct mem_snapshot *snap, int which,
@@ -106,12 +121,18 @@ static void sample_once(struct live_sampler *ls, const struct pythread *t, uint3
 	uint64_t start;
 	uint32_t len;
 
-	chunk_range(ls, t, &start, &len);
+	if (ls->cfg.fcache &&
+	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
+				    &s.cache_gen, &s.cache_depth))
+		s.from_anchor = 1;
+	chunk_range(ls, t, s.from_anchor ? t->anchor : 0, &start, &len);
 	read_copy(ls, &ls->first, 0, start, len);
 	read_copy(ls, &ls->second, 1, start, len);
 	s.ts_ns = now_ns();
 	if (pythreads__current_frame(ls->cfg.live, o, t->tstate, &s.verify_frame))
 		s.verify_frame = 0;
+	if (s.from_anchor)
+		reread_anchor(ls, t->tstate, &s.verify_anchor, &s.verify_seq);
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 }
 

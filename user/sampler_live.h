@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "decode.h"
+#include "frame_cache.h"
 #include "interp.h"
 #include "mem.h"
 
@@ -20,6 +21,7 @@ struct live_sampler_cfg {
 	const struct py_interp *interp;
 	struct mem_source *live;
 	struct decoder *dec;
+	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
 	uint32_t rate_hz;
 	uint32_t stack_cap;	/* bytes of the current chunk read per sample */
 	int want_idle;		/* also decode threads that are not on a CPU */

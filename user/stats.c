@@ -21,6 +21,7 @@ static const char *const gap_names[GAP_MAX] = {
 	[GAP_BAD_RECORD] = "bad_record",
 	[GAP_NO_BOTTOM] = "chain_ended_early",
 	[GAP_TORN] = "torn_live_read",
+	[GAP_CACHE_LOST] = "frame_cache_entry_gone",
 };
 
 int stats__write_json(const char *path, const struct run_stats *s)
@@ -68,9 +69,22 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	fprintf(f, "  \"frames_from_snapshot\": %llu,\n",
 		(unsigned long long)s->decode.frames_from_snapshot);
 	fprintf(f, "  \"frames_read_live\": %llu,\n", (unsigned long long)s->decode.frames_read_live);
+	fprintf(f, "  \"frames_from_cache\": %llu,\n",
+		(unsigned long long)s->decode.frames_from_cache);
+	fprintf(f, "  \"frame_cache_hits\": %llu,\n", (unsigned long long)s->fcache.hits);
+	fprintf(f, "  \"frame_cache_partial_hits\": %llu,\n",
+		(unsigned long long)s->fcache.partial_hits);
+	fprintf(f, "  \"frame_cache_misses\": %llu,\n", (unsigned long long)s->fcache.misses);
+	fprintf(f, "  \"frame_cache_anchor_writes\": %llu,\n",
+		(unsigned long long)s->fcache.anchor_writes);
+	fprintf(f, "  \"frame_cache_anchors_established\": %llu,\n",
+		(unsigned long long)s->fcache.anchors_established);
 	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
 	fprintf(f, "  \"code_cache_misses\": %llu,\n", (unsigned long long)s->codes.misses);
-	fprintf(f, "  \"stale_invalidations\": %llu,\n", (unsigned long long)s->codes.stale);
+	/* Cached facts found no longer true: code objects freed and reused, and frame
+	 * cache entries whose anchor left the cached path. */
+	fprintf(f, "  \"stale_invalidations\": %llu,\n",
+		(unsigned long long)(s->codes.stale + s->fcache.invalidations));
 	fprintf(f, "  \"live_ticks\": %llu,\n", (unsigned long long)s->live.ticks);
 	fprintf(f, "  \"live_ticks_missed\": %llu,\n", (unsigned long long)s->live.ticks_missed);
 	fprintf(f, "  \"live_idle_skipped\": %llu,\n",

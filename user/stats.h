@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "decode.h"
+#include "frame_cache.h"
 #include "pbp_abi.h"
 #include "sampler_live.h"
 
@@ -25,6 +26,7 @@ struct run_stats {
 	uint64_t bpf_run_ns, bpf_run_cnt;
 	uint64_t bpf_bytes_copied;
 	struct decode_stats decode;
+	struct frame_cache_stats fcache;
 	struct code_cache_stats codes;
 	struct mem_stats mem;
 	struct live_sampler_stats live;

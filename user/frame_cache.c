@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Frame cache entries and the anchor protocol. Why no splice can mix call chains:
+ *
+ * An entry is established from a complete sample, taken after our last write of the
+ * anchor, in which last_profiled_frame named a thread-owned frame F of that very
+ * chain. At that instant F was live and the anchor pointed at it, so from then on
+ * F's return moves the anchor to F's parent and bumps the sequence; nothing else
+ * changes either (we never write while an entry stands: a write drops it first). A
+ * thread-owned frame's parents cannot change while it is live. So when a later sample
+ * reads (anchor, seq) == (F, seq0), F has not returned and its parents are the cached
+ * ones; (path[j], seq0 + j) means exactly the j innermost frames of the path
+ * returned, one by one. An anchor that names a frame which returned before our write
+ * landed is harmless: no entry exists until a sample shows a live frame at that
+ * address while the anchor names it, and that frame is then the one tracked.
+ * Generator frames are never anchored: they leave by yielding, which moves no anchor.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "frame_cache.h"
+
+#define WRITE_INTERVAL_NS	(10ull * 1000 * 1000)
+#define REANCHOR_FRAMES		32	/* frames above the anchor that make it worth moving */
+#define REANCHOR_SAMPLES	16	/* ... in that many consecutive samples */
+
+struct chain {
+	uint32_t n, ndec, cap;
+	struct raw_frame *raw;
+	struct decoded_frame *dec;
+};
+
+struct fc_entry {
+	uint32_t tid;
+	uint64_t tstate;
+	uint64_t seen_ns;
+	struct chain last;		/* the latest complete chain: validation */
+	/* the anchor (3.15+) */
+	int valid;
+	uint32_t gen;
+	uint64_t seq;
+	uint32_t npath;
+	uint64_t path[PBP_PATH_MAX];
+	uint32_t path_idx[PBP_PATH_MAX];	/* index of path[i] in anchored.raw */
+	struct chain anchored;		/* the chain the anchor was established on */
+	uint32_t prev_gen;
+	struct chain prev;		/* the one before, for records still in flight */
+	uint64_t prev_path[PBP_PATH_MAX];
+	uint32_t prev_path_idx[PBP_PATH_MAX];
+	uint32_t prev_npath;
+	uint64_t last_write_ns;
+	uint32_t long_hits;
+};
+
+struct frame_cache {
+	const struct py_offsets *off;
+	int anchors;
+	struct frame_cache_hooks hooks;
+	struct frame_cache_stats stats;
+	struct fc_entry **entries;
+	uint32_t n, cap;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+int frame_cache__new(const struct py_offsets *off, int anchors,
+		     const struct frame_cache_hooks *hooks, struct frame_cache **out)
+{
+	struct frame_cache *fc = calloc(1, sizeof(*fc));
+
+	if (!fc)
+		return -ENOMEM;
+	fc->off = off;
+	fc->anchors = anchors && hooks && hooks->write_anchor;
+	if (hooks)
+		fc->hooks = *hooks;
+	*out = fc;
+	return 0;
+}
+
+static void chain_free(struct chain *c)
+{
+	free(c->raw);
+	free(c->dec);
+	memset(c, 0, sizeof(*c));
+}
+
+static void entry_free(struct fc_entry *e)
+{
+	chain_free(&e->last);
+	chain_free(&e->anchored);
+	chain_free(&e->prev);
+	free(e);
+}
+
+void frame_cache__free(struct frame_cache *fc)
+{
+	if (!fc)
+		return;
+	for (uint32_t i = 0; i < fc->n; i++)
+		entry_free(fc->entries[i]);
+	free(fc->entries);
+	free(fc);
+}
+
+/* Threads are few per process; a scan beats a hash table's upkeep here. */
+static struct fc_entry *find(struct frame_cache *fc, uint32_t tid, uint64_t tstate)
+{
+	for (uint32_t i = 0; i < fc->n; i++) {
+		struct fc_entry *e = fc->entries[i];
+
+		if (e->tid == tid)
+			return e->tstate == tstate ? e : NULL;
+	}
+	return NULL;
+}
+
+static void publish(struct frame_cache *fc, struct fc_entry *e, const struct pbp_fcache *v)
+{
+	if (fc->hooks.publish)
+		fc->hooks.publish(fc->hooks.ctx, e->tid, v);
+}
+
+/* A new thread state under a known tid (a thread that ended and a new one) starts
+ * afresh. */
+static struct fc_entry *get(struct frame_cache *fc, uint32_t tid, uint64_t tstate)
+{
+	struct fc_entry *e, **grown;
+
+	for (uint32_t i = 0; i < fc->n; i++) {
+		e = fc->entries[i];
+		if (e->tid != tid)
+			continue;
+		if (e->tstate != tstate) {
+			if (e->valid)
+				publish(fc, e, NULL);
+			chain_free(&e->last);
+			chain_free(&e->anchored);
+			chain_free(&e->prev);
+			memset(e, 0, sizeof(*e));
+			e->tid = tid;
+			e->tstate = tstate;
+		}
+		return e;
+	}
+	if (fc->n == fc->cap) {
+		uint32_t cap = fc->cap ? fc->cap * 2 : 16;
+
+		grown = realloc(fc->entries, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		fc->entries = grown;
+		fc->cap = cap;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
+	e->tid = tid;
+	e->tstate = tstate;
+	fc->entries[fc->n++] = e;
+	return e;
+}
+
+static int chain_set(struct chain *c, const struct raw_frame *raw, uint32_t n,
+		     const struct decoded_frame *dec, uint32_t ndec)
+{
+	if (n > c->cap) {
+		struct raw_frame *r = realloc(c->raw, n * sizeof(*r));
+		struct decoded_frame *d;
+
+		if (!r)
+			return -ENOMEM;
+		c->raw = r;
+		d = realloc(c->dec, n * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		c->dec = d;
+		c->cap = n;
+	}
+	memcpy(c->raw, raw, n * sizeof(*raw));
+	memcpy(c->dec, dec, ndec * sizeof(*dec));
+	c->n = n;
+	c->ndec = ndec;
+	return 0;
+}
+
+static int same_frame(const struct raw_frame *a, const struct raw_frame *b)
+{
+	return a->addr == b->addr && a->code == b->code && a->instr == b->instr &&
+	       a->previous == b->previous && a->owner == b->owner;
+}
+
+static void invalidate(struct frame_cache *fc, struct fc_entry *e)
+{
+	if (!e->valid)
+		return;
+	e->valid = 0;
+	fc->stats.invalidations++;
+	publish(fc, e, NULL);
+}
+
+/* Which path element (@anchor, @seq) names, if any. */
+static int path_hit(const struct fc_entry *e, uint64_t anchor, uint64_t seq, uint32_t *j)
+{
+	if (!e->valid || !anchor || seq < e->seq || seq - e->seq >= e->npath)
+		return 0;
+	*j = (uint32_t)(seq - e->seq);
+	return e->path[*j] == anchor;
+}
+
+uint64_t frame_cache__stop(struct frame_cache *fc, const struct thread_sample *t)
+{
+	struct fc_entry *e = find(fc, t->tid, t->tstate);
+	uint32_t j = t->cache_depth;
+
+	if (!e || j >= PBP_PATH_MAX)
+		return 0;
+	if (e->valid && t->cache_gen == e->gen && j < e->npath &&
+	    e->path[j] == t->anchor && t->anchor_seq == e->seq + j)
+		return t->anchor;
+	if (e->prev.n && t->cache_gen == e->prev_gen && j < e->prev_npath &&
+	    e->prev_path[j] == t->anchor)
+		return t->anchor;
+	return 0;
+}
+
+int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, uint64_t stop,
+			struct raw_frame *raw, uint32_t nraw_room, uint32_t *nraw,
+			struct decoded_frame *dec, uint32_t ndec_room, uint32_t *ndec)
+{
+	struct fc_entry *e = find(fc, t->tid, t->tstate);
+	const struct chain *c;
+	const uint32_t *idx;
+	uint32_t j = t->cache_depth, k, py = 0;
+
+	*nraw = *ndec = 0;
+	if (!e || j >= PBP_PATH_MAX)
+		return -ENOENT;
+	if (e->valid && t->cache_gen == e->gen) {
+		c = &e->anchored;
+		idx = e->path_idx;
+	} else if (t->cache_gen == e->prev_gen && e->prev.n) {
+		c = &e->prev;
+		idx = e->prev_path_idx;
+	} else {
+		return -ENOENT;
+	}
+	k = idx[j];
+	if (k >= c->n || c->raw[k].addr != stop)
+		return -ENOENT;
+	for (uint32_t i = 0; i <= k; i++)
+		py += c->raw[i].code != 0;
+	if (c->n - k - 1 > nraw_room || c->ndec - py > ndec_room)
+		return -ENOSPC;
+	*nraw = c->n - k - 1;
+	*ndec = c->ndec - py;
+	memcpy(raw, c->raw + k + 1, *nraw * sizeof(*raw));
+	memcpy(dec, c->dec + py, *ndec * sizeof(*dec));
+	e->seen_ns = now_ns();
+	fc->stats.frames_from_cache += *ndec;
+	if (j)
+		fc->stats.partial_hits++;
+	else
+		fc->stats.hits++;
+	return 0;
+}
+
+/* The fingerprint BPF read for the frame at @addr, 0 if none. */
+static uint64_t sampled_fp(const struct thread_sample *t, uint64_t addr)
+{
+	for (uint32_t i = 0; i < t->nfps; i++)
+		if (t->fps[i].frame == addr)
+			return t->fps[i].fp;
+	return 0;
+}
+
+uint32_t frame_cache__reuse(struct frame_cache *fc, const struct thread_sample *t,
+			    const struct raw_frame *raw, uint32_t n, struct decoded_frame *dec,
+			    uint32_t *ndec)
+{
+	struct fc_entry *e = find(fc, t->tid, t->tstate);
+	const struct chain *c;
+	uint32_t m = 0, py = 0;
+
+	*ndec = 0;
+	if (!e || !e->last.n) {
+		fc->stats.misses++;
+		return 0;
+	}
+	c = &e->last;
+	while (m < n && m < c->n) {
+		const struct raw_frame *a = &raw[n - 1 - m], *b = &c->raw[c->n - 1 - m];
+		uint64_t fp;
+
+		if (!same_frame(a, b))
+			break;
+		if (a->code) {
+			/* A code object freed and rebuilt at the same address gets a new
+			 * fingerprint; where BPF read one, it must match. */
+			fp = sampled_fp(t, a->addr);
+			if (fp && fp != c->dec[c->ndec - 1 - py].code_fp)
+				break;
+			py++;
+		}
+		m++;
+	}
+	if (!py) {
+		fc->stats.misses++;
+		return 0;
+	}
+	memcpy(dec, c->dec + c->ndec - py, py * sizeof(*dec));
+	*ndec = py;
+	fc->stats.frames_from_cache += py;
+	if (m + 1 >= n)
+		fc->stats.hits++;
+	else
+		fc->stats.partial_hits++;
+	return m;
+}
+
+static void establish(struct frame_cache *fc, struct fc_entry *e, const struct thread_sample *t,
+		      const struct raw_frame *raw, uint32_t n, const struct decoded_frame *dec,
+		      uint32_t ndec, uint32_t k)
+{
+	const struct py_offsets *o = fc->off;
+	struct pbp_fcache v = { .tstate = e->tstate };
+	struct chain swap;
+
+	/* The old chain stays for records BPF took under the old generation. */
+	swap = e->prev;
+	e->prev = e->anchored;
+	e->anchored = swap;
+	e->prev_gen = e->gen;
+	e->prev_npath = e->npath;
+	memcpy(e->prev_path, e->path, sizeof(e->path));
+	memcpy(e->prev_path_idx, e->path_idx, sizeof(e->path_idx));
+	e->valid = 0;
+	if (chain_set(&e->anchored, raw, n, dec, ndec))
+		return;
+	e->gen++;
+	e->seq = t->anchor_seq;
+	e->npath = 0;
+	for (uint32_t i = k; i < n && e->npath < PBP_PATH_MAX; i++) {
+		if (raw[i].owner != o->owner_thread || (i > k && raw[i - 1].previous != raw[i].addr))
+			break;
+		e->path_idx[e->npath] = i;
+		e->path[e->npath++] = raw[i].addr;
+	}
+	e->valid = 1;
+	e->long_hits = 0;
+	fc->stats.anchors_established++;
+	v.seq = e->seq;
+	v.gen = e->gen;
+	v.npath = e->npath;
+	memcpy(v.path, e->path, sizeof(v.path));
+	publish(fc, e, &v);
+}
+
+static void write_anchor(struct frame_cache *fc, struct fc_entry *e, uint64_t frame)
+{
+	invalidate(fc, e);
+	if (fc->hooks.write_anchor(fc->hooks.ctx, e->tstate, frame))
+		return;
+	e->last_write_ns = now_ns();
+	fc->stats.anchor_writes++;
+}
+
+/* The innermost thread-owned frame: the anchor to ask the interpreter to track. */
+static int innermost_owned(const struct py_offsets *o, const struct raw_frame *raw, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (raw[i].owner == o->owner_thread && raw[i].code)
+			return (int)i;
+	return -1;
+}
+
+static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct thread_sample *t,
+			const struct raw_frame *raw, uint32_t n, const struct decoded_frame *dec,
+			uint32_t ndec)
+{
+	const struct py_offsets *o = fc->off;
+	uint32_t j;
+	int f;
+
+	if (path_hit(e, t->anchor, t->anchor_seq, &j))
+		return;		/* still true; BPF had not seen the entry yet */
+	invalidate(fc, e);
+	if (t->anchor && t->ts_ns > e->last_write_ns) {
+		for (uint32_t k = 0; k < n; k++) {
+			if (raw[k].addr != t->anchor)
+				continue;
+			if (raw[k].owner == o->owner_thread)
+				establish(fc, e, t, raw, n, dec, ndec, k);
+			return;
+		}
+	}
+	f = innermost_owned(o, raw, n);
+	if (f < 0 || raw[f].addr == t->anchor || now_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+		return;
+	write_anchor(fc, e, raw[f].addr);
+}
+
+void frame_cache__store(struct frame_cache *fc, const struct thread_sample *t,
+			const struct raw_frame *raw, uint32_t n,
+			const struct decoded_frame *dec, uint32_t ndec)
+{
+	struct fc_entry *e = get(fc, t->tid, t->tstate);
+
+	if (!e)
+		return;
+	e->seen_ns = now_ns();
+	if (chain_set(&e->last, raw, n, dec, ndec))
+		e->last.n = 0;
+	if (fc->anchors)
+		move_anchor(fc, e, t, raw, n, dec, ndec);
+}
+
+void frame_cache__after_hit(struct frame_cache *fc, const struct thread_sample *t,
+			    const struct raw_frame *raw, uint32_t walked)
+{
+	struct fc_entry *e = find(fc, t->tid, t->tstate);
+	int f;
+
+	if (!e || !fc->anchors)
+		return;
+	if (walked < REANCHOR_FRAMES) {
+		e->long_hits = 0;
+		return;
+	}
+	/* The stack has grown well above the anchor and stays there: track a frame
+	 * nearer the top, at the price of some full copies until it is established. */
+	if (++e->long_hits < REANCHOR_SAMPLES || now_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+		return;
+	f = innermost_owned(fc->off, raw, walked);
+	if (f >= 0)
+		write_anchor(fc, e, raw[f].addr);
+	e->long_hits = 0;
+}
+
+int frame_cache__anchor_hit(struct frame_cache *fc, uint32_t tid, uint64_t tstate,
+			    uint64_t anchor, uint64_t seq, uint32_t *gen, uint32_t *depth)
+{
+	struct fc_entry *e = find(fc, tid, tstate);
+
+	if (!e || !path_hit(e, anchor, seq, depth))
+		return 0;
+	*gen = e->gen;
+	return 1;
+}
+
+void frame_cache__expire(struct frame_cache *fc, uint64_t before_ns)
+{
+	uint32_t w = 0;
+
+	for (uint32_t i = 0; i < fc->n; i++) {
+		struct fc_entry *e = fc->entries[i];
+
+		if (e->seen_ns >= before_ns) {
+			fc->entries[w++] = e;
+			continue;
+		}
+		if (e->valid)
+			publish(fc, e, NULL);
+		entry_free(e);
+	}
+	fc->n = w;
+}
+
+const struct frame_cache_stats *frame_cache__stats(const struct frame_cache *fc)
+{
+	return &fc->stats;
+}
