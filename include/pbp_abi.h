@@ -46,6 +46,11 @@ typedef uint64_t pbp_u64;
 #define PBP_SF_MORE_CHUNKS	(1u << 3)	/* older chunks exist beyond the segments */
 #define PBP_SF_FP_FAULT		(1u << 4)	/* some fingerprints could not be read */
 
+/* pbp_sample.ts_flags: the sampled thread's state */
+#define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
+#define PBP_TS_GIL		(1u << 1)	/* holds the GIL */
+#define PBP_TS_GIL_KNOWN	(1u << 2)	/* PBP_TS_GIL is meaningful */
+
 /* One contiguous span of target memory copied into the record. */
 struct pbp_segment {
 	pbp_u64 addr;
@@ -85,7 +90,7 @@ struct pbp_sample {
 	pbp_u32 tstate_len;
 	pbp_u32 nsegs;		/* spans in seg[], chunks first */
 	pbp_u32 nfps;
-	pbp_u32 _pad;
+	pbp_u32 ts_flags;	/* PBP_TS_* */
 	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };

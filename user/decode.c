@@ -14,9 +14,13 @@
 #include "decode.h"
 #include "hash.h"
 
+/* One frame as walked, shims included: what the cache compares and the namer names. */
 struct raw_frame {
-	uint64_t code;
+	uint64_t addr;
+	uint64_t code;		/* 0 for a shim */
 	uint64_t instr;
+	uint64_t previous;
+	uint8_t owner;
 };
 
 struct decoder {
@@ -123,47 +127,80 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	return 0;
 }
 
-/* Walks previous pointers from the sampled frame, collecting code and instruction. */
-static enum decode_gap walk(struct decoder *d, const struct pbp_sample *s, uint32_t *n)
+/* Walks previous pointers from the sampled frame, recording every frame. */
+static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, uint32_t *n)
 {
 	const struct py_offsets *o = d->off;
-	uint64_t frame = s->current_frame;
+	uint64_t frame = t->current_frame;
 	uint8_t hdr[256];
 	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
-	uint32_t depth = 0, visited = 0;
+	uint32_t depth = 0;
 	uint8_t owner = 0xff;
 
+	*n = 0;
 	if (o->fr_size > sizeof(hdr))
 		return GAP_BAD_RECORD;
 	while (frame) {
-		uint64_t before = d->snap.misses;
+		uint64_t before = d->cfg.live->stats.reads;
+		struct raw_frame *r = &d->raw[depth];
 
 		if (frame & 7)
 			return GAP_BAD_FRAME;
 		/* Bounded even when every frame is a shim: a cycle ends here too. */
-		if (++visited > DECODE_MAX_DEPTH || depth == DECODE_MAX_DEPTH)
+		if (depth == DECODE_MAX_DEPTH)
 			return GAP_TOO_DEEP;
-		if (mem__read(&d->snap.base, frame, hdr, o->fr_size))
+		if (mem__read(t->mem, frame, hdr, o->fr_size))
 			return GAP_UNREADABLE;
-		if (d->snap.misses != before)
+		if (d->cfg.live->stats.reads != before)
 			d->stats.frames_read_live++;
 		else
 			d->stats.frames_from_snapshot++;
 		owner = hdr[o->fr_owner];
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
+		r->addr = frame;
+		r->owner = owner;
+		r->previous = get_u64(hdr + o->fr_previous);
+		r->code = 0;
+		r->instr = 0;
 		if (!is_shim(o, owner)) {
-			d->raw[depth].code = get_u64(hdr + o->fr_code) & mask;
-			d->raw[depth].instr = get_u64(hdr + o->fr_instr);
-			if (!d->raw[depth].code || (d->raw[depth].code & 7))
+			r->code = get_u64(hdr + o->fr_code) & mask;
+			r->instr = get_u64(hdr + o->fr_instr);
+			if (!r->code || (r->code & 7))
 				return GAP_BAD_FRAME;
-			depth++;
 		}
-		frame = get_u64(hdr + o->fr_previous);
-		*n = depth;
+		*n = ++depth;
+		frame = r->previous;
 	}
-	*n = depth;
 	return is_bottom(o, owner) ? GAP_NONE : GAP_NO_BOTTOM;
+}
+
+/*
+ * Live memory read while the target runs can tear: a frame copied before the thread
+ * returned and one copied after it called again describe no stack that ever existed.
+ * Reading every used header a second time and finding the same code, links and owner
+ * (and, below the innermost frame, the same instruction) means both readings saw one
+ * stack; a tear would have to repeat itself exactly to pass.
+ */
+static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, uint32_t n)
+{
+	const struct py_offsets *o = d->off;
+	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
+	uint8_t hdr[256];
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct raw_frame *r = &d->raw[i];
+		int shim;
+
+		if (mem__read(t->verify, r->addr, hdr, o->fr_size))
+			return GAP_TORN;
+		shim = is_shim(o, r->owner);
+		if (hdr[o->fr_owner] != r->owner || get_u64(hdr + o->fr_previous) != r->previous ||
+		    (!shim && (get_u64(hdr + o->fr_code) & mask) != r->code) ||
+		    (!shim && i && get_u64(hdr + o->fr_instr) != r->instr))
+			return GAP_TORN;
+	}
+	return GAP_NONE;
 }
 
 /*
@@ -172,52 +209,56 @@ static enum decode_gap walk(struct decoder *d, const struct pbp_sample *s, uint3
  * one sample an address names one object, so one recorded fingerprint serves every
  * frame of a recursion.
  */
-static int sample_fp(struct decoder *d, const struct pbp_sample *s, uint64_t code, uint64_t *fp)
+static int sample_fp(struct decoder *d, const struct thread_sample *t, uint64_t code,
+		     uint64_t *fp)
 {
-	for (uint32_t i = 0; i < s->nfps; i++) {
-		if (s->fps[i].code == code && s->fps[i].fp) {
-			*fp = s->fps[i].fp;
+	for (uint32_t i = 0; i < t->nfps; i++) {
+		if (t->fps[i].code == code && t->fps[i].fp) {
+			*fp = t->fps[i].fp;
 			return 0;
 		}
 	}
 	return code_cache__live_fp(d->codes, code, fp);
 }
 
-static enum decode_gap name_frames(struct decoder *d, const struct pbp_sample *s, uint32_t n,
-				   struct stack *st)
+/* Names the Python frames of raw[0..n) into st->frames; shims are skipped. */
+static enum decode_gap name_frames(struct decoder *d, const struct thread_sample *t,
+				   uint32_t n, struct stack *st)
 {
 	const struct py_offsets *o = d->off;
 	uint64_t last_code = 0;
 	const struct code_info *ci = NULL;
 
+	st->depth = 0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct raw_frame *r = &d->raw[i];
+		struct decoded_frame *f = &st->frames[st->depth];
 		uint64_t start, fp;
 		int err;
 
+		if (!r->code)
+			continue;
 		/* Consecutive frames of one code (recursion) resolve once. */
 		if (r->code != last_code) {
-			err = sample_fp(d, s, r->code, &fp);
+			err = sample_fp(d, t, r->code, &fp);
 			if (!err)
 				err = code_cache__get(d->codes, r->code, fp, &ci);
-			if (err) {
-				st->depth = i;
+			if (err)
 				return err == -ESTALE ? GAP_STALE_CODE
 				       : err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_CODE;
-			}
 			last_code = r->code;
 		}
 		start = r->code + o->co_code_adaptive;
-		st->frames[i].qualname = ci->qualname;
-		st->frames[i].filename = ci->filename;
+		f->qualname = ci->qualname;
+		f->filename = ci->filename;
 		/* An instruction pointer outside the code's bytecode means the frame and
 		 * code disagree: name it but give no line rather than a wrong one. */
 		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
-			st->frames[i].line = code_cache__line(ci, (r->instr - start) / 2);
+			f->line = code_cache__line(ci, (r->instr - start) / 2);
 		else
-			st->frames[i].line = -1;
+			f->line = -1;
+		st->depth++;
 	}
-	st->depth = n;
 	return GAP_NONE;
 }
 
@@ -229,32 +270,8 @@ static uint64_t thread_cpu_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack *st)
+static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 {
-	const struct pbp_sample *s = rec;
-	uint64_t t0 = thread_cpu_ns();
-	uint32_t n = 0;
-	enum decode_gap gap;
-
-	st->depth = 0;
-	if (load_record(d, s, len)) {
-		st->gap = GAP_BAD_RECORD;
-		goto out;
-	}
-	st->pid = s->pid;
-	st->tid = s->tid;
-	st->ts_ns = s->ts_ns;
-	gap = walk(d, s, &n);
-	/* Name what was walked even when the walk broke off: the partial stack is still
-	 * reported, marked incomplete. */
-	if (n) {
-		enum decode_gap g = name_frames(d, s, n, st);
-
-		if (g != GAP_NONE)
-			gap = g;
-	}
-	st->gap = gap;
-out:
 	d->stats.samples++;
 	d->stats.gaps[st->gap]++;
 	if (st->gap == GAP_NONE)
@@ -263,7 +280,71 @@ out:
 		d->stats.incomplete++;
 	d->stats.frames += st->depth;
 	d->stats.ns += thread_cpu_ns() - t0;
-	return st->gap == GAP_BAD_RECORD ? -EINVAL : 0;
+}
+
+static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+{
+	uint32_t n = 0;
+	enum decode_gap gap;
+
+	st->pid = t->pid;
+	st->tid = t->tid;
+	st->ts_ns = t->ts_ns;
+	st->flags = t->flags;
+	st->depth = 0;
+	gap = walk(d, t, &n);
+	if (t->verify && n) {
+		enum decode_gap g = verify(d, t, n);
+
+		if (g != GAP_NONE) {
+			st->gap = g;
+			return;
+		}
+	}
+	/* Name what was walked even when the walk broke off: the partial stack is still
+	 * reported, marked incomplete. */
+	if (n) {
+		enum decode_gap g = name_frames(d, t, n, st);
+
+		if (g != GAP_NONE)
+			gap = g;
+	}
+	st->gap = gap;
+}
+
+int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+{
+	uint64_t t0 = thread_cpu_ns();
+
+	decode_thread(d, t, st);
+	account(d, st, t0);
+	return 0;
+}
+
+int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack *st)
+{
+	const struct pbp_sample *s = rec;
+	struct thread_sample t = { 0 };
+	uint64_t t0 = thread_cpu_ns();
+
+	st->depth = 0;
+	if (load_record(d, s, len)) {
+		st->gap = GAP_BAD_RECORD;
+		account(d, st, t0);
+		return -EINVAL;
+	}
+	t.pid = s->pid;
+	t.tid = s->tid;
+	t.ts_ns = s->ts_ns;
+	t.flags = s->ts_flags;
+	t.tstate = s->tstate;
+	t.current_frame = s->current_frame;
+	t.fps = s->fps;
+	t.nfps = s->nfps;
+	t.mem = &d->snap.base;
+	decode_thread(d, &t, st);
+	account(d, st, t0);
+	return 0;
 }
 
 const struct decode_stats *decoder__stats(const struct decoder *d)

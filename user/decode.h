@@ -27,6 +27,7 @@ enum decode_gap {
 	GAP_TOO_DEEP,		/* DECODE_MAX_DEPTH reached */
 	GAP_BAD_RECORD,		/* the record itself is malformed */
 	GAP_NO_BOTTOM,		/* the chain ended at a frame that cannot be the first */
+	GAP_TORN,		/* a second reading of live memory disagreed */
 	GAP_MAX,
 };
 
@@ -39,6 +40,7 @@ struct decoded_frame {
 struct stack {
 	uint32_t pid, tid;
 	uint64_t ts_ns;
+	uint32_t flags;		/* PBP_TS_* of the sample */
 	enum decode_gap gap;
 	uint32_t depth;
 	struct decoded_frame frames[DECODE_MAX_DEPTH];	/* innermost first */
@@ -49,6 +51,25 @@ struct decode_stats {
 	uint64_t gaps[GAP_MAX];
 	uint64_t frames, frames_from_snapshot, frames_read_live;
 	uint64_t ns;		/* CPU time spent decoding */
+};
+
+/*
+ * One thread at one instant, from any memory source: a BPF record, live memory, a core
+ * file. @mem serves the frames. When @verify is set, every frame header the walk used
+ * is read again through it and must agree (live memory read while the target runs);
+ * a disagreement makes the stack GAP_TORN.
+ */
+struct thread_sample {
+	uint32_t pid, tid;
+	uint64_t ts_ns;		/* CLOCK_MONOTONIC, when the frames were read */
+	uint32_t flags;		/* PBP_TS_* */
+	uint64_t tstate;
+	uint64_t current_frame;
+	uint64_t anchor, anchor_seq;	/* 3.15+: last_profiled_frame(_seq) as read */
+	const struct pbp_code_fp *fps;	/* code fingerprints read with the frames */
+	uint32_t nfps;
+	struct mem_source *mem;
+	struct mem_source *verify;
 };
 
 struct decoder;
@@ -66,6 +87,9 @@ void decoder__free(struct decoder *d);
 /* Decodes @rec (@len bytes from the ring buffer) into @st. 0 even for incomplete
  * stacks (see st->gap); -EINVAL only for a record that is not ours. */
 int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack *st);
+
+/* Decodes one thread's stack. Same return convention as decoder__decode(). */
+int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st);
 
 const struct decode_stats *decoder__stats(const struct decoder *d);
 const struct code_cache_stats *decoder__code_stats(const struct decoder *d);

@@ -45,6 +45,10 @@ static const struct py_offsets builtin_311 = {
 	.runtime_interpreters_head	= 40,
 	.interp_threads_head		= 16,
 	.interp_next			= 0,
+	.runtime_gil			= 360,	/* ceval.gil */
+	.interp_gil_ptr			= NONE,
+	.gil_locked			= 16,
+	.gil_last_holder		= 8,
 
 	.ts_size			= 360,
 	.ts_next			= 8,
@@ -110,6 +114,10 @@ static const struct py_offsets builtin_312 = {
 	.runtime_interpreters_head	= 40,
 	.interp_threads_head		= 72,
 	.interp_next			= 0,
+	.runtime_gil			= NONE,	/* not derived for 3.12: no GIL state */
+	.interp_gil_ptr			= NONE,
+	.gil_locked			= NONE,
+	.gil_last_holder		= NONE,
 
 	.ts_size			= 288,
 	.ts_next			= 8,
@@ -190,6 +198,10 @@ struct debug_layout {
 	uint8_t is_size;
 	uint8_t is_next;
 	uint8_t is_threads_head;
+	uint8_t is_ceval_gil;
+	uint8_t is_gil_state;		/* the interpreter's own _gil ... */
+	uint8_t is_gil_locked;		/* ... and two of its fields, also from the */
+	uint8_t is_gil_holder;		/* interpreter's start */
 
 	uint8_t ts_size;
 	uint8_t ts_next;
@@ -276,6 +288,10 @@ static const struct debug_layout layout_313 = {
 	.is_size			= 6,
 	.is_next			= 8,
 	.is_threads_head		= 9,
+	.is_ceval_gil			= 14,
+	.is_gil_state			= 15,
+	.is_gil_locked			= 17,
+	.is_gil_holder			= 18,
 	.ts_size			= 19,
 	.ts_next			= 21,
 	.ts_interp			= 22,
@@ -331,6 +347,10 @@ static const struct debug_layout layout_314 = {
 	.is_size			= 6,
 	.is_next			= 8,
 	.is_threads_head		= 9,
+	.is_ceval_gil			= 15,
+	.is_gil_state			= 16,
+	.is_gil_locked			= 18,
+	.is_gil_holder			= 19,
 	.ts_size			= 22,
 	.ts_next			= 24,
 	.ts_interp			= 25,
@@ -387,6 +407,10 @@ static const struct debug_layout layout_315 = {
 	.is_size			= 6,
 	.is_next			= 8,
 	.is_threads_head		= 9,
+	.is_ceval_gil			= 15,
+	.is_gil_state			= 16,
+	.is_gil_locked			= 18,
+	.is_gil_holder			= 19,
 	.ts_size			= 22,
 	.ts_next			= 24,
 	.ts_interp			= 25,
@@ -507,7 +531,9 @@ static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s
 
 	if (!fits(o->runtime_interpreters_head, ptr, s->runtime) ||
 	    !fits(o->interp_next, ptr, s->interp) ||
-	    !fits(o->interp_threads_head, ptr, s->interp))
+	    !fits(o->interp_threads_head, ptr, s->interp) ||
+	    !fits(o->interp_gil_ptr, ptr, s->interp) || o->gil_locked > OBJ_SIZE_MAX ||
+	    o->gil_last_holder > OBJ_SIZE_MAX)
 		return -EINVAL;
 
 	if (!fits(o->ts_next, ptr, ts) || !fits(o->ts_interp, ptr, ts) ||
@@ -572,6 +598,12 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.runtime_interpreters_head = slot(buf, l->rt_interpreters_head);
 	o.interp_threads_head = slot(buf, l->is_threads_head);
 	o.interp_next = slot(buf, l->is_next);
+	o.runtime_gil = NONE;
+	o.interp_gil_ptr = slot(buf, l->is_ceval_gil);
+	/* The table names fields of the interpreter's embedded _gil; the pointer may
+	 * lead to another interpreter's (a shared GIL), so keep them relative. */
+	o.gil_locked = slot(buf, l->is_gil_locked) - slot(buf, l->is_gil_state);
+	o.gil_last_holder = slot(buf, l->is_gil_holder) - slot(buf, l->is_gil_state);
 
 	/*
 	 * Copy the whole public PyThreadState, which holds every field we read; a

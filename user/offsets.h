@@ -31,6 +31,16 @@ struct py_offsets {
 	uint64_t interp_threads_head;
 	uint64_t interp_next;
 
+	/*
+	 * Where the GIL's state lives: inside _PyRuntime on 3.11 (runtime_gil), behind
+	 * a pointer in PyInterpreterState from 3.12 on (interp_gil_ptr). A thread holds
+	 * the GIL when gil_locked is non-zero and gil_last_holder names its state.
+	 */
+	uint64_t runtime_gil;
+	uint64_t interp_gil_ptr;
+	uint64_t gil_locked;		/* int, inside struct _gil_runtime_state */
+	uint64_t gil_last_holder;	/* PyThreadState * */
+
 	/* PyThreadState */
 	uint64_t ts_size;		/* bytes worth copying: covers every field below */
 	uint64_t ts_next;

@@ -103,6 +103,15 @@ static void check_all(const struct py_offsets *o)
 	CHECK(runtime_interpreters_head, offsetof(_PyRuntimeState, interpreters.head));
 	CHECK(interp_threads_head, offsetof(PyInterpreterState, threads.head));
 	CHECK(interp_next, offsetof(PyInterpreterState, next));
+#if PY_VERSION_HEX < 0x030c0000
+	CHECK(runtime_gil, offsetof(_PyRuntimeState, ceval.gil));
+	CHECK(interp_gil_ptr, NONE);
+#else
+	CHECK(runtime_gil, NONE);
+	CHECK(interp_gil_ptr, offsetof(PyInterpreterState, ceval.gil));
+#endif
+	CHECK(gil_locked, offsetof(struct _gil_runtime_state, locked));
+	CHECK(gil_last_holder, offsetof(struct _gil_runtime_state, last_holder));
 
 	CHECK(ts_size, sizeof(PyThreadState));
 	CHECK(ts_next, offsetof(PyThreadState, next));
