@@ -123,3 +123,24 @@ int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *
 	fclose(f);
 	return ret;
 }
+
+int proc__thread_state(pid_t pid, pid_t tid, char *state)
+{
+	char path[64], buf[1024];
+	const char *f;
+	FILE *fp;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	f = n ? stat_fields(buf) : NULL;
+	if (!f || !*f)
+		return -ESRCH;
+	*state = *f;
+	return 0;
+}

@@ -30,4 +30,8 @@ int proc__comm(pid_t pid, char *buf, size_t len);
 /* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
 
+/* The scheduler state of thread @tid of @pid as /proc shows it: 'R' running or
+ * runnable, 'S' sleeping, 'D' in uninterruptible wait, ... -ESRCH if it is gone. */
+int proc__thread_state(pid_t pid, pid_t tid, char *state);
+
 #endif
