@@ -57,7 +57,7 @@ struct mem_core {
 	struct mem_source base;
 	int fd;
 	uint64_t size;
-	char *sysroot, *exe_override;
+	char *sysroot, *sysroot_real, *exe_override;
 	struct core_seg *segs;
 	unsigned int nsegs;
 	struct core_map *maps;
@@ -155,15 +155,23 @@ static int core_bytes(struct mem_core *c, uint64_t addr, void *dst, size_t len)
 	return pread_all(c->fd, dst, len, s->offset + (addr - s->vaddr));
 }
 
+static int under(const char *path, const char *dir)
+{
+	size_t n = dir ? strlen(dir) : 0;
+
+	return n && !strncmp(path, dir, n) && path[n] == '/';
+}
+
 static int candidate_path(const struct mem_core *c, unsigned int idx, char *out, size_t len)
 {
 	const char *name = c->files[idx].name;
-	size_t n = c->sysroot ? strlen(c->sysroot) : 0;
 	int w;
 
+	/* gcore names files as the host sees them, already under the sysroot (with its
+	 * symbolic links resolved); the kernel names them as the process saw them. */
 	if (c->exe_override && (int)idx == c->exe_file)
 		w = snprintf(out, len, "%s", c->exe_override);
-	else if (c->sysroot && !(strncmp(name, c->sysroot, n) == 0 && name[n] == '/'))
+	else if (c->sysroot && !under(name, c->sysroot) && !under(name, c->sysroot_real))
 		w = snprintf(out, len, "%s%s", c->sysroot, name);
 	else
 		w = snprintf(out, len, "%s", name);
@@ -585,6 +593,8 @@ int mem_core__open(const char *path, const struct mem_core_opts *opts, struct me
 	}
 	c->size = st.st_size;
 	err = set_string(&c->sysroot, opts ? opts->sysroot : NULL);
+	if (!err && c->sysroot)
+		c->sysroot_real = realpath(c->sysroot, NULL);
 	if (!err)
 		err = set_string(&c->exe_override, opts ? opts->exe : NULL);
 	if (!err)
@@ -620,6 +630,7 @@ void mem_core__close(struct mem_core *c)
 	free(c->segs);
 	free(c->tids);
 	free(c->sysroot);
+	free(c->sysroot_real);
 	free(c->exe_override);
 	free(c);
 }
