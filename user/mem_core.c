@@ -219,6 +219,7 @@ static int resolve_file(struct mem_core *c, unsigned int idx)
 {
 	struct core_file *f = &c->files[idx];
 	char path[PATH_MAX];
+	struct stat st;
 	int fd = -1, err;
 
 	if (f->resolved)
@@ -232,10 +233,16 @@ static int resolve_file(struct mem_core *c, unsigned int idx)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A core names any path it likes: never block on a FIFO or read a device. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		err = errno == ENOTDIR ? -ENOENT : -errno;
 		pr_debug("core: cannot open %s for %s: %s\n", path, f->name, strerror(-err));
+		goto cleanup;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		pr_debug("core: %s is not a regular file\n", path);
+		err = -ENOENT;
 		goto cleanup;
 	}
 	err = check_file(c, idx, fd);
