@@ -470,3 +470,17 @@ def test_help_documents_dump_exit_codes(profiler_bin):
         for code in ("8", "9"):
             assert re.search(rf"(^|\s){code}\s", out), f"{argv}: exit {code} undocumented"
         assert "--core" in out and "dump" in out
+
+
+def test_dump_is_clean_under_sanitizers(py, dumped, tmp_path):
+    """dump of both cores, and of a core cut short, with the sanitizer build."""
+    from test_sanitizers import SAN_ENV, SAN_REPORT, san_binary
+    d = dumped.get()
+    cut = tmp_path / "cut.core"
+    cut.write_bytes(d.kernel_core.read_bytes()[:1 << 20])
+    for core, rc in ((d.core, 0), (d.kernel_core, 0), (cut, EXIT_BAD_CORE)):
+        argv = [san_binary("pybpfprof"), "dump", "--core", str(core), "--sysroot", py.root]
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=QUICK, env=SAN_ENV)
+        report = [m for m in SAN_REPORT if m in p.stderr]
+        assert not report, f"{' '.join(argv)}: sanitizer report:\n{p.stderr[-4000:]}"
+        assert p.returncode == rc, f"{' '.join(argv)}: exit {p.returncode}\n{p.stderr[-2000:]}"
