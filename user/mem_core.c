@@ -23,7 +23,7 @@
 #elif defined(__aarch64__)
 #define CORE_MACHINE EM_AARCH64
 #else
-#error "core files: unsupported architecture"
+#define CORE_MACHINE EM_NONE	/* notes and registers not known here: refuse every core */
 #endif
 
 #ifndef NT_FILE
@@ -299,7 +299,8 @@ static int core_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 			if (s && addr - s->vaddr < s->memsz)
 				limit = s->vaddr + s->memsz;
 			else
-				limit = (unsigned long)(i + 1) < c->nsegs ? c->segs[i + 1].vaddr : UINT64_MAX;
+				limit = c->segs && (unsigned long)(i + 1) < c->nsegs ?
+					c->segs[i + 1].vaddr : UINT64_MAX;
 			if (!m) {
 				err = -EFAULT;
 				break;
