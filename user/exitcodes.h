@@ -12,6 +12,8 @@ enum pbp_exit {
 	EXIT_UNSUPPORTED = 5,	/* a CPython version this build cannot read */
 	EXIT_PRIVILEGES = 6,	/* missing capabilities */
 	EXIT_KERNEL = 7,	/* the kernel lacks BTF, BPF or perf events */
+	EXIT_BAD_CORE = 8,	/* the core file cannot be read, is truncated or is no core */
+	EXIT_NO_BINARY = 9,	/* the binary a core names is not on this host (or differs) */
 	EXIT_CMD_NOEXEC = 126,	/* command after -- is not executable */
 	EXIT_CMD_NOTFOUND = 127,	/* command after -- does not exist */
 };

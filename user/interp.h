@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Finding a process's CPython: which mapped file holds _PyRuntime, where it is loaded,
- * the interpreter version and the offsets that go with it.
+ * Finding a process's CPython, live or in a core: which mapped file holds _PyRuntime,
+ * where it is loaded, the interpreter version and the offsets that go with it.
  */
 #ifndef PBP_INTERP_H
 #define PBP_INTERP_H
@@ -29,6 +29,20 @@ struct py_interp {
  * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read.
  */
 int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);
+
+struct mem_core;
+
+/*
+ * The same from a core file, reading through the core's memory and the files it maps
+ * (resolved as mem_core__file_path() says). out->pid is the core's process. Returns 0;
+ * -ENOENT if no mapped file exports _PyRuntime: then @missing (if given) is "" when
+ * every candidate file was read (the core is not of a CPython process), else the file
+ * that was not found; -ESTALE if a candidate file differs from the one the process
+ * mapped (@missing names it); -ENOTSUP as above; -EIO if the core lacks the runtime's
+ * memory; -EACCES/-EPERM if a file cannot be read.
+ */
+int interp__find_core(struct mem_core *core, struct py_interp *out, char *missing,
+		      size_t missing_len);
 
 /* "3.13.1", "3.15.0a7", ... */
 void interp__version_str(uint32_t hex, char *buf, size_t len);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dump.h"
 #include "exitcodes.h"
 #include "log.h"
 #include "pbp_abi.h"
@@ -22,11 +23,14 @@ static const char main_help[] =
 	"Usage:\n"
 	"  pybpfprof record -p PID [options]          profile a running process\n"
 	"  pybpfprof record [options] -- CMD [ARG...]  run a command and profile it\n"
+	"  pybpfprof dump -p PID                      print every Python thread's stack\n"
+	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
+	"                                             the same from a core file\n"
 	"  pybpfprof --help | --version\n"
 	"\n"
 	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
 	"the thread is interrupted, so stacks are consistent without pausing the target.\n"
-	"See 'pybpfprof record --help' for options.\n"
+	"See 'pybpfprof record --help' and 'pybpfprof dump --help' for options.\n"
 	"\n"
 	"Supported interpreters: CPython " "3.11, 3.12 (untested), 3.13, 3.14, 3.15" " (GIL builds).\n"
 	"\n"
@@ -46,6 +50,9 @@ static const char main_help[] =
 	"  6    missing privileges: BPF is not allowed and neither is reading the\n"
 	"       target's memory\n"
 	"  7    the kernel lacks BTF, BPF or perf-event support\n"
+	"  8    dump: the core file cannot be read, is truncated or is not a core\n"
+	"  9    dump: a binary the core names is not on this host, or is not the one the\n"
+	"       process ran (give --exe or --sysroot)\n"
 	"  126  the command after -- is not executable\n"
 	"  127  the command after -- was not found\n";
 
@@ -102,12 +109,52 @@ static const char record_help[] =
 	"  sudo pybpfprof record -p 1234 -d 30 -o app.txt\n"
 	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n";
 
-static int usage_error(const char *fmt, const char *arg)
+static const char dump_help[] =
+	"Usage:\n"
+	"  pybpfprof dump -p PID\n"
+	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
+	"\n"
+	"Prints the current stack of every Python thread once, like a traceback but most\n"
+	"recent call first:\n"
+	"\n"
+	"  Thread 4242 (idle, holds the GIL):\n"
+	"    File \"/srv/app.py\", line 12, in Worker.poll\n"
+	"    File \"/srv/app.py\", line 30, in main\n"
+	"\n"
+	"Each thread is 'on CPU' (running or runnable) or 'idle', as /proc says; a core\n"
+	"does not record it. '(no Python frames)' is a thread outside Python code; a last\n"
+	"line '[incomplete: WHY]' marks a stack that could not be read to its first frame.\n"
+	"A running process is not stopped: its stacks are read twice and read again if\n"
+	"they changed in between.\n"
+	"\n"
+	"Target:\n"
+	"  -p, --pid PID          a running process (needs ptrace access to it)\n"
+	"      --core CORE        an ELF core file (kernel core dump or gdb's gcore); the\n"
+	"                         files it maps are read where the core does not hold them\n"
+	"      --exe PYTHON       the core's executable on this host, when it is not at the\n"
+	"                         path the core names\n"
+	"      --sysroot DIR      look up the paths the core names under DIR (a core from a\n"
+	"                         container or chroot, or from another machine)\n"
+	"  -v, --verbose          more diagnostics (twice: debug)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 dump written; 2 bad command line; 3 no such process; 4 not a\n"
+	"CPython process (or core); 5 unsupported CPython version; 6 missing privileges;\n"
+	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
+	"names is not on this host or differs from the one the process ran. See\n"
+	"'pybpfprof --help'.\n";
+
+static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 {
 	fputs("pybpfprof: ", stderr);
 	fprintf(stderr, fmt, arg);
-	fputs(" (see 'pybpfprof record --help')\n", stderr);
+	fprintf(stderr, " (see 'pybpfprof %s --help')\n", cmd);
 	return EXIT_USAGE;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	return usage_error_in("record", fmt, arg);
 }
 
 static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *v)
@@ -236,6 +283,65 @@ static int cmd_record(int argc, char **argv)
 	return record__run(&o);
 }
 
+static int cmd_dump(int argc, char **argv)
+{
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "core", required_argument, NULL, OPT_CORE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct dump_opts o = { 0 };
+	unsigned long v;
+	int opt, verbose = 0;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_uint(optarg, 1, 0x7fffffff, &v))
+				return usage_error_in("dump", "invalid PID '%s'", optarg);
+			o.pid = v;
+			break;
+		case OPT_CORE:
+			o.core = optarg;
+			break;
+		case OPT_EXE:
+			o.exe = optarg;
+			break;
+		case OPT_SYSROOT:
+			o.sysroot = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			fputs(dump_help, stdout);
+			return EXIT_OK;
+		case ':':
+			return usage_error_in("dump", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error_in("dump", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
+	if (optind < argc)
+		return usage_error_in("dump", "unexpected argument '%s'", argv[optind]);
+	if (o.pid && o.core)
+		return usage_error_in("dump", "%s", "give either -p PID or --core CORE, not both");
+	if (!o.pid && !o.core)
+		return usage_error_in("dump", "%s", "nothing to dump: give -p PID or --core CORE");
+	if (!o.core && (o.exe || o.sysroot))
+		return usage_error_in("dump", "%s", "--exe and --sysroot apply to --core only");
+	if ((o.core && !*o.core) || (o.exe && !*o.exe) || (o.sysroot && !*o.sysroot))
+		return usage_error_in("dump", "%s", "empty path given");
+	return dump__run(&o);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -252,6 +358,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 1, argv + 1);
 	fprintf(stderr, "pybpfprof: unknown command '%s' (see 'pybpfprof --help')\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -54,22 +54,6 @@ int proc__alive(pid_t pid)
 	return 0;
 }
 
-int proc__thread_running(pid_t pid, pid_t tid)
-{
-	char path[64], buf[1024];
-	const char *f;
-	int err;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	err = read_file(path, buf, sizeof(buf));
-	if (err)
-		return err;
-	f = stat_fields(buf);
-	if (!f)
-		return -ESRCH;
-	return *f == 'R';
-}
-
 int proc__cpu_ns(pid_t pid, uint64_t *ns)
 {
 	unsigned long long utime, stime;
@@ -144,4 +128,21 @@ int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *
 	free(line);
 	fclose(f);
 	return ret;
+}
+
+int proc__thread_state(pid_t pid, pid_t tid, char *state)
+{
+	char path[64], buf[1024];
+	const char *f;
+	int err;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	err = read_file(path, buf, sizeof(buf));
+	if (err)
+		return err;
+	f = stat_fields(buf);
+	if (!f || !*f)
+		return -ESRCH;
+	*state = *f;
+	return 0;
 }

@@ -22,10 +22,6 @@ int proc__alive(pid_t pid);
  */
 int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg);
 
-/* 1 if thread @tid of @pid is running or runnable, 0 if it sleeps or waits, -ESRCH if
- * it is gone. */
-int proc__thread_running(pid_t pid, pid_t tid);
-
 /* CPU time (user + system) the whole process has used, in nanoseconds. */
 int proc__cpu_ns(pid_t pid, uint64_t *ns);
 
@@ -34,5 +30,9 @@ int proc__comm(pid_t pid, char *buf, size_t len);
 
 /* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
+
+/* The scheduler state of thread @tid of @pid as /proc shows it: 'R' running or
+ * runnable, 'S' sleeping, 'D' in uninterruptible wait, ... -ESRCH if it is gone. */
+int proc__thread_state(pid_t pid, pid_t tid, char *state);
 
 #endif

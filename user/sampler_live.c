@@ -141,10 +141,12 @@ static int sample_thread(const struct pythread *t, void *arg)
 	struct live_sampler *ls = arg;
 	struct pythread cur = *t;
 	uint32_t flags = 0;
-	int running = proc__thread_running(ls->cfg.interp->pid, (pid_t)t->tid);
+	char state;
+	int running;
 
-	if (running < 0)
+	if (proc__thread_state(ls->cfg.interp->pid, (pid_t)t->tid, &state))
 		return 0;	/* the thread ended since the list was read */
+	running = state == 'R';
 	if (running)
 		flags |= PBP_TS_ON_CPU;
 	if (t->gil != PYTHREAD_GIL_UNKNOWN)

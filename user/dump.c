@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The dump session: find the interpreter (live process or core), list its Python
+ * threads, decode each one's stack through the same decoder the profiler uses, and
+ * write them as tracebacks. A live target keeps running: every frame is read twice
+ * and a stack that changed in between is read again, so a dump never shows a stack
+ * torn between two moments.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decode.h"
+#include "dump.h"
+#include "exitcodes.h"
+#include "interp.h"
+#include "log.h"
+#include "mem_core.h"
+#include "out_traceback.h"
+#include "proc.h"
+#include "pythreads.h"
+#include "strtab.h"
+
+#define DUMP_MAX_THREADS (PBP_INTERPS_MAX * PBP_THREADS_MAX)
+#define TORN_RETRIES 3
+
+struct dump_ctx {
+	const struct dump_opts *opts;
+	struct py_interp interp;
+	struct mem_live live;
+	struct mem_core *core;
+	struct mem_source *mem;
+	struct strtab *strs;
+	struct decoder *dec;
+	struct stack *stack;
+	struct pythread *threads;
+	unsigned int nthreads;
+};
+
+static int live_error(pid_t pid, int err, const struct py_interp *in)
+{
+	char ver[32];
+
+	switch (err) {
+	case -ESRCH:
+		pr_warn("no such process: %d\n", (int)pid);
+		return EXIT_NO_PROCESS;
+	case -ENOENT:
+		pr_warn("process %d is not a CPython process (no _PyRuntime symbol in its "
+			"executable or libpython)\n", (int)pid);
+		return EXIT_NOT_PYTHON;
+	case -ENOTSUP:
+		interp__version_str(in->version_hex, ver, sizeof(ver));
+		pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
+			PBP_SUPPORTED_VERSIONS "\n", (int)pid, in->version_hex ? ver : "older than 3.11",
+			in->off.free_threaded ? " (free-threaded)" : "");
+		return EXIT_UNSUPPORTED;
+	case -EACCES:
+	case -EPERM:
+		pr_warn("cannot read the memory of process %d: permission denied (needs "
+			"CAP_SYS_PTRACE or the same user with ptrace allowed)\n", (int)pid);
+		return EXIT_PRIVILEGES;
+	default:
+		pr_warn("cannot inspect process %d: %s\n", (int)pid, strerror(-err));
+		return EXIT_RUNTIME;
+	}
+}
+
+static int core_open_error(const char *path, int err)
+{
+	switch (err) {
+	case -ENOEXEC:
+		pr_warn("%s is not an ELF core file of this machine\n", path);
+		break;
+	case -EIO:
+		pr_warn("core %s is truncated (its headers name data past its end)\n", path);
+		break;
+	case -EINVAL:
+		pr_warn("core %s is malformed (unreadable notes, or no thread in it)\n", path);
+		break;
+	default:
+		pr_warn("cannot open core %s: %s\n", path, strerror(-err));
+		return err == -ENOMEM ? EXIT_RUNTIME : EXIT_BAD_CORE;
+	}
+	return EXIT_BAD_CORE;
+}
+
+static int core_interp_error(const char *path, int err, const struct py_interp *in,
+			     const char *missing, const char *exe)
+{
+	char ver[32];
+
+	switch (err) {
+	case -ENOENT:
+		if (!missing[0]) {
+			pr_warn("core %s is not of a CPython process (no _PyRuntime symbol in %s "
+				"or a libpython)\n", path, exe[0] ? exe : "its executable");
+			return EXIT_NOT_PYTHON;
+		}
+		pr_warn("binary not found: %s (give --exe, or --sysroot for a core from a "
+			"container or chroot)\n", missing);
+		return EXIT_NO_BINARY;
+	case -ESTALE:
+		pr_warn("binary %s is not the one the process in core %s ran (give --exe)\n",
+			missing, path);
+		return EXIT_NO_BINARY;
+	case -ENOTSUP:
+		interp__version_str(in->version_hex, ver, sizeof(ver));
+		pr_warn("core %s is of CPython %s%s, which is not supported; supported: "
+			PBP_SUPPORTED_VERSIONS "\n", path, in->version_hex ? ver : "older than 3.11",
+			in->off.free_threaded ? " (free-threaded)" : "");
+		return EXIT_UNSUPPORTED;
+	case -EIO:
+		pr_warn("core %s lacks the interpreter's memory (truncated, or dumped without "
+			"it)\n", path);
+		return EXIT_BAD_CORE;
+	case -EACCES:
+	case -EPERM:
+		pr_warn("cannot read the binaries core %s names: permission denied\n", path);
+		return EXIT_PRIVILEGES;
+	default:
+		pr_warn("cannot inspect core %s: %s\n", path, strerror(-err));
+		return EXIT_RUNTIME;
+	}
+}
+
+static int open_live(struct dump_ctx *c)
+{
+	pid_t pid = c->opts->pid;
+	int err;
+
+	mem_live__init(&c->live, pid);
+	c->mem = &c->live.base;
+	err = interp__find(pid, c->mem, &c->interp);
+	return err ? live_error(pid, err, &c->interp) : 0;
+}
+
+static int open_core(struct dump_ctx *c)
+{
+	const struct dump_opts *o = c->opts;
+	struct mem_core_opts co = { .sysroot = o->sysroot, .exe = o->exe };
+	char missing[PATH_MAX];
+	int err;
+
+	err = mem_core__open(o->core, &co, &c->core);
+	if (err)
+		return core_open_error(o->core, err);
+	c->mem = mem_core__mem(c->core);
+	err = interp__find_core(c->core, &c->interp, missing, sizeof(missing));
+	if (err)
+		return core_interp_error(o->core, err, &c->interp, missing,
+					 mem_core__exe(c->core));
+	return 0;
+}
+
+static int collect_thread(const struct pythread *t, void *arg)
+{
+	struct dump_ctx *c = arg;
+	struct pythread *dst;
+
+	if (c->nthreads == DUMP_MAX_THREADS)
+		return 1;
+	dst = &c->threads[c->nthreads++];
+	*dst = *t;
+	dst->ts_bytes = NULL;	/* valid only during the callback */
+	dst->ts_len = 0;
+	return 0;
+}
+
+struct refresh {
+	struct pythread *t;
+	int found;
+};
+
+static int refresh_thread(const struct pythread *t, void *arg)
+{
+	struct refresh *r = arg;
+
+	if (t->tstate != r->t->tstate)
+		return 0;
+	r->t->current_frame = t->current_frame;
+	r->t->anchor = t->anchor;
+	r->t->anchor_seq = t->anchor_seq;
+	r->found = 1;
+	return 1;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. */
+static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
+{
+	struct thread_sample s = {
+		.pid = (uint32_t)c->interp.pid,
+		.tid = t->tid,
+		.tstate = t->tstate,
+		.mem = c->mem,
+		/* A core does not change: one reading is the truth. */
+		.verify = c->core ? NULL : c->mem,
+	};
+
+	for (int i = 0; i <= TORN_RETRIES; i++) {
+		if (i) {
+			struct refresh r = { .t = t };
+
+			/* The thread moved on: start again from its current frame. */
+			pythreads__walk(c->mem, &c->interp, refresh_thread, &r);
+			if (!r.found)
+				return NULL;
+		}
+		if (!t->current_frame)
+			return NULL;
+		s.current_frame = t->current_frame;
+		s.anchor = t->anchor;
+		s.anchor_seq = t->anchor_seq;
+		s.ts_ns = c->core ? 0 : now_ns();
+		decoder__decode_thread(c->dec, &s, c->stack);
+		if (c->stack->gap != GAP_TORN)
+			break;
+	}
+	return c->stack;
+}
+
+static enum tb_cpu cpu_state(const struct dump_ctx *c, uint32_t tid)
+{
+	char state;
+
+	if (c->core || proc__thread_state(c->interp.pid, (pid_t)tid, &state))
+		return TB_CPU_UNKNOWN;
+	return state == 'R' ? TB_CPU_ON : TB_CPU_IDLE;
+}
+
+static void write_header(const struct dump_ctx *c, FILE *f)
+{
+	char ver[32];
+
+	interp__version_str(c->interp.version_hex, ver, sizeof(ver));
+	if (c->core) {
+		const pid_t *tids;
+		unsigned int n = mem_core__threads(c->core, &tids);
+
+		fprintf(f, "Core %s of process %d: CPython %s (%s), %u Python thread%s of %u; "
+			"a core does not record which threads were on a CPU\n", c->opts->core,
+			(int)c->interp.pid, ver, c->interp.path, c->nthreads,
+			c->nthreads == 1 ? "" : "s", n);
+	} else {
+		fprintf(f, "Process %d: CPython %s (%s), %u Python thread%s\n", (int)c->interp.pid,
+			ver, c->interp.path, c->nthreads, c->nthreads == 1 ? "" : "s");
+	}
+	fputs("Stacks are most recent call first.\n", f);
+}
+
+static int write_dump(struct dump_ctx *c, FILE *f)
+{
+	int err = 0;
+
+	write_header(c, f);
+	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
+		struct pythread *t = &c->threads[i];
+		struct tb_thread tb = { .tid = t->tid, .gil = t->gil };
+
+		tb.cpu = cpu_state(c, t->tid);
+		tb.st = decode_one(c, t);
+		fputc('\n', f);
+		err = out_traceback__thread(f, c->strs, &tb);
+	}
+	if (!err && fflush(f))
+		err = -errno;
+	return err;
+}
+
+static int run(struct dump_ctx *c)
+{
+	struct decoder_cfg dc = { .interp = &c->interp, .strs = NULL };
+	const char *what = c->core ? c->opts->core : NULL;
+	int err;
+
+	c->strs = strtab__new();
+	c->stack = malloc(sizeof(*c->stack));
+	c->threads = calloc(DUMP_MAX_THREADS, sizeof(*c->threads));
+	if (!c->strs || !c->stack || !c->threads) {
+		pr_warn("out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	dc.live = c->mem;
+	dc.strs = c->strs;
+	err = decoder__new(&dc, &c->dec);
+	if (err) {
+		pr_warn("cannot set up the decoder: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	err = pythreads__walk(c->mem, &c->interp, collect_thread, c);
+	if (err < 0) {
+		if (what) {
+			pr_warn("core %s lacks the interpreter's thread list\n", what);
+			return EXIT_BAD_CORE;
+		}
+		if (proc__alive(c->interp.pid)) {
+			pr_warn("no such process: %d\n", (int)c->interp.pid);
+			return EXIT_NO_PROCESS;
+		}
+		pr_warn("cannot read the thread list of process %d\n", (int)c->interp.pid);
+		return EXIT_RUNTIME;
+	}
+	err = write_dump(c, stdout);
+	if (err) {
+		pr_warn("cannot write the dump: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+int dump__run(const struct dump_opts *o)
+{
+	struct dump_ctx c = { .opts = o };
+	int code;
+
+	code = o->core ? open_core(&c) : open_live(&c);
+	if (code == EXIT_OK)
+		code = run(&c);
+	decoder__free(c.dec);
+	strtab__free(c.strs);
+	free(c.stack);
+	free(c.threads);
+	mem_core__close(c.core);
+	return code;
+}

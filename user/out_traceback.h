@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Stacks written as Python tracebacks, one block per thread: what `dump` prints. */
+#ifndef PBP_OUT_TRACEBACK_H
+#define PBP_OUT_TRACEBACK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "decode.h"
+#include "pythreads.h"
+#include "strtab.h"
+
+enum tb_cpu {
+	TB_CPU_UNKNOWN,		/* e.g. a core: nothing says whether it ran */
+	TB_CPU_ON,		/* running or runnable */
+	TB_CPU_IDLE,		/* sleeping or waiting */
+};
+
+struct tb_thread {
+	uint32_t tid;
+	enum tb_cpu cpu;
+	enum pythread_gil gil;
+	const struct stack *st;	/* NULL: the thread runs no Python code */
+};
+
+/*
+ * "Thread TID (STATE[, holds the GIL]):" then one line per Python frame, innermost
+ * first, each '  File "FILE", line N, in QUALNAME' ("line ?" when the line is not
+ * known), and a last line '  [incomplete: WHY]' when the walk did not reach the
+ * thread's first frame. Returns 0 or -EIO if the stream failed.
+ */
+int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_thread *t);
+
+#endif
