@@ -31,6 +31,8 @@
 #include "stats.h"
 #include "strtab.h"
 
+#define FCACHE_EXPIRE_S 10.0
+
 /* The one piece of process-wide state: set by the signal handler, read by the loop. */
 static volatile sig_atomic_t stop_signal;
 
@@ -559,7 +561,7 @@ static int poll_samples(struct record_ctx *c)
 int record__run(const struct record_opts *o)
 {
 	struct record_ctx *c = calloc(1, sizeof(*c));
-	double start, elapsed;
+	double start, elapsed, expired;
 	uint64_t cpu0 = 0, cpu = 0;
 	int code, err;
 
@@ -599,7 +601,7 @@ int record__run(const struct record_opts *o)
 	if (c->spawned)
 		spawn__release(&c->spawn);
 
-	start = now_s();
+	start = expired = now_s();
 	proc__cpu_ns(c->interp.pid, &cpu0);
 	cpu = cpu0;
 	while (!stop_signal && !c->fatal) {
@@ -613,6 +615,12 @@ int record__run(const struct record_opts *o)
 		if (err == -ESRCH || target_gone(c))
 			break;
 		proc__cpu_ns(c->interp.pid, &cpu);
+		/* Threads come and go in long runs: forget those gone quiet. */
+		if (c->fcache && now_s() - expired > FCACHE_EXPIRE_S) {
+			expired = now_s();
+			frame_cache__expire(c->fcache,
+					    (uint64_t)((expired - FCACHE_EXPIRE_S) * 1e9));
+		}
 	}
 	elapsed = now_s() - start;
 	if (c->sampler) {
