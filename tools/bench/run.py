@@ -56,8 +56,8 @@ def seconds(p):
     sys.exit(f"bench: no timing in the output of {' '.join(p.args)}:\n{p.stdout[-1000:]}")
 
 
-def ours(rate, stats=None, n=N, depth=0):
-    argv = [BIN, "record", "-r", str(rate), "-o", "/dev/null"]
+def ours(rate, stats=None, n=N, depth=0, extra=()):
+    argv = [BIN, "record", "-r", str(rate), "-o", "/dev/null"] + list(extra)
     if stats:
         argv += ["--stats-file", stats]
     return argv + ["--"] + workload(n, depth)
@@ -89,9 +89,9 @@ def overhead():
     return rows
 
 
-def stats_of(rate, depth, n):
+def stats_of(rate, depth, n, extra=()):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
-        sh(ours(rate, f.name, n, depth))
+        sh(ours(rate, f.name, n, depth, extra))
         with open(f.name) as g:
             return json.load(g)
 
@@ -130,6 +130,25 @@ def report():
           f"{deep['samples_delivered']} / {deep['samples_expected']} |")
     print(f"| complete stacks, 200 frames | {deep['samples_decoded']} of "
           f"{deep['samples_delivered']} |")
+    cache_effect()
+
+
+def cache_effect():
+    """The frame cache on a 300-frame stable stack, on and off, in both modes."""
+    print("\nFrame cache, 300-frame stable stack, 1000 Hz:\n")
+    print("| mode | cache | live reads / sample | BPF bytes / sample | BPF ns / target "
+          "sample | decode ns / sample | complete |")
+    print("|---|---|---|---|---|---|---|")
+    for mode, extra in (("bpf", []), ("live", ["--no-bpf"])):
+        for cache, flag in (("on", []), ("off", ["--no-frame-cache"])):
+            st = stats_of(1000, 300, N // 2, extra + flag)
+            bpf = mode == "bpf"
+            print(f"| {mode} | {cache} | {st['live_reads_per_sample']:.2f} | "
+                  f"{st['bpf_bytes_copied_per_sample']:.0f} | "
+                  f"{st['bpf_ns_per_target_sample']:.0f} | " if bpf else
+                  f"| {mode} | {cache} | {st['live_reads_per_sample']:.2f} | - | - | ", end="")
+            print(f"{st['decode_ns_per_sample']:.0f} | {st['samples_decoded']} of "
+                  f"{st['samples_delivered']} |")
 
 
 main()
