@@ -142,12 +142,10 @@ def cache_effect():
     for mode, extra in (("bpf", []), ("live", ["--no-bpf"])):
         for cache, flag in (("on", []), ("off", ["--no-frame-cache"])):
             st = stats_of(1000, 300, N // 2, extra + flag)
-            bpf = mode == "bpf"
-            print(f"| {mode} | {cache} | {st['live_reads_per_sample']:.2f} | "
-                  f"{st['bpf_bytes_copied_per_sample']:.0f} | "
-                  f"{st['bpf_ns_per_target_sample']:.0f} | " if bpf else
-                  f"| {mode} | {cache} | {st['live_reads_per_sample']:.2f} | - | - | ", end="")
-            print(f"{st['decode_ns_per_sample']:.0f} | {st['samples_decoded']} of "
+            bpf_cols = (f"{st['bpf_bytes_copied_per_sample']:.0f} | "
+                        f"{st['bpf_ns_per_target_sample']:.0f}" if mode == "bpf" else "- | -")
+            print(f"| {mode} | {cache} | {st['live_reads_per_sample']:.2f} | {bpf_cols} | "
+                  f"{st['decode_ns_per_sample']:.0f} | {st['samples_decoded']} of "
                   f"{st['samples_delivered']} |")
 
 
