@@ -10,6 +10,7 @@ as `chroot ROOT /usr/bin/python3.X`. Workloads are copied to /tmp/pbp-workloads 
 host and in the chroot, so every target sees its scripts as /tmp/pbp-workloads/W.py.
 
 Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
+PBP_WL_DIR / PBP_RUN_DIR (absolute paths) replace /tmp/pbp-workloads and /tmp/pbp-run.
 """
 
 import json
@@ -33,8 +34,10 @@ BIN = REPO / "build" / "pybpfprof"
 WORKLOADS_SRC = REPO / "tests" / "workloads"
 FIXTURES = REPO / "tests" / "fixtures"
 
-WL_DIR = "/tmp/pbp-workloads"      # where targets see the workloads (host and chroot)
-RUN_DIR = "/tmp/pbp-run"           # truth files (host and chroot), mode 1777
+# Every session reinstalls both directories from scratch, so sessions from several
+# checkouts running at once must each be given their own.
+WL_DIR = os.environ.get("PBP_WL_DIR", "/tmp/pbp-workloads")  # workloads (host and chroot)
+RUN_DIR = os.environ.get("PBP_RUN_DIR", "/tmp/pbp-run")      # truth files, mode 1777
 
 VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
