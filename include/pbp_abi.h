@@ -26,7 +26,7 @@ typedef uint64_t pbp_u64;
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
 #define PBP_STACK_MAX (128 * 1024)	/* bytes of data-stack chunks copied, at most */
-#define PBP_STACK_DEFAULT (64 * 1024)
+#define PBP_STACK_DEFAULT PBP_STACK_MAX
 #define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
 #define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */

@@ -96,7 +96,7 @@ def test_signal_stops_profiler_with_profile(py, harness, tmp_path, signum):
     w = harness.start_workload(py, "ratio")
     out = tmp_path / "profile.txt"
     run = harness.run_profiler(["record", "-p", w.pid, "-r", 499, "-o", out],
-                               timeout=QUICK, signal_after=(2.0, signum), out=out)
+                               timeout=QUICK, signal_after=(3.0, signum), out=out)
     prof = run.check_ok()
     assert w.proc.poll() is None, "the profiler's signal must not stop the target"
     fa = [s for s in prof if s.leaf is not None and s.leaf.name == "fa"]

@@ -254,9 +254,13 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 		f->filename = ci->filename;
 		f->code_fp = ci->fp;
 		/* An instruction pointer outside the code's bytecode means the frame and
-		 * code disagree: name it but give no line rather than a wrong one. */
+		 * code disagree: name it but give no line rather than a wrong one. One
+		 * unit before the start is a frame that has not run yet (3.11/3.12 start
+		 * prev_instr there), which CPython reports on its first line. */
 		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
 			f->line = code_cache__line(ci, (r->instr - start) / 2);
+		else if (r->instr == start - 2)
+			f->line = ci->firstlineno;
 		else
 			f->line = -1;
 		st->depth++;

@@ -74,7 +74,7 @@ static const char record_help[] =
 	"Sampling:\n"
 	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: until the target exits)\n"
-	"      --stack-bytes N    data-stack bytes copied per sample (default 65536,\n"
+	"      --stack-bytes N    data-stack bytes copied per sample (default 131072,\n"
 	"                         max 131072); deeper frames are read from live memory\n"
 	"      --ringbuf-mb N     ring buffer size in MiB, a power of two (default 16)\n"
 	"      --no-bpf           sample from user space: every Python thread at each\n"
