@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, parse_collapsed
+from conftest import MODES, REPO, parse_collapsed
 
 SAN = REPO / "build" / "san"
 SAN_ENV = dict(os.environ,
@@ -39,16 +39,19 @@ def test_unit_tests_are_clean_under_sanitizers(name):
     assert_clean(p, name)
 
 
-def test_profiler_is_clean_under_sanitizers(py, tmp_path):
-    """A whole record run (BPF records, decoding, aggregation, output) of a real
-    workload, through the -- form, with the sanitizer build."""
+@pytest.mark.parametrize("mode", list(MODES))
+def test_profiler_is_clean_under_sanitizers(py, tmp_path, mode):
+    """A whole record run (samples, decoding with the frame cache, aggregation, output)
+    of a real workload, through the -- form, with the sanitizer build, in both modes."""
     out = tmp_path / "profile.txt"
     stats = tmp_path / "stats.json"
-    argv = [san_binary("pybpfprof"), "record", "-r", "997", "--threads", "-o", str(out),
-            "--stats-file", str(stats), "--"] + py.argv + [py.script("deep"), "--seconds", "2",
-                                                            "--truth", f"/tmp/pbp-run/san-{py.version}.json"]
+    truth = f"/tmp/pbp-run/san-{py.version}-{mode}.json"
+    argv = ([san_binary("pybpfprof"), "record", "-r", "997", "--threads", "-o", str(out),
+             "--stats-file", str(stats)] + MODES[mode] + ["--"] + py.argv +
+            [py.script("deep"), "--seconds", "2", "--truth", truth])
     p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=SAN_ENV)
     assert_clean(p, " ".join(argv))
     samples = parse_collapsed(out.read_text())
     names = {f.name for s in samples for f in s.frames}
-    assert "recurse" in names and "leaf" in names, f"profile lacks the workload:\n{out.read_text()[:2000]}"
+    assert "recurse" in names and "leaf" in names, \
+        f"profile lacks the workload:\n{out.read_text()[:2000]}"
