@@ -13,6 +13,8 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+#define PAGE_BYTES 4096
+
 /* Set through the skeleton before load. */
 const volatile __u64 wakeup_bytes = 1 << 20;
 
@@ -211,6 +213,7 @@ static long copy_chunk(__u32 i, void *arg)
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
 	__u64 start, len, top = c->top;
+	__u8 *dst;
 
 	if (!c->chunk || !c->left)
 		return 1;
@@ -231,12 +234,18 @@ static long copy_chunk(__u32 i, void *arg)
 	/* Bounds the verifier can follow: off + used < header + tstate + PBP_STACK_MAX
 	 * and len < PBP_STACK_MAX, all inside PBP_SCRATCH_SIZE. */
 	len &= PBP_STACK_MAX - 1;
-	if (len && bpf_probe_read_user(c->buf + (c->off & (PBP_TSTATE_MAX * 2 - 1)) +
-					       (c->used & (PBP_STACK_MAX - 1)),
-				       len, (void *)start)) {
-		s->flags |= PBP_SF_STACK_FAULT;
-		count(PBP_C_STACK_FAULTS);
-		return 1;
+	dst = c->buf + (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX - 1));
+	if (len && bpf_probe_read_user(dst, len, (void *)start)) {
+		/* The innermost frame's value stack may end on a page it has not written
+		 * yet, which cannot be read here; no frame header lies on such a page. */
+		__u64 cut = top & ~(__u64)(PAGE_BYTES - 1);
+
+		len = (cut - start) & (PBP_STACK_MAX - 1);
+		if (i || cut <= start || bpf_probe_read_user(dst, len, (void *)start)) {
+			s->flags |= PBP_SF_STACK_FAULT;
+			count(PBP_C_STACK_FAULTS);
+			return 1;
+		}
 	}
 	s->seg[i & (PBP_SPANS_MAX - 1)].addr = start;
 	s->seg[i & (PBP_SPANS_MAX - 1)].len = len;
@@ -292,6 +301,12 @@ static long capture_frame(__u32 i, void *arg)
 	s->fps[i & (PBP_FP_FRAMES - 1)].fp = fp;
 	s->nfps = i + 1;
 	return 0;
+}
+
+static __always_inline int top_in_chunk(const struct pbp_target *t, __u64 chunk, __u64 top)
+{
+	return chunk && top >= chunk + t->chunk_data &&
+	       top <= chunk + read_u64(chunk + t->chunk_size);
 }
 
 /* Whether @ts holds the GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if unknown. */
@@ -402,7 +417,23 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	cc.chunk = read_u64(ts + t->ts_chunk);
 	cc.top = read_u64(ts + t->ts_top);
 	cc.stop = anchor_stop(t, s, tid, ts);
-	bpf_loop(PBP_SEGMENTS_MAX, copy_chunk, &cc, 0);
+	/*
+	 * The interpreter moves to a new chunk (or back to the previous one) in two
+	 * stores, datastack_chunk and datastack_top; a tick between them sees a top
+	 * outside the chunk, in the previous one. The stack is then the previous
+	 * chunk's. Anything else is not copied: the decoder would have to read the
+	 * frames live, after they changed.
+	 */
+	if (!top_in_chunk(t, cc.chunk, cc.top)) {
+		cc.chunk = read_u64(cc.chunk + t->chunk_previous);
+		if (!top_in_chunk(t, cc.chunk, cc.top)) {
+			s->flags |= PBP_SF_STACK_MOVING;
+			count(PBP_C_STACK_FAULTS);
+			cc.chunk = 0;
+		}
+	}
+	if (cc.chunk)
+		bpf_loop(PBP_SEGMENTS_MAX, copy_chunk, &cc, 0);
 	cc.nchunks = s->nsegs;
 	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX ? t->fr_hdr_len : 0;
 	cc.frame = frame;

@@ -25,8 +25,8 @@ typedef uint64_t pbp_u64;
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
-#define PBP_STACK_MAX (128 * 1024)	/* bytes of data-stack chunks copied, at most */
-#define PBP_STACK_DEFAULT PBP_STACK_MAX
+#define PBP_STACK_MAX (128 * 1024)	/* bytes of data-stack chunks copied: less than this */
+#define PBP_STACK_DEFAULT (120 * 1024)
 #define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
 #define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */
@@ -46,6 +46,7 @@ typedef uint64_t pbp_u64;
 #define PBP_SF_MORE_CHUNKS	(1u << 3)	/* older chunks exist beyond the segments */
 #define PBP_SF_FP_FAULT		(1u << 4)	/* some fingerprints could not be read */
 #define PBP_SF_FROM_ANCHOR	(1u << 5)	/* copied only down to the cached anchor */
+#define PBP_SF_STACK_MOVING	(1u << 6)	/* caught switching chunks: top not in chunk */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -130,7 +131,7 @@ struct pbp_target {
 	pbp_u32 fr_code;
 	pbp_u32 fr_previous;
 	pbp_u32 fr_hdr_len;		/* <= PBP_FRAME_HDR_MAX */
-	pbp_u32 _pad;
+	pbp_u32 chunk_size;
 	pbp_u64 code_mask;		/* clears _PyStackRef tag bits (3.14+) */
 	pbp_u32 fp_mode;
 	pbp_u32 fp_off;

@@ -407,6 +407,16 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.cache_gen = s->cache_gen;
 	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
+	/* A stack BPF could not copy would be read from live memory, which has moved on
+	 * since the sample: a wrong stack is worse than a missing one. */
+	if (s->flags & (PBP_SF_STACK_FAULT | PBP_SF_STACK_MOVING)) {
+		st->pid = t.pid;
+		st->tid = t.tid;
+		st->flags = t.flags;
+		st->gap = s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
+		account(d, st, t0);
+		return 0;
+	}
 	decode_thread(d, &t, st);
 	account(d, st, t0);
 	return 0;

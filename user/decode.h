@@ -29,6 +29,8 @@ enum decode_gap {
 	GAP_NO_BOTTOM,		/* the chain ended at a frame that cannot be the first */
 	GAP_TORN,		/* a second reading of live memory disagreed */
 	GAP_CACHE_LOST,		/* copied down to an anchor whose cache entry is gone */
+	GAP_NOT_COPIED,		/* BPF could not copy the stack: live memory has moved on */
+	GAP_MOVING,		/* BPF caught the thread between two chunks */
 	GAP_MAX,
 };
 

@@ -74,8 +74,8 @@ static const char record_help[] =
 	"Sampling:\n"
 	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: until the target exits)\n"
-	"      --stack-bytes N    data-stack bytes copied per sample (default 131072,\n"
-	"                         max 131072); deeper frames are read from live memory\n"
+	"      --stack-bytes N    data-stack bytes copied per sample (default 122880,\n"
+	"                         max 131071); deeper frames are read from live memory\n"
 	"      --ringbuf-mb N     ring buffer size in MiB, a power of two (default 16)\n"
 	"      --no-bpf           sample from user space: every Python thread at each\n"
 	"                         tick (wall clock), read from live memory without\n"
@@ -234,8 +234,8 @@ static int cmd_record(int argc, char **argv)
 			o.stats_file = optarg;
 			break;
 		case OPT_STACK:
-			if (parse_uint(optarg, 4096, PBP_STACK_MAX, &v))
-				return usage_error("invalid --stack-bytes '%s': expected 4096 to 131072",
+			if (parse_uint(optarg, 4096, PBP_STACK_MAX - 1, &v))
+				return usage_error("invalid --stack-bytes '%s': expected 4096 to 131071",
 						   optarg);
 			o.stack_cap = v;
 			break;

@@ -196,6 +196,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.ts_top = off32(o->ts_datastack_top),
 		.ts_copy_len = o->ts_size < PBP_TSTATE_MAX ? o->ts_size : PBP_TSTATE_MAX,
 		.chunk_previous = off32(o->chunk_previous),
+		.chunk_size = off32(o->chunk_size),
 		.chunk_top = off32(o->chunk_top),
 		.chunk_data = off32(o->chunk_data),
 		.fr_code = off32(o->fr_code),

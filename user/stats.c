@@ -22,6 +22,8 @@ static const char *const gap_names[GAP_MAX] = {
 	[GAP_NO_BOTTOM] = "chain_ended_early",
 	[GAP_TORN] = "torn_live_read",
 	[GAP_CACHE_LOST] = "frame_cache_entry_gone",
+	[GAP_NOT_COPIED] = "stack_not_copied",
+	[GAP_MOVING] = "stack_between_chunks",
 };
 
 int stats__write_json(const char *path, const struct run_stats *s)
