@@ -44,6 +44,11 @@ struct mem_live {
 
 void mem_live__init(struct mem_live *m, pid_t pid);
 
+/* Several ranges in one system call, in order: @n ranges at @addr[i] of @len[i] bytes
+ * into @dst[i]. All or nothing, like a read. */
+int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
+		    void *const *dst, const size_t *len);
+
 /* Writes into the target: only the frame cache's anchor (last_profiled_frame, 3.15+),
  * which the interpreter reserves for profilers. */
 int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t len);

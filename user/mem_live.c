@@ -31,6 +31,31 @@ static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 	return 0;
 }
 
+int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
+		    void *const *dst, const size_t *len)
+{
+	struct iovec local[8], remote[8];
+	size_t total = 0;
+	ssize_t got;
+
+	if (n > 8)
+		return -EINVAL;
+	for (unsigned int i = 0; i < n; i++) {
+		local[i] = (struct iovec){ .iov_base = dst[i], .iov_len = len[i] };
+		remote[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)addr[i],
+					    .iov_len = len[i] };
+		total += len[i];
+	}
+	m->base.stats.reads++;
+	got = process_vm_readv(m->pid, local, n, remote, n, 0);
+	if (got != (ssize_t)total) {
+		m->base.stats.failures++;
+		return -EFAULT;
+	}
+	m->base.stats.bytes += total;
+	return 0;
+}
+
 int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t len)
 {
 	struct iovec local = { .iov_base = (void *)src, .iov_len = len };

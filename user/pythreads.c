@@ -74,16 +74,34 @@ int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *a
 	return 0;
 }
 
-int pythreads__current_frame(struct mem_source *m, const struct py_offsets *o,
-			     uint64_t tstate, uint64_t *frame)
+/* The fields of @t that describe its stack, from the thread state bytes @ts. */
+static void fill(struct mem_source *m, const struct py_offsets *o, const uint8_t *ts,
+		 uint32_t len, struct pythread *t)
 {
-	uint64_t cframe;
+	t->tid = (uint32_t)ts_u64(ts, len, o->ts_native_thread_id);
+	t->chunk = ts_u64(ts, len, o->ts_datastack_chunk);
+	t->top = ts_u64(ts, len, o->ts_datastack_top);
+	t->limit = ts_u64(ts, len, o->ts_datastack_limit);
+	t->ts_cframe = ts_u64(ts, len, o->ts_cframe);
+	t->current_frame = current_frame(m, o, ts, len);
+	t->anchor = ts_u64(ts, len, o->ts_last_profiled_frame);
+	t->anchor_seq = ts_u64(ts, len, o->ts_last_profiled_frame_seq);
+}
 
-	if (o->ts_current_frame != PBP_OFF_NONE)
-		return mem__read_u64(m, tstate + o->ts_current_frame, frame);
-	if (mem__read_u64(m, tstate + o->ts_cframe, &cframe) || !cframe)
+int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct pythread *t)
+{
+	const struct py_offsets *o = &in->off;
+	uint8_t ts[PYTHREADS_TS_MAX];
+	uint32_t len = o->ts_size < sizeof(ts) ? (uint32_t)o->ts_size : sizeof(ts);
+	uint32_t tid = t->tid;
+
+	if (mem__read(m, t->tstate, ts, len))
 		return -EFAULT;
-	return mem__read_u64(m, cframe + o->cframe_current_frame, frame);
+	fill(m, o, ts, len, t);
+	t->ts_bytes = NULL;
+	t->ts_len = 0;
+	/* A thread state freed and reused by another thread is not this thread. */
+	return t->tid == tid ? 0 : -ESRCH;
 }
 
 static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64_t interp,
@@ -103,12 +121,7 @@ static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64
 
 		if ((tstate & 7) || mem__read(m, tstate, ts, len))
 			return 0;	/* the list changed under us: what was seen stands */
-		t.tid = (uint32_t)ts_u64(ts, len, o->ts_native_thread_id);
-		t.chunk = ts_u64(ts, len, o->ts_datastack_chunk);
-		t.top = ts_u64(ts, len, o->ts_datastack_top);
-		t.current_frame = current_frame(m, o, ts, len);
-		t.anchor = ts_u64(ts, len, o->ts_last_profiled_frame);
-		t.anchor_seq = ts_u64(ts, len, o->ts_last_profiled_frame_seq);
+		fill(m, o, ts, len, &t);
 		t.gil = gil_err ? PYTHREAD_GIL_UNKNOWN :
 			holder == tstate ? PYTHREAD_GIL_HELD : PYTHREAD_GIL_NO;
 		t.ts_bytes = ts;

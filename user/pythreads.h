@@ -26,7 +26,8 @@ struct pythread {
 	uint64_t tstate;
 	uint32_t tid;			/* kernel thread id (native_thread_id) */
 	uint64_t current_frame;		/* 0: the thread runs no Python code */
-	uint64_t chunk, top;		/* current data-stack chunk and its top */
+	uint64_t chunk, top, limit;	/* current data-stack chunk, its top and end */
+	uint64_t ts_cframe;		/* 3.11/3.12: tstate->cframe; else 0 */
 	uint64_t anchor, anchor_seq;	/* 3.15+: last_profiled_frame(_seq); else 0 */
 	enum pythread_gil gil;
 	const uint8_t *ts_bytes;	/* the thread state as read, ts_len bytes */
@@ -45,12 +46,12 @@ typedef int (*pythread_fn)(const struct pythread *t, void *arg);
 int pythreads__walk(struct mem_source *m, const struct py_interp *in, pythread_fn fn,
 		    void *arg);
 
+/* Reads @t's thread state again and updates its stack fields (not the GIL state);
+ * -ESRCH if it now belongs to another thread. */
+int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct pythread *t);
+
 /* Address of the GIL's state of the first interpreter in the list (the main one in a
  * process without subinterpreters); -ENOTSUP where this version's layout is unknown. */
 int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr);
-
-/* Re-reads just the current frame pointer of @tstate. */
-int pythreads__current_frame(struct mem_source *m, const struct py_offsets *o,
-			     uint64_t tstate, uint64_t *frame);
 
 #endif

@@ -499,7 +499,7 @@ static int start_live(struct record_ctx *c)
 {
 	struct live_sampler_cfg lc = {
 		.interp = &c->interp,
-		.live = &c->live.base,
+		.live = &c->live,
 		.dec = c->dec,
 		.fcache = c->fcache,
 		.rate_hz = c->opts->rate_hz,

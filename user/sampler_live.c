@@ -82,42 +82,66 @@ static void chunk_range(const struct live_sampler *ls, const struct pythread *t,
 	*len = (uint32_t)(t->top - *start);
 }
 
-/* The anchor and its sequence as they are now, to prove they did not move while the
- * frames above them were read. */
-static void reread_anchor(struct live_sampler *ls, uint64_t tstate, uint64_t *anchor,
-			  uint64_t *seq)
+/* What a reading takes from the thread state, besides the chunk. */
+struct ts_words {
+	uint64_t frame;		/* current frame (3.11/3.12: through the C frame) */
+	uint64_t cframe;	/* 3.11/3.12: tstate->cframe, must not have changed */
+	uint64_t anchor, seq;	/* 3.15+ */
+};
+
+/*
+ * One reading: the thread state's words and then the chunk, in one system call, so
+ * the current frame and the frames below it are taken microseconds apart, not across
+ * the whole sample. The walk starts at the frame this reading saw.
+ */
+static int read_once(struct live_sampler *ls, const struct pythread *t, int which,
+		     uint64_t start, uint32_t len, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
+	struct mem_snapshot *snap = which ? &ls->second : &ls->first;
+	uint64_t addr[5];
+	void *dst[5];
+	size_t lens[5];
+	unsigned int n = 0;
 
-	if (mem__read_u64(ls->cfg.live, tstate + o->ts_last_profiled_frame, anchor) ||
-	    mem__read_u64(ls->cfg.live, tstate + o->ts_last_profiled_frame_seq, seq))
-		*anchor = *seq = 0;
-}
-
-static void read_copy(struct live_sampler *ls, struct mem_snapshot *snap, int which,
-		      uint64_t start, uint32_t len)
-{
+	memset(w, 0, sizeof(*w));
+	if (o->ts_current_frame != PBP_OFF_NONE) {
+		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
+	} else {
+		if (!t->ts_cframe)
+			return -EFAULT;
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
+		addr[n] = t->ts_cframe + o->cframe_current_frame, dst[n] = &w->frame, lens[n++] = 8;
+	}
+	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
+		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
+		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
+	}
+	if (len)
+		addr[n] = start, dst[n] = ls->buf[which], lens[n++] = len;
+	if (mem_live__readv(ls->cfg.live, n, addr, dst, lens))
+		return -EFAULT;
+	if (o->ts_current_frame == PBP_OFF_NONE && w->cframe != t->ts_cframe)
+		return -EAGAIN;
 	mem_snapshot__clear(snap);
-	if (len && !mem__read(ls->cfg.live, start, ls->buf[which], len))
+	if (len)
 		mem_snapshot__add(snap, start, ls->buf[which], len);
+	return 0;
 }
 
-/* One reading of @t: two copies of its chunk, the current frame unchanged across them,
- * then the decode that checks one copy against the other. */
+/* One sample of @t: two readings, decoded from the first and checked against the
+ * second (decode.c: verify); GAP_TORN in the stack when they disagree. */
 static void sample_once(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
 {
-	const struct py_offsets *o = &ls->cfg.interp->off;
 	struct thread_sample s = {
 		.pid = (uint32_t)ls->cfg.interp->pid,
 		.tid = t->tid,
 		.flags = flags,
 		.tstate = t->tstate,
-		.current_frame = t->current_frame,
-		.anchor = t->anchor,
-		.anchor_seq = t->anchor_seq,
 		.mem = &ls->first.base,
 		.verify = &ls->second.base,
 	};
+	struct ts_words w1, w2;
 	uint64_t start;
 	uint32_t len;
 
@@ -126,13 +150,29 @@ static void sample_once(struct live_sampler *ls, const struct pythread *t, uint3
 				    &s.cache_gen, &s.cache_depth))
 		s.from_anchor = 1;
 	chunk_range(ls, t, s.from_anchor ? t->anchor : 0, &start, &len);
-	read_copy(ls, &ls->first, 0, start, len);
-	read_copy(ls, &ls->second, 1, start, len);
+	if (read_once(ls, t, 0, start, len, &w1) || read_once(ls, t, 1, start, len, &w2)) {
+		ls->stack->gap = GAP_TORN;
+		ls->stack->depth = 0;
+		ls->stack->pid = s.pid;
+		ls->stack->tid = t->tid;
+		ls->stack->flags = flags;
+		return;
+	}
 	s.ts_ns = now_ns();
-	if (pythreads__current_frame(ls->cfg.live, o, t->tstate, &s.verify_frame))
-		s.verify_frame = 0;
-	if (s.from_anchor)
-		reread_anchor(ls, t->tstate, &s.verify_anchor, &s.verify_seq);
+	s.current_frame = w1.frame;
+	s.anchor = w1.anchor;
+	s.anchor_seq = w1.seq;
+	s.verify_frame = w2.frame;
+	s.verify_anchor = w2.anchor;
+	s.verify_seq = w2.seq;
+	/* The copy was cut at the anchor the thread list showed: the readings must
+	 * show the same one, or the cut proves nothing. And a current frame in the
+	 * chunk but above the copy means the stack grew since the list was read: its
+	 * frames would come from page reads of other moments. */
+	if ((s.from_anchor && (w1.anchor != t->anchor || w1.seq != t->anchor_seq)) ||
+	    (w1.frame >= t->chunk && w1.frame < t->limit &&
+	     (w1.frame < start || w1.frame >= start + len)))
+		s.verify_frame = ~w1.frame;
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 }
 
@@ -157,10 +197,9 @@ static int sample_thread(const struct pythread *t, void *arg)
 	}
 	for (int i = 0; i <= TORN_RETRIES; i++) {
 		if (i) {
-			/* The thread moved: take its current frame and chunk afresh. */
+			/* Read it again from the thread state: the stack has moved. */
 			ls->stats.torn_retries++;
-			if (pythreads__current_frame(ls->cfg.live, &ls->cfg.interp->off,
-						     t->tstate, &cur.current_frame))
+			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				break;
 		}
 		sample_once(ls, &cur, flags);
@@ -177,7 +216,7 @@ static int tick(struct live_sampler *ls)
 	int err;
 
 	ls->stats.ticks++;
-	err = pythreads__walk(ls->cfg.live, ls->cfg.interp, sample_thread, ls);
+	err = pythreads__walk(&ls->cfg.live->base, ls->cfg.interp, sample_thread, ls);
 	if (err == -EFAULT) {
 		ls->stats.walk_failures++;
 		return proc__alive(ls->cfg.interp->pid) ? -ESRCH : 0;
@@ -191,8 +230,8 @@ int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 	struct timespec ts;
 	int err;
 
-	mem_snapshot__init(&ls->first, ls->cfg.live);
-	mem_snapshot__init(&ls->second, ls->cfg.live);
+	mem_snapshot__init(&ls->first, &ls->cfg.live->base);
+	mem_snapshot__init(&ls->second, &ls->cfg.live->base);
 	for (;;) {
 		uint64_t now = now_ns();
 

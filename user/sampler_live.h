@@ -19,7 +19,7 @@ typedef int (*live_stack_fn)(void *ctx, struct stack *st);
 
 struct live_sampler_cfg {
 	const struct py_interp *interp;
-	struct mem_source *live;
+	struct mem_live *live;
 	struct decoder *dec;
 	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
 	uint32_t rate_hz;
