@@ -147,13 +147,18 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 			return GAP_TOO_DEEP;
 		if (mem__read(t->mem, frame, hdr, o->fr_size))
 			return GAP_UNREADABLE;
+		owner = hdr[o->fr_owner];
+		if (!is_owner(o, owner))
+			return GAP_BAD_FRAME;
+		/* Read live while the target runs, a thread's own frame outside the
+		 * copy may belong to a later stack than the copy: only the copy counts. */
+		if (t->copy && owner == o->owner_thread &&
+		    !mem_snapshot__covers(t->copy, frame, o->fr_size))
+			return GAP_TORN;
 		if (d->cfg.live->stats.reads != before)
 			d->stats.frames_read_live++;
 		else
 			d->stats.frames_from_snapshot++;
-		owner = hdr[o->fr_owner];
-		if (!is_owner(o, owner))
-			return GAP_BAD_FRAME;
 		r->addr = frame;
 		r->owner = owner;
 		r->previous = get_u64(hdr + o->fr_previous);

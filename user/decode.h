@@ -88,6 +88,7 @@ struct thread_sample {
 	const struct pbp_code_fp *fps;	/* code fingerprints read with the frames */
 	uint32_t nfps;
 	struct mem_source *mem;
+	const struct mem_snapshot *copy;	/* if set: thread-owned frames must be in it */
 	struct mem_source *verify;
 	uint64_t verify_frame;	/* with @verify: the current frame read after @mem, */
 	uint64_t verify_anchor, verify_seq;	/* and the anchor and its sequence */

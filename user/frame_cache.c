@@ -23,6 +23,9 @@
 #include "frame_cache.h"
 
 #define WRITE_INTERVAL_NS	(10ull * 1000 * 1000)
+/* Records reach the decoder up to a few tens of ms after BPF took them under some
+ * entry; only the last two entries are kept, so entries are not replaced faster. */
+#define ESTABLISH_INTERVAL_NS	(100ull * 1000 * 1000)
 #define REANCHOR_FRAMES		32	/* frames above the anchor that make it worth moving */
 #define REANCHOR_SAMPLES	16	/* ... in that many consecutive samples */
 
@@ -51,6 +54,7 @@ struct fc_entry {
 	uint32_t prev_path_idx[PBP_PATH_MAX];
 	uint32_t prev_npath;
 	uint64_t last_write_ns;
+	uint64_t established_ns;
 	uint32_t long_hits;
 };
 
@@ -356,6 +360,7 @@ static void establish(struct frame_cache *fc, struct fc_entry *e, const struct t
 	}
 	e->valid = 1;
 	e->long_hits = 0;
+	e->established_ns = now_ns();
 	fc->stats.anchors_established++;
 	v.seq = e->seq;
 	v.gen = e->gen;
@@ -393,6 +398,8 @@ static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct
 	if (path_hit(e, t->anchor, t->anchor_seq, &j))
 		return;		/* still true; BPF had not seen the entry yet */
 	invalidate(fc, e);
+	if (now_ns() - e->established_ns < ESTABLISH_INTERVAL_NS)
+		return;
 	if (t->anchor && t->ts_ns > e->last_write_ns) {
 		for (uint32_t k = 0; k < n; k++) {
 			if (raw[k].addr != t->anchor)

@@ -89,4 +89,7 @@ void mem_snapshot__init(struct mem_snapshot *m, struct mem_source *backing);
 int mem_snapshot__add(struct mem_snapshot *m, uint64_t addr, const void *bytes, size_t len);
 void mem_snapshot__clear(struct mem_snapshot *m);
 
+/* Whether [addr, addr + len) lies inside one of the copied spans. */
+int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len);
+
 #endif

@@ -88,3 +88,11 @@ void mem_snapshot__clear(struct mem_snapshot *m)
 	m->nwindows = 0;
 	m->next_window = 0;
 }
+
+int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len)
+{
+	for (unsigned int i = 0; i < m->nspans; i++)
+		if (addr >= m->spans[i].addr && addr + len <= m->spans[i].addr + m->spans[i].len)
+			return 1;
+	return 0;
+}

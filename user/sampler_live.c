@@ -63,23 +63,50 @@ void live_sampler__free(struct live_sampler *ls)
 	free(ls);
 }
 
-/* The live part of the current chunk, up to the cap below its top: where the innermost
- * frames are. Older frames are read through the snapshots' page windows. */
-static void chunk_range(const struct live_sampler *ls, const struct pythread *t,
-			uint64_t stop, uint64_t *start, uint32_t *len)
+#define LIVE_SPANS 4	/* chunks read per sample, newest first */
+
+/* Where a reading copies from: the live parts of the newest chunks. */
+struct spans {
+	unsigned int n;
+	uint64_t addr[LIVE_SPANS];
+	uint32_t len[LIVE_SPANS];
+};
+
+/*
+ * The live part of the current chunk and of the older ones below it, newest bytes
+ * first, within the cap; the copy stops at the frame cache's anchor (@stop), below
+ * which the cache holds the frames. An older chunk's header is frozen while a newer
+ * chunk is in use, and the two readings catch one that changed in between.
+ */
+static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t,
+			 uint64_t stop, struct spans *sp)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t data = t->chunk + o->chunk_data;
+	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap;
 
-	*start = 0;
-	*len = 0;
-	if (!t->chunk || t->top <= data || t->top - data > (1ull << 30))
-		return;
-	*start = t->top - data > ls->cfg.stack_cap ? t->top - ls->cfg.stack_cap : data;
-	/* The frame cache holds what lies below its anchor. */
-	if (stop > *start && stop < t->top)
-		*start = stop;
-	*len = (uint32_t)(t->top - *start);
+	sp->n = 0;
+	while (chunk && left && sp->n < LIVE_SPANS) {
+		uint64_t data = chunk + o->chunk_data, start, hdr[3];
+
+		if (top <= data || top - data > (1ull << 30))
+			return;
+		start = top - data > left ? top - left : data;
+		if (stop >= start && stop < top)
+			start = stop;
+		sp->addr[sp->n] = start;
+		sp->len[sp->n] = (uint32_t)(top - start);
+		left -= top - start;
+		sp->n++;
+		if (start != data ||
+		    mem__read(&ls->cfg.live->base, chunk + o->chunk_previous, hdr, sizeof(hdr)))
+			return;
+		/* previous, size, top (in slots) of the older chunk */
+		chunk = hdr[0];
+		if (chunk && mem__read(&ls->cfg.live->base, chunk + o->chunk_previous, hdr,
+				       sizeof(hdr)))
+			return;
+		top = chunk + o->chunk_data + hdr[2] * 8;
+	}
 }
 
 /* What a reading takes from the thread state, besides the chunk. */
@@ -95,13 +122,13 @@ struct ts_words {
  * the whole sample. The walk starts at the frame this reading saw.
  */
 static int read_once(struct live_sampler *ls, const struct pythread *t, int which,
-		     uint64_t start, uint32_t len, struct ts_words *w)
+		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
 	struct mem_snapshot *snap = which ? &ls->second : &ls->first;
-	uint64_t addr[5];
-	void *dst[5];
-	size_t lens[5];
+	uint64_t addr[4 + LIVE_SPANS];
+	void *dst[4 + LIVE_SPANS];
+	size_t lens[4 + LIVE_SPANS], off = 0;
 	unsigned int n = 0;
 
 	memset(w, 0, sizeof(*w));
@@ -117,15 +144,17 @@ static int read_once(struct live_sampler *ls, const struct pythread *t, int whic
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
 	}
-	if (len)
-		addr[n] = start, dst[n] = ls->buf[which], lens[n++] = len;
+	for (unsigned int i = 0; i < sp->n; i++) {
+		addr[n] = sp->addr[i], dst[n] = ls->buf[which] + off, lens[n++] = sp->len[i];
+		off += sp->len[i];
+	}
 	if (mem_live__readv(ls->cfg.live, n, addr, dst, lens))
 		return -EFAULT;
 	if (o->ts_current_frame == PBP_OFF_NONE && w->cframe != t->ts_cframe)
 		return -EAGAIN;
 	mem_snapshot__clear(snap);
-	if (len)
-		mem_snapshot__add(snap, start, ls->buf[which], len);
+	for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
+		mem_snapshot__add(snap, sp->addr[i], ls->buf[which] + at, sp->len[i]);
 	return 0;
 }
 
@@ -139,18 +168,18 @@ static void sample_once(struct live_sampler *ls, const struct pythread *t, uint3
 		.flags = flags,
 		.tstate = t->tstate,
 		.mem = &ls->first.base,
+		.copy = &ls->first,
 		.verify = &ls->second.base,
 	};
 	struct ts_words w1, w2;
-	uint64_t start;
-	uint32_t len;
+	struct spans sp;
 
 	if (ls->cfg.fcache &&
 	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
 				    &s.cache_gen, &s.cache_depth))
 		s.from_anchor = 1;
-	chunk_range(ls, t, s.from_anchor ? t->anchor : 0, &start, &len);
-	if (read_once(ls, t, 0, start, len, &w1) || read_once(ls, t, 1, start, len, &w2)) {
+	chunk_ranges(ls, t, s.from_anchor ? t->anchor : 0, &sp);
+	if (read_once(ls, t, 0, &sp, &w1) || read_once(ls, t, 1, &sp, &w2)) {
 		ls->stack->gap = GAP_TORN;
 		ls->stack->depth = 0;
 		ls->stack->pid = s.pid;
@@ -171,7 +200,7 @@ static void sample_once(struct live_sampler *ls, const struct pythread *t, uint3
 	 * frames would come from page reads of other moments. */
 	if ((s.from_anchor && (w1.anchor != t->anchor || w1.seq != t->anchor_seq)) ||
 	    (w1.frame >= t->chunk && w1.frame < t->limit &&
-	     (w1.frame < start || w1.frame >= start + len)))
+	     !mem_snapshot__covers(&ls->first, w1.frame, 8)))
 		s.verify_frame = ~w1.frame;
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 }
