@@ -224,7 +224,7 @@ def check_aba(name, py, mode, p):
     check_aba_never_mixes(p)
     check_aba_fair_share(p)
     check_aba_shapes(p)
-    check_incomplete_rare(p)
+    check_incomplete_rare(p, MAX_INCOMPLETE[mode])
 
 
 def test_aba_collects_enough_samples(py, mode, aba):
@@ -275,7 +275,7 @@ def test_aba_threads_never_splice_chains_or_threads(py, mode, aba_threads):
             f"thread {tid}: {total(bad)}/{total(mine)} complete samples are not a cut "
             f"of its truth stacks\n  a: {';'.join(map(str, want['a']))}\n  b: "
             f"{';'.join(map(str, want['b']))}\n{show(bad)}")
-    check_incomplete_rare(p)
+    check_incomplete_rare(p, MAX_INCOMPLETE[mode])
 
 
 def test_aba_without_frame_cache(py, module_tmp, profiler_bin):
