@@ -31,8 +31,8 @@ ABA_THREADS = 3
 # stopped. User space (live mode) reads a running thread twice and keeps only what both
 # readings agree on: a stack that changes depth every few microseconds rarely holds
 # still that long, and such samples are reported incomplete rather than guessed.
-MAX_INCOMPLETE = {"bpf": 0.05, "live": 0.10}
-MAX_INCOMPLETE_WALK = {"bpf": 0.05, "live": 0.60}
+MAX_INCOMPLETE = {"bpf": 0.05, "live": 0.20}
+MAX_INCOMPLETE_WALK = {"bpf": 0.05, "live": 0.80}
 MIN_CHAIN_SHARE = 0.20
 # Every aba and depth_walk run must bring its share of the file's 100,000 samples.
 MIN_SAMPLES_PER_RUN = math.ceil(100_000 / (len(VERSIONS) * len(MODES) * 2))

@@ -227,7 +227,9 @@ uint64_t frame_cache__stop(struct frame_cache *fc, const struct thread_sample *t
 
 	if (!e || j >= PBP_PATH_MAX)
 		return 0;
-	if (e->valid && t->cache_gen == e->gen && j < e->npath &&
+	/* BPF checked the anchor when it took the record; an entry dropped since then
+	 * still describes that moment. */
+	if (e->gen && t->cache_gen == e->gen && j < e->npath &&
 	    e->path[j] == t->anchor && t->anchor_seq == e->seq + j)
 		return t->anchor;
 	if (e->prev.n && t->cache_gen == e->prev_gen && j < e->prev_npath &&
@@ -248,7 +250,7 @@ int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, u
 	*nraw = *ndec = 0;
 	if (!e || j >= PBP_PATH_MAX)
 		return -ENOENT;
-	if (e->valid && t->cache_gen == e->gen) {
+	if (e->gen && t->cache_gen == e->gen) {
 		c = &e->anchored;
 		idx = e->path_idx;
 	} else if (t->cache_gen == e->prev_gen && e->prev.n) {
