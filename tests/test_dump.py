@@ -196,6 +196,9 @@ def dump_workload(tmpdir, profiler, interp):
     h = Harness(tmpdir, profiler)
     try:
         w = h.start_workload(interp, "dumpee", seconds=300)
+        # The truth file appears inside Truth.write (its rename); give the main
+        # thread a moment to return into the sleep the truth describes.
+        time.sleep(0.5)
         live = h.run_profiler(["dump", "-p", w.pid], timeout=QUICK)
         core, log = gcore(w.pid, Path(tmpdir) / "dumpee")
         if w.proc.poll() is not None:

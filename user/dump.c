@@ -219,6 +219,9 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 		if (!t->current_frame)
 			return NULL;
 		s.current_frame = t->current_frame;
+		/* dump walks live memory page by page; the frame headers it used are
+		 * read twice and compared (decode.c: verify). */
+		s.verify_frame = t->current_frame;
 		s.anchor = t->anchor;
 		s.anchor_seq = t->anchor_seq;
 		s.ts_ns = c->core ? 0 : now_ns();

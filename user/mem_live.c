@@ -34,11 +34,11 @@ static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
 		    void *const *dst, const size_t *len)
 {
-	struct iovec local[8], remote[8];
+	struct iovec local[MEM_READV_MAX], remote[MEM_READV_MAX];
 	size_t total = 0;
 	ssize_t got;
 
-	if (n > 8)
+	if (n > MEM_READV_MAX)
 		return -EINVAL;
 	for (unsigned int i = 0; i < n; i++) {
 		local[i] = (struct iovec){ .iov_base = dst[i], .iov_len = len[i] };

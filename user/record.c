@@ -503,7 +503,8 @@ static int start_live(struct record_ctx *c)
 		.dec = c->dec,
 		.fcache = c->fcache,
 		.rate_hz = c->opts->rate_hz,
-		.stack_cap = c->opts->stack_cap,
+		/* No verifier bounds user space: the whole stack, up to a sane size. */
+		.stack_cap = LIVE_STACK_BYTES,
 		.want_idle = c->opts->idle,
 		.on_stack = on_live_stack,
 		.ctx = c,

@@ -63,7 +63,7 @@ void live_sampler__free(struct live_sampler *ls)
 	free(ls);
 }
 
-#define LIVE_SPANS 4	/* chunks read per sample, newest first */
+#define LIVE_SPANS 16	/* chunks read per sample, newest first */
 
 /* Where a reading copies from: the live parts of the newest chunks. */
 struct spans {

@@ -15,6 +15,8 @@
 #include "interp.h"
 #include "mem.h"
 
+#define LIVE_STACK_BYTES (1u << 20)	/* data stack read per sample, at most */
+
 typedef int (*live_stack_fn)(void *ctx, struct stack *st);
 
 struct live_sampler_cfg {
