@@ -22,6 +22,7 @@
 #include "proc.h"
 #include "pythreads.h"
 #include "strtab.h"
+#include "target_error.h"
 
 #define DUMP_MAX_THREADS (PBP_INTERPS_MAX * PBP_THREADS_MAX)
 #define TORN_RETRIES 3
@@ -38,35 +39,6 @@ struct dump_ctx {
 	struct pythread *threads;
 	unsigned int nthreads;
 };
-
-static int live_error(pid_t pid, int err, const struct py_interp *in)
-{
-	char ver[32];
-
-	switch (err) {
-	case -ESRCH:
-		pr_warn("no such process: %d\n", (int)pid);
-		return EXIT_NO_PROCESS;
-	case -ENOENT:
-		pr_warn("process %d is not a CPython process (no _PyRuntime symbol in its "
-			"executable or libpython)\n", (int)pid);
-		return EXIT_NOT_PYTHON;
-	case -ENOTSUP:
-		interp__version_str(in->version_hex, ver, sizeof(ver));
-		pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
-			PBP_SUPPORTED_VERSIONS "\n", (int)pid, in->version_hex ? ver : "older than 3.11",
-			in->off.free_threaded ? " (free-threaded)" : "");
-		return EXIT_UNSUPPORTED;
-	case -EACCES:
-	case -EPERM:
-		pr_warn("cannot read the memory of process %d: permission denied (needs "
-			"CAP_SYS_PTRACE or the same user with ptrace allowed)\n", (int)pid);
-		return EXIT_PRIVILEGES;
-	default:
-		pr_warn("cannot inspect process %d: %s\n", (int)pid, strerror(-err));
-		return EXIT_RUNTIME;
-	}
-}
 
 static int core_open_error(const char *path, int err)
 {
@@ -134,7 +106,7 @@ static int open_live(struct dump_ctx *c)
 	mem_live__init(&c->live, pid);
 	c->mem = &c->live.base;
 	err = interp__find(pid, c->mem, &c->interp);
-	return err ? live_error(pid, err, &c->interp) : 0;
+	return err ? target_error__report(pid, err, &c->interp, NULL) : 0;
 }
 
 static int open_core(struct dump_ctx *c)

@@ -30,6 +30,7 @@
 #include "spawn.h"
 #include "stats.h"
 #include "strtab.h"
+#include "target_error.h"
 
 #define FCACHE_EXPIRE_S 10.0
 
@@ -147,42 +148,10 @@ static int on_live_stack(void *arg, struct stack *st)
 
 static int target_error(pid_t pid, int err, const struct py_interp *in)
 {
-	char ver[64];
+	char missing[64];
 
-	switch (err) {
-	case -ESRCH:
-		pr_warn("no such process: %d\n", (int)pid);
-		return EXIT_NO_PROCESS;
-	case -ENOENT:
-		pr_warn("process %d is not a CPython process (no _PyRuntime symbol in its "
-			"executable or libpython)\n", (int)pid);
-		return EXIT_NOT_PYTHON;
-	case -ENOTSUP:
-		if (in->version_hex) {
-			interp__version_str(in->version_hex, ver, sizeof(ver));
-			pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
-				PBP_SUPPORTED_VERSIONS "\n", (int)pid, ver,
-				in->off.free_threaded ? " (free-threaded)" : "");
-		} else {
-			pr_warn("process %d runs a CPython older than 3.11, which is not "
-				"supported; supported: " PBP_SUPPORTED_VERSIONS "\n", (int)pid);
-		}
-		return EXIT_UNSUPPORTED;
-	case -EACCES:
-	case -EPERM:
-		if (privs__missing_bpf(ver, sizeof(ver)))
-			pr_warn("missing privileges: cannot read the memory of process %d "
-				"(needs CAP_SYS_PTRACE, or the same user with ptrace allowed), and "
-				"BPF needs %s\n", (int)pid, ver);
-		else
-			pr_warn("cannot read the memory of process %d: permission denied (needs "
-				"CAP_SYS_PTRACE or the same user with ptrace allowed)\n",
-				(int)pid);
-		return EXIT_PRIVILEGES;
-	default:
-		pr_warn("cannot inspect process %d: %s\n", (int)pid, strerror(-err));
-		return EXIT_RUNTIME;
-	}
+	return target_error__report(pid, err, in,
+				    privs__missing_bpf(missing, sizeof(missing)) ? missing : NULL);
 }
 
 /* Why the BPF sampler could not start, for the fallback notice. */
