@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "decode.h"
 #include "dump.h"
 #include "exitcodes.h"
@@ -159,14 +159,6 @@ static int refresh_thread(const struct pythread *t, void *arg)
 	return 1;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 /* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. */
 static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 {
@@ -196,7 +188,7 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 		s.verify_frame = t->current_frame;
 		s.anchor = t->anchor;
 		s.anchor_seq = t->anchor_seq;
-		s.ts_ns = c->core ? 0 : now_ns();
+		s.ts_ns = c->core ? 0 : clock__mono_ns();
 		decoder__decode_thread(c->dec, &s, c->stack);
 		if (c->stack->gap != GAP_TORN)
 			break;

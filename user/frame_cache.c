@@ -18,8 +18,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "frame_cache.h"
 
 #define WRITE_INTERVAL_NS	(10ull * 1000 * 1000)
@@ -66,14 +66,6 @@ struct frame_cache {
 	struct fc_entry **entries;
 	uint32_t n, cap;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
 
 int frame_cache__new(const struct py_offsets *off, int anchors,
 		     const struct frame_cache_hooks *hooks, struct frame_cache **out)
@@ -270,7 +262,7 @@ int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, u
 	*ndec = c->ndec - py;
 	memcpy(raw, c->raw + k + 1, *nraw * sizeof(*raw));
 	memcpy(dec, c->dec + py, *ndec * sizeof(*dec));
-	e->seen_ns = now_ns();
+	e->seen_ns = clock__mono_ns();
 	fc->stats.frames_from_cache += *ndec;
 	if (j)
 		fc->stats.partial_hits++;
@@ -362,7 +354,7 @@ static void establish(struct frame_cache *fc, struct fc_entry *e, const struct t
 	}
 	e->valid = 1;
 	e->long_hits = 0;
-	e->established_ns = now_ns();
+	e->established_ns = clock__mono_ns();
 	fc->stats.anchors_established++;
 	v.seq = e->seq;
 	v.gen = e->gen;
@@ -376,7 +368,7 @@ static void write_anchor(struct frame_cache *fc, struct fc_entry *e, uint64_t fr
 	invalidate(fc, e);
 	if (fc->hooks.write_anchor(fc->hooks.ctx, e->tstate, frame))
 		return;
-	e->last_write_ns = now_ns();
+	e->last_write_ns = clock__mono_ns();
 	fc->stats.anchor_writes++;
 }
 
@@ -400,7 +392,7 @@ static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct
 	if (path_hit(e, t->anchor, t->anchor_seq, &j))
 		return;		/* still true; BPF had not seen the entry yet */
 	invalidate(fc, e);
-	if (now_ns() - e->established_ns < ESTABLISH_INTERVAL_NS)
+	if (clock__mono_ns() - e->established_ns < ESTABLISH_INTERVAL_NS)
 		return;
 	if (t->anchor && t->ts_ns > e->last_write_ns) {
 		for (uint32_t k = 0; k < n; k++) {
@@ -412,7 +404,7 @@ static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct
 		}
 	}
 	f = innermost_owned(o, raw, n);
-	if (f < 0 || raw[f].addr == t->anchor || now_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+	if (f < 0 || raw[f].addr == t->anchor || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
 		return;
 	write_anchor(fc, e, raw[f].addr);
 }
@@ -425,7 +417,7 @@ void frame_cache__store(struct frame_cache *fc, const struct thread_sample *t,
 
 	if (!e)
 		return;
-	e->seen_ns = now_ns();
+	e->seen_ns = clock__mono_ns();
 	if (chain_set(&e->last, raw, n, dec, ndec))
 		e->last.n = 0;
 	if (fc->anchors)
@@ -446,7 +438,7 @@ void frame_cache__after_hit(struct frame_cache *fc, const struct thread_sample *
 	}
 	/* The stack has grown well above the anchor and stays there: track a frame
 	 * nearer the top, at the price of some full copies until it is established. */
-	if (++e->long_hits < REANCHOR_SAMPLES || now_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+	if (++e->long_hits < REANCHOR_SAMPLES || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
 		return;
 	f = innermost_owned(fc->off, raw, walked);
 	if (f >= 0)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "aggregate.h"
+#include "clock.h"
 #include "decode.h"
 #include "exitcodes.h"
 #include "frame_cache.h"
@@ -68,10 +69,7 @@ struct record_ctx {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return clock__mono_ns() / 1e9;
 }
 
 static int intern_fmt(struct record_ctx *c, uint32_t *id, const char *fmt, unsigned int v)

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "proc.h"
 #include "pythreads.h"
 #include "sampler_live.h"
@@ -25,14 +26,6 @@ struct live_sampler {
 	int err;		/* the callback's failure, ends the walk */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out)
 {
 	struct live_sampler *ls = calloc(1, sizeof(*ls));
@@ -48,7 +41,7 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 		return -ENOMEM;
 	}
 	ls->period_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 100);
-	ls->next_ns = now_ns();
+	ls->next_ns = clock__mono_ns();
 	*out = ls;
 	return 0;
 }
@@ -187,7 +180,7 @@ static void sample_once(struct live_sampler *ls, const struct pythread *t, uint3
 		ls->stack->flags = flags;
 		return;
 	}
-	s.ts_ns = now_ns();
+	s.ts_ns = clock__mono_ns();
 	s.current_frame = w1.frame;
 	s.anchor = w1.anchor;
 	s.anchor_seq = w1.seq;
@@ -255,21 +248,21 @@ static int tick(struct live_sampler *ls)
 
 int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 {
-	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t end = clock__mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	struct timespec ts;
 	int err;
 
 	mem_snapshot__init(&ls->first, &ls->cfg.live->base);
 	mem_snapshot__init(&ls->second, &ls->cfg.live->base);
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = clock__mono_ns();
 
 		if (now >= ls->next_ns) {
 			err = tick(ls);
 			if (err)
 				return err;
 			ls->next_ns += ls->period_ns;
-			now = now_ns();
+			now = clock__mono_ns();
 			/* Behind by more than a tick: skip what was missed rather than burst. */
 			if (now > ls->next_ns + ls->period_ns) {
 				uint64_t missed = (now - ls->next_ns) / ls->period_ns;
@@ -287,7 +280,7 @@ int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 		if (err == EINTR)
 			return -EINTR;
 	}
-	if (end > now_ns()) {
+	if (end > clock__mono_ns()) {
 		ts.tv_sec = end / 1000000000ull;
 		ts.tv_nsec = end % 1000000000ull;
 		if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The one clock user space keeps time with: CLOCK_MONOTONIC, which is also the clock
+ * of bpf_ktime_get_ns(), so the times BPF stamps on records compare with ours.
+ */
+#ifndef PBP_CLOCK_H
+#define PBP_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t clock__mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+#endif
