@@ -35,24 +35,24 @@ struct chain {
 	struct decoded_frame *dec;
 };
 
+/* One established anchor (3.15+) and the chain it was established on. */
+struct anchor {
+	uint32_t gen;			/* 0: none */
+	uint64_t seq;
+	uint32_t npath;
+	uint64_t path[PBP_PATH_MAX];
+	uint32_t path_idx[PBP_PATH_MAX];	/* index of path[i] in chain.raw */
+	struct chain chain;
+};
+
 struct fc_entry {
 	uint32_t tid;
 	uint64_t tstate;
 	uint64_t seen_ns;
 	struct chain last;		/* the latest complete chain: validation */
-	/* the anchor (3.15+) */
-	int valid;
-	uint32_t gen;
-	uint64_t seq;
-	uint32_t npath;
-	uint64_t path[PBP_PATH_MAX];
-	uint32_t path_idx[PBP_PATH_MAX];	/* index of path[i] in anchored.raw */
-	struct chain anchored;		/* the chain the anchor was established on */
-	uint32_t prev_gen;
-	struct chain prev;		/* the one before, for records still in flight */
-	uint64_t prev_path[PBP_PATH_MAX];
-	uint32_t prev_path_idx[PBP_PATH_MAX];
-	uint32_t prev_npath;
+	int valid;			/* cur still holds: BPF may copy down to it */
+	struct anchor cur;
+	struct anchor prev;		/* the one before, for records still in flight */
 	uint64_t last_write_ns;
 	uint64_t established_ns;
 	uint32_t long_hits;
@@ -92,8 +92,8 @@ static void chain_free(struct chain *c)
 static void entry_free(struct fc_entry *e)
 {
 	chain_free(&e->last);
-	chain_free(&e->anchored);
-	chain_free(&e->prev);
+	chain_free(&e->cur.chain);
+	chain_free(&e->prev.chain);
 	free(e);
 }
 
@@ -139,8 +139,8 @@ static struct fc_entry *get(struct frame_cache *fc, uint32_t tid, uint64_t tstat
 			if (e->valid)
 				publish(fc, e, NULL);
 			chain_free(&e->last);
-			chain_free(&e->anchored);
-			chain_free(&e->prev);
+			chain_free(&e->cur.chain);
+			chain_free(&e->prev.chain);
 			memset(e, 0, sizeof(*e));
 			e->tid = tid;
 			e->tstate = tstate;
@@ -206,28 +206,33 @@ static void invalidate(struct frame_cache *fc, struct fc_entry *e)
 /* Which path element (@anchor, @seq) names, if any. */
 static int path_hit(const struct fc_entry *e, uint64_t anchor, uint64_t seq, uint32_t *j)
 {
-	if (!e->valid || !anchor || seq < e->seq || seq - e->seq >= e->npath)
+	if (!e->valid || !anchor || seq < e->cur.seq || seq - e->cur.seq >= e->cur.npath)
 		return 0;
-	*j = (uint32_t)(seq - e->seq);
-	return e->path[*j] == anchor;
+	*j = (uint32_t)(seq - e->cur.seq);
+	return e->cur.path[*j] == anchor;
+}
+
+/*
+ * The anchor a record copied down to was taken under, and the path element it names,
+ * or NULL. BPF checked the anchor when it took the record; an entry dropped or
+ * replaced since then still describes that moment.
+ */
+static const struct anchor *anchor_of(struct fc_entry *e, const struct thread_sample *t)
+{
+	const struct anchor *a;
+	uint32_t j = t->cache_depth;
+
+	if (!e || !t->cache_gen)
+		return NULL;
+	a = t->cache_gen == e->cur.gen ? &e->cur : t->cache_gen == e->prev.gen ? &e->prev : NULL;
+	if (!a || j >= a->npath || a->path[j] != t->anchor || t->anchor_seq != a->seq + j)
+		return NULL;
+	return a;
 }
 
 uint64_t frame_cache__stop(struct frame_cache *fc, const struct thread_sample *t)
 {
-	struct fc_entry *e = find(fc, t->tid, t->tstate);
-	uint32_t j = t->cache_depth;
-
-	if (!e || j >= PBP_PATH_MAX)
-		return 0;
-	/* BPF checked the anchor when it took the record; an entry dropped since then
-	 * still describes that moment. */
-	if (e->gen && t->cache_gen == e->gen && j < e->npath &&
-	    e->path[j] == t->anchor && t->anchor_seq == e->seq + j)
-		return t->anchor;
-	if (e->prev.n && t->cache_gen == e->prev_gen && j < e->prev_npath &&
-	    e->prev_path[j] == t->anchor)
-		return t->anchor;
-	return 0;
+	return anchor_of(find(fc, t->tid, t->tstate), t) ? t->anchor : 0;
 }
 
 int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, uint64_t stop,
@@ -235,23 +240,15 @@ int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, u
 			struct decoded_frame *dec, uint32_t ndec_room, uint32_t *ndec)
 {
 	struct fc_entry *e = find(fc, t->tid, t->tstate);
+	const struct anchor *a = anchor_of(e, t);
 	const struct chain *c;
-	const uint32_t *idx;
-	uint32_t j = t->cache_depth, k, py = 0;
+	uint32_t k, py = 0;
 
 	*nraw = *ndec = 0;
-	if (!e || j >= PBP_PATH_MAX)
+	if (!a)
 		return -ENOENT;
-	if (e->gen && t->cache_gen == e->gen) {
-		c = &e->anchored;
-		idx = e->path_idx;
-	} else if (t->cache_gen == e->prev_gen && e->prev.n) {
-		c = &e->prev;
-		idx = e->prev_path_idx;
-	} else {
-		return -ENOENT;
-	}
-	k = idx[j];
+	c = &a->chain;
+	k = a->path_idx[t->cache_depth];
 	if (k >= c->n || c->raw[k].addr != stop)
 		return -ENOENT;
 	for (uint32_t i = 0; i <= k; i++)
@@ -263,8 +260,7 @@ int frame_cache__splice(struct frame_cache *fc, const struct thread_sample *t, u
 	memcpy(raw, c->raw + k + 1, *nraw * sizeof(*raw));
 	memcpy(dec, c->dec + py, *ndec * sizeof(*dec));
 	e->seen_ns = clock__mono_ns();
-	fc->stats.frames_from_cache += *ndec;
-	if (j)
+	if (t->cache_depth)
 		fc->stats.partial_hits++;
 	else
 		fc->stats.hits++;
@@ -316,7 +312,6 @@ uint32_t frame_cache__reuse(struct frame_cache *fc, const struct thread_sample *
 	}
 	memcpy(dec, c->dec + c->ndec - py, py * sizeof(*dec));
 	*ndec = py;
-	fc->stats.frames_from_cache += py;
 	if (m + 1 >= n)
 		fc->stats.hits++;
 	else
@@ -330,36 +325,32 @@ static void establish(struct frame_cache *fc, struct fc_entry *e, const struct t
 {
 	const struct py_offsets *o = fc->off;
 	struct pbp_fcache v = { .tstate = e->tstate };
-	struct chain swap;
+	struct anchor swap;
 
-	/* The old chain stays for records BPF took under the old generation. */
+	/* The old anchor stays for records BPF took under it. */
 	swap = e->prev;
-	e->prev = e->anchored;
-	e->anchored = swap;
-	e->prev_gen = e->gen;
-	e->prev_npath = e->npath;
-	memcpy(e->prev_path, e->path, sizeof(e->path));
-	memcpy(e->prev_path_idx, e->path_idx, sizeof(e->path_idx));
+	e->prev = e->cur;
+	e->cur.chain = swap.chain;
 	e->valid = 0;
-	if (chain_set(&e->anchored, raw, n, dec, ndec))
+	if (chain_set(&e->cur.chain, raw, n, dec, ndec))
 		return;
-	e->gen++;
-	e->seq = t->anchor_seq;
-	e->npath = 0;
-	for (uint32_t i = k; i < n && e->npath < PBP_PATH_MAX; i++) {
+	e->cur.gen = e->prev.gen + 1;
+	e->cur.seq = t->anchor_seq;
+	e->cur.npath = 0;
+	for (uint32_t i = k; i < n && e->cur.npath < PBP_PATH_MAX; i++) {
 		if (raw[i].owner != o->owner_thread || (i > k && raw[i - 1].previous != raw[i].addr))
 			break;
-		e->path_idx[e->npath] = i;
-		e->path[e->npath++] = raw[i].addr;
+		e->cur.path_idx[e->cur.npath] = i;
+		e->cur.path[e->cur.npath++] = raw[i].addr;
 	}
 	e->valid = 1;
 	e->long_hits = 0;
 	e->established_ns = clock__mono_ns();
 	fc->stats.anchors_established++;
-	v.seq = e->seq;
-	v.gen = e->gen;
-	v.npath = e->npath;
-	memcpy(v.path, e->path, sizeof(v.path));
+	v.seq = e->cur.seq;
+	v.gen = e->cur.gen;
+	v.npath = e->cur.npath;
+	memcpy(v.path, e->cur.path, sizeof(v.path));
 	publish(fc, e, &v);
 }
 
@@ -453,7 +444,7 @@ int frame_cache__anchor_hit(struct frame_cache *fc, uint32_t tid, uint64_t tstat
 
 	if (!e || !path_hit(e, anchor, seq, depth))
 		return 0;
-	*gen = e->gen;
+	*gen = e->cur.gen;
 	return 1;
 }
 

@@ -37,7 +37,6 @@ struct frame_cache_stats {
 	uint64_t hits;			/* cached parents below an unchanged anchor/top */
 	uint64_t partial_hits;		/* cached parents below a lower point */
 	uint64_t misses;
-	uint64_t frames_from_cache;
 	uint64_t invalidations;		/* entries found no longer true and dropped */
 	uint64_t anchor_writes;
 	uint64_t anchors_established;
