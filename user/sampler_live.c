@@ -41,6 +41,8 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 		return -ENOMEM;
 	}
 	ls->period_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 100);
+	mem_snapshot__init(&ls->first, &cfg->live->base);
+	mem_snapshot__init(&ls->second, &cfg->live->base);
 	ls->next_ns = clock__mono_ns();
 	*out = ls;
 	return 0;
@@ -246,14 +248,19 @@ static int tick(struct live_sampler *ls)
 	return ls->err ? ls->err : 0;
 }
 
+/* Sleeps until CLOCK_MONOTONIC reaches @ns; -EINTR if a signal came first. */
+static int sleep_until(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = ns / 1000000000ull, .tv_nsec = ns % 1000000000ull };
+
+	return clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR ? -EINTR : 0;
+}
+
 int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 {
 	uint64_t end = clock__mono_ns() + (uint64_t)timeout_ms * 1000000ull;
-	struct timespec ts;
 	int err;
 
-	mem_snapshot__init(&ls->first, &ls->cfg.live->base);
-	mem_snapshot__init(&ls->second, &ls->cfg.live->base);
 	for (;;) {
 		uint64_t now = clock__mono_ns();
 
@@ -272,21 +279,12 @@ int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 			}
 			continue;
 		}
-		if (ls->next_ns > end)
-			break;
-		ts.tv_sec = ls->next_ns / 1000000000ull;
-		ts.tv_nsec = ls->next_ns % 1000000000ull;
-		err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-		if (err == EINTR)
-			return -EINTR;
+		if (now >= end)
+			return 0;
+		err = sleep_until(ls->next_ns < end ? ls->next_ns : end);
+		if (err)
+			return err;
 	}
-	if (end > clock__mono_ns()) {
-		ts.tv_sec = end / 1000000000ull;
-		ts.tv_nsec = end % 1000000000ull;
-		if (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-			return -EINTR;
-	}
-	return 0;
 }
 
 const struct live_sampler_stats *live_sampler__stats(const struct live_sampler *ls)
