@@ -8,29 +8,6 @@
 
 #include "mem.h"
 
-static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t len)
-{
-	struct mem_live *m = (struct mem_live *)base;
-	struct iovec local = { .iov_base = dst, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-	ssize_t n;
-
-	if (!len)
-		return 0;
-	if (!addr || addr + len < addr)
-		return -EFAULT;
-	base->stats.reads++;
-	n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
-	if (n != (ssize_t)len) {
-		if (!base->stats.failures++)
-			pr_debug("reading %zu bytes at %#llx in pid %d: %s\n", len,
-				 (unsigned long long)addr, (int)m->pid, n < 0 ? strerror(errno) : "short read");
-		return -EFAULT;
-	}
-	base->stats.bytes += len;
-	return 0;
-}
-
 int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
 		    void *const *dst, const size_t *len)
 {
@@ -41,19 +18,31 @@ int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
 	if (n > MEM_READV_MAX)
 		return -EINVAL;
 	for (unsigned int i = 0; i < n; i++) {
+		if (len[i] && (!addr[i] || addr[i] + len[i] < addr[i]))
+			return -EFAULT;
 		local[i] = (struct iovec){ .iov_base = dst[i], .iov_len = len[i] };
 		remote[i] = (struct iovec){ .iov_base = (void *)(uintptr_t)addr[i],
 					    .iov_len = len[i] };
 		total += len[i];
 	}
+	if (!total)
+		return 0;
 	m->base.stats.reads++;
 	got = process_vm_readv(m->pid, local, n, remote, n, 0);
 	if (got != (ssize_t)total) {
-		m->base.stats.failures++;
+		if (!m->base.stats.failures++)
+			pr_debug("reading %zu bytes at %#llx in pid %d: %s\n", total,
+				 (unsigned long long)addr[0], (int)m->pid,
+				 got < 0 ? strerror(errno) : "short read");
 		return -EFAULT;
 	}
 	m->base.stats.bytes += total;
 	return 0;
+}
+
+static int live_read(struct mem_source *base, uint64_t addr, void *dst, size_t len)
+{
+	return mem_live__readv((struct mem_live *)base, 1, &addr, &dst, &len);
 }
 
 int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t len)
