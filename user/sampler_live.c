@@ -77,11 +77,13 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 			 uint64_t stop, struct spans *sp)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap;
+	struct mem_source *m = &ls->cfg.live->base;
+	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap, prev = 0, hdr[3];
+	int have_prev = 0;
 
 	sp->n = 0;
 	while (chunk && left && sp->n < LIVE_SPANS) {
-		uint64_t data = chunk + o->chunk_data, start, hdr[3];
+		uint64_t data = chunk + o->chunk_data, start;
 
 		if (top <= data || top - data > (1ull << 30))
 			return;
@@ -92,14 +94,14 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 		sp->len[sp->n] = (uint32_t)(top - start);
 		left -= top - start;
 		sp->n++;
-		if (start != data ||
-		    mem__read(&ls->cfg.live->base, chunk + o->chunk_previous, hdr, sizeof(hdr)))
+		if (start != data || (!have_prev && mem__read_u64(m, chunk + o->chunk_previous, &prev)))
 			return;
-		/* previous, size, top (in slots) of the older chunk */
-		chunk = hdr[0];
-		if (chunk && mem__read(&ls->cfg.live->base, chunk + o->chunk_previous, hdr,
-				       sizeof(hdr)))
+		chunk = prev;
+		/* The older chunk's previous, size and saved top (in slots), in one read. */
+		if (!chunk || mem__read(m, chunk + o->chunk_previous, hdr, sizeof(hdr)))
 			return;
+		prev = hdr[0];
+		have_prev = 1;
 		top = chunk + o->chunk_data + hdr[2] * 8;
 	}
 }
