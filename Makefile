@@ -80,7 +80,14 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(O
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
-unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets
+# Every writer and what it links: the golden-file tests run each on a fixed profile.
+WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
+		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
+$(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
+
+unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers
 
 test:
 	$(Q)bash tools/run-tests.sh

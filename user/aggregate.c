@@ -70,11 +70,12 @@ static int grow_stacks(struct aggregate *a)
 	return 0;
 }
 
-int aggregate__add(struct aggregate *a, const struct agg_frame *frames, uint32_t depth,
-		   uint64_t count)
+int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
+		   const struct agg_frame *frames, uint32_t depth, uint64_t count,
+		   uint32_t *index)
 {
 	size_t bytes = (size_t)depth * sizeof(*frames);
-	uint64_t h = hash_bytes(frames, bytes) ^ depth;
+	uint64_t h = hash_bytes(frames, bytes) ^ hash_u64((uint64_t)pid << 32 | tid) ^ depth;
 	struct agg_stack *s;
 	size_t i;
 	int err;
@@ -86,10 +87,12 @@ int aggregate__add(struct aggregate *a, const struct agg_frame *frames, uint32_t
 	}
 	for (i = h & (a->nslots - 1); a->slots[i]; i = (i + 1) & (a->nslots - 1)) {
 		s = &a->stacks[a->slots[i] - 1];
-		if (a->hashes[a->slots[i] - 1] == h && s->depth == depth &&
-		    !memcmp(s->frames, frames, bytes)) {
+		if (a->hashes[a->slots[i] - 1] == h && s->depth == depth && s->pid == pid &&
+		    s->tid == tid && !memcmp(s->frames, frames, bytes)) {
 			s->count += count;
 			a->total += count;
+			if (index)
+				*index = a->slots[i] - 1;
 			return 0;
 		}
 	}
@@ -105,6 +108,10 @@ int aggregate__add(struct aggregate *a, const struct agg_frame *frames, uint32_t
 	memcpy(s->frames, frames, bytes);
 	s->depth = depth;
 	s->count = count;
+	s->pid = pid;
+	s->tid = tid;
+	if (index)
+		*index = a->n;
 	a->hashes[a->n] = h;
 	a->slots[i] = ++a->n;
 	a->total += count;

@@ -13,6 +13,7 @@ enum agg_frame_kind {
 	AGG_PYTHON,	/* name = co_qualname, file = co_filename, line */
 	AGG_THREAD,	/* name = "thread TID" */
 	AGG_MARKER,	/* name = a note such as "[incomplete]" */
+	AGG_PROCESS,	/* name = "process PID COMMAND" */
 };
 
 struct agg_frame {
@@ -22,8 +23,14 @@ struct agg_frame {
 	int32_t line;		/* -1: unknown */
 };
 
+/*
+ * A stack is keyed by its process, its thread and its frames: writers that show
+ * threads apart (speedscope, pprof labels, chrome) need them, and writers that merge
+ * threads do so themselves.
+ */
 struct agg_stack {
 	uint64_t count;
+	uint32_t pid, tid;
 	uint32_t depth;
 	struct agg_frame *frames;	/* root first */
 };
@@ -32,8 +39,11 @@ struct aggregate;
 
 struct aggregate *aggregate__new(void);
 void aggregate__free(struct aggregate *a);
-int aggregate__add(struct aggregate *a, const struct agg_frame *frames, uint32_t depth,
-		   uint64_t count);
+/* Adds @count samples of a stack; *@index (if given) is its aggregate__stack() index,
+ * which never changes. */
+int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
+		   const struct agg_frame *frames, uint32_t depth, uint64_t count,
+		   uint32_t *index);
 size_t aggregate__count(const struct aggregate *a);
 /* Stacks in insertion order; valid until the next aggregate__add. */
 const struct agg_stack *aggregate__stack(const struct aggregate *a, size_t i);

@@ -17,4 +17,13 @@ static inline uint64_t clock__mono_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* Wall-clock time, only for stamping profiles with when they were taken. */
+static inline int64_t clock__real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
 #endif

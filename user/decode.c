@@ -257,6 +257,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 		start = r->code + o->co_code_adaptive;
 		f->qualname = ci->qualname;
 		f->filename = ci->filename;
+		f->first_line = ci->firstlineno;
 		f->code_fp = ci->fp;
 		/* An instruction pointer outside the code's bytecode means the frame and
 		 * code disagree: name it but give no line rather than a wrong one. One

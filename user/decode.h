@@ -47,7 +47,7 @@ struct decoded_frame {
 	uint32_t qualname;	/* strtab ids */
 	uint32_t filename;
 	int32_t line;
-	uint32_t _pad;
+	int32_t first_line;	/* co_firstlineno: where the function starts */
 	uint64_t code_fp;	/* the code object's fingerprint when it was named */
 };
 

@@ -169,7 +169,7 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
-	       OPT_GIL, OPT_NO_FCACHE };
+	       OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -177,6 +177,8 @@ static int cmd_record(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "threads", no_argument, NULL, OPT_THREADS },
+		{ "nolineno", no_argument, NULL, OPT_NOLINENO },
+		{ "function", no_argument, NULL, OPT_FUNCTION },
 		{ "stats-file", required_argument, NULL, OPT_STATS },
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
@@ -190,10 +192,11 @@ static int cmd_record(int argc, char **argv)
 	};
 	struct record_opts o = {
 		.rate_hz = 100,
-		.format = "collapsed",
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 	};
+	const char *format = NULL;
+	char names[128];
 	unsigned long v;
 	int opt, verbose = 0;
 	char *end;
@@ -223,12 +226,16 @@ static int cmd_record(int argc, char **argv)
 			o.output = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "collapsed"))
-				return usage_error("unknown format '%s': supported: collapsed", optarg);
-			o.format = optarg;
+			format = optarg;
 			break;
 		case OPT_THREADS:
 			o.threads = 1;
+			break;
+		case OPT_NOLINENO:
+			o.nolineno = 1;
+			break;
+		case OPT_FUNCTION:
+			o.function_lines = 1;
 			break;
 		case OPT_STATS:
 			o.stats_file = optarg;
@@ -278,6 +285,19 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (o.pid && o.cmd)
 		return usage_error("%s", "give either -p PID or a command after --, not both");
+	/* -f wins; else the output's suffix says; else collapsed. */
+	o.writer = format ? writer__find(format) : o.output ? writer__for_path(o.output) : NULL;
+	if (format && !o.writer) {
+		writer__names(names, sizeof(names));
+		fprintf(stderr, "pybpfprof: unknown format '%s': one of %s (see 'pybpfprof "
+			"record --help')\n", format, names);
+		return EXIT_USAGE;
+	}
+	if (!o.writer)
+		o.writer = writer__find("collapsed");
+	if (o.nolineno && o.function_lines)
+		return usage_error("%s", "--nolineno and --function both say which line to "
+				   "show: give one");
 	if (!o.pid && !o.cmd)
 		return usage_error("%s", "nothing to profile: give -p PID or a command after --");
 	return record__run(&o);

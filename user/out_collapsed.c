@@ -31,16 +31,36 @@ static int by_count_desc(const void *a, const void *b)
 	const struct agg_stack *x = *(const struct agg_stack *const *)a;
 	const struct agg_stack *y = *(const struct agg_stack *const *)b;
 
-	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return x < y ? -1 : x > y;	/* first seen first: the same output every time */
 }
 
-int out_collapsed__write(FILE *f, const struct aggregate *a, const struct strtab *strs)
+/* The same frames from two threads are one line: merge on frames alone. */
+static struct aggregate *merge_threads(const struct aggregate *a)
 {
-	size_t n = aggregate__count(a);
-	const struct agg_stack **order = malloc((n ? n : 1) * sizeof(*order));
+	struct aggregate *m = aggregate__new();
 
-	if (!order)
-		return -ENOMEM;
+	for (size_t i = 0; m && i < aggregate__count(a); i++) {
+		const struct agg_stack *s = aggregate__stack(a, i);
+
+		if (aggregate__add(m, 0, 0, s->frames, s->depth, s->count, NULL)) {
+			aggregate__free(m);
+			return NULL;
+		}
+	}
+	return m;
+}
+
+int out_collapsed__write(FILE *f, const struct profile *p)
+{
+	struct aggregate *a = merge_threads(p->agg);
+	size_t n = a ? aggregate__count(a) : 0;
+	const struct agg_stack **order = malloc((n ? n : 1) * sizeof(*order));
+	int err = -ENOMEM;
+
+	if (!a || !order)
+		goto out;
 	for (size_t i = 0; i < n; i++)
 		order[i] = aggregate__stack(a, i);
 	qsort(order, n, sizeof(*order), by_count_desc);
@@ -48,10 +68,13 @@ int out_collapsed__write(FILE *f, const struct aggregate *a, const struct strtab
 		for (uint32_t k = 0; k < order[i]->depth; k++) {
 			if (k)
 				fputc(';', f);
-			put_frame(f, &order[i]->frames[k], strs);
+			put_frame(f, &order[i]->frames[k], p->strs);
 		}
 		fprintf(f, " %llu\n", (unsigned long long)order[i]->count);
 	}
+	err = ferror(f) ? -EIO : 0;
+out:
 	free(order);
-	return ferror(f) ? -EIO : 0;
+	aggregate__free(a);
+	return err;
 }

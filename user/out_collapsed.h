@@ -5,10 +5,12 @@
 
 #include <stdio.h>
 
-#include "aggregate.h"
-#include "strtab.h"
+#include "profile.h"
 
-/* One line per stack: "frame;frame;...;frame COUNT", root first, most samples first. */
-int out_collapsed__write(FILE *f, const struct aggregate *a, const struct strtab *strs);
+/*
+ * One line per distinct stack: "frame;frame;...;frame COUNT", root first, most samples
+ * first. Threads are merged unless the stacks carry thread frames.
+ */
+int out_collapsed__write(FILE *f, const struct profile *p);
 
 #endif

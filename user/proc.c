@@ -92,6 +92,29 @@ int proc__comm(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
+int proc__cmdline(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -ESRCH;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	while (n && !buf[n - 1])
+		n--;
+	if (!n)
+		return proc__comm(pid, buf, len);
+	for (size_t i = 0; i < n; i++)
+		if (!buf[i] || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = 0;
+	return 0;
+}
+
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len)
 {
 	int n = snprintf(out, len, "/proc/%d/root%s", (int)pid, path);

@@ -27,6 +27,9 @@ int proc__cpu_ns(pid_t pid, uint64_t *ns);
 
 /* The process's command name (comm), NUL-terminated, at most @len - 1 bytes. */
 int proc__comm(pid_t pid, char *buf, size_t len);
+/* The command line, arguments joined by spaces and cut to @len; the comm of a process
+ * with none (a kernel thread, a zombie); -ESRCH if it is gone. */
+int proc__cmdline(pid_t pid, char *buf, size_t len);
 
 /* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len);

@@ -21,7 +21,6 @@
 #include "frame_cache.h"
 #include "interp.h"
 #include "log.h"
-#include "out_collapsed.h"
 #include "privs.h"
 #include "proc.h"
 #include "pythreads.h"
@@ -32,6 +31,7 @@
 #include "stats.h"
 #include "strtab.h"
 #include "target_error.h"
+#include "thread_table.h"
 
 #define FCACHE_EXPIRE_S 10.0
 
@@ -52,6 +52,11 @@ struct record_ctx {
 	struct frame_cache *fcache;
 	int anchors;		/* this run uses (and resets) last_profiled_frame */
 	struct aggregate *agg;
+	struct thread_table *threads;
+	struct profile_sample *timeline;	/* when the writer wants one */
+	size_t ntimeline, timeline_cap;
+	uint64_t start_ns;			/* CLOCK_MONOTONIC of the start */
+	int64_t start_unix_ns;
 	struct sampler *sampler;
 	struct live_sampler *live_sampler;	/* instead of sampler: --no-bpf */
 	struct spawn spawn;
@@ -64,6 +69,7 @@ struct record_ctx {
 	int fatal;		/* a negative errno that ends the run */
 	FILE *out;
 	char out_path[4096];
+	char target[160];	/* "pid 123 (python3 app.py)" */
 	struct run_stats stats;
 };
 
@@ -84,10 +90,36 @@ static int intern_fmt(struct record_ctx *c, uint32_t *id, const char *fmt, unsig
 	return 0;
 }
 
+static int32_t frame_line(const struct record_opts *o, const struct decoded_frame *f)
+{
+	if (o->nolineno)
+		return -1;
+	return o->function_lines ? f->first_line : f->line;
+}
+
+static int add_to_timeline(struct record_ctx *c, uint64_t ts_ns, uint32_t index)
+{
+	if (c->ntimeline == c->timeline_cap) {
+		size_t cap = c->timeline_cap ? c->timeline_cap * 2 : 4096;
+		struct profile_sample *t = realloc(c->timeline, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		c->timeline = t;
+		c->timeline_cap = cap;
+	}
+	/* A record decoded late may predate the start by a tick: clamp, keep order. */
+	c->timeline[c->ntimeline++] = (struct profile_sample){
+		.t_ns = ts_ns > c->start_ns ? ts_ns - c->start_ns : 0,
+		.stack = index,
+	};
+	return 0;
+}
+
 /* One decoded stack in, one aggregated stack out, unless --gil/--idle leave it out. */
 static int add_stack(struct record_ctx *c, const struct stack *st)
 {
-	uint32_t n = 0;
+	uint32_t n = 0, index;
 	int err;
 
 	if ((c->opts->gil && !(st->flags & PBP_TS_GIL)) ||
@@ -113,9 +145,13 @@ static int add_stack(struct record_ctx *c, const struct stack *st)
 			.kind = AGG_PYTHON,
 			.name = st->frames[i].qualname,
 			.file = st->frames[i].filename,
-			.line = st->frames[i].line,
+			.line = frame_line(c->opts, &st->frames[i]),
 		};
-	err = aggregate__add(c->agg, c->frames, n, 1);
+	err = aggregate__add(c->agg, st->pid, st->tid, c->frames, n, 1, &index);
+	if (!err)
+		err = thread_table__see(c->threads, c->strs, st->pid, st->tid);
+	if (!err && c->opts->writer->timeline)
+		err = add_to_timeline(c, st->ts_ns, index);
 	if (!err)
 		return 0;
 fail:
@@ -192,9 +228,9 @@ static int open_output(struct record_ctx *c, pid_t pid)
 				*p = '_';
 		localtime_r(&t, &tm);
 		snprintf(c->out_path, sizeof(c->out_path),
-			 "pybpfprof-%s-%d-%04d%02d%02d-%02d%02d%02d.txt", comm, (int)pid,
+			 "pybpfprof-%s-%d-%04d%02d%02d-%02d%02d%02d%s", comm, (int)pid,
 			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec);
+			 tm.tm_sec, c->opts->writer->suffix);
 	} else {
 		snprintf(c->out_path, sizeof(c->out_path), "%s", path);
 	}
@@ -252,9 +288,10 @@ static int setup(struct record_ctx *c)
 
 	c->strs = strtab__new();
 	c->agg = aggregate__new();
+	c->threads = thread_table__new();
 	c->stack = malloc(sizeof(*c->stack));
 	c->frames = calloc(DECODE_MAX_DEPTH + 2, sizeof(*c->frames));
-	if (!c->strs || !c->agg || !c->stack || !c->frames)
+	if (!c->strs || !c->agg || !c->threads || !c->stack || !c->frames)
 		return -ENOMEM;
 	if (strtab__intern(c->strs, "[incomplete]", 12) != 0 ||
 	    strtab__intern(c->strs, "[no Python frame]", 17) != 1)
@@ -283,6 +320,8 @@ static void teardown(struct record_ctx *c)
 	decoder__free(c->dec);
 	frame_cache__free(c->fcache);
 	aggregate__free(c->agg);
+	thread_table__free(c->threads);
+	free(c->timeline);
 	strtab__free(c->strs);
 	free(c->stack);
 	free(c->frames);
@@ -326,6 +365,15 @@ static int find_target(struct record_ctx *c)
 		return code;
 	}
 	return 0;
+}
+
+static void name_target(struct record_ctx *c)
+{
+	char cmd[128];
+
+	if (proc__cmdline(c->interp.pid, cmd, sizeof(cmd)))
+		snprintf(cmd, sizeof(cmd), "%.*s", (int)sizeof(cmd) - 1, c->interp.path);
+	snprintf(c->target, sizeof(c->target), "pid %d (%s)", (int)c->interp.pid, cmd);
 }
 
 static int target_gone(struct record_ctx *c)
@@ -373,7 +421,21 @@ static void finish_stats(struct record_ctx *c, double elapsed, uint64_t cpu_ns)
 
 static int write_results(struct record_ctx *c)
 {
-	int err = out_collapsed__write(c->out, c->agg, c->strs);
+	struct profile p = {
+		.agg = c->agg,
+		.strs = c->strs,
+		.timeline = c->timeline,
+		.ntimeline = c->ntimeline,
+		.target = c->target,
+		.start_unix_ns = c->start_unix_ns,
+		.duration_ns = (uint64_t)(c->stats.duration_s * 1e9),
+		.rate_hz = c->opts->rate_hz,
+		.period_ns = 1000000000ull / c->opts->rate_hz,
+	};
+	int err;
+
+	p.threads = thread_table__all(c->threads, &p.nthreads);
+	err = c->opts->writer->write(c->out, &p);
 
 	if (!err && fflush(c->out))
 		err = -errno;
@@ -555,6 +617,7 @@ int record__run(const struct record_opts *o)
 		code = EXIT_RUNTIME;
 		goto out;
 	}
+	name_target(c);
 	err = setup(c);
 	if (err) {
 		pr_warn("setting up the decoder: %s\n", strerror(-err));
@@ -570,6 +633,8 @@ int record__run(const struct record_opts *o)
 		spawn__release(&c->spawn);
 
 	start = expired = now_s();
+	c->start_ns = clock__mono_ns();
+	c->start_unix_ns = clock__real_ns();
 	proc__cpu_ns(c->interp.pid, &cpu0);
 	cpu = cpu0;
 	while (!stop_signal && !c->fatal) {

@@ -6,14 +6,18 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "writers.h"
+
 struct record_opts {
 	pid_t pid;		/* 0 when a command is given */
 	char **cmd;		/* NULL-terminated argv after "--" */
 	uint32_t rate_hz;
 	double duration_s;	/* 0: until the target exits or a signal */
 	const char *output;	/* NULL: a name made from the target and the time */
-	const char *format;
-	int threads;
+	const struct writer *writer;
+	int threads;		/* a frame "thread TID" under the root */
+	int nolineno;		/* aggregate by function, not by line */
+	int function_lines;	/* each frame at its function's first line */
 	const char *stats_file;
 	uint32_t stack_cap;
 	uint32_t ringbuf_mb;

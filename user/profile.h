@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A finished (or in-progress) profile as every writer sees it: the aggregate, the
+ * strings it refers to, the threads it saw, optionally the samples in time order, and
+ * what the run was. Writers read this and nothing else.
+ */
+#ifndef PBP_PROFILE_H
+#define PBP_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aggregate.h"
+#include "strtab.h"
+
+struct profile_thread {
+	uint32_t pid, tid;
+	uint32_t name;		/* strtab id of the OS thread name; PROFILE_NO_NAME if unknown */
+};
+
+#define PROFILE_NO_NAME UINT32_MAX
+
+/* One sample of the timeline: when, and which aggregate stack it added to. */
+struct profile_sample {
+	uint64_t t_ns;		/* since the profile's start */
+	uint32_t stack;		/* aggregate__stack() index */
+	uint32_t _pad;
+};
+
+struct profile {
+	const struct aggregate *agg;
+	const struct strtab *strs;
+	const struct profile_thread *threads;
+	size_t nthreads;
+	/* Samples in the order taken; NULL unless the format asked for a timeline. */
+	const struct profile_sample *timeline;
+	size_t ntimeline;
+	const char *target;	/* "pid 123 (python3 app.py)": titles and file names */
+	int64_t start_unix_ns;	/* wall-clock time of the first sample window */
+	uint64_t duration_ns;
+	uint32_t rate_hz;
+	uint64_t period_ns;	/* CPU time one sample stands for: 1e9 / rate_hz */
+};
+
+/* The name a writer prints for @fr: "QUALNAME" / "thread TID" / "process PID CMD" ... */
+static inline const char *profile__name(const struct profile *p, const struct agg_frame *fr)
+{
+	return strtab__get(p->strs, fr->name);
+}
+
+/* The file of a Python frame, NULL for any other kind. */
+static inline const char *profile__file(const struct profile *p, const struct agg_frame *fr)
+{
+	return fr->kind == AGG_PYTHON ? strtab__get(p->strs, fr->file) : NULL;
+}
+
+#endif

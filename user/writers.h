@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The output formats of `record -f`, and which one a file name implies. */
+#ifndef PBP_WRITERS_H
+#define PBP_WRITERS_H
+
+#include <stdio.h>
+
+#include "profile.h"
+
+struct writer {
+	const char *name;	/* the -f value */
+	const char *suffix;	/* of default output names; also implies the format */
+	int timeline;		/* needs profile.timeline */
+	int (*write)(FILE *f, const struct profile *p);
+};
+
+/* The writer called @name, or NULL. */
+const struct writer *writer__find(const char *name);
+/* The writer a file name implies by its suffix, or NULL. */
+const struct writer *writer__for_path(const char *path);
+/* "collapsed, svg, ..." into @buf, for messages. */
+void writer__names(char *buf, size_t len);
+
+#endif
