@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A sampling session: the targets (a process, a command and, with subprocesses, the
+ * Python processes they start), the sampler (BPF, or live memory), decoding, and the
+ * aggregate the samples go to. `record` runs one and writes it at the end; `top` runs
+ * one and shows it as it grows.
+ */
+#ifndef PBP_SESSION_H
+#define PBP_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h"
+
+struct session_opts {
+	pid_t pid;		/* 0 when a command is given */
+	char **cmd;		/* NULL-terminated argv after "--" */
+	uint32_t rate_hz;
+	uint32_t stack_cap;
+	uint32_t ringbuf_mb;
+	int no_bpf;		/* sample from user space, never load BPF */
+	int idle;		/* keep samples of threads not on a CPU (live mode) */
+	int gil;		/* keep only samples of the thread holding the GIL */
+	int no_frame_cache;
+	int threads;		/* a frame "thread TID" under the root */
+	int nolineno;		/* aggregate by function, not by line */
+	int function_lines;	/* each frame at its function's first line */
+	int subprocesses;	/* also profile the Python processes the target starts */
+	int timeline;		/* keep every sample's time (chrome, speedscope) */
+};
+
+struct session_status {
+	double elapsed_s;
+	uint64_t samples;	/* aggregated */
+	uint64_t incomplete;
+	uint64_t drops;		/* lost before decoding: ring buffer full, copy failed */
+	uint32_t threads;	/* threads seen so far */
+	uint32_t processes;	/* targets alive now */
+};
+
+struct session;
+
+/*
+ * Finds the target and starts sampling it. Returns an exit status (exitcodes.h): 0
+ * with *@out set, or the status to exit with after a one-line message was printed.
+ */
+int session__start(const struct session_opts *o, struct session **out);
+/*
+ * Takes in what was sampled, waiting up to @timeout_ms. Returns 0 to go on, 1 once
+ * every target has exited, or a negative errno that ends the session (printed).
+ */
+int session__poll(struct session *s, int timeout_ms);
+/* Stops sampling and takes in whatever is still in flight. */
+void session__stop(struct session *s);
+void session__status(const struct session *s, struct session_status *st);
+/* The profile so far; valid until the next session__poll(). */
+void session__profile(const struct session *s, struct profile *p);
+void session__free(struct session *s);
+
+/* SIGINT and SIGTERM end the session's loop instead of the process. */
+void session__catch_signals(void);
+/* The signal that asked us to stop, or 0. */
+int session__stop_signal(void);
+
+#endif
