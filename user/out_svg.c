@@ -32,6 +32,7 @@
 #define FOOT_H	32	/* the details and search result line */
 #define CHAR_W	7.3	/* a 12px monospace advance (DejaVu Sans Mono: 7.22) with slack */
 #define MIN_PX	0.1
+#define TITLE_CHARS 110	/* of bold 17px sans-serif fit in IMG_W */
 
 struct box {
 	const struct agg_frame *fr;	/* NULL: the "all" root */
@@ -294,7 +295,7 @@ struct palette {
 };
 
 static const struct palette palettes[] = {
-	[FRAME_USER] = { 225, 80, 40, 30, 120, 30 },		/* flame: red to yellow */
+	[FRAME_USER] = { 210, 60, 20, 45, 160, 45 },		/* flame: red to yellow */
 	[FRAME_STDLIB] = { 90, 150, 215, 40, 50, 30 },		/* blue */
 	[FRAME_THIRD_PARTY] = { 80, 175, 80, 50, 55, 45 },	/* green */
 	[FRAME_NATIVE] = { 170, 170, 170, 40, 40, 40 },		/* grey */
@@ -526,7 +527,7 @@ static void put_head(FILE *f, const struct profile *p, const struct layout *l,
 	fprintf(f, "</title>\n<style>\n%s</style>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fcfcf7\"/>\n"
 		"<text id=\"title\" x=\"%d\" y=\"24\">pybpfprof: ", style, IMG_W / 2);
-	put_xml_str(f, target);
+	put_xml(f, target, strlen(target), TITLE_CHARS);
 	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">%.2f s at %u Hz, "
 		"%llu sample%s%s</text>\n", IMG_W / 2, (double)p->duration_ns / 1e9, p->rate_hz,
 		(unsigned long long)l->total, l->total == 1 ? "" : "s", when);
