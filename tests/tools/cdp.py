@@ -21,8 +21,9 @@ the browser's whole process group (it forks renderers and helpers).
 A page is a target attached with flatten=True: its commands carry a sessionId and
 share the one pipe. Page, Runtime and Log are enabled on it, so console errors,
 uncaught exceptions and browser log errors are collected from the start (see
-Page.errors()). A command that opens a JavaScript dialog (alert/prompt) does not
-return until the dialog is closed: send it with block=False, then handle_dialog().
+Page.errors()). Input that opens a JavaScript dialog (alert/prompt) does not complete
+until the dialog is closed: send it with block=False, answer with handle_dialog(),
+then finish() it.
 """
 
 import fcntl
@@ -324,29 +325,39 @@ class Page:
             raise JSError(f"{expression[:200]!r} threw: {text}", d)
         return res.get("result", {}).get("value")
 
-    def mouse(self, kind, x, y, block=True, **extra):
-        params = {"type": kind, "x": x, "y": y}
-        params.update(extra)
-        msg_id = self.send("Input.dispatchMouseEvent", params)
-        return self.result(msg_id) if block else msg_id
+    def finish(self, pending, timeout=None):
+        """Waits for the replies of commands sent with block=False."""
+        return [self.result(msg_id, timeout) for msg_id in pending]
 
-    def move(self, x, y):
-        self.mouse("mouseMoved", x, y)
+    def _input(self, method, events, block):
+        # Sent back to back: the browser handles them in order, and one that opens a
+        # dialog holds up the rest until the dialog is answered.
+        pending = [self.send(method, params) for params in events]
+        if not block:
+            return pending
+        self.finish(pending)
+        return None
+
+    def move(self, x, y, block=True):
+        return self._input("Input.dispatchMouseEvent",
+                           [{"type": "mouseMoved", "x": x, "y": y}], block)
 
     def click(self, x, y, block=True):
-        """A left click at CSS pixel (x, y). With block=False the release is only sent,
-        and its id returned: the click may open a dialog that must be handled first."""
-        self.move(x, y)
-        self.mouse("mousePressed", x, y, button="left", clickCount=1)
-        return self.mouse("mouseReleased", x, y, block, button="left", clickCount=1)
+        """A left click at CSS pixel (x, y). With block=False the events are only sent
+        and their ids returned for finish(): a click that opens a dialog does not
+        complete until handle_dialog() answers it."""
+        press = {"x": x, "y": y, "button": "left", "clickCount": 1}
+        return self._input("Input.dispatchMouseEvent", [
+            {"type": "mouseMoved", "x": x, "y": y},
+            dict(press, type="mousePressed"), dict(press, type="mouseReleased")], block)
 
     def key(self, key, code=None, modifiers=0, key_code=0, block=True):
-        """Presses and releases a key (modifiers: 1 Alt, 2 Ctrl, 4 Meta, 8 Shift)."""
+        """Presses and releases a key (modifiers: 1 Alt, 2 Ctrl, 4 Meta, 8 Shift);
+        block as for click()."""
         base = {"key": key, "code": code or key, "modifiers": modifiers,
                 "windowsVirtualKeyCode": key_code}
-        self.result(self.send("Input.dispatchKeyEvent", dict(base, type="rawKeyDown")))
-        msg_id = self.send("Input.dispatchKeyEvent", dict(base, type="keyUp"))
-        return self.result(msg_id) if block else msg_id
+        return self._input("Input.dispatchKeyEvent", [
+            dict(base, type="rawKeyDown"), dict(base, type="keyUp")], block)
 
     def handle_dialog(self, accept=True, prompt_text=None, since=None, timeout=None):
         """Waits for a JavaScript dialog and answers it; returns the dialog's params."""
