@@ -282,7 +282,7 @@ static int layout__build(struct layout *l, const struct profile *p)
 	err = layout__close(l, open, prev ? prev->depth : 0, 0, end);
 	if (!err)
 		err = layout__add(l, NULL, 0, l->total, 0);
-	if (!err)
+	if (!err && l->v)
 		qsort(l->v, l->len, sizeof(*l->v), by_row_then_x);
 out:
 	free(open);
