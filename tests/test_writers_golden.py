@@ -23,6 +23,7 @@ PLAIN = REPO / "build" / "tests" / "test_writers"
 FORMATS = {
     "collapsed": "collapsed.txt",
     "speedscope": "speedscope.json",
+    "pprof": "pprof.pb",
 }
 
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "out_collapsed.h"
+#include "out_pprof.h"
 #include "out_speedscope.h"
 #include "writers.h"
 
@@ -11,6 +12,7 @@
 static const struct writer writers[] = {
 	{ "collapsed", ".txt", 0, out_collapsed__write },
 	{ "speedscope", ".speedscope.json", 1, out_speedscope__write },
+	{ "pprof", ".pb.gz", 0, out_pprof__write },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))
