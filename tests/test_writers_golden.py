@@ -24,6 +24,7 @@ FORMATS = {
     "collapsed": "collapsed.txt",
     "speedscope": "speedscope.json",
     "pprof": "pprof.pb",
+    "chrome": "chrome.trace.json",
 }
 
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "out_chrome.h"
 #include "out_collapsed.h"
 #include "out_pprof.h"
 #include "out_speedscope.h"
@@ -13,6 +14,7 @@ static const struct writer writers[] = {
 	{ "collapsed", ".txt", 0, out_collapsed__write },
 	{ "speedscope", ".speedscope.json", 1, out_speedscope__write },
 	{ "pprof", ".pb.gz", 0, out_pprof__write },
+	{ "chrome", ".trace.json", 1, out_chrome__write },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))
