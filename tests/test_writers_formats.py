@@ -13,7 +13,6 @@ test_writers_browser.py.
 """
 
 import json
-import os
 import re
 import subprocess
 import sys
