@@ -83,11 +83,19 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(O
 # Every writer and what it links: the golden-file tests run each on a fixed profile.
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
 		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
+# Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
+WRITER_OBJS += $(filter $(OUT)/user/json_out.o $(OUT)/user/pb_encode.o \
+		$(OUT)/user/profile_index.o,$(USER_OBJS))
 $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
 
-unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers
+$(OUT)/tests/test_json_out: tests/unit/test_json_out.c $(OUT)/user/json_out.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
+	$(OUT)/tests/test_json_out
 
 test:
 	$(Q)bash tools/run-tests.sh

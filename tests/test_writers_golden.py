@@ -23,6 +23,9 @@ PLAIN = REPO / "build" / "tests" / "test_writers"
 FORMATS = {
     "collapsed": "collapsed.txt",
     "svg": "svg.svg",
+    "speedscope": "speedscope.json",
+    "pprof": "pprof.pb",
+    "chrome": "chrome.trace.json",
 }
 
 

@@ -2,14 +2,36 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Installs the Debian packages pybpfprof needs and nothing that is already there.
 #   tools/install-deps.sh build   what `make` needs
-#   tools/install-deps.sh test    that, plus what the test suite needs
+#   tools/install-deps.sh test    that, plus what the test suite needs, and the
+#                                 speedscope app (npm) in .cache-npm/ for the
+#                                 browser tests of the output formats
 set -euo pipefail
 
 build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool)
-test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium)
+test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
+	protobuf-compiler python3-jsonschema)
+
+# The speedscope release the browser tests load; its file-format-schema.json is the
+# schema the speedscope output is validated against.
+SPEEDSCOPE_VERSION=1.25.0
+NPM_DIR="$(cd "$(dirname "$0")/.." && pwd)/.cache-npm"
 
 want=("${build[@]}")
 [ "${1:-build}" = test ] && want+=("${test[@]}")
+# npm comes with some Node.js builds; Debian's own only where none is installed.
+[ "${1:-build}" = test ] && ! command -v npm >/dev/null && want+=(npm)
+
+install_speedscope() {
+	local pkg="$NPM_DIR/node_modules/speedscope/package.json"
+
+	if [ -f "$pkg" ] && grep -q "\"version\": \"$SPEEDSCOPE_VERSION\"" "$pkg"; then
+		return 0
+	fi
+	echo "install-deps: installing speedscope $SPEEDSCOPE_VERSION into $NPM_DIR"
+	mkdir -p "$NPM_DIR"
+	npm install --silent --no-audit --no-fund --no-save --prefix "$NPM_DIR" \
+		"speedscope@$SPEEDSCOPE_VERSION"
+}
 
 missing=()
 for p in "${want[@]}"; do
@@ -17,6 +39,7 @@ for p in "${want[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#want[@]} packages present"
+	[ "${1:-build}" = test ] && install_speedscope
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -27,3 +50,5 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+[ "${1:-build}" = test ] && install_speedscope
+exit 0

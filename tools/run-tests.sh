@@ -21,7 +21,8 @@ make -j2
 make -j2 unit-tests
 
 step "building with -fsanitize=address,undefined"
-make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests/test_linetable build/san/tests/test_offsets build/san/tests/test_writers
+make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests/test_linetable build/san/tests/test_offsets build/san/tests/test_writers \
+	build/san/tests/test_json_out
 
 step "preparing CPython 3.11 (host) and 3.13, 3.14, 3.15 (Debian sid chroot)"
 bash tools/test-interpreters.sh >/dev/null

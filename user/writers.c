@@ -3,14 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "out_chrome.h"
 #include "out_collapsed.h"
 #include "out_svg.h"
+#include "out_pprof.h"
+#include "out_speedscope.h"
 #include "writers.h"
 
 /* Longer suffixes first: "x.speedscope.json" must not be taken for "x.json". */
 static const struct writer writers[] = {
 	{ "collapsed", ".txt", 0, out_collapsed__write },
 	{ "svg", ".svg", 0, out_svg__write },
+	{ "speedscope", ".speedscope.json", 1, out_speedscope__write },
+	{ "pprof", ".pb.gz", 0, out_pprof__write },
+	{ "chrome", ".trace.json", 1, out_chrome__write },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))

@@ -1,0 +1,401 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The speedscope, pprof and chrome writers, read back by parsers that share no code
+with them: speedscope files against speedscope's own JSON schema (from its npm
+release, installed by tools/install-deps.sh test), pprof files through `protoc
+--decode` with our copy of the public schema (tests/tools/profile.proto), chrome
+traces by the rules trace viewers rely on.
+
+Two sources: the fixed profile of tests/unit/test_writers.c, where every format is
+compared with the collapsed output of the same aggregate, and real runs of workloads,
+compared with what the workload knows about itself (stacks, lines, the 3:1 ratio,
+thread ids). The browser-side check (speedscope loading each format) is in
+test_writers_browser.py.
+"""
+
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, REPO, Harness, Once, Run,
+                      fraction)
+from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from test_writers_golden import _build_plain, _output
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile, one  # noqa: E402
+
+SPEEDSCOPE_SCHEMA = (REPO / ".cache-npm" / "node_modules" / "speedscope" / "dist" /
+                     "release" / "file-format-schema.json")
+SUFFIX = {"speedscope": ".speedscope.json", "pprof": ".pb.gz", "chrome": ".trace.json"}
+RATE = 999
+DURATION = 3
+PERIOD = 10**9 // RATE
+FIXED_PERIOD = 10_000_000          # the fixed profile's: 100 Hz
+COLLAPSED_LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
+
+
+# --------------------------------------------------------------------------------------
+# Readers and rules shared by the fixed profile and the real runs
+
+def collapsed_counts(text):
+    """{stack string: count} of collapsed output."""
+    out = {}
+    for line in text.splitlines():
+        m = COLLAPSED_LINE.match(line)
+        assert m, f"malformed collapsed line {line!r}"
+        out[m["stack"]] = int(m["count"])
+    return out
+
+
+def collapsed_name(name, file, line):
+    """A frame as the collapsed writer prints it (';' and newlines made '_')."""
+    def clean(s):
+        return s.replace(";", "_").replace("\n", "_")
+    if not file:
+        return clean(name)
+    return f"{clean(name)} ({clean(file)}{f':{line}' if line else ''})"
+
+
+def speedscope_schema_errors(data):
+    import jsonschema
+    assert SPEEDSCOPE_SCHEMA.exists(), \
+        f"{SPEEDSCOPE_SCHEMA} missing: run tools/install-deps.sh test"
+    schema = json.loads(SPEEDSCOPE_SCHEMA.read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
+            for e in validator.iter_errors(data)][:10]
+
+
+def check_speedscope(data, period):
+    """Schema, then what the schema cannot say: indices in range, weights positive, a
+    sample's weight is one period, the time range is what the weights add up to."""
+    errors = speedscope_schema_errors(data)
+    assert not errors, "speedscope file fails the schema:\n" + "\n".join(errors)
+    assert data["exporter"] == "pybpfprof"
+    nframes = len(data["shared"]["frames"])
+    assert 0 <= data.get("activeProfileIndex", 0) < len(data["profiles"])
+    names = [p["name"] for p in data["profiles"]]
+    assert len(set(names)) == len(names), f"profile names repeat: {names}"
+    for p in data["profiles"]:
+        assert p["type"] == "sampled" and p["unit"] == "nanoseconds", p["name"]
+        assert len(p["samples"]) == len(p["weights"]), p["name"]
+        assert all(w > 0 for w in p["weights"]), f"{p['name']}: weights not positive"
+        assert all(0 <= i < nframes for s in p["samples"] for i in s), p["name"]
+        assert all(w == period for s, w in zip(p["samples"], p["weights"]) if s), \
+            f"{p['name']}: a sample weighs other than one period"
+        assert p["endValue"] - p["startValue"] == sum(p["weights"]), p["name"]
+
+
+def speedscope_counts(data, period):
+    """{(profile name, stack of frame dicts as tuples): samples}."""
+    frames = data["shared"]["frames"]
+    out = Counter()
+    for p in data["profiles"]:
+        for s, w in zip(p["samples"], p["weights"]):
+            if s:
+                stack = tuple((frames[i]["name"], frames[i].get("file"),
+                               frames[i].get("line")) for i in s)
+                out[(p["name"], stack)] += w // period
+    return out
+
+
+def check_chrome(data):
+    """The rules trace viewers rely on; returns {(pid, tid): [X events]}."""
+    assert isinstance(data.get("traceEvents"), list)
+    threads = defaultdict(list)
+    thread_names = Counter()
+    for e in data["traceEvents"]:
+        for key in ("ph", "ts", "pid", "tid"):
+            assert key in e, f"event without {key}: {e}"
+        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name"), e
+            assert isinstance(e["args"]["name"], str) and e["args"]["name"], e
+            if e["name"] == "thread_name":
+                thread_names[(e["pid"], e["tid"])] += 1
+            continue
+        assert e["ph"] == "X", f"unexpected event type: {e}"
+        assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
+        assert isinstance(e["name"], str) and e["name"], e
+        threads[(e["pid"], e["tid"])].append(e)
+    assert all(n == 1 for n in thread_names.values()), f"thread_name repeats: {thread_names}"
+    for key, events in threads.items():
+        assert thread_names[key] == 1, f"thread {key} has events but no thread_name"
+        ts = [e["ts"] for e in events]
+        assert ts == sorted(ts), f"thread {key}: timestamps go back in time"
+        # Complete events on one thread must nest: each inside or after the open ones.
+        open_ends = []
+        for e in events:
+            while open_ends and e["ts"] >= open_ends[-1] - 1e-6:
+                open_ends.pop()
+            end = e["ts"] + e["dur"]
+            assert not open_ends or end <= open_ends[-1] + 1e-6, \
+                f"thread {key}: {e} overlaps its parent without nesting"
+            open_ends.append(end)
+    return threads
+
+
+def chrome_self_time(events):
+    """{event name: microseconds with no event inside} of one thread's events."""
+    out = Counter()
+    open_ = []
+    for e in events:
+        while open_ and e["ts"] >= open_[-1]["ts"] + open_[-1]["dur"] - 1e-6:
+            open_.pop()
+        out[e["name"]] += e["dur"]
+        if open_:
+            out[open_[-1]["name"]] -= e["dur"]
+        open_.append(e)
+    return +out
+
+
+def check_pprof_header(prof, period):
+    assert prof.strings and prof.strings[0] == "", "string_table[0] must be \"\""
+    assert prof.value_types() == [("samples", "count"), ("cpu", "nanoseconds")]
+    assert prof.value_types("period_type") == [("cpu", "nanoseconds")]
+    assert one(prof.msg, "period") == period
+    for kind in ("function", "location"):
+        ids = [one(m, "id") for m in prof.msg.get(kind, [])]
+        assert all(ids), f"a {kind} has id 0"
+        assert len(set(ids)) == len(ids), f"{kind} ids repeat"
+    for stack, values, labels in prof.samples():
+        assert len(values) == 2 and values[0] > 0 and values[1] == values[0] * period, values
+        assert stack, "a sample without locations"
+
+
+# --------------------------------------------------------------------------------------
+# The fixed profile: every format against the collapsed output of the same aggregate
+
+@pytest.fixture(scope="module")
+def fixed():
+    binary = _build_plain()
+    return {fmt: _output(binary, fmt) for fmt in ("collapsed", "speedscope", "pprof",
+                                                   "chrome")}
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_json_strings_are_escaped_and_valid_utf8(build):
+    if build == "plain":
+        p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_json_out"],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        p = subprocess.run([str(REPO / "build" / "tests" / "test_json_out")],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+    else:
+        p = subprocess.run([san_binary("tests/test_json_out")], capture_output=True,
+                           text=True, timeout=60, env=SAN_ENV)
+        assert_clean(p, "test_json_out")
+
+
+def test_pprof_of_fixed_profile_matches_collapsed(fixed):
+    prof = Profile.parse(fixed["pprof"])
+    check_pprof_header(prof, FIXED_PERIOD)
+    assert one(prof.msg, "time_nanos") == 1700000000123456789
+    assert one(prof.msg, "duration_nanos") == 1500000000
+    assert [prof.s(i) for i in prof.msg["comment"]] == ["pid 100 (python3 app.py)"]
+    merged = Counter()
+    for stack, values, labels in prof.samples():
+        merged[";".join(collapsed_name(*f) for f in reversed(stack))] += values[0]
+    want = collapsed_counts(fixed["collapsed"].decode())
+    assert dict(merged) == want
+
+
+def test_pprof_of_fixed_profile_labels_threads(fixed):
+    prof = Profile.parse(fixed["pprof"])
+    labels = Counter()
+    for stack, values, lab in prof.samples():
+        labels[tuple(sorted(lab.items()))] += values[0]
+    assert labels == {
+        (("pid", 100), ("thread_id", 100), ("thread_name", "python3")): 80,
+        (("pid", 100), ("thread_id", 101), ("thread_name", "worker-1")): 20,
+        (("pid", 200), ("thread_id", 200)): 24,
+    }
+    fn = {prof.s(one(f, "name")): prof.s(one(f, "filename"))
+          for f in prof.msg["function"]}
+    assert fn["[incomplete]"] == "" and fn["thread 101"] == ""
+    assert fn['f\u00e9;"q"'] == "<frozen a;b>"
+
+
+def test_speedscope_of_fixed_profile_follows_schema_and_timeline(fixed):
+    data = json.loads(fixed["speedscope"])
+    check_speedscope(data, FIXED_PERIOD)
+    assert data["name"] == "pid 100 (python3 app.py)"
+    assert [p["name"] for p in data["profiles"]] == [
+        "pid 100 thread 100 (python3)", "pid 100 thread 101 (worker-1)", "pid 200 thread 200"]
+    # The timeline puts thread 100's samples at 0,10,20,40,80,90,120 ms: gaps at 30-40,
+    # 50-80 and 100-120 ms.
+    main = data["profiles"][0]
+    assert [w for s, w in zip(main["samples"], main["weights"]) if not s] == [
+        10_000_000, 30_000_000, 20_000_000]
+    # Per stack, as many samples as the aggregate holds: the timeline's counts.
+    got = Counter()
+    for (_, stack), n in speedscope_counts(data, FIXED_PERIOD).items():
+        got[";".join(collapsed_name(*f) for f in stack)] += n
+    assert got == {"process 100 python3 app.py;<module> (/srv/app.py:40);"
+                   "main (/srv/app.py:31);work (/srv/app.py:12)": 5,
+                   "process 100 python3 app.py;<module> (/srv/app.py:40);"
+                   "main (/srv/app.py:32);dumps (/usr/lib/python3.11/json/__init__.py:231)": 2,
+                   "process 100 python3 app.py;thread 101;Worker.run (/srv/app.py:20);"
+                   "get (/srv/venv/lib/python3.11/site-packages/requests/api.py:73)": 2,
+                   "process 100 python3 app.py;thread 101;[incomplete];"
+                   "<lambda> (/srv/app.py)": 1,
+                   'process 200 python3 -c "x<y & z";<module> (<string>:1);'
+                   'f\u00e9_"q" (<frozen a_b>:7)': 2,
+                   'process 200 python3 -c "x<y & z";[no Python frame]': 1}
+
+
+def test_chrome_of_fixed_profile_follows_trace_rules(fixed):
+    data = json.loads(fixed["chrome"])
+    threads = check_chrome(data)
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in data["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names == {(100, 100): "python3", (100, 101): "worker-1", (200, 200): "thread 200"}
+    # Leaf time per frame is samples x period (each sample lasts one period here).
+    leaf = Counter()
+    for events in threads.values():
+        leaf.update(chrome_self_time(events))
+    assert leaf == {"work (/srv/app.py:12)": 50000, "dumps (/usr/lib/python3.11/json/"
+                    "__init__.py:231)": 20000,
+                    "get (/srv/venv/lib/python3.11/site-packages/requests/api.py:73)": 20000,
+                    "<lambda> (/srv/app.py)": 10000, 'f\u00e9;"q" (<frozen a;b>:7)': 20000,
+                    "[no Python frame]": 10000}
+
+
+# --------------------------------------------------------------------------------------
+# Real runs
+
+@dataclass
+class Recorded:
+    truth: dict
+    run: Run
+    pid: int
+    comm: str
+    wall: tuple      # time.time_ns() before the profiler started and after it ended
+
+    def output(self):
+        run = self.run
+        assert run.rc == 0, f"profiler failed\n{run.describe()}"
+        assert not BAD_OUTPUT.search(run.stderr), f"crash output\n{run.describe()}"
+        assert run.out_path.exists(), f"{run.out_path} not written\n{run.describe()}"
+        return run.out_path
+
+
+def record(tmpdir, profiler, interp, workload, fmt, mode):
+    h = Harness(tmpdir, profiler)
+    try:
+        w = h.start_workload(interp, workload)
+        comm = Path(f"/proc/{w.pid}/comm").read_text().strip()
+        out = Path(tmpdir) / f"profile{SUFFIX[fmt]}"
+        start = time.time_ns()
+        run = h.run_profiler(["record", "-p", w.pid, "-o", out, "-f", fmt, "-r", RATE,
+                              "-d", DURATION] + MODES[mode], DURATION + PROFILER_GRACE,
+                             out=out)
+        end = time.time_ns()
+        if w.proc.poll() is not None:
+            pytest.fail(f"workload {workload} died while profiled:\n{w.output()}")
+    finally:
+        h.close()
+    return Recorded(w.truth, run, w.pid, comm, (start, end))
+
+
+@pytest.fixture(scope="module")
+def ratio_pprof(py, mode, module_tmp, profiler_bin):
+    return Once(lambda: record(module_tmp / f"{py.id}-{mode}-pprof", profiler_bin, py,
+                               "ratio", "pprof", mode))
+
+
+@pytest.fixture(scope="module")
+def threads_runs(py, mode, module_tmp, profiler_bin):
+    return {fmt: Once(lambda fmt=fmt: record(module_tmp / f"{py.id}-{mode}-{fmt}",
+                                             profiler_bin, py, "threads", fmt, mode))
+            for fmt in ("speedscope", "chrome")}
+
+
+def test_pprof_run_header_period_and_times(py, ratio_pprof):
+    rec = ratio_pprof.get()
+    prof = Profile.load(rec.output())
+    check_pprof_header(prof, PERIOD)
+    start, end = rec.wall
+    assert start <= one(prof.msg, "time_nanos") <= end, (rec.wall, prof.msg["time_nanos"])
+    assert 0.8 * DURATION * 1e9 <= one(prof.msg, "duration_nanos") <= end - start
+
+
+def test_pprof_run_has_the_workloads_stacks_lines_and_ratio(py, ratio_pprof):
+    rec = ratio_pprof.get()
+    prof = Profile.load(rec.output())
+    leaf = Counter()
+    on_burn = Counter()
+    good = Counter()
+    for stack, values, labels in prof.samples():
+        names = [f[0] for f in stack]
+        if "[incomplete]" in names or stack[0][0] not in ("fa", "fb"):
+            continue
+        fn = stack[0][0]
+        expected = rec.truth["stacks"][fn]  # root first
+        leaf[fn] += values[0]
+        if stack[0][2] == rec.truth["lines"][f"{fn}_burn"]:
+            on_burn[fn] += values[0]
+        frames = [(f[0], f[1]) for f in reversed(stack)]
+        if frames == [(e["qualname"], e["filename"]) for e in expected] and \
+                [f[2] for f in reversed(stack)][:-1] == [e["line"] for e in expected][:-1]:
+            good[fn] += values[0]
+        assert labels.get("pid") == rec.pid, labels
+        assert labels.get("thread_id") == rec.truth["main_tid"], labels
+        assert labels.get("thread_name") == rec.comm, labels
+    fa, fb = leaf["fa"], leaf["fb"]
+    assert fa + fb >= 300, f"too few samples (fa={fa}, fb={fb})"
+    for fn in ("fa", "fb"):
+        assert fraction(good[fn], leaf[fn]) >= 0.99, \
+            f"{fn}: {good[fn]}/{leaf[fn]} samples have the workload's stack"
+        assert fraction(on_burn[fn], leaf[fn]) >= 0.95, \
+            f"{fn}: {on_burn[fn]}/{leaf[fn]} samples on the burn line"
+    share = fa / (fa + fb)
+    want = rec.truth["expected_fa_share"]
+    assert abs(share - want) <= 0.05, f"fa share {share:.3f}, expected {want:.2f} +- 0.05"
+
+
+def worker_tids(truth):
+    return {t["tid"]: t["function"] for t in truth["threads"].values()}
+
+
+def test_speedscope_run_has_a_profile_per_thread_with_its_worker(py, threads_runs):
+    rec = threads_runs["speedscope"].get()
+    data = json.loads(rec.output().read_text())
+    check_speedscope(data, PERIOD)
+    frames = data["shared"]["frames"]
+    by_tid = {}
+    for p in data["profiles"]:
+        m = re.match(r"^pid (\d+) thread (\d+)( \(.*\))?$", p["name"])
+        assert m and int(m[1]) == rec.pid, p["name"]
+        by_tid[int(m[2])] = {frames[i]["name"] for s in p["samples"] for i in s}
+    for tid, fn in worker_tids(rec.truth).items():
+        assert tid in by_tid and fn in by_tid[tid], \
+            f"{fn} (thread {tid}) not in its profile; profiles: {sorted(by_tid)}"
+        others = [t for t, names in by_tid.items() if t != tid and fn in names]
+        assert not others, f"{fn} appears in the profiles of threads {others}"
+    script = [f for f in frames if re.match(r"^worker_\d+$", f["name"])]
+    assert script and all(f.get("file", "").endswith("/threads.py") for f in script)
+
+
+def test_chrome_run_has_a_track_per_thread_with_its_worker(py, threads_runs):
+    rec = threads_runs["chrome"].get()
+    data = json.loads(rec.output().read_text())
+    threads = check_chrome(data)
+    for tid, fn in worker_tids(rec.truth).items():
+        events = threads.get((rec.pid, tid), [])
+        names = {e["name"].split(" (")[0] for e in events}
+        assert fn in names, f"{fn} not on its track {tid}: {sorted(names)[:20]}"
+        busy = sum(e["dur"] for e in events if e["name"].startswith(fn + " ("))
+        assert busy > 0
+        for key, evs in threads.items():
+            if key != (rec.pid, tid):
+                assert not any(e["name"].startswith(fn + " (") for e in evs), \
+                    f"{fn} on the track of {key}"

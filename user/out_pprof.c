@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * pprof's profile.proto, encoded by hand (pb_encode.h) and gzip-compressed with zlib.
+ * Field numbers are those of perftools.profiles in pprof's proto/profile.proto; the
+ * tests decode with their own copy (tests/tools/profile.proto). The consumers (go tool
+ * pprof, Pyroscope, Parca, Grafana) are strict about two things: string_table[0] is
+ * "", and every id is non-zero, so ids are index + 1 and no message uses id 0.
+ *
+ * There is no Mapping: the functions are already symbolized, and a location without a
+ * mapping (mapping_id 0) is valid and is not handed to any symbolizer.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "out_pprof.h"
+#include "pb_encode.h"
+#include "profile_index.h"
+
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	VALUE_TYPE_TYPE = 1,
+	VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	LABEL_NUM = 3,
+	LOCATION_ID = 1,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+};
+
+/* The fixed strings of the string table, at these indices; the profile's own strings
+ * follow, each once, in the order first used. */
+static const char *const fixed_strings[] = {
+	"", "samples", "count", "cpu", "nanoseconds", "pid", "thread_id", "thread_name",
+};
+enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NANOSECONDS, S_PID, S_THREAD_ID,
+       S_THREAD_NAME, S_FIXED };
+
+struct pprof_ctx {
+	const struct profile *p;
+	struct profile_index ix;
+	/* strtab id -> string table index (0: not used yet), and the strtab ids in
+	 * string table order from S_FIXED on. */
+	uint64_t *str_index;
+	uint32_t *str_order;
+	size_t nstr;
+	/* Distinct (kind, name, file): each a stack of depth 1; id = index + 1. */
+	struct aggregate *functions;
+	uint32_t *function_of;	/* distinct frame -> function index */
+};
+
+/* A strtab id as a string table index, added on first use. */
+static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
+{
+	if (!c->str_index[id]) {
+		if (!*strtab__get(c->p->strs, id))
+			return S_EMPTY;
+		c->str_order[c->nstr] = id;
+		c->str_index[id] = S_FIXED + c->nstr++;
+	}
+	return c->str_index[id];
+}
+
+static int index_functions(struct pprof_ctx *c)
+{
+	size_t n = profile_index__nframes(&c->ix);
+	int err;
+
+	c->functions = aggregate__new();
+	c->function_of = calloc(n ? n : 1, sizeof(*c->function_of));
+	if (!c->functions || !c->function_of)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct agg_frame fn = *profile_index__frame(&c->ix, (uint32_t)i);
+
+		fn.line = -1;
+		err = aggregate__add(c->functions, 0, 0, &fn, 1, 1, &c->function_of[i]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void put_value_type(struct pb *b, uint32_t field, uint64_t type, uint64_t unit)
+{
+	size_t m = pb__open(b);
+
+	pb__uint(b, VALUE_TYPE_TYPE, type);
+	pb__uint(b, VALUE_TYPE_UNIT, unit);
+	pb__close(b, field, m);
+}
+
+static void put_label(struct pb *b, uint64_t key, uint64_t str, uint64_t num)
+{
+	size_t m = pb__open(b);
+
+	pb__uint(b, LABEL_KEY, key);
+	pb__uint(b, LABEL_STR, str);
+	pb__uint(b, LABEL_NUM, num);
+	pb__close(b, SAMPLE_LABEL, m);
+}
+
+static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
+{
+	const struct agg_stack *s = aggregate__stack(c->p->agg, stack);
+	const struct pi_thread *t = &c->ix.threads[c->ix.thread_of[stack]];
+	const uint32_t *ids = profile_index__stack_frames(&c->ix, stack);
+	size_t m = pb__open(b), packed;
+
+	packed = pb__open(b);
+	for (uint32_t k = s->depth; k-- > 0;)	/* leaf first */
+		pb__varint(b, ids[k] + 1ull);
+	pb__close(b, SAMPLE_LOCATION_ID, packed);
+	packed = pb__open(b);
+	pb__varint(b, s->count);
+	pb__varint(b, s->count * c->p->period_ns);
+	pb__close(b, SAMPLE_VALUE, packed);
+	put_label(b, S_PID, 0, s->pid);
+	put_label(b, S_THREAD_ID, 0, s->tid);
+	if (t->name_id != PROFILE_NO_NAME)
+		put_label(b, S_THREAD_NAME, str_id(c, t->name_id), 0);
+	pb__close(b, PROFILE_SAMPLE, m);
+}
+
+static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t frame)
+{
+	const struct agg_frame *fr = profile_index__frame(&c->ix, frame);
+	size_t m = pb__open(b), line;
+
+	pb__uint(b, LOCATION_ID, frame + 1ull);
+	line = pb__open(b);
+	pb__uint(b, LINE_FUNCTION_ID, c->function_of[frame] + 1ull);
+	if (fr->line > 0)
+		pb__uint(b, LINE_LINE, (uint64_t)fr->line);
+	pb__close(b, LOCATION_LINE, line);
+	pb__close(b, PROFILE_LOCATION, m);
+}
+
+static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
+{
+	const struct agg_frame *fr = aggregate__stack(c->functions, fn)->frames;
+	uint64_t name = str_id(c, fr->name);
+	size_t m = pb__open(b);
+
+	pb__uint(b, FUNCTION_ID, fn + 1ull);
+	pb__uint(b, FUNCTION_NAME, name);
+	pb__uint(b, FUNCTION_SYSTEM_NAME, name);
+	if (fr->kind == AGG_PYTHON)
+		pb__uint(b, FUNCTION_FILENAME, str_id(c, fr->file));
+	pb__close(b, PROFILE_FUNCTION, m);
+}
+
+/*
+ * The message in field order, in three parts: the string table can be written only
+ * once everything that names a string has been encoded, and the fields after it name
+ * one more (the comment).
+ */
+static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct pb *tail)
+{
+	const struct profile *p = c->p;
+	uint64_t comment = S_EMPTY;
+
+	put_value_type(head, PROFILE_SAMPLE_TYPE, S_SAMPLES, S_COUNT);
+	put_value_type(head, PROFILE_SAMPLE_TYPE, S_CPU, S_NANOSECONDS);
+	for (size_t i = 0; i < aggregate__count(p->agg); i++)
+		put_sample(c, head, (uint32_t)i);
+	for (size_t i = 0; i < profile_index__nframes(&c->ix); i++)
+		put_location(c, head, (uint32_t)i);
+	for (size_t i = 0; i < aggregate__count(c->functions); i++)
+		put_function(c, head, (uint32_t)i);
+	if (p->target)
+		comment = S_FIXED + c->nstr;
+	for (size_t i = 0; i < S_FIXED; i++)
+		pb__bytes(strs, PROFILE_STRING_TABLE, fixed_strings[i], strlen(fixed_strings[i]));
+	for (size_t i = 0; i < c->nstr; i++) {
+		const char *s = strtab__get(p->strs, c->str_order[i]);
+
+		pb__bytes(strs, PROFILE_STRING_TABLE, s, strlen(s));
+	}
+	if (p->target)
+		pb__bytes(strs, PROFILE_STRING_TABLE, p->target, strlen(p->target));
+	pb__uint(tail, PROFILE_TIME_NANOS, (uint64_t)p->start_unix_ns);
+	pb__uint(tail, PROFILE_DURATION_NANOS, p->duration_ns);
+	put_value_type(tail, PROFILE_PERIOD_TYPE, S_CPU, S_NANOSECONDS);
+	pb__uint(tail, PROFILE_PERIOD, p->period_ns);
+	pb__uint(tail, PROFILE_COMMENT, comment);
+	return head->err ? head->err : strs->err ? strs->err : tail->err;
+}
+
+/* gzip with a zeroed header (no name, mtime 0): the same profile gives the same bytes. */
+static int gzip_write(FILE *f, const struct pb *parts, size_t nparts)
+{
+	unsigned char out[16384];
+	gz_header hdr = { .os = 255 };	/* "unknown": not the build host's */
+	z_stream zs = { 0 };
+	int err = 0, zerr;
+
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	if (deflateSetHeader(&zs, &hdr) != Z_OK) {
+		err = -EINVAL;
+		goto out;
+	}
+	for (size_t i = 0; i < nparts; i++) {
+		int last = i + 1 == nparts;
+
+		zs.next_in = parts[i].data;
+		zs.avail_in = (uInt)parts[i].len;
+		do {
+			zs.next_out = out;
+			zs.avail_out = sizeof(out);
+			zerr = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
+			if (zerr == Z_STREAM_ERROR) {
+				err = -EINVAL;
+				goto out;
+			}
+			if (fwrite(out, 1, sizeof(out) - zs.avail_out, f) !=
+			    sizeof(out) - zs.avail_out) {
+				err = -EIO;
+				goto out;
+			}
+		} while (zs.avail_out == 0 || (last && zerr != Z_STREAM_END));
+	}
+out:
+	deflateEnd(&zs);
+	return err;
+}
+
+int out_pprof__write(FILE *f, const struct profile *p)
+{
+	struct pprof_ctx c = { .p = p };
+	size_t nstrs = strtab__count(p->strs);
+	struct pb parts[3] = { { 0 } };
+	int err = profile_index__build(&c.ix, p);
+
+	if (err)
+		return err;
+	err = -ENOMEM;
+	c.str_index = calloc(nstrs ? nstrs : 1, sizeof(*c.str_index));
+	c.str_order = calloc(nstrs ? nstrs : 1, sizeof(*c.str_order));
+	if (!c.str_index || !c.str_order)
+		goto out;
+	err = index_functions(&c);
+	if (!err)
+		err = encode(&c, &parts[0], &parts[1], &parts[2]);
+	if (!err)
+		err = gzip_write(f, parts, 3);
+	if (!err && ferror(f))
+		err = -EIO;
+out:
+	for (size_t i = 0; i < 3; i++)
+		pb__free(&parts[i]);
+	free(c.str_index);
+	free(c.str_order);
+	free(c.function_of);
+	aggregate__free(c.functions);
+	profile_index__free(&c.ix);
+	return err;
+}
