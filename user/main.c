@@ -214,9 +214,11 @@ static int cmd_record(int argc, char **argv)
 		{ 0 },
 	};
 	struct record_opts o = {
-		.rate_hz = 100,
-		.stack_cap = PBP_STACK_DEFAULT,
-		.ringbuf_mb = 16,
+		.session = {
+			.rate_hz = 100,
+			.stack_cap = PBP_STACK_DEFAULT,
+			.ringbuf_mb = 16,
+		},
 	};
 	const char *format = NULL;
 	char names[128];
@@ -232,12 +234,12 @@ static int cmd_record(int argc, char **argv)
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
 				return usage_error("invalid PID '%s'", optarg);
-			o.pid = v;
+			o.session.pid = v;
 			break;
 		case 'r':
 			if (parse_uint(optarg, 1, 10000, &v))
 				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
-			o.rate_hz = v;
+			o.session.rate_hz = v;
 			break;
 		case 'd':
 			errno = 0;
@@ -252,16 +254,16 @@ static int cmd_record(int argc, char **argv)
 			format = optarg;
 			break;
 		case OPT_THREADS:
-			o.threads = 1;
+			o.session.threads = 1;
 			break;
 		case OPT_NOLINENO:
-			o.nolineno = 1;
+			o.session.nolineno = 1;
 			break;
 		case OPT_FUNCTION:
-			o.function_lines = 1;
+			o.session.function_lines = 1;
 			break;
 		case OPT_SUBPROCESSES:
-			o.subprocesses = 1;
+			o.session.subprocesses = 1;
 			break;
 		case OPT_STATS:
 			o.stats_file = optarg;
@@ -270,25 +272,25 @@ static int cmd_record(int argc, char **argv)
 			if (parse_uint(optarg, 4096, PBP_STACK_MAX - 1, &v))
 				return usage_error("invalid --stack-bytes '%s': expected 4096 to 131071",
 						   optarg);
-			o.stack_cap = v;
+			o.session.stack_cap = v;
 			break;
 		case OPT_RINGBUF:
 			if (parse_uint(optarg, 1, 1024, &v) || (v & (v - 1)))
 				return usage_error("invalid --ringbuf-mb '%s': expected a power of two "
 						   "from 1 to 1024", optarg);
-			o.ringbuf_mb = v;
+			o.session.ringbuf_mb = v;
 			break;
 		case OPT_NO_BPF:
-			o.no_bpf = 1;
+			o.session.no_bpf = 1;
 			break;
 		case OPT_IDLE:
-			o.idle = 1;
+			o.session.idle = 1;
 			break;
 		case OPT_GIL:
-			o.gil = 1;
+			o.session.gil = 1;
 			break;
 		case OPT_NO_FCACHE:
-			o.no_frame_cache = 1;
+			o.session.no_frame_cache = 1;
 			break;
 		case 'v':
 			verbose++;
@@ -307,9 +309,9 @@ static int cmd_record(int argc, char **argv)
 		if (strcmp(argv[optind - 1], "--"))
 			return usage_error("unexpected argument '%s' (put a command after '--')",
 					   argv[optind]);
-		o.cmd = &argv[optind];
+		o.session.cmd = &argv[optind];
 	}
-	if (o.pid && o.cmd)
+	if (o.session.pid && o.session.cmd)
 		return usage_error("%s", "give either -p PID or a command after --, not both");
 	/* -f wins; else the output's suffix says; else collapsed. */
 	o.writer = format ? writer__find(format) : o.output ? writer__for_path(o.output) : NULL;
@@ -321,10 +323,11 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (!o.writer)
 		o.writer = writer__find("collapsed");
-	if (o.nolineno && o.function_lines)
+	o.session.timeline = o.writer->timeline;
+	if (o.session.nolineno && o.session.function_lines)
 		return usage_error("%s", "--nolineno and --function both say which line to "
 				   "show: give one");
-	if (!o.pid && !o.cmd)
+	if (!o.session.pid && !o.session.cmd)
 		return usage_error("%s", "nothing to profile: give -p PID or a command after --");
 	return record__run(&o);
 }

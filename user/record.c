@@ -91,9 +91,9 @@ static void report_end(struct record_ctx *c)
 	stats__summary(stderr, s);
 	if (!c->samples && !strcmp(s->mode, "live"))
 		pr_warn("no samples: no Python thread of the target was %s while profiled "
-			"(%llu left out%s)\n", c->opts->idle ? "seen" : "on a CPU",
+			"(%llu left out%s)\n", c->opts->session.idle ? "seen" : "on a CPU",
 			(unsigned long long)(s->samples_filtered + s->live.threads_idle_skipped),
-			c->opts->idle ? "" : "; --idle keeps idle threads");
+			c->opts->session.idle ? "" : "; --idle keeps idle threads");
 	else if (!c->samples)
 		pr_warn("no samples: the target ran no Python code on a CPU while profiled "
 			"(%llu ticks found no Python thread, %llu no Python frame%s)\n",
@@ -110,30 +110,9 @@ static void report_end(struct record_ctx *c)
 	}
 }
 
-static void session_opts_of(const struct record_opts *o, struct session_opts *so)
-{
-	*so = (struct session_opts){
-		.pid = o->pid,
-		.cmd = o->cmd,
-		.rate_hz = o->rate_hz,
-		.stack_cap = o->stack_cap,
-		.ringbuf_mb = o->ringbuf_mb,
-		.no_bpf = o->no_bpf,
-		.idle = o->idle,
-		.gil = o->gil,
-		.no_frame_cache = o->no_frame_cache,
-		.threads = o->threads,
-		.nolineno = o->nolineno,
-		.function_lines = o->function_lines,
-		.subprocesses = o->subprocesses,
-		.timeline = o->writer->timeline,
-	};
-}
-
 int record__run(const struct record_opts *o)
 {
 	struct record_ctx *c = calloc(1, sizeof(*c));
-	struct session_opts so;
 	struct session_status st;
 	int code, err = 0;
 
@@ -143,13 +122,12 @@ int record__run(const struct record_opts *o)
 	}
 	c->opts = o;
 	/* A path that cannot be written is found before the target is touched. */
-	if (o->pid && open_output(c, o->pid)) {
+	if (o->session.pid && open_output(c, o->session.pid)) {
 		code = EXIT_RUNTIME;
 		goto out;
 	}
 	session__catch_signals();
-	session_opts_of(o, &so);
-	code = session__start(&so, &c->session);
+	code = session__start(&o->session, &c->session);
 	if (code)
 		goto out;
 	if (!c->out && open_output(c, session__pid(c->session))) {

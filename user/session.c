@@ -720,9 +720,15 @@ int session__wait_command(struct session *s)
 {
 	if (!s->spawned)
 		return -1;
-	if (!s->spawn.exited) {
-		waitpid(s->spawn.pid, &s->spawn.status, 0);
-		s->spawn.exited = 1;
+	while (!s->spawn.exited) {
+		/* A signal while we wait is meant for the command: pass it on. */
+		if (stop_signal) {
+			spawn__stop(&s->spawn, stop_signal, 3000);
+			break;
+		}
+		if (waitpid(s->spawn.pid, &s->spawn.status, 0) == s->spawn.pid ||
+		    errno != EINTR)
+			s->spawn.exited = 1;
 	}
 	return s->spawn.status;
 }
