@@ -78,6 +78,7 @@ class Sample:
     count: int
     thread: Optional[int] = None
     incomplete: bool = False
+    process: Optional[int] = None   # pid of a "process PID COMMAND" root frame
 
     @property
     def leaf(self):
@@ -88,6 +89,8 @@ class Sample:
 
     def __str__(self):
         parts = []
+        if self.process is not None:
+            parts.append(f"process {self.process}")
         if self.thread is not None:
             parts.append(f"thread {self.thread}")
         if self.incomplete:
@@ -98,6 +101,7 @@ class Sample:
 
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
 THREAD_FRAME = re.compile(r"^thread (\d+)$")
+PROCESS_FRAME = re.compile(r"^process (\d+) ")
 LINE_RE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 INCOMPLETE = "[incomplete]"
 
@@ -123,9 +127,13 @@ def parse_collapsed(text):
         if not m:
             raise ParseError(f"line {lineno}: not 'STACK COUNT': {raw!r}")
         parts = m["stack"].split(";")
-        thread = None
+        thread = process = None
         incomplete = False
-        tm = THREAD_FRAME.match(parts[0])
+        pm = PROCESS_FRAME.match(parts[0])
+        if pm:
+            process = int(pm.group(1))
+            parts = parts[1:]
+        tm = THREAD_FRAME.match(parts[0]) if parts else None
         if tm:
             thread = int(tm.group(1))
             parts = parts[1:]
@@ -136,10 +144,13 @@ def parse_collapsed(text):
             raise ParseError(f"line {lineno}: {INCOMPLETE} not at the root: {raw!r}")
         if any(THREAD_FRAME.match(p) for p in parts):
             raise ParseError(f"line {lineno}: thread frame not at the root: {raw!r}")
+        if any(PROCESS_FRAME.match(p) for p in parts):
+            raise ParseError(f"line {lineno}: process frame not at the root: {raw!r}")
         count = int(m["count"])
         if count <= 0:
             raise ParseError(f"line {lineno}: count must be positive: {raw!r}")
-        samples.append(Sample(tuple(parse_frame(p) for p in parts), count, thread, incomplete))
+        samples.append(Sample(tuple(parse_frame(p) for p in parts), count, thread, incomplete,
+                              process))
     return samples
 
 

@@ -70,6 +70,11 @@ static const char record_help[] =
 	"  -- CMD [ARG...]        run CMD and profile it from its first Python code to\n"
 	"                         its exit (wrappers such as env or chroot are followed);\n"
 	"                         its exit status is reported at the end\n"
+	"      --subprocesses     also profile the Python processes the target forks or\n"
+	"                         execs (children, grandchildren...), each found within\n"
+	"                         about 20 ms of its start; every stack then starts with\n"
+	"                         a frame 'process PID COMMAND'. Profiling ends when all\n"
+	"                         have exited\n"
 	"\n"
 	"Sampling:\n"
 	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
@@ -96,6 +101,9 @@ static const char record_help[] =
 	"                         not reach the thread's first frame start with\n"
 	"                         '[incomplete]'. Feed it to flamegraph.pl or speedscope.\n"
 	"      --threads          start each stack with a frame 'thread TID'\n"
+	"      --nolineno         one frame per function, not per line: lines are left out\n"
+	"      --function         show each frame at its function's first line instead of\n"
+	"                         the line it was at (still one frame per function)\n"
 	"      --stats-file FILE  write run statistics as JSON (samples expected,\n"
 	"                         delivered, decoded, incomplete, drops, costs, ...)\n"
 	"  -v, --verbose          more diagnostics (twice: debug, including libbpf)\n"
@@ -169,7 +177,8 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 static int cmd_record(int argc, char **argv)
 {
 	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
-	       OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION };
+	       OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
+	       OPT_SUBPROCESSES };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -179,6 +188,7 @@ static int cmd_record(int argc, char **argv)
 		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "nolineno", no_argument, NULL, OPT_NOLINENO },
 		{ "function", no_argument, NULL, OPT_FUNCTION },
+		{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 		{ "stats-file", required_argument, NULL, OPT_STATS },
 		{ "stack-bytes", required_argument, NULL, OPT_STACK },
 		{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
@@ -236,6 +246,9 @@ static int cmd_record(int argc, char **argv)
 			break;
 		case OPT_FUNCTION:
 			o.function_lines = 1;
+			break;
+		case OPT_SUBPROCESSES:
+			o.subprocesses = 1;
 			break;
 		case OPT_STATS:
 			o.stats_file = optarg;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* /proc readers. Every one tolerates the process vanishing between two reads. */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -113,6 +114,36 @@ int proc__cmdline(pid_t pid, char *buf, size_t len)
 			buf[i] = ' ';
 	buf[n] = 0;
 	return 0;
+}
+
+int proc__children(pid_t pid, int (*fn)(pid_t child, void *arg), void *arg)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *dir;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	dir = opendir(path);
+	if (!dir)
+		return -ESRCH;
+	/* A child belongs to the thread that forked it: every thread's list is read. */
+	while (!ret && (de = readdir(dir))) {
+		unsigned long child;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		while (!ret && fscanf(f, "%lu", &child) == 1)
+			ret = fn((pid_t)child, arg);
+		fclose(f);
+	}
+	closedir(dir);
+	return ret;
 }
 
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len)

@@ -25,6 +25,7 @@ struct record_opts {
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int no_frame_cache;
+	int subprocesses;	/* also profile the Python processes the target starts */
 };
 
 /* Runs the whole session; returns the process exit status (exitcodes.h). */

@@ -231,6 +231,15 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 	return 0;
 }
 
+int sampler__remove_target(struct sampler *s, pid_t pid)
+{
+	uint32_t key = pid;
+
+	if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
+		return -errno;
+	return 0;
+}
+
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n = ring_buffer__poll(s->rb, timeout_ms);

@@ -34,6 +34,8 @@ void sampler__free(struct sampler *s);
 /* @gil: address of the GIL's state in the target (pythreads__gil), 0 if unknown. */
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil);
 
+/* Stops sampling process @pid; its records already in the ring buffer stay there. */
+int sampler__remove_target(struct sampler *s, pid_t pid);
 /* Sets or (with @fc NULL) removes the frame-cache anchor of thread @tid. */
 int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc);
 

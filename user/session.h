@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "profile.h"
+#include "stats.h"
 
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
@@ -56,6 +57,14 @@ void session__stop(struct session *s);
 void session__status(const struct session *s, struct session_status *st);
 /* The profile so far; valid until the next session__poll(). */
 void session__profile(const struct session *s, struct profile *p);
+/* The process asked for (or the command's Python). */
+pid_t session__pid(const struct session *s);
+/* The run's statistics (after session__stop(): final). */
+void session__stats(const struct session *s, struct run_stats *st);
+/* Whether the command after "--" still runs; its wait status once it has ended (waits
+ * for it), -1 if there is none. */
+int session__command_running(const struct session *s);
+int session__wait_command(struct session *s);
 void session__free(struct session *s);
 
 /* SIGINT and SIGTERM end the session's loop instead of the process. */

@@ -65,6 +65,7 @@ def frame_record(frame, line=None):
         "qualname": code.co_qualname,
         "filename": code.co_filename,
         "line": frame.f_lineno if line is None else line,
+        "first_line": code.co_firstlineno,
     }
 
 

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The processes our targets start, watched until they show a CPython interpreter (then
+ * they are offered to the caller) or have given no sign of one for a while. An exec'd
+ * Python needs a moment to start its runtime, a fork is one at once, and a shell in
+ * between is followed to whatever it runs.
+ */
+#ifndef PBP_DESCENDANTS_H
+#define PBP_DESCENDANTS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct descendants;
+
+/* Says whether @pid is already a target. */
+typedef int (*descendants_known_fn)(pid_t pid, void *arg);
+/* Tries to make @pid a target: 1 if it is one now, 0 if not (yet), or a negative
+ * errno that ends the watch. */
+typedef int (*descendants_adopt_fn)(pid_t pid, void *arg);
+
+struct descendants *descendants__new(descendants_known_fn known, descendants_adopt_fn adopt,
+				     void *arg);
+void descendants__free(struct descendants *d);
+/* Watches the children of @parent (and, through later scans, theirs). */
+int descendants__scan(struct descendants *d, pid_t parent);
+/* Scans the watched processes' own children, then offers each one due another look
+ * to the adopt callback; forgets those that exited or became targets. */
+int descendants__step(struct descendants *d);
+/* Processes that may yet become targets: watched, and not given up on. */
+size_t descendants__pending(const struct descendants *d);
+
+#endif

@@ -1,0 +1,751 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The sampling session: find the target's interpreter, start the BPF sampler (or the
+ * live one), decode and aggregate records as they arrive, follow the Python processes
+ * the target starts when asked, and stop cleanly on every way out.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "aggregate.h"
+#include "clock.h"
+#include "decode.h"
+#include "descendants.h"
+#include "exitcodes.h"
+#include "frame_cache.h"
+#include "interp.h"
+#include "log.h"
+#include "privs.h"
+#include "proc.h"
+#include "pythreads.h"
+#include "sampler.h"
+#include "sampler_live.h"
+#include "session.h"
+#include "spawn.h"
+#include "stats.h"
+#include "strtab.h"
+#include "target.h"
+#include "target_error.h"
+#include "thread_table.h"
+
+#define FCACHE_EXPIRE_S 10.0
+#define MAX_TARGETS 1024	/* the BPF targets map's size */
+
+/* The one piece of process-wide state: set by the signal handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+struct session {
+	struct session_opts opts;
+	struct strtab *strs;
+	struct aggregate *agg;
+	struct thread_table *threads;
+	struct profile_sample *timeline;
+	size_t ntimeline, timeline_cap;
+	struct target **targets;	/* [0] is the one asked for, while it lives */
+	size_t ntargets;
+	struct descendants *children;	/* --subprocesses */
+	struct sampler *sampler;
+	int live_mode;
+	struct spawn spawn;
+	int spawned;
+	struct stack *stack;
+	struct agg_frame *frames;
+	uint32_t incomplete_name, no_python_name;
+	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;
+	uint64_t lost;		/* records of a process we no longer follow */
+	int fatal;		/* a negative errno that ends the run */
+	uint64_t start_ns, expired_ns, gone_cpu_ns;
+	int64_t start_unix_ns;
+	double elapsed_s;	/* fixed at session__stop */
+	int stopped;
+	char name[160];		/* "pid 123 (python3 app.py)" */
+	struct run_stats totals;	/* of targets already gone */
+};
+
+void session__catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	/* No SA_RESTART: a poll must return so the loop sees the flag. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int session__stop_signal(void)
+{
+	return stop_signal;
+}
+
+static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
+{
+	char buf[192];
+	va_list ap;
+	int64_t r;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	r = strtab__intern(s->strs, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	if (r < 0)
+		return (int)r;
+	*id = (uint32_t)r;
+	return 0;
+}
+
+static int32_t frame_line(const struct session_opts *o, const struct decoded_frame *f)
+{
+	if (o->nolineno)
+		return -1;
+	return o->function_lines ? f->first_line : f->line;
+}
+
+static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
+{
+	if (s->ntimeline == s->timeline_cap) {
+		size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
+		struct profile_sample *t = realloc(s->timeline, cap * sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		s->timeline = t;
+		s->timeline_cap = cap;
+	}
+	/* A record decoded late may predate the start by a tick: clamp, keep order. */
+	s->timeline[s->ntimeline++] = (struct profile_sample){
+		.t_ns = ts_ns > s->start_ns ? ts_ns - s->start_ns : 0,
+		.stack = index,
+	};
+	return 0;
+}
+
+/* One decoded stack in, one aggregated stack out, unless --gil/--idle leave it out. */
+static int add_stack(struct target *t, const struct stack *st)
+{
+	struct session *s = t->session;
+	uint32_t n = 0, index;
+	int err;
+
+	if ((s->opts.gil && !(st->flags & PBP_TS_GIL)) ||
+	    (!s->opts.idle && !(st->flags & PBP_TS_ON_CPU))) {
+		s->filtered++;
+		return 0;
+	}
+	if (s->opts.subprocesses)
+		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
+	if (s->opts.threads) {
+		s->frames[n].kind = AGG_THREAD;
+		err = intern_fmt(s, &s->frames[n].name, "thread %u", st->tid);
+		if (err)
+			goto fail;
+		n++;
+	}
+	if (st->gap != GAP_NONE)
+		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = s->incomplete_name };
+	else if (!st->depth)	/* only entry frames: the interpreter runs no Python code */
+		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = s->no_python_name };
+	for (uint32_t i = st->depth; i-- > 0;)
+		s->frames[n++] = (struct agg_frame){
+			.kind = AGG_PYTHON,
+			.name = st->frames[i].qualname,
+			.file = st->frames[i].filename,
+			.line = frame_line(&s->opts, &st->frames[i]),
+		};
+	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, 1, &index);
+	if (!err)
+		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
+	if (!err && s->opts.timeline)
+		err = add_to_timeline(s, st->ts_ns, index);
+	if (err)
+		goto fail;
+	s->aggregated++;
+	s->incomplete += st->gap != GAP_NONE;
+	return 0;
+fail:
+	s->fatal = err;
+	return err;
+}
+
+static struct target *target_of(struct session *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->ntargets; i++)
+		if ((uint32_t)s->targets[i]->interp.pid == pid)
+			return s->targets[i];
+	return NULL;
+}
+
+/* Ring-buffer callback. */
+static int on_sample(void *arg, const void *rec, size_t len)
+{
+	const struct pbp_sample *hdr = rec;
+	struct session *s = arg;
+	struct target *t;
+
+	s->delivered++;
+	s->bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
+	t = len >= sizeof(*hdr) ? target_of(s, hdr->pid) : NULL;
+	if (!t) {
+		s->lost++;
+		return 0;
+	}
+	if (decoder__decode(t->dec, rec, len, s->stack))
+		return 0;
+	return add_stack(t, s->stack);
+}
+
+/* Live sampler callback. */
+static int on_live_stack(void *arg, struct stack *st)
+{
+	struct target *t = arg;
+
+	t->session->delivered++;
+	return add_stack(t, st);
+}
+
+/* The frame cache's entries go to the BPF map, where the sampler copies by them. */
+static int publish_anchor(struct target *t, uint32_t tid, const struct pbp_fcache *fc)
+{
+	struct sampler *sampler = t->session->sampler;
+
+	return sampler ? sampler__set_anchor(sampler, tid, fc) : 0;
+}
+
+static int start_live(struct target *t)
+{
+	struct live_sampler_cfg lc = {
+		.interp = &t->interp,
+		.live = &t->live,
+		.dec = t->dec,
+		.fcache = t->fcache,
+		.rate_hz = t->session->opts.rate_hz,
+		/* No verifier bounds user space: the whole stack, up to a sane size. */
+		.stack_cap = LIVE_STACK_BYTES,
+		.want_idle = t->session->opts.idle,
+		.on_stack = on_live_stack,
+		.ctx = t,
+	};
+
+	return live_sampler__new(&lc, &t->live_sampler);
+}
+
+/* Starts sampling prepared target @t, which the session then owns. */
+static int target_enrol(struct session *s, struct target *t, uint64_t gil)
+{
+	struct target **targets;
+	int err;
+
+	if (s->ntargets == MAX_TARGETS)
+		return -ENOSPC;
+	targets = realloc(s->targets, (s->ntargets + 1) * sizeof(*targets));
+	if (!targets)
+		return -ENOMEM;
+	s->targets = targets;
+	proc__cpu_ns(t->interp.pid, &t->cpu0);
+	t->cpu = t->cpu0;
+	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil);
+	if (err)
+		return err;
+	s->targets[s->ntargets++] = t;
+	return 0;
+}
+
+/* Stops following target @i, which has exited: what it sampled stays. */
+static void target_detach(struct session *s, size_t i)
+{
+	struct target *t = s->targets[i];
+
+	if (s->sampler) {
+		sampler__remove_target(s->sampler, t->interp.pid);
+		/* Its records still in flight are decoded while its decoder lives. */
+		sampler__drain(s->sampler);
+	}
+	target__add_stats(t, &s->totals);
+	s->gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
+	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
+	s->ntargets--;
+	target__free(t);
+}
+
+static int target_error(pid_t pid, int err, const struct py_interp *in)
+{
+	char missing[64];
+
+	return target_error__report(pid, err, in,
+				    privs__missing_bpf(missing, sizeof(missing)) ? missing : NULL);
+}
+
+/* Why the BPF sampler could not start, for the fallback notice. */
+static const char *sampler_failure(int err)
+{
+	switch (err) {
+	case -EPERM:
+		return "the kernel refused to load or attach the BPF program (lockdown, "
+		       "seccomp or missing capabilities)";
+	case -EACCES:
+		return "the kernel's BPF verifier rejected the program (rerun with -vv for "
+		       "its log)";
+	case -ENOENT:
+	case -ENODEV:
+	case -EOPNOTSUPP:
+	case -ENOSYS:
+	case -EINVAL:
+		return "this kernel lacks BPF perf-event programs or ring buffers (Linux 5.8+)";
+	default:
+		return "starting the BPF sampler failed";
+	}
+}
+
+/* Why BPF cannot be used on this host, or NULL if it may be. */
+static const char *bpf_unavailable(char *buf, size_t len)
+{
+	char missing[128];
+
+	if (privs__missing_bpf(missing, sizeof(missing))) {
+		snprintf(buf, len, "missing %s", missing);
+		return buf;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
+	return NULL;
+}
+
+static int new_sampler(struct session *s)
+{
+	struct sampler_cfg sc = {
+		.rate_hz = s->opts.rate_hz,
+		.stack_cap = s->opts.stack_cap,
+		.ringbuf_bytes = s->opts.ringbuf_mb << 20,
+		.frame_cache = !s->opts.no_frame_cache,
+		.on_sample = on_sample,
+		.ctx = s,
+	};
+
+	return sampler__new(&sc, &s->sampler);
+}
+
+/* BPF when it can run, else live memory with a notice; --no-bpf asks for the latter. */
+static int choose_sampler(struct session *s, struct target *first)
+{
+	const struct session_opts *o = &s->opts;
+	const char *why = NULL;
+	char buf[192];
+	uint64_t gil = 0;
+	int err;
+
+	if (pythreads__gil(&first->live.base, &first->interp, &gil) && o->gil) {
+		interp__version_str(first->interp.version_hex, buf, sizeof(buf));
+		pr_warn("--gil: pybpfprof does not know where CPython %s keeps its GIL state\n",
+			buf);
+		return EXIT_UNSUPPORTED;
+	}
+	first->session = s;
+	err = target__prepare(first, s->strs, !o->no_frame_cache, publish_anchor);
+	if (err)
+		goto fail;
+	if (!o->no_bpf) {
+		why = bpf_unavailable(buf, sizeof(buf));
+		if (!why) {
+			err = new_sampler(s);
+			if (!err)
+				err = target_enrol(s, first, gil);
+			if (!err) {
+				if (o->idle)
+					pr_warn("--idle has no effect with BPF sampling, which sees "
+						"only threads on a CPU; add --no-bpf for a wall-clock "
+						"view\n");
+				return 0;
+			}
+			if (err == -ENOMEM)
+				goto fail;
+			sampler__free(s->sampler);
+			s->sampler = NULL;
+			why = sampler_failure(err);
+		}
+		pr_warn("BPF is not available (%s): sampling from user space instead, as "
+			"with --no-bpf\n", why);
+	}
+	s->live_mode = 1;
+	err = target_enrol(s, first, gil);
+	if (!err)
+		return 0;
+fail:
+	pr_warn("starting to sample pid %d: %s\n", (int)first->interp.pid, strerror(-err));
+	return EXIT_RUNTIME;
+}
+
+/* Finds the interpreter: of the given PID, or of the command once it execs one. */
+static int find_first(struct session *s, struct target *t)
+{
+	const struct session_opts *o = &s->opts;
+	int err;
+
+	if (!o->cmd) {
+		mem_live__init(&t->live, o->pid);
+		err = interp__find(o->pid, &t->live.base, &t->interp);
+		return err ? target_error(o->pid, err, &t->interp) : 0;
+	}
+	err = spawn__start(o->cmd, &s->spawn);
+	if (err && s->spawn.trace_failed) {
+		pr_warn("cannot trace %s to catch its first Python code: %s (is pybpfprof "
+			"itself being traced, or ptrace restricted?)\n", o->cmd[0], strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	if (err) {
+		pr_warn("cannot run %s: %s\n", o->cmd[0], strerror(-err));
+		return err == -ENOENT || err == -ENOTDIR ? EXIT_CMD_NOTFOUND : EXIT_CMD_NOEXEC;
+	}
+	s->spawned = 1;
+	mem_live__init(&t->live, s->spawn.pid);
+	err = spawn__wait_python(&s->spawn, &t->live.base, &t->interp);
+	if (err == -ECHILD) {
+		pr_warn("%s exited before running any CPython code (status %d)\n", o->cmd[0],
+			WIFEXITED(s->spawn.status) ? WEXITSTATUS(s->spawn.status) : -1);
+		return EXIT_NOT_PYTHON;
+	}
+	return err ? target_error(s->spawn.pid, err, &t->interp) : 0;
+}
+
+/* ---- children ------------------------------------------------------------------ */
+
+static int is_target(pid_t pid, void *arg)
+{
+	return target_of(arg, pid) != NULL;
+}
+
+/* Makes child @pid a target if it runs a CPython we can read; 1 if it does now. */
+static int adopt(pid_t pid, void *arg)
+{
+	struct session *s = arg;
+	struct target *t = calloc(1, sizeof(*t));
+	uint64_t gil = 0;
+	int err;
+
+	if (!t)
+		return -ENOMEM;
+	mem_live__init(&t->live, pid);
+	err = interp__find(pid, &t->live.base, &t->interp);
+	if (err) {
+		target__free(t);
+		return 0;	/* not (yet) Python */
+	}
+	pythreads__gil(&t->live.base, &t->interp, &gil);
+	t->session = s;
+	err = target__prepare(t, s->strs, !s->opts.no_frame_cache, publish_anchor);
+	if (!err)
+		err = target_enrol(s, t, gil);
+	if (err) {
+		pr_warn("cannot follow pid %d: %s\n", (int)pid, strerror(-err));
+		target__free(t);
+		return err == -ENOMEM ? err : 1;	/* 1: not to be tried again */
+	}
+	pr_info("following pid %d (%s)\n", (int)pid, t->cmd);
+	return 1;
+}
+
+static int watch_children(struct session *s)
+{
+	int err = 0;
+
+	if (s->spawned && !s->spawn.exited)
+		err = descendants__scan(s->children, s->spawn.pid);
+	for (size_t i = 0; !err && i < s->ntargets; i++)
+		err = descendants__scan(s->children, s->targets[i]->interp.pid);
+	return err ? err : descendants__step(s->children);
+}
+
+static int setup(struct session *s)
+{
+	s->strs = strtab__new();
+	s->agg = aggregate__new();
+	s->threads = thread_table__new();
+	s->stack = malloc(sizeof(*s->stack));
+	s->frames = calloc(DECODE_MAX_DEPTH + 3, sizeof(*s->frames));
+	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames)
+		return -ENOMEM;
+	if (s->opts.subprocesses) {
+		s->children = descendants__new(is_target, adopt, s);
+		if (!s->children)
+			return -ENOMEM;
+	}
+	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||
+	    strtab__intern(s->strs, "[no Python frame]", 17) != 1)
+		return -ENOMEM;
+	s->incomplete_name = 0;
+	s->no_python_name = 1;
+	return 0;
+}
+
+int session__start(const struct session_opts *o, struct session **out)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	struct target *first = calloc(1, sizeof(*first));
+	int code = EXIT_RUNTIME, err;
+
+	*out = NULL;
+	if (!s || !first) {
+		pr_warn("out of memory\n");
+		goto fail;
+	}
+	s->opts = *o;
+	if (o->pid && proc__alive(o->pid)) {
+		pr_warn("no such process: %d\n", (int)o->pid);
+		code = EXIT_NO_PROCESS;
+		goto fail;
+	}
+	code = find_first(s, first);
+	if (code)
+		goto fail;
+	err = setup(s);
+	if (err) {
+		pr_warn("setting up the decoder: %s\n", strerror(-err));
+		code = EXIT_RUNTIME;
+		goto fail;
+	}
+	code = choose_sampler(s, first);
+	if (code)
+		goto fail;
+	first = NULL;	/* the session's now */
+	/* The run is named after the process asked for, even once it has gone. */
+	interp__version_str(s->targets[0]->interp.version_hex, s->totals.python_version,
+			    sizeof(s->totals.python_version));
+	s->totals.pid = s->targets[0]->interp.pid;
+	snprintf(s->name, sizeof(s->name), "pid %d (%s)", (int)s->targets[0]->interp.pid,
+		 s->targets[0]->cmd);
+	pr_info("profiling pid %d (%s) at %u Hz%s\n", (int)s->targets[0]->interp.pid,
+		s->targets[0]->interp.path, o->rate_hz, s->live_mode ? " from user space" : "");
+	if (s->spawned)
+		spawn__release(&s->spawn);
+	s->start_ns = s->expired_ns = clock__mono_ns();
+	s->start_unix_ns = clock__real_ns();
+	*out = s;
+	return 0;
+fail:
+	target__free(first);
+	if (s && s->spawned && !s->spawn.exited)
+		spawn__stop(&s->spawn, SIGKILL, 0);
+	session__free(s);
+	return code;
+}
+
+/* ---- the loop ------------------------------------------------------------------ */
+
+static int target_gone(struct session *s, struct target *t)
+{
+	if (s->spawned && t->interp.pid == s->spawn.pid)
+		return spawn__reap(&s->spawn);
+	return proc__alive(t->interp.pid) != 0;
+}
+
+static int poll_live(struct session *s, int timeout_ms)
+{
+	struct timespec ts;
+	int err = 0, r;
+
+	if (s->ntargets == 1)
+		return live_sampler__poll(s->targets[0]->live_sampler, timeout_ms);
+	/* Several processes: take each one's due ticks, then sleep about half a tick. */
+	for (size_t i = 0; i < s->ntargets; i++) {
+		r = live_sampler__poll(s->targets[i]->live_sampler, 0);
+		if (r < 0 && r != -ESRCH && !err)
+			err = r;
+	}
+	if (err)
+		return err;
+	r = 500 / (int)s->opts.rate_hz;
+	r = r < 1 ? 1 : r > timeout_ms ? timeout_ms : r;
+	ts.tv_sec = r / 1000;
+	ts.tv_nsec = (long)(r % 1000) * 1000000;
+	return nanosleep(&ts, NULL) ? -errno : 0;
+}
+
+int session__poll(struct session *s, int timeout_ms)
+{
+	int err = 0;
+
+	if (s->ntargets)
+		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
+	if (s->fatal) {
+		pr_warn("aggregating samples: %s\n", strerror(-s->fatal));
+		return s->fatal;
+	}
+	if (err < 0 && err != -EINTR && err != -ESRCH) {
+		pr_warn("reading samples: %s\n", strerror(-err));
+		return err;
+	}
+	for (size_t i = 0; i < s->ntargets;) {
+		struct target *t = s->targets[i];
+
+		if (!target_gone(s, t)) {
+			proc__cpu_ns(t->interp.pid, &t->cpu);
+			i++;
+			continue;
+		}
+		/* The first target's decoder stays for the end: its last records are
+		 * drained at the stop, and its stats name the run. */
+		if (!s->opts.subprocesses)
+			return 1;
+		target_detach(s, i);
+	}
+	if (s->opts.subprocesses) {
+		err = watch_children(s);
+		if (err) {
+			pr_warn("following child processes: %s\n", strerror(-err));
+			return err;
+		}
+		if (!s->ntargets && !descendants__pending(s->children))
+			return 1;
+	}
+	/* Threads come and go in long runs: forget those gone quiet. */
+	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
+		s->expired_ns = clock__mono_ns();
+		for (size_t i = 0; i < s->ntargets; i++)
+			if (s->targets[i]->fcache)
+				frame_cache__expire(s->targets[i]->fcache,
+						    s->expired_ns - (uint64_t)(FCACHE_EXPIRE_S * 1e9));
+	}
+	return 0;
+}
+
+void session__stop(struct session *s)
+{
+	if (s->stopped)
+		return;
+	s->stopped = 1;
+	s->elapsed_s = (clock__mono_ns() - s->start_ns) / 1e9;
+	if (s->sampler) {
+		sampler__stop(s->sampler);
+		sampler__drain(s->sampler);
+	}
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (!target_gone(s, s->targets[i]))
+			target__clear_anchors(s->targets[i]);
+	if (s->spawned && !s->spawn.exited && stop_signal)
+		spawn__stop(&s->spawn, stop_signal, 3000);
+}
+
+pid_t session__pid(const struct session *s)
+{
+	return s->totals.pid;
+}
+
+void session__status(const struct session *s, struct session_status *st)
+{
+	uint64_t drops = s->lost;
+	size_t nthreads;
+
+	if (s->sampler) {
+		uint64_t c[PBP_C_MAX];
+
+		sampler__counters(s->sampler, c);
+		drops += c[PBP_C_RINGBUF_DROPS];
+	}
+	*st = (struct session_status){
+		.elapsed_s = s->stopped ? s->elapsed_s : (clock__mono_ns() - s->start_ns) / 1e9,
+		.samples = s->aggregated,
+		.incomplete = s->incomplete,
+		.drops = drops,
+		.processes = s->ntargets,
+	};
+	thread_table__all(s->threads, &nthreads);
+	st->threads = nthreads;
+}
+
+void session__profile(const struct session *s, struct profile *p)
+{
+	*p = (struct profile){
+		.agg = s->agg,
+		.strs = s->strs,
+		.timeline = s->timeline,
+		.ntimeline = s->ntimeline,
+		.target = s->name,
+		.start_unix_ns = s->start_unix_ns,
+		.duration_ns = (uint64_t)((s->stopped ? s->elapsed_s :
+					   (clock__mono_ns() - s->start_ns) / 1e9) * 1e9),
+		.rate_hz = s->opts.rate_hz,
+		.period_ns = 1000000000ull / s->opts.rate_hz,
+	};
+	p->threads = thread_table__all(s->threads, &p->nthreads);
+}
+
+void session__stats(const struct session *s, struct run_stats *st)
+{
+	uint64_t cpu_ns = s->gone_cpu_ns;
+
+	*st = s->totals;
+	for (size_t i = 0; i < s->ntargets; i++) {
+		target__add_stats(s->targets[i], st);
+		cpu_ns += s->targets[i]->cpu > s->targets[i]->cpu0 ?
+			  s->targets[i]->cpu - s->targets[i]->cpu0 : 0;
+	}
+	st->rate_hz = s->opts.rate_hz;
+	st->duration_s = s->elapsed_s;
+	st->samples_delivered = s->delivered;
+	st->samples_filtered = s->filtered;
+	st->samples_decoded = st->decode.complete;
+	st->samples_incomplete = st->decode.incomplete;
+	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
+	if (s->live_mode) {
+		st->mode = "live";
+		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
+		st->samples_expected = (uint64_t)(s->elapsed_s * s->opts.rate_hz + 0.5);
+		return;
+	}
+	st->mode = "bpf";
+	st->samples_expected = (uint64_t)(cpu_ns / 1e9 * s->opts.rate_hz + 0.5);
+	st->bpf_bytes_copied = s->bytes_copied;
+	sampler__counters(s->sampler, st->bpf);
+	sampler__prog_stats(s->sampler, &st->bpf_run_ns, &st->bpf_run_cnt);
+}
+
+int session__wait_command(struct session *s)
+{
+	if (!s->spawned)
+		return -1;
+	if (!s->spawn.exited) {
+		waitpid(s->spawn.pid, &s->spawn.status, 0);
+		s->spawn.exited = 1;
+	}
+	return s->spawn.status;
+}
+
+int session__command_running(const struct session *s)
+{
+	return s->spawned && !s->spawn.exited;
+}
+
+void session__free(struct session *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ntargets; i++)
+		target__free(s->targets[i]);
+	free(s->targets);
+	descendants__free(s->children);
+	sampler__free(s->sampler);
+	aggregate__free(s->agg);
+	thread_table__free(s->threads);
+	free(s->timeline);
+	strtab__free(s->strs);
+	free(s->stack);
+	free(s->frames);
+	free(s);
+}

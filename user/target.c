@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* One profiled process; see target.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "proc.h"
+#include "pythreads.h"
+#include "target.h"
+
+static int write_anchor(void *arg, uint64_t tstate, uint64_t frame)
+{
+	struct target *t = arg;
+
+	return mem_live__write(&t->live, tstate + t->interp.off.ts_last_profiled_frame, &frame,
+			       sizeof(frame));
+}
+
+static int clear_anchor(const struct pythread *th, void *arg)
+{
+	write_anchor(arg, th->tstate, 0);
+	return 0;
+}
+
+/*
+ * An anchor left by an earlier profiler (or by us, killed) would be taken for one we
+ * wrote; clear every thread's at the start, and leave none behind at the end.
+ */
+void target__clear_anchors(struct target *t)
+{
+	if (t->anchors)
+		pythreads__walk(&t->live.base, &t->interp, clear_anchor, t);
+}
+
+static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)
+{
+	struct target *t = arg;
+
+	return t->publish(t, tid, fc);
+}
+
+int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
+		    target_publish_fn publish)
+{
+	struct decoder_cfg dc = { 0 };
+	struct frame_cache_hooks hooks = {
+		.publish = publish_anchor,
+		.write_anchor = write_anchor,
+		.ctx = t,
+	};
+	char root[192];
+	int64_t id;
+	int err, n;
+
+	if (proc__cmdline(t->interp.pid, t->cmd, sizeof(t->cmd)))
+		snprintf(t->cmd, sizeof(t->cmd), "%.*s", (int)sizeof(t->cmd) - 1, t->interp.path);
+	n = snprintf(root, sizeof(root), "process %d %s", (int)t->interp.pid, t->cmd);
+	id = strtab__intern(strs, root, n < (int)sizeof(root) ? (size_t)n : sizeof(root) - 1);
+	if (id < 0)
+		return (int)id;
+	t->root_name = (uint32_t)id;
+	t->publish = publish;
+	if (frame_cache) {
+		t->anchors = t->interp.off.ts_last_profiled_frame != PBP_OFF_NONE &&
+			     t->interp.off.ts_last_profiled_frame_seq != PBP_OFF_NONE;
+		err = frame_cache__new(&t->interp.off, t->anchors, &hooks, &t->fcache);
+		if (err)
+			return err;
+		target__clear_anchors(t);
+	}
+	dc.interp = &t->interp;
+	dc.live = &t->live.base;
+	dc.strs = strs;
+	dc.fcache = t->fcache;
+	return decoder__new(&dc, &t->dec);
+}
+
+static void add_counters(uint64_t *dst, const uint64_t *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dst[i] += src[i];
+}
+
+/* The stats structs are flat uint64_t counters: summed field by field. */
+#define ADD_STATS(dst, src) \
+	add_counters((uint64_t *)(dst), (const uint64_t *)(src), sizeof(*(src)) / sizeof(uint64_t))
+
+void target__add_stats(const struct target *t, struct run_stats *sum)
+{
+	ADD_STATS(&sum->decode, decoder__stats(t->dec));
+	ADD_STATS(&sum->codes, decoder__code_stats(t->dec));
+	ADD_STATS(&sum->mem, decoder__mem_stats(t->dec));
+	if (t->fcache)
+		ADD_STATS(&sum->fcache, frame_cache__stats(t->fcache));
+	if (t->live_sampler)
+		ADD_STATS(&sum->live, live_sampler__stats(t->live_sampler));
+}
+
+void target__free(struct target *t)
+{
+	if (!t)
+		return;
+	live_sampler__free(t->live_sampler);
+	decoder__free(t->dec);
+	frame_cache__free(t->fcache);
+	free(t);
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * One profiled process: its interpreter, its memory, the decoder and frame cache that
+ * serve its samples, and the root frame its stacks carry.
+ */
+#ifndef PBP_TARGET_H
+#define PBP_TARGET_H
+
+#include <stdint.h>
+
+#include "decode.h"
+#include "frame_cache.h"
+#include "interp.h"
+#include "mem.h"
+#include "sampler_live.h"
+#include "stats.h"
+#include "strtab.h"
+
+struct session;
+struct target;
+
+/* Hands a frame-cache entry of thread @tid of target @t to the sampler (NULL @fc: drop
+ * it). */
+typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pbp_fcache *fc);
+
+struct target {
+	struct session *session;	/* the owner, for the callbacks */
+	struct py_interp interp;	/* found before target__prepare() */
+	struct mem_live live;
+	struct decoder *dec;
+	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
+	struct live_sampler *live_sampler;	/* --no-bpf */
+	target_publish_fn publish;
+	int anchors;		/* this target uses (and resets) last_profiled_frame */
+	uint32_t root_name;	/* strtab id of "process PID COMMAND" */
+	uint64_t cpu0, cpu;	/* its CPU time at the start, and as last seen */
+	char cmd[128];
+};
+
+
+/*
+ * Readies @t, whose interpreter was found, to be sampled: names it, and makes its
+ * decoder and (with @frame_cache) its frame cache, clearing any anchors left behind.
+ */
+int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
+		    target_publish_fn publish);
+/* Leaves no anchor behind in the target's thread states. */
+void target__clear_anchors(struct target *t);
+/* Adds the target's decoding, cache and live-sampling counters to @sum. */
+void target__add_stats(const struct target *t, struct run_stats *sum);
+void target__free(struct target *t);
+
+#endif
