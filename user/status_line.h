@@ -18,7 +18,8 @@ struct status_line {
 	uint64_t drawn_ns;	/* when it was last drawn */
 };
 
-/* Starts drawing on @fd if it is a terminal, and erasing before log messages. */
+/* Starts drawing on @fd if it is a terminal (-1: never), and erasing before log
+ * messages. */
 void status_line__init(struct status_line *sl, int fd);
 /* Redraws the line from @st, at most every 250 ms. */
 void status_line__show(struct status_line *sl, const struct session_status *st);
