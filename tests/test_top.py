@@ -63,6 +63,9 @@ class Tmux:
     def keys(self, *keys):
         self.cmd("send-keys", "-t", "top", *keys)
 
+    def resize(self, cols, rows):
+        self.cmd("resize-window", "-t", "top", "-x", str(cols), "-y", str(rows))
+
     def dead(self):
         return self.cmd("display-message", "-p", "-t", "top", "#{pane_dead}",
                         check=False).strip() == "1"
@@ -146,6 +149,16 @@ def test_top_screen_shows_fa_first_and_switches_sort_keys(harness, tmux, py, mod
                 and table(s)[0] in callers, KEY_DEADLINE, "Tab did not switch to total")
     tmux.keys("1")
     wait_screen(tmux, lambda s: "Sorted by %Own" in s, KEY_DEADLINE, "1 did not sort by own")
+    # A narrower window: the table follows at once, every row whole up to its ')'.
+    tmux.resize(50, 12)
+
+    def fits(s):
+        lines = s.splitlines()
+        rows = [l for l in lines if re.match(r"^\s*[\d.]+\s+[\d.]+\s+\S", l)]
+        return (lines and lines[-1].startswith("Sorted by") and len(lines) == 12 and
+                all(len(l) <= 50 for l in lines) and rows and
+                all(l.endswith(")") for l in rows))
+    wait_screen(tmux, fits, KEY_DEADLINE, "the screen did not fit a 50x12 window")
     tmux.keys("q")
     screen = wait_exit(tmux)
     assert "TOP-EXIT=0" in screen, screen

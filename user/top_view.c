@@ -430,9 +430,14 @@ static int line_open(struct screen *sc)
 static void line_close(struct screen *sc, int cols, int pad)
 {
 	if (sc->flags & TOP_ANSI) {
-		if (pad)
+		if (pad) {
 			fprintf(sc->f, "%*s\033[m", sc->width - cols, "");
-		fputs("\033[K", sc->f);
+			cols = sc->width;
+		}
+		/* A full line leaves the cursor on its last column (no wrap): erasing
+		 * from there would take that column's character too. */
+		if (cols < sc->width)
+			fputs("\033[K", sc->f);
 	}
 	if (++sc->line < sc->height)
 		fputc('\n', sc->f);
