@@ -8,6 +8,7 @@ shell around top checks that the terminal mode after top is the one before it. W
 a terminal, top prints plain blocks and stops on SIGINT.
 """
 
+import os
 import re
 import shutil
 import signal
@@ -49,7 +50,7 @@ class Tmux:
         """Runs argv in a shell that reports the exit status and whether the terminal's
         mode survived; the pane stays after the shell ends."""
         top = " ".join(f"'{a}'" for a in argv)
-        script = (f"before=$(stty -g); {top}; rc=$?; after=$(stty -g); "
+        script = (f"ulimit -c 0; before=$(stty -g); {top}; rc=$?; after=$(stty -g); "
                   f"[ \"$before\" = \"$after\" ] && echo TTY-RESTORED; echo TOP-EXIT=$rc")
         self.started = time.monotonic()
         self.cmd("new-session", "-d", "-s", "top", "-x", "80", "-y", "24", "sh", "-c",
@@ -65,6 +66,13 @@ class Tmux:
 
     def resize(self, cols, rows):
         self.cmd("resize-window", "-t", "top", "-x", str(cols), "-y", str(rows))
+
+    def top_pid(self):
+        """The PID of top: the child of the pane's shell."""
+        sh = self.cmd("display-message", "-p", "-t", "top", "#{pane_pid}").strip()
+        kids = subprocess.run(["pgrep", "-P", sh], capture_output=True, text=True).stdout
+        assert kids.split(), f"no child of the pane's shell {sh}"
+        return int(kids.split()[0])
 
     def dead(self):
         return self.cmd("display-message", "-p", "-t", "top", "#{pane_dead}",
@@ -176,6 +184,20 @@ def test_top_screen_ctrl_c_exits_0(harness, tmux, py311):
     tmux.keys("C-c")
     screen = wait_exit(tmux)
     assert "TOP-EXIT=0" in screen and "TTY-RESTORED" in screen, screen
+
+
+@pytest.mark.parametrize("sig,status", [(signal.SIGTERM, 0), (signal.SIGHUP, 0),
+                                        (signal.SIGSEGV, 128 + signal.SIGSEGV)],
+                         ids=["SIGTERM", "SIGHUP", "SIGSEGV"])
+def test_top_screen_gives_the_terminal_back_on_signals(harness, tmux, py311, sig, status):
+    """SIGTERM and SIGHUP end top as q does; a crash still restores the terminal
+    before the signal takes its course."""
+    w = harness.start_workload(py311, "ratio")
+    tmux.start(harness.profiler_argv(["top", "-p", w.pid]))
+    wait_fa_first(tmux)
+    os.kill(tmux.top_pid(), sig)
+    screen = wait_exit(tmux)
+    assert f"TOP-EXIT={status}" in screen and "TTY-RESTORED" in screen, screen
 
 
 def test_top_screen_exits_0_when_the_target_exits(harness, tmux, py311):
