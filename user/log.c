@@ -32,30 +32,25 @@ enum log_level log__level(void)
 
 void log__print(enum log_level level, const char *fmt, ...)
 {
-	va_list ap;
+	char *msg = NULL;
+	va_list ap, aq;
 
 	if (level > log_ctx.level)
 		return;
-	if (log_ctx.hook) {
-		char *msg = NULL;
-		int n;
-
-		va_start(ap, fmt);
-		n = vasprintf(&msg, fmt, ap);
-		va_end(ap);
-		/* Out of memory: the message still goes out, unannounced to the hook. */
-		if (n >= 0 && log_ctx.hook(log_ctx.hook_ctx, msg)) {
-			free(msg);
-			return;
-		}
-		if (n >= 0) {
-			fprintf(stderr, "pybpfprof: %s", msg);
-			free(msg);
-			return;
-		}
-	}
-	fputs("pybpfprof: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (log_ctx.hook) {
+		va_copy(aq, ap);
+		if (vasprintf(&msg, fmt, aq) < 0)
+			msg = NULL;
+		va_end(aq);
+	}
+	/* No hook, or out of memory: the message still goes out. */
+	if (!msg) {
+		fputs("pybpfprof: ", stderr);
+		vfprintf(stderr, fmt, ap);
+	} else if (!log_ctx.hook(log_ctx.hook_ctx, msg)) {
+		fprintf(stderr, "pybpfprof: %s", msg);
+	}
 	va_end(ap);
+	free(msg);
 }
