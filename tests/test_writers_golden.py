@@ -22,6 +22,7 @@ PLAIN = REPO / "build" / "tests" / "test_writers"
 # format -> golden file; pprof is compared after gunzip, since gzip is not the format.
 FORMATS = {
     "collapsed": "collapsed.txt",
+    "svg": "svg.svg",
 }
 
 

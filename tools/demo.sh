@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # `make demo`: installs what is missing, builds, profiles the bundled example program
-# for a few seconds and prints its hottest stacks. Idempotent.
+# into an interactive flame graph (build/demo.svg), then once more as text to print
+# its hottest stacks. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +20,14 @@ dpkg-query -W -f='${Status}' python3 2>/dev/null | grep -q "install ok installed
 step "building"
 make -j2
 
-out=build/demo.txt
-step "profiling: build/pybpfprof record -r 500 -o $out -- /usr/bin/python3 tools/demo/app.py 4"
-build/pybpfprof record -r 500 -o "$out" --stats-file build/demo-stats.json -- \
+svg=build/demo.svg
+step "profiling into a flame graph: build/pybpfprof record -r 500 -o $svg -- /usr/bin/python3 tools/demo/app.py 4"
+build/pybpfprof record -r 500 -o "$svg" --stats-file build/demo-stats.json -- \
 	/usr/bin/python3 tools/demo/app.py 4
+
+out=build/demo.txt
+step "profiling as text: build/pybpfprof record -r 500 -o $out -- /usr/bin/python3 tools/demo/app.py 2"
+build/pybpfprof record -r 500 -o "$out" -- /usr/bin/python3 tools/demo/app.py 2
 
 step "hottest stacks (samples, then the stack from the root; innermost frame last)"
 awk '{ print $NF "\t" $0 }' "$out" | sort -nr | cut -f2- | head -n 6 | awk '{
@@ -31,5 +36,6 @@ awk '{ print $NF "\t" $0 }' "$out" | sort -nr | cut -f2- | head -n 6 | awk '{
 	for (i = 2; i <= k; i++) s = s "\n        -> " f[i];
 	printf "%6d  %s\n\n", n, s
 }'
-echo "full profile: $out (collapsed stacks; feed it to flamegraph.pl or speedscope)"
+echo "flame graph:  $svg (open it in a browser: hover, click to zoom, Ctrl-F to search)"
+echo "text profile: $out (collapsed stacks)"
 echo "statistics:   build/demo-stats.json"

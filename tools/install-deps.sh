@@ -6,7 +6,7 @@
 set -euo pipefail
 
 build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool)
-test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb tmux)
+test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium tmux)
 
 want=("${build[@]}")
 [ "${1:-build}" = test ] && want+=("${test[@]}")

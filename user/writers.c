@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "out_collapsed.h"
+#include "out_svg.h"
 #include "writers.h"
 
 /* Longer suffixes first: "x.speedscope.json" must not be taken for "x.json". */
 static const struct writer writers[] = {
 	{ "collapsed", ".txt", 0, out_collapsed__write },
+	{ "svg", ".svg", 0, out_svg__write },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))

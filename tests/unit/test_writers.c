@@ -4,6 +4,9 @@
  * golden-file tests (tests/test_writers_golden.py). The profile has what writers must
  * get right: two processes, threads with and without names, markers, a line-less
  * frame, and names that need escaping in every format (quotes, <&>, ';', non-ASCII).
+ *
+ * `test_writers FORMAT --large N` writes a synthetic profile of N distinct stacks
+ * instead, to see how a format copes with a big profile (file size, load time).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,17 +68,95 @@ static void parse_frame(struct strtab *strs, const char *spec, struct agg_frame 
 	fr->line = atoi(bar + 1);
 }
 
-int main(int argc, char **argv)
+/* A fixed-seed generator: the large profile is the same on every run. */
+static uint32_t next_random(uint64_t *state)
+{
+	*state = *state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(*state >> 33);
+}
+
+static struct agg_frame large_frame(struct strtab *strs, uint32_t fn)
+{
+	static const char *const dirs[] = {
+		"/srv/app/mod%u.py", "/usr/lib/python3.13/json/part%u.py",
+		"/srv/venv/lib/python3.13/site-packages/pkg%u/core.py",
+	};
+	char name[32], file[96];
+
+	snprintf(name, sizeof(name), "fn_%u", fn);
+	snprintf(file, sizeof(file), dirs[fn % 3], fn / 3 % 50);
+	return (struct agg_frame){ .kind = AGG_PYTHON,
+				   .name = intern(strs, name, strlen(name)),
+				   .file = intern(strs, file, strlen(file)),
+				   .line = (int32_t)(10 + fn % 400) };
+}
+
+/*
+ * @n distinct stacks under one process frame, 6 to 29 Python frames deep. Shallow
+ * frames come from few functions and deep ones from many, so stacks share prefixes
+ * like real ones do; counts are skewed, so some stacks are wide and most are thin.
+ */
+static int add_large(struct aggregate *agg, struct strtab *strs, size_t n)
+{
+	struct agg_frame frames[32];
+	uint64_t state = 42;
+	static const char proc[] = "process 1 python3 big.py";
+
+	frames[0] = (struct agg_frame){ .kind = AGG_PROCESS,
+					.name = intern(strs, proc, strlen(proc)), .line = -1 };
+	while (aggregate__count(agg) < n) {
+		uint32_t depth = 7 + next_random(&state) % 23;
+		uint64_t count = 1 + (next_random(&state) % 64 == 0 ? next_random(&state) % 500 :
+				      next_random(&state) % 3);
+
+		for (uint32_t d = 1; d < depth; d++)
+			frames[d] = large_frame(strs, next_random(&state) % (2 + 3 * d * d));
+		if (aggregate__add(agg, 1, 1, frames, depth, count, NULL))
+			return -1;
+	}
+	return 0;
+}
+
+/* The fixed profile, its threads and its timeline. */
+static int add_fixed(struct aggregate *agg, struct strtab *strs, struct profile_thread *pt,
+		     struct profile_sample *samples)
 {
 	static const struct { uint32_t pid, tid; const char *name; } threads[] = {
 		{ 100, 100, "python3" }, { 100, 101, "worker-1" }, { 200, 200, NULL },
 	};
+	struct agg_frame frames[MAX_FRAMES];
+
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		uint32_t n = 0;
+
+		while (n < MAX_FRAMES && fixed[i].frames[n]) {
+			parse_frame(strs, fixed[i].frames[n], &frames[n]);
+			n++;
+		}
+		if (aggregate__add(agg, fixed[i].pid, fixed[i].tid, frames, n, fixed[i].count,
+				   NULL))
+			return -1;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		pt[i].pid = threads[i].pid;
+		pt[i].tid = threads[i].tid;
+		pt[i].name = threads[i].name ? intern(strs, threads[i].name,
+						      strlen(threads[i].name)) : PROFILE_NO_NAME;
+	}
+	for (size_t i = 0; i < sizeof(timeline) / sizeof(timeline[0]); i++)
+		samples[i] = (struct profile_sample){ .t_ns = i * 10000000ull,
+						      .stack = timeline[i] };
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct profile_thread pt[3];
 	struct profile_sample samples[sizeof(timeline) / sizeof(timeline[0])];
-	struct agg_frame frames[MAX_FRAMES];
 	struct strtab *strs = strtab__new();
 	struct aggregate *agg = aggregate__new();
-	const struct writer *w = argc == 2 ? writer__find(argv[1]) : NULL;
+	const struct writer *w = argc >= 2 ? writer__find(argv[1]) : NULL;
+	size_t large = argc == 4 && !strcmp(argv[2], "--large") ? strtoul(argv[3], NULL, 0) : 0;
 	struct profile p = {
 		.agg = agg,
 		.strs = strs,
@@ -91,30 +172,25 @@ int main(int argc, char **argv)
 	};
 	int err;
 
-	if (!w || !strs || !agg) {
-		fprintf(stderr, "usage: test_writers FORMAT\n");
+	/* The large profile has no timeline to give. */
+	if (!w || !strs || !agg || (argc != 2 && !large) || (large && w->timeline)) {
+		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS]\n");
 		return 2;
 	}
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		uint32_t n = 0;
-
-		while (n < MAX_FRAMES && fixed[i].frames[n]) {
-			parse_frame(strs, fixed[i].frames[n], &frames[n]);
-			n++;
-		}
-		if (aggregate__add(agg, fixed[i].pid, fixed[i].tid, frames, n, fixed[i].count,
-				   NULL))
+	if (large) {
+		pt[0] = (struct profile_thread){ .pid = 1, .tid = 1, .name = PROFILE_NO_NAME };
+		p.nthreads = 1;
+		p.timeline = NULL;
+		p.ntimeline = 0;
+		p.target = "pid 1 (python3 big.py)";
+		p.duration_ns = 600000000000ull;
+		p.rate_hz = 1000;
+		p.period_ns = 1000000ull;
+		if (add_large(agg, strs, large))
 			return 1;
+	} else if (add_fixed(agg, strs, pt, samples)) {
+		return 1;
 	}
-	for (size_t i = 0; i < 3; i++) {
-		pt[i].pid = threads[i].pid;
-		pt[i].tid = threads[i].tid;
-		pt[i].name = threads[i].name ? intern(strs, threads[i].name,
-						      strlen(threads[i].name)) : PROFILE_NO_NAME;
-	}
-	for (size_t i = 0; i < p.ntimeline; i++)
-		samples[i] = (struct profile_sample){ .t_ns = i * 10000000ull,
-						      .stack = timeline[i] };
 	err = w->write(stdout, &p);
 	aggregate__free(agg);
 	strtab__free(strs);
