@@ -94,8 +94,13 @@ $(OUT)/tests/test_json_out: tests/unit/test_json_out.c $(OUT)/user/json_out.o | 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
+		$(OUT)/user/aggregate.o $(OUT)/user/strtab.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out
+	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view
 
 test:
 	$(Q)bash tools/run-tests.sh

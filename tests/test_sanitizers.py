@@ -18,11 +18,12 @@ SAN_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:
 
 
 def san_binary(name):
+    """The sanitizer build of `name`, brought up to date first: a binary left from an
+    older checkout would test old code."""
     path = SAN / name
-    if not path.exists():
-        p = subprocess.run(["make", "-C", str(REPO), "OUT=build/san", "SAN=address,undefined",
-                            f"build/san/{name}"], capture_output=True, text=True, timeout=900)
-        assert p.returncode == 0, f"sanitizer build of {name} failed:\n{p.stderr[-3000:]}"
+    p = subprocess.run(["make", "-C", str(REPO), "OUT=build/san", "SAN=address,undefined",
+                        f"build/san/{name}"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"sanitizer build of {name} failed:\n{p.stderr[-3000:]}"
     return str(path)
 
 

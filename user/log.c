@@ -2,6 +2,7 @@
 /* The diagnostics sink; see log.h. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "log.h"
 
@@ -9,11 +10,19 @@
  * so that deep helpers need not carry it. */
 static struct {
 	enum log_level level;
+	log_hook_fn hook;
+	void *hook_ctx;
 } log_ctx = { LOG_WARN };
 
 void log__set_level(enum log_level level)
 {
 	log_ctx.level = level;
+}
+
+void log__set_hook(log_hook_fn fn, void *ctx)
+{
+	log_ctx.hook = fn;
+	log_ctx.hook_ctx = ctx;
 }
 
 enum log_level log__level(void)
@@ -23,12 +32,25 @@ enum log_level log__level(void)
 
 void log__print(enum log_level level, const char *fmt, ...)
 {
-	va_list ap;
+	char *msg = NULL;
+	va_list ap, aq;
 
 	if (level > log_ctx.level)
 		return;
-	fputs("pybpfprof: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (log_ctx.hook) {
+		va_copy(aq, ap);
+		if (vasprintf(&msg, fmt, aq) < 0)
+			msg = NULL;
+		va_end(aq);
+	}
+	/* No hook, or out of memory: the message still goes out. */
+	if (!msg) {
+		fputs("pybpfprof: ", stderr);
+		vfprintf(stderr, fmt, ap);
+	} else if (!log_ctx.hook(log_ctx.hook_ctx, msg)) {
+		fprintf(stderr, "pybpfprof: %s", msg);
+	}
 	va_end(ap);
+	free(msg);
 }

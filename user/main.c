@@ -14,6 +14,7 @@
 #include "log.h"
 #include "pbp_abi.h"
 #include "record.h"
+#include "top.h"
 
 #define PBP_VERSION "0.1.0"
 
@@ -23,6 +24,7 @@ static const char main_help[] =
 	"Usage:\n"
 	"  pybpfprof record -p PID [options]          profile a running process\n"
 	"  pybpfprof record [options] -- CMD [ARG...]  run a command and profile it\n"
+	"  pybpfprof top -p PID [options]             a live view of a running process\n"
 	"  pybpfprof dump -p PID                      print every Python thread's stack\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"                                             the same from a core file\n"
@@ -30,7 +32,8 @@ static const char main_help[] =
 	"\n"
 	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
 	"the thread is interrupted, so stacks are consistent without pausing the target.\n"
-	"See 'pybpfprof record --help' and 'pybpfprof dump --help' for options.\n"
+	"See 'pybpfprof record --help', 'pybpfprof top --help' and 'pybpfprof dump\n"
+	"--help' for options.\n"
 	"\n"
 	"Supported interpreters: CPython " "3.11, 3.12 (untested), 3.13, 3.14, 3.15" " (GIL builds).\n"
 	"\n"
@@ -42,6 +45,7 @@ static const char main_help[] =
 	"\n"
 	"Exit status:\n"
 	"  0    profile written (also after Ctrl-C, SIGTERM, -d expiring or the target exiting)\n"
+	"       top: ended by q, Ctrl-C, SIGTERM or the target exiting\n"
 	"  1    unexpected failure while profiling\n"
 	"  2    bad command line\n"
 	"  3    no such process, or it exited before profiling began\n"
@@ -129,6 +133,52 @@ static const char record_help[] =
 	"Examples:\n"
 	"  sudo pybpfprof record -p 1234 -d 30 -o app.txt\n"
 	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n";
+
+static const char top_help[] =
+	"Usage:\n"
+	"  pybpfprof top -p PID [options]\n"
+	"\n"
+	"Shows, refreshed every second, the functions a running Python process spends its\n"
+	"time in, busiest first:\n"
+	"\n"
+	"    %Own %Total   Own(s) Total(s)  Function (file)\n"
+	"    74.8   74.8    22.41    22.41  fa (/srv/ratio.py)\n"
+	"     0.0  100.0     0.00    29.96  parent (/srv/ratio.py)\n"
+	"\n"
+	"%Own is the share of the last second's samples in which the function itself ran,\n"
+	"%Total the share in which it was anywhere on the stack (once per sample, however\n"
+	"deep it recurses); Own(s) and Total(s) add up the sampled time since the start.\n"
+	"A function is a qualified name in a file, whatever the line.\n"
+	"\n"
+	"Keys: o or 1 sort by %Own (the default), t or 2 by %Total, Tab switches;\n"
+	"q or Ctrl-C quits, Ctrl-Z suspends, Ctrl-L redraws. The view fits the terminal\n"
+	"and follows its size; 80x24 is enough.\n"
+	"\n"
+	"When standard output is not a terminal, top prints a plain block every second\n"
+	"instead: a time stamp line, the counts and the 20 busiest functions, with no\n"
+	"escape codes.\n"
+	"\n"
+	"top ends on q, Ctrl-C, SIGTERM or when the target exits, then prints one line on\n"
+	"stderr: the samples taken and the function with the most own time.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID          the running process to watch (required)\n"
+	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
+	"      --no-bpf           sample from user space, as for record (see 'pybpfprof\n"
+	"                         record --help'); chosen with a notice when BPF is\n"
+	"                         unavailable\n"
+	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
+	"      --gil              count only the thread holding the GIL\n"
+	"  -v, --verbose          more diagnostics, shown after the view closes\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 ended by q, Ctrl-C, SIGTERM or the target's exit; 1 unexpected\n"
+	"failure; 2 bad command line; 3 no such process; 4 not a CPython process;\n"
+	"5 unsupported CPython version; 6 missing privileges; 7 the kernel lacks BPF\n"
+	"support. See 'pybpfprof --help'.\n"
+	"\n"
+	"Example:\n"
+	"  sudo pybpfprof top -p 1234\n";
 
 static const char dump_help[] =
 	"Usage:\n"
@@ -332,6 +382,66 @@ static int cmd_record(int argc, char **argv)
 	return record__run(&o);
 }
 
+static int cmd_top(int argc, char **argv)
+{
+	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct top_opts o = { .rate_hz = 100 };
+	unsigned long v;
+	int opt, verbose = 0;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:r:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_uint(optarg, 1, 0x7fffffff, &v))
+				return usage_error_in("top", "invalid PID '%s'", optarg);
+			o.pid = v;
+			break;
+		case 'r':
+			if (parse_uint(optarg, 1, 10000, &v))
+				return usage_error_in("top", "invalid rate '%s': expected 1 to "
+						      "10000 Hz", optarg);
+			o.rate_hz = v;
+			break;
+		case OPT_NO_BPF:
+			o.no_bpf = 1;
+			break;
+		case OPT_IDLE:
+			o.idle = 1;
+			break;
+		case OPT_GIL:
+			o.gil = 1;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			fputs(top_help, stdout);
+			return EXIT_OK;
+		case ':':
+			return usage_error_in("top", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error_in("top", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
+	if (optind < argc)
+		return usage_error_in("top", "unexpected argument '%s'", argv[optind]);
+	if (!o.pid)
+		return usage_error_in("top", "%s", "nothing to watch: give -p PID");
+	return top__run(&o);
+}
+
 static int cmd_dump(int argc, char **argv)
 {
 	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT };
@@ -407,6 +517,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "top"))
+		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
 	fprintf(stderr, "pybpfprof: unknown command '%s' (see 'pybpfprof --help')\n", argv[1]);

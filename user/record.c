@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exitcodes.h"
 #include "log.h"
@@ -16,6 +17,7 @@
 #include "record.h"
 #include "session.h"
 #include "stats.h"
+#include "status_line.h"
 
 struct record_ctx {
 	const struct record_opts *opts;
@@ -114,6 +116,7 @@ int record__run(const struct record_opts *o)
 {
 	struct record_ctx *c = calloc(1, sizeof(*c));
 	struct session_status st;
+	struct status_line sl;
 	int code, err = 0;
 
 	if (!c) {
@@ -134,14 +137,19 @@ int record__run(const struct record_opts *o)
 		code = EXIT_RUNTIME;
 		goto out;
 	}
+	/* Not with a command: it writes to the same terminal, and \r would eat its
+	 * prompts. */
+	status_line__init(&sl, o->session.cmd ? -1 : STDERR_FILENO);
 	while (!session__stop_signal()) {
 		err = session__poll(c->session, 20);
 		if (err)
 			break;
 		session__status(c->session, &st);
+		status_line__show(&sl, &st);
 		if (o->duration_s > 0 && st.elapsed_s >= o->duration_s)
 			break;
 	}
+	status_line__end(&sl);
 	session__stop(c->session);
 	session__stats(c->session, &c->stats);
 	session__status(c->session, &st);

@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The function table of `top` on one fixed profile (tests/unit/test_top_view.c): its
+counts (recursion counted once per sample, one name in two files kept apart), its
+renderings byte for byte against tests/golden/top_*.txt, and the screen's geometry at
+several sizes: exactly H lines, none wider than W, no control byte from the target's
+names. A deliberate change is recorded with PBP_UPDATE_GOLDEN=1 and reviewed as code.
+Both the plain and the sanitizer builds run.
+"""
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from conftest import REPO
+from test_sanitizers import SAN_ENV, assert_clean, san_binary
+
+GOLDEN = REPO / "tests" / "golden"
+PLAIN = REPO / "build" / "tests" / "test_top_view"
+ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
+
+RENDERINGS = {
+    "top_80x24_own.txt": ["screen", "own", "80", "24"],
+    "top_80x24_total.txt": ["screen", "total", "80", "24"],
+    "top_40x12_own.txt": ["screen", "own", "40", "12"],
+    "top_text.txt": ["text", "own", "5"],
+    "top_update.txt": ["update", "own"],
+}
+
+
+def _binary(build):
+    if build == "sanitizers":
+        return san_binary("tests/test_top_view")
+    p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_top_view"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"building test_top_view failed:\n{p.stderr[-3000:]}"
+    return str(PLAIN)
+
+
+def _run(build, args):
+    env = SAN_ENV if build == "sanitizers" else None
+    p = subprocess.run([_binary(build)] + args, capture_output=True, timeout=60, env=env)
+    if env is not None:
+        assert_clean(subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(
+            "latin-1"), p.stderr.decode("latin-1")), f"test_top_view {args}")
+    assert p.returncode == 0, f"test_top_view {args}: exit {p.returncode}\n{p.stderr!r}"
+    return p.stdout
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_function_counts_are_once_per_sample_and_per_file(build):
+    _run(build, ["check"])
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+@pytest.mark.parametrize("golden", sorted(RENDERINGS))
+def test_rendering_matches_golden_file(golden, build):
+    out = _run(build, RENDERINGS[golden])
+    path = GOLDEN / golden
+    if os.environ.get("PBP_UPDATE_GOLDEN") == "1" and build == "plain":
+        path.write_bytes(out)
+    assert path.exists(), f"{path} is missing (record it with PBP_UPDATE_GOLDEN=1)"
+    expected = path.read_bytes()
+    assert out == expected, (f"{RENDERINGS[golden]} differs from {path}:\n--- got ---\n"
+                             f"{out.decode(errors='replace')}\n--- expected ---\n"
+                             f"{expected.decode(errors='replace')}")
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (120, 40), (56, 10), (55, 10),
+                                          (40, 12), (20, 5), (1, 1), (200, 3)])
+def test_screen_has_exactly_its_size_and_no_control_bytes(width, height):
+    args = ["screen", "own", str(width), str(height)]
+    plain = _run("plain", args)
+    ansi = _run("plain", args + ["ansi"])
+    # H - 1 line breaks: one after the last line would scroll the screen.
+    lines = plain.decode().split("\n")
+    assert len(lines) == height, f"{len(lines)} lines for a height of {height}:\n{plain!r}"
+    for line in lines:
+        assert len(line) <= width, f"line wider than {width}: {line!r}"
+        assert not any(ord(c) < 0x20 or 0x7f <= ord(c) < 0xa0 for c in line), repr(line)
+    assert ansi.startswith(b"\x1b[H"), ansi[:20]
+    stripped = [l.rstrip() for l in ANSI.sub(b"", ansi).decode().split("\n")]
+    assert stripped == [l.rstrip() for l in lines], "ANSI and plain screens differ"

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `pybpfprof top`: a live view of where a process spends its time, by function. */
+#ifndef PBP_TOP_H
+#define PBP_TOP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct top_opts {
+	pid_t pid;
+	uint32_t rate_hz;
+	int no_bpf;		/* sample from user space, never load BPF */
+	int idle;		/* keep samples of threads not on a CPU (live mode) */
+	int gil;		/* keep only samples of the thread holding the GIL */
+};
+
+/* Runs until q, Ctrl-C, SIGTERM or the target's exit; returns the exit status
+ * (exitcodes.h). */
+int top__run(const struct top_opts *o);
+
+#endif

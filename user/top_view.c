@@ -1,0 +1,505 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The function table of `top` and its text; see top_view.h. Updates are incremental:
+ * aggregate stacks keep their index and only grow, so each update walks the frames of
+ * the stacks whose count changed, not the whole profile.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "top_view.h"
+
+struct top_view {
+	struct top_row *rows;
+	uint64_t *stamps;	/* per row: the last update step that counted its total */
+	uint32_t *order;	/* row indices, sorted */
+	size_t n, cap;
+	uint32_t *slots;	/* (name, file) -> row index + 1; 0 = empty */
+	size_t nslots;
+	uint64_t *seen;		/* per aggregate stack: the count already taken in */
+	size_t nseen, seen_cap;
+	const struct aggregate *agg;
+	uint64_t window;
+	uint64_t step;
+};
+
+/* Below this, the function column would be too narrow to tell functions apart. */
+#define WIDTH_FOR_TIMES 56
+
+int top_view__new(struct top_view **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void top_view__free(struct top_view *v)
+{
+	if (!v)
+		return;
+	free(v->rows);
+	free(v->stamps);
+	free(v->order);
+	free(v->slots);
+	free(v->seen);
+	free(v);
+}
+
+static uint64_t key_hash(uint32_t name, uint32_t file)
+{
+	return hash_u64((uint64_t)name << 32 | file);
+}
+
+static int grow_slots(struct top_view *v)
+{
+	size_t nslots = v->nslots ? v->nslots * 2 : 256;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t k = 0; k < v->n; k++) {
+		size_t i = key_hash(v->rows[k].name, v->rows[k].file) & (nslots - 1);
+
+		while (slots[i])
+			i = (i + 1) & (nslots - 1);
+		slots[i] = k + 1;
+	}
+	free(v->slots);
+	v->slots = slots;
+	v->nslots = nslots;
+	return 0;
+}
+
+static int grow_rows(struct top_view *v)
+{
+	size_t cap = v->cap ? v->cap * 2 : 64;
+	struct top_row *rows = realloc(v->rows, cap * sizeof(*rows));
+	uint64_t *stamps;
+	uint32_t *order;
+
+	if (!rows)
+		return -ENOMEM;
+	v->rows = rows;
+	stamps = realloc(v->stamps, cap * sizeof(*stamps));
+	if (!stamps)
+		return -ENOMEM;
+	v->stamps = stamps;
+	order = realloc(v->order, cap * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	v->order = order;
+	v->cap = cap;
+	return 0;
+}
+
+/* The row of (@name, @file), added if new: its index, or a negative errno. */
+static int64_t row_of(struct top_view *v, uint32_t name, uint32_t file)
+{
+	size_t i;
+	int err;
+
+	if (!v->nslots || (v->n + 1) * 2 > v->nslots) {
+		err = grow_slots(v);
+		if (err)
+			return err;
+	}
+	for (i = key_hash(name, file) & (v->nslots - 1); v->slots[i];
+	     i = (i + 1) & (v->nslots - 1)) {
+		const struct top_row *r = &v->rows[v->slots[i] - 1];
+
+		if (r->name == name && r->file == file)
+			return v->slots[i] - 1;
+	}
+	if (v->n == v->cap) {
+		err = grow_rows(v);
+		if (err)
+			return err;
+	}
+	v->rows[v->n] = (struct top_row){ .name = name, .file = file };
+	v->stamps[v->n] = 0;
+	v->order[v->n] = v->n;
+	v->slots[i] = v->n + 1;
+	return v->n++;
+}
+
+static void reset(struct top_view *v, const struct aggregate *agg)
+{
+	v->n = 0;
+	v->nseen = 0;
+	if (v->slots)
+		memset(v->slots, 0, v->nslots * sizeof(*v->slots));
+	v->agg = agg;
+}
+
+static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t delta)
+{
+	const struct agg_frame *leaf = s->depth ? &s->frames[s->depth - 1] : NULL;
+	int64_t r;
+
+	v->step++;
+	for (uint32_t k = 0; k < s->depth; k++) {
+		const struct agg_frame *fr = &s->frames[k];
+
+		if (fr->kind != AGG_PYTHON)
+			continue;
+		r = row_of(v, fr->name, fr->file);
+		if (r < 0)
+			return (int)r;
+		/* Recursion: a function is on the stack of this sample once, not per frame. */
+		if (v->stamps[r] == v->step)
+			continue;
+		v->stamps[r] = v->step;
+		v->rows[r].total += delta;
+		v->rows[r].total_now += delta;
+	}
+	if (leaf && leaf->kind == AGG_PYTHON) {
+		r = row_of(v, leaf->name, leaf->file);
+		if (r < 0)
+			return (int)r;
+		v->rows[r].own += delta;
+		v->rows[r].own_now += delta;
+	}
+	return 0;
+}
+
+int top_view__update(struct top_view *v, const struct profile *p)
+{
+	size_t count = aggregate__count(p->agg);
+	int err;
+
+	if (p->agg != v->agg || count < v->nseen)
+		reset(v, p->agg);
+	if (count > v->seen_cap) {
+		size_t cap = count * 2;
+		uint64_t *seen = realloc(v->seen, cap * sizeof(*seen));
+
+		if (!seen)
+			return -ENOMEM;
+		v->seen = seen;
+		v->seen_cap = cap;
+	}
+	memset(v->seen + v->nseen, 0, (count - v->nseen) * sizeof(*v->seen));
+	v->nseen = count;
+	for (size_t i = 0; i < v->n; i++)
+		v->rows[i].own_now = v->rows[i].total_now = 0;
+	v->window = 0;
+	for (size_t i = 0; i < count; i++) {
+		const struct agg_stack *s = aggregate__stack(p->agg, i);
+
+		if (s->count <= v->seen[i])
+			continue;
+		err = take_stack(v, s, s->count - v->seen[i]);
+		if (err)
+			return err;
+		v->window += s->count - v->seen[i];
+		v->seen[i] = s->count;
+	}
+	return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;	/* larger first */
+}
+
+struct sort_ctx {
+	const struct top_row *rows;
+	enum top_sort key;
+};
+
+static int by_key(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *sc = arg;
+	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
+	const struct top_row *x = &sc->rows[ia], *y = &sc->rows[ib];
+	int c;
+
+	if (sc->key == TOP_BY_TOTAL) {
+		c = cmp_u64(x->total_now, y->total_now);
+		c = c ? c : cmp_u64(x->own_now, y->own_now);
+		c = c ? c : cmp_u64(x->total, y->total);
+		c = c ? c : cmp_u64(x->own, y->own);
+	} else {
+		c = cmp_u64(x->own_now, y->own_now);
+		c = c ? c : cmp_u64(x->total_now, y->total_now);
+		c = c ? c : cmp_u64(x->own, y->own);
+		c = c ? c : cmp_u64(x->total, y->total);
+	}
+	/* Ties in first-seen order: the same profile always draws the same table. */
+	return c ? c : ia < ib ? -1 : ia > ib;
+}
+
+void top_view__sort(struct top_view *v, enum top_sort key)
+{
+	struct sort_ctx sc = { v->rows, key };
+
+	if (v->n)
+		qsort_r(v->order, v->n, sizeof(*v->order), by_key, &sc);
+}
+
+size_t top_view__count(const struct top_view *v)
+{
+	return v->n;
+}
+
+const struct top_row *top_view__row(const struct top_view *v, size_t i)
+{
+	return i < v->n ? &v->rows[v->order[i]] : NULL;
+}
+
+uint64_t top_view__window(const struct top_view *v)
+{
+	return v->window;
+}
+
+/* ---- text ------------------------------------------------------------------------ */
+
+/*
+ * The next character of @s: its length in bytes, and whether a terminal may be given
+ * it as is. Names come from the target: a control character (C0, DEL, or C1 such as
+ * CSI U+009B) could drive the terminal, and broken UTF-8 would be drawn at a width we
+ * did not count. Either is shown as '?' (broken UTF-8 byte by byte).
+ */
+static size_t next_char(const unsigned char *s, int *printable)
+{
+	size_t len = *s < 0x80 ? 1 : *s >= 0xc2 && *s <= 0xdf ? 2 : *s >= 0xe0 && *s <= 0xef ? 3
+		     : *s >= 0xf0 && *s <= 0xf4 ? 4 : 0;
+
+	*printable = len == 1 ? *s >= 0x20 && *s != 0x7f : len > 1;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80) {
+			*printable = 0;
+			return 1;
+		}
+	}
+	if (len == 2 && s[0] == 0xc2 && s[1] < 0xa0)
+		*printable = 0;	/* C1: one character, one '?' */
+	return len ? len : 1;
+}
+
+/*
+ * Writes at most @maxcols characters of @s to @f (NULL: writes nothing), one column
+ * each; returns the columns it took. Wide (East Asian) characters are counted as one:
+ * the screen turns off line wrapping, so a miscount clips a line and never breaks the
+ * layout.
+ */
+static int put_text(FILE *f, const char *s, int maxcols)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	int cols = 0, ok;
+
+	while (*u && cols < maxcols) {
+		size_t len = next_char(u, &ok);
+
+		if (f && ok)
+			fwrite(u, 1, len, f);
+		else if (f)
+			fputc('?', f);
+		u += len;
+		cols++;
+	}
+	return cols;
+}
+
+static int text_cols(const char *s)
+{
+	return put_text(NULL, s, 1 << 30);
+}
+
+/* @s past its first @cols characters. */
+static const char *skip_cols(const char *s, int cols)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	int ok;
+
+	while (*u && cols-- > 0)
+		u += next_char(u, &ok);
+	return (const char *)u;
+}
+
+/*
+ * "QUALNAME (FILE)" in @avail columns: the file loses its start first (its end names
+ * the module), then it goes, then the name loses its end. Returns the columns taken.
+ */
+static int put_function(FILE *f, const char *name, const char *file, int avail)
+{
+	int nc = text_cols(name), fc = text_cols(file);
+
+	if (avail <= 0)
+		return 0;
+	if (nc + fc + 3 <= avail) {
+		put_text(f, name, nc);
+		fputs(" (", f);
+		put_text(f, file, fc);
+		fputc(')', f);
+		return nc + fc + 3;
+	}
+	if (nc + 7 <= avail) {
+		put_text(f, name, nc);
+		fputs(" (...", f);
+		put_text(f, skip_cols(file, fc - (avail - nc - 6)), avail - nc - 6);
+		fputc(')', f);
+		return avail;
+	}
+	if (nc <= avail)
+		return put_text(f, name, nc);
+	if (avail <= 3)
+		return put_text(f, name, avail);
+	put_text(f, name, avail - 3);
+	fputs("...", f);
+	return avail;
+}
+
+static double percent(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Seconds in 8 columns, however long the run. */
+static void fmt_secs(char *buf, size_t len, double s)
+{
+	if (s < 99999.995)
+		snprintf(buf, len, "%8.2f", s);
+	else if (s < 99999999.5)
+		snprintf(buf, len, "%8.0f", s);
+	else
+		snprintf(buf, len, "%8.1e", s);
+}
+
+static void fmt_elapsed(char *buf, size_t len, double s)
+{
+	unsigned long t = s > 0 ? (unsigned long)s : 0;
+
+	snprintf(buf, len, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+}
+
+static const char *column_header(int times)
+{
+	return times ? "  %Own %Total   Own(s) Total(s)  Function (file)"
+		     : "  %Own %Total  Function (file)";
+}
+
+/* One table row; @width <= 0: no limit. Returns the columns taken. */
+static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
+		   const struct top_row *r, int times, int width)
+{
+	double period = p->period_ns / 1e9;
+	char own[16], total[16], nums[64];
+	int cols;
+
+	if (width <= 0)
+		width = 1 << 30;
+	fmt_secs(own, sizeof(own), r->own * period);
+	fmt_secs(total, sizeof(total), r->total * period);
+	if (times)
+		snprintf(nums, sizeof(nums), "%6.1f %6.1f %s %s  ", percent(r->own_now, v->window),
+			 percent(r->total_now, v->window), own, total);
+	else
+		snprintf(nums, sizeof(nums), "%6.1f %6.1f  ", percent(r->own_now, v->window),
+			 percent(r->total_now, v->window));
+	cols = put_text(f, nums, width);
+	return cols + put_function(f, strtab__get(p->strs, r->name),
+				   strtab__get(p->strs, r->file), width - cols);
+}
+
+static void fmt_counts(char *buf, size_t len, const struct top_header *h)
+{
+	char elapsed[32], procs[32] = "";
+
+	fmt_elapsed(elapsed, sizeof(elapsed), h->elapsed_s);
+	if (h->processes > 1)
+		snprintf(procs, sizeof(procs), "  Processes %u", h->processes);
+	snprintf(buf, len, "Samples %llu (%llu incomplete, %llu dropped)  %u Hz  Threads %u%s  "
+		 "Elapsed %s", (unsigned long long)h->samples, (unsigned long long)h->incomplete,
+		 (unsigned long long)h->drops, h->rate_hz, h->threads, procs, elapsed);
+}
+
+/* A screen being drawn: lines past the height are dropped, the last ends unbroken. */
+struct screen {
+	FILE *f;
+	int width, height, line;
+	unsigned int flags;
+};
+
+static int line_open(struct screen *sc)
+{
+	return sc->line < sc->height;
+}
+
+static void line_close(struct screen *sc, int cols, int pad)
+{
+	if (sc->flags & TOP_ANSI) {
+		if (pad) {
+			fprintf(sc->f, "%*s\033[m", sc->width - cols, "");
+			cols = sc->width;
+		}
+		/* A full line leaves the cursor on its last column (no wrap): erasing
+		 * from there would take that column's character too. */
+		if (cols < sc->width)
+			fputs("\033[K", sc->f);
+	}
+	if (++sc->line < sc->height)
+		fputc('\n', sc->f);
+}
+
+static void screen_text(struct screen *sc, const char *s)
+{
+	if (line_open(sc))
+		line_close(sc, put_text(sc->f, s, sc->width), 0);
+}
+
+int top_view__render_screen(struct top_view *v, const struct profile *p,
+			    const struct top_header *h, enum top_sort key, int width, int height,
+			    unsigned int flags, FILE *f)
+{
+	struct screen sc = { f, width, height, 0, flags };
+	int times = width >= WIDTH_FOR_TIMES;
+	char buf[256];
+	int cols;
+
+	if (width <= 0 || height <= 0)
+		return -EINVAL;
+	top_view__sort(v, key);
+	if (flags & TOP_ANSI)
+		fputs("\033[H", f);
+	if (line_open(&sc)) {
+		cols = put_text(f, "pybpfprof top - ", width);
+		line_close(&sc, cols + put_text(f, h->target, width - cols), 0);
+	}
+	fmt_counts(buf, sizeof(buf), h);
+	screen_text(&sc, buf);
+	screen_text(&sc, h->note ? h->note : "");
+	if (line_open(&sc)) {
+		if (flags & TOP_ANSI)
+			fputs("\033[7m", f);
+		line_close(&sc, put_text(f, column_header(times), width), 1);
+	}
+	for (size_t i = 0; i < v->n && sc.line < height - 1; i++)
+		line_close(&sc, put_row(f, v, p, &v->rows[v->order[i]], times, width), 0);
+	while (sc.line < height - 1)
+		screen_text(&sc, "");
+	screen_text(&sc, key == TOP_BY_OWN
+		    ? "Sorted by %Own.  o: %Own  t: %Total  Tab: switch  q: quit"
+		    : "Sorted by %Total.  o: %Own  t: %Total  Tab: switch  q: quit");
+	return ferror(f) ? -EIO : 0;
+}
+
+int top_view__render_text(struct top_view *v, const struct profile *p,
+			  const struct top_header *h, enum top_sort key, size_t nrows, FILE *f)
+{
+	char buf[256];
+
+	top_view__sort(v, key);
+	fmt_counts(buf, sizeof(buf), h);
+	if (h->clock)
+		fprintf(f, "%s  ", h->clock);
+	put_text(f, h->target, 1 << 30);
+	fprintf(f, "\n%s\n%s\n", buf, column_header(1));
+	for (size_t i = 0; i < v->n && i < nrows; i++) {
+		put_row(f, v, p, &v->rows[v->order[i]], 1, 0);
+		fputc('\n', f);
+	}
+	fputc('\n', f);
+	return ferror(f) ? -EIO : 0;
+}
