@@ -68,6 +68,8 @@ static const char record_help[] =
 	"Samples the Python stacks of one process and writes them when profiling ends:\n"
 	"after -d, when the target exits, or on Ctrl-C / SIGTERM. Whatever was sampled is\n"
 	"always written and the exit status is then 0.\n"
+	"While a running process (-p) is profiled with stderr on a terminal, a status\n"
+	"line there shows elapsed time, samples, threads and drops.\n"
 	"\n"
 	"Target:\n"
 	"  -p, --pid PID          profile the running process PID\n"
