@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from conftest import (SUPPORTED_VERSIONS, FIXTURES, parse_collapsed, same_except_leaf_line,
-                      show, total, truth_frames)
+from conftest import (RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, parse_collapsed,
+                      same_except_leaf_line, show, total, truth_frames)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 
@@ -51,8 +51,8 @@ def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, p
     owner = subprocess.run(["stat", "-c", "%U", f"/proc/{w.pid}"], capture_output=True,
                            text=True).stdout.strip()
     assert owner == unpriv_user, f"target owned by {owner!r}"
-    out = f"/tmp/pbp-run/unpriv-{w.pid}.txt"
-    st = f"/tmp/pbp-run/unpriv-{w.pid}.json"
+    out = f"{RUN_DIR}/unpriv-{w.pid}.txt"
+    st = f"{RUN_DIR}/unpriv-{w.pid}.json"
     run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-r", 499, "-o", out,
                                 "--stats-file", st], timeout=QUICK, user=unpriv_user)
     assert run.rc == 0, run.describe()
@@ -73,7 +73,7 @@ def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, p
 
 def test_unprivileged_user_against_root_process_exits_6(harness, py311, unpriv_user):
     w = harness.start_workload(py311, "ratio")
-    out = f"/tmp/pbp-run/unpriv-root-{w.pid}.txt"
+    out = f"{RUN_DIR}/unpriv-root-{w.pid}.txt"
     run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-o", out],
                                timeout=QUICK, user=unpriv_user)
     msg = run.check_error(6)

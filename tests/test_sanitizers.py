@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODES, REPO, parse_collapsed
+from conftest import MODES, REPO, RUN_DIR, parse_collapsed
 
 SAN = REPO / "build" / "san"
 SAN_ENV = dict(os.environ,
@@ -46,7 +46,7 @@ def test_profiler_is_clean_under_sanitizers(py, tmp_path, mode):
     of a real workload, through the -- form, with the sanitizer build, in both modes."""
     out = tmp_path / "profile.txt"
     stats = tmp_path / "stats.json"
-    truth = f"/tmp/pbp-run/san-{py.version}-{mode}.json"
+    truth = f"{RUN_DIR}/san-{py.version}-{mode}.json"
     argv = ([san_binary("pybpfprof"), "record", "-r", "997", "--threads", "-o", str(out),
              "--stats-file", str(stats)] + MODES[mode] + ["--"] + py.argv +
             [py.script("deep"), "--seconds", "2", "--truth", truth])
