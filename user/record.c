@@ -144,9 +144,11 @@ int record__run(const struct record_opts *o)
 		err = session__poll(c->session, 20);
 		if (err)
 			break;
-		session__status(c->session, &st);
-		status_line__show(&sl, &st);
-		if (o->duration_s > 0 && st.elapsed_s >= o->duration_s)
+		if (status_line__due(&sl)) {
+			session__status(c->session, &st);
+			status_line__show(&sl, &st);
+		}
+		if (o->duration_s > 0 && session__elapsed(c->session) >= o->duration_s)
 			break;
 	}
 	status_line__end(&sl);

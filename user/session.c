@@ -647,6 +647,11 @@ pid_t session__pid(const struct session *s)
 	return s->totals.pid;
 }
 
+double session__elapsed(const struct session *s)
+{
+	return s->stopped ? s->elapsed_s : (clock__mono_ns() - s->start_ns) / 1e9;
+}
+
 void session__status(const struct session *s, struct session_status *st)
 {
 	uint64_t drops = s->lost;
@@ -659,7 +664,7 @@ void session__status(const struct session *s, struct session_status *st)
 		drops += c[PBP_C_RINGBUF_DROPS];
 	}
 	*st = (struct session_status){
-		.elapsed_s = s->stopped ? s->elapsed_s : (clock__mono_ns() - s->start_ns) / 1e9,
+		.elapsed_s = session__elapsed(s),
 		.samples = s->aggregated,
 		.incomplete = s->incomplete,
 		.drops = drops,
@@ -678,8 +683,7 @@ void session__profile(const struct session *s, struct profile *p)
 		.ntimeline = s->ntimeline,
 		.target = s->name,
 		.start_unix_ns = s->start_unix_ns,
-		.duration_ns = (uint64_t)((s->stopped ? s->elapsed_s :
-					   (clock__mono_ns() - s->start_ns) / 1e9) * 1e9),
+		.duration_ns = (uint64_t)(session__elapsed(s) * 1e9),
 		.rate_hz = s->opts.rate_hz,
 		.period_ns = 1000000000ull / s->opts.rate_hz,
 	};

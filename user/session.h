@@ -54,6 +54,9 @@ int session__start(const struct session_opts *o, struct session **out);
 int session__poll(struct session *s, int timeout_ms);
 /* Stops sampling and takes in whatever is still in flight. */
 void session__stop(struct session *s);
+/* Seconds since sampling began (fixed at session__stop()); cheap, unlike the status. */
+double session__elapsed(const struct session *s);
+/* Counts so far; reads the BPF counters, so not for every poll. */
 void session__status(const struct session *s, struct session_status *st);
 /* The profile so far; valid until the next session__poll(). */
 void session__profile(const struct session *s, struct profile *p);

@@ -40,16 +40,20 @@ void status_line__init(struct status_line *sl, int fd)
 		log__set_hook(erase_before_message, sl);
 }
 
+int status_line__due(const struct status_line *sl)
+{
+	return sl->fd >= 0 && (!sl->drawn_ns || clock__mono_ns() - sl->drawn_ns >= REDRAW_NS);
+}
+
 void status_line__show(struct status_line *sl, const struct session_status *st)
 {
-	uint64_t now = clock__mono_ns();
 	struct winsize ws;
 	char line[512], procs[32] = "";
 	int width = 80, n;
 
-	if (sl->fd < 0 || (sl->drawn_ns && now - sl->drawn_ns < REDRAW_NS))
+	if (!status_line__due(sl))
 		return;
-	sl->drawn_ns = now;
+	sl->drawn_ns = clock__mono_ns();
 	if (!ioctl(sl->fd, TIOCGWINSZ, &ws) && ws.ws_col)
 		width = ws.ws_col;
 	if (st->processes > 1)

@@ -21,6 +21,8 @@ struct status_line {
 /* Starts drawing on @fd if it is a terminal (-1: never), and erasing before log
  * messages. */
 void status_line__init(struct status_line *sl, int fd);
+/* Whether a redraw is due: the status it draws is worth computing only then. */
+int status_line__due(const struct status_line *sl);
 /* Redraws the line from @st, at most every 250 ms. */
 void status_line__show(struct status_line *sl, const struct session_status *st);
 /* Erases the line (it comes back on the next status_line__show()). */
