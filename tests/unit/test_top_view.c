@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_spec.h"
 #include "profile.h"
 #include "top_view.h"
 
@@ -51,32 +52,6 @@ static const struct fixed_stack later[] = {
 	{ 100, 30, { "Y|<module>|" APP "|40", "Y|fib|" APP "|3" } },
 };
 
-static uint32_t intern(struct strtab *strs, const char *s, size_t len)
-{
-	int64_t id = strtab__intern(strs, s, len);
-
-	if (id < 0)
-		exit(1);
-	return (uint32_t)id;
-}
-
-static void parse_frame(struct strtab *strs, const char *spec, struct agg_frame *fr)
-{
-	const char *name = spec + 2, *bar = strchr(name, '|');
-	static const char kinds[] = "YTMP";
-
-	fr->kind = (uint32_t)(strchr(kinds, spec[0]) - kinds);
-	fr->name = intern(strs, name, bar ? (size_t)(bar - name) : strlen(name));
-	fr->line = -1;
-	fr->file = 0;
-	if (!bar)
-		return;
-	name = bar + 1;
-	bar = strchr(name, '|');
-	fr->file = intern(strs, name, (size_t)(bar - name));
-	fr->line = atoi(bar + 1);
-}
-
 static void add(struct aggregate *agg, struct strtab *strs, const struct fixed_stack *s,
 		size_t n)
 {
@@ -86,7 +61,7 @@ static void add(struct aggregate *agg, struct strtab *strs, const struct fixed_s
 		uint32_t depth = 0;
 
 		while (depth < MAX_FRAMES && s[i].frames[depth]) {
-			parse_frame(strs, s[i].frames[depth], &frames[depth]);
+			spec_parse_frame(strs, s[i].frames[depth], &frames[depth]);
 			depth++;
 		}
 		if (aggregate__add(agg, 100, s[i].tid, frames, depth, s[i].count, NULL))

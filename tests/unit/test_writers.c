@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame_spec.h"
 #include "profile.h"
 #include "writers.h"
 
@@ -42,32 +43,6 @@ static const struct fixed_stack fixed[] = {
 /* Which fixed stack each timeline sample added to, in time order, 10 ms apart. */
 static const uint32_t timeline[] = { 0, 0, 1, 4, 0, 2, 2, 3, 1, 0, 5, 4, 0 };
 
-static uint32_t intern(struct strtab *strs, const char *s, size_t len)
-{
-	int64_t id = strtab__intern(strs, s, len);
-
-	if (id < 0)
-		exit(1);
-	return (uint32_t)id;
-}
-
-static void parse_frame(struct strtab *strs, const char *spec, struct agg_frame *fr)
-{
-	const char *name = spec + 2, *bar = strchr(name, '|');
-	static const char kinds[] = "YTMP";
-
-	fr->kind = (uint32_t)(strchr(kinds, spec[0]) - kinds);
-	fr->name = intern(strs, name, bar ? (size_t)(bar - name) : strlen(name));
-	fr->line = -1;
-	fr->file = 0;
-	if (!bar)
-		return;
-	name = bar + 1;
-	bar = strchr(name, '|');
-	fr->file = intern(strs, name, (size_t)(bar - name));
-	fr->line = atoi(bar + 1);
-}
-
 /* A fixed-seed generator: the large profile is the same on every run. */
 static uint32_t next_random(uint64_t *state)
 {
@@ -86,8 +61,8 @@ static struct agg_frame large_frame(struct strtab *strs, uint32_t fn)
 	snprintf(name, sizeof(name), "fn_%u", fn);
 	snprintf(file, sizeof(file), dirs[fn % 3], fn / 3 % 50);
 	return (struct agg_frame){ .kind = AGG_PYTHON,
-				   .name = intern(strs, name, strlen(name)),
-				   .file = intern(strs, file, strlen(file)),
+				   .name = spec_intern(strs, name, strlen(name)),
+				   .file = spec_intern(strs, file, strlen(file)),
 				   .line = (int32_t)(10 + fn % 400) };
 }
 
@@ -103,7 +78,7 @@ static int add_large(struct aggregate *agg, struct strtab *strs, size_t n)
 	static const char proc[] = "process 1 python3 big.py";
 
 	frames[0] = (struct agg_frame){ .kind = AGG_PROCESS,
-					.name = intern(strs, proc, strlen(proc)), .line = -1 };
+					.name = spec_intern(strs, proc, strlen(proc)), .line = -1 };
 	while (aggregate__count(agg) < n) {
 		uint32_t depth = 7 + next_random(&state) % 23;
 		uint64_t count = 1 + (next_random(&state) % 64 == 0 ? next_random(&state) % 500 :
@@ -130,7 +105,7 @@ static int add_fixed(struct aggregate *agg, struct strtab *strs, struct profile_
 		uint32_t n = 0;
 
 		while (n < MAX_FRAMES && fixed[i].frames[n]) {
-			parse_frame(strs, fixed[i].frames[n], &frames[n]);
+			spec_parse_frame(strs, fixed[i].frames[n], &frames[n]);
 			n++;
 		}
 		if (aggregate__add(agg, fixed[i].pid, fixed[i].tid, frames, n, fixed[i].count,
@@ -140,8 +115,9 @@ static int add_fixed(struct aggregate *agg, struct strtab *strs, struct profile_
 	for (size_t i = 0; i < 3; i++) {
 		pt[i].pid = threads[i].pid;
 		pt[i].tid = threads[i].tid;
-		pt[i].name = threads[i].name ? intern(strs, threads[i].name,
-						      strlen(threads[i].name)) : PROFILE_NO_NAME;
+		pt[i].name = threads[i].name ?
+			     spec_intern(strs, threads[i].name, strlen(threads[i].name)) :
+			     PROFILE_NO_NAME;
 	}
 	for (size_t i = 0; i < sizeof(timeline) / sizeof(timeline[0]); i++)
 		samples[i] = (struct profile_sample){ .t_ns = i * 10000000ull,

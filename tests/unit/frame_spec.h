@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Frames of the unit tests' fixed profiles, written as text: "KIND|NAME[|FILE|LINE]",
+ * KIND one of Y (Python), T (thread), M (marker), P (process); LINE -1 for none.
+ */
+#ifndef PBP_TEST_FRAME_SPEC_H
+#define PBP_TEST_FRAME_SPEC_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "strtab.h"
+
+/* The id of @s; a test cannot go on without it. */
+static inline uint32_t spec_intern(struct strtab *strs, const char *s, size_t len)
+{
+	int64_t id = strtab__intern(strs, s, len);
+
+	if (id < 0)
+		exit(1);
+	return (uint32_t)id;
+}
+
+static inline void spec_parse_frame(struct strtab *strs, const char *spec,
+				    struct agg_frame *fr)
+{
+	const char *name = spec + 2, *bar = strchr(name, '|');
+	static const char kinds[] = "YTMP";
+
+	fr->kind = (uint32_t)(strchr(kinds, spec[0]) - kinds);
+	fr->name = spec_intern(strs, name, bar ? (size_t)(bar - name) : strlen(name));
+	fr->line = -1;
+	fr->file = 0;
+	if (!bar)
+		return;
+	name = bar + 1;
+	bar = strchr(name, '|');
+	fr->file = spec_intern(strs, name, (size_t)(bar - name));
+	fr->line = atoi(bar + 1);
+}
+
+#endif
