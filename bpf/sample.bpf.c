@@ -15,6 +15,7 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define PAGE_BYTES 4096
+#define PF_EXITING 0x00000004	/* include/linux/sched.h; a macro, so not in BTF */
 
 /* Set through the skeleton before load. */
 const volatile __u64 wakeup_bytes = 1 << 20;
@@ -138,22 +139,42 @@ static __always_inline __u64 find_tstate(const struct pbp_target *t, __u32 tid)
 	return w.found;
 }
 
+/*
+ * The thread's id as its own process sees it, which is what CPython stores as
+ * native_thread_id: in a container's PID namespace it differs from the host's.
+ */
+static __always_inline __u32 own_tid(struct task_struct *task, __u32 tid)
+{
+	struct pid *p = task->thread_pid;
+	unsigned int level;
+	__u32 nr = tid;
+
+	if (!p)
+		return tid;
+	level = p->level;
+	if (!level)
+		return tid;
+	if (bpf_probe_read_kernel(&nr, sizeof(nr), &p->numbers[level & 31].nr))
+		return tid;
+	return nr;
+}
+
 /* The cached tstate is checked against the thread id on every sample: a thread can
  * swap its PyThreadState (PyGILState_Ensure from foreign threads), and a tid can be
  * reused after an exit the tracepoint below did not see. */
-static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid)
+static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid, __u32 ns_tid)
 {
 	struct pbp_thread *th = bpf_map_lookup_elem(&threads, &tid);
 	struct pbp_thread fresh = {};
 	__u64 now = bpf_ktime_get_ns();
 
 	if (th) {
-		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == tid)
+		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == ns_tid)
 			return th->tstate;
 		if (!th->tstate && now < th->retry_ns)
 			return 0;
 	}
-	fresh.tstate = find_tstate(t, tid);
+	fresh.tstate = find_tstate(t, ns_tid);
 	if (!fresh.tstate)
 		fresh.retry_ns = now + PBP_THREAD_RETRY_NS;
 	bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
@@ -365,6 +386,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	const struct pbp_target *t;
 	struct pbp_sample *s;
 	struct copy_ctx cc = {};
+	struct task_struct *task;
 	struct scratch *sc;
 	__u64 ts, frame;
 	__u32 tlen, total;
@@ -372,9 +394,14 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
 		return 0;
+	/* A thread on its way out has passed the exit tracepoint that forgets it: a
+	 * lookup now would leave an entry behind that nothing removes. */
+	task = bpf_get_current_task_btf();
+	if (task->flags & PF_EXITING)
+		return 0;
 	count(PBP_C_TARGET_EVENTS);
 
-	ts = lookup_tstate(t, tid);
+	ts = lookup_tstate(t, tid, own_tid(task, tid));
 	if (!ts) {
 		count(PBP_C_NO_TSTATE);
 		return 0;
