@@ -99,8 +99,15 @@ $(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_cgroup_labels: tests/unit/test_cgroup_labels.c $(OUT)/user/cgroup_labels.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+AGENT_UNIT_TESTS := test_cgroup_labels
+
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view
+	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh
