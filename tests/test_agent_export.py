@@ -57,7 +57,7 @@ def run_unit(name, build, args=(), timeout=120):
 # Self-contained units
 
 @pytest.mark.parametrize("build", BUILDS)
-@pytest.mark.parametrize("name", ["test_cgroup_labels"])
+@pytest.mark.parametrize("name", ["test_cgroup_labels", "test_export_queue"])
 def test_agent_unit_passes(name, build):
     run_unit(name, build)
 
