@@ -12,7 +12,7 @@ struct export_queue {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;	/* an item arrived, or a kick */
 	struct export_item *head, *tail;
-	size_t depth, bytes, max_items, max_bytes;
+	size_t depth, bytes, max_items, max_bytes, in_flight;
 	uint64_t dropped, pushed;
 	uint64_t kicks;		/* a generation: waiters return when it changes */
 	uint64_t kicks_seen;	/* the generation the last waiter returned for */
@@ -185,9 +185,18 @@ int export_queue__push(struct export_queue *q, struct export_item *it)
 	return dropped;
 }
 
+void export_queue__done(struct export_queue *q, struct export_item *it)
+{
+	pthread_mutex_lock(&q->lock);
+	q->in_flight--;
+	pthread_mutex_unlock(&q->lock);
+	export_item__free(it);
+}
+
 int export_queue__requeue(struct export_queue *q, struct export_item *it)
 {
 	pthread_mutex_lock(&q->lock);
+	q->in_flight--;
 	if (q->depth + 1 > q->max_items || q->bytes + it->size > q->max_bytes) {
 		q->dropped++;
 		pthread_mutex_unlock(&q->lock);
@@ -237,6 +246,8 @@ struct export_item *export_queue__pop(struct export_queue *q, int timeout_ms)
 		if (pthread_cond_timedwait(&q->cond, &q->lock, &until) == ETIMEDOUT)
 			break;
 	it = take_head(q);
+	if (it)
+		q->in_flight++;
 	pthread_mutex_unlock(&q->lock);
 	return it;
 }
@@ -279,6 +290,7 @@ void export_queue__stats(struct export_queue *q, struct export_queue_stats *s)
 	pthread_mutex_lock(&q->lock);
 	s->depth = q->depth;
 	s->bytes = q->bytes;
+	s->in_flight = q->in_flight;
 	s->dropped = q->dropped;
 	s->pushed = q->pushed;
 	pthread_mutex_unlock(&q->lock);

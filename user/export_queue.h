@@ -56,14 +56,19 @@ void export_queue__set_limits(struct export_queue *q, size_t max_items, size_t m
  */
 int export_queue__push(struct export_queue *q, struct export_item *it);
 /*
- * Puts @it back at the head after a failed export, so order is kept. Were it not for
- * the retry it would be the oldest item, so if the queue has filled up meanwhile it
- * is the one dropped (counted); returns 1 then, else 0.
+ * Takes the oldest item, waiting up to @timeout_ms for one (0: no wait). NULL when
+ * there is none, or when export_queue__kick() was called. The item is "in flight"
+ * until it is given back with export_queue__done() or export_queue__requeue().
+ */
+struct export_item *export_queue__pop(struct export_queue *q, int timeout_ms);
+/* A popped item was exported (or given up): frees it. */
+void export_queue__done(struct export_queue *q, struct export_item *it);
+/*
+ * Puts a popped @it back at the head after a failed export, so order is kept. Were it
+ * not for the retry it would be the oldest item, so if the queue has filled up
+ * meanwhile it is the one dropped (counted); returns 1 then, else 0.
  */
 int export_queue__requeue(struct export_queue *q, struct export_item *it);
-/* Takes the oldest item, waiting up to @timeout_ms for one (0: no wait). NULL when
- * there is none, or when export_queue__kick() was called. */
-struct export_item *export_queue__pop(struct export_queue *q, int timeout_ms);
 /* Sleeps up to @timeout_ms, or until export_queue__kick(); pushes do not end it. */
 void export_queue__sleep(struct export_queue *q, int timeout_ms);
 /* Wakes a pop() or sleep() under way, or the next one to start. */
@@ -72,7 +77,8 @@ void export_queue__kick(struct export_queue *q);
 size_t export_queue__drop_all(struct export_queue *q);
 
 struct export_queue_stats {
-	size_t depth, bytes;
+	size_t depth, bytes;	/* queued, not counting the item in flight */
+	size_t in_flight;	/* popped and not yet given back */
 	uint64_t dropped;	/* ever, by push, requeue, set_limits or drop_all */
 	uint64_t pushed;	/* ever accepted */
 };

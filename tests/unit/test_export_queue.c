@@ -41,7 +41,7 @@ static uint32_t pop_seq(struct export_queue *q)
 
 	CHECK(it);
 	seq = it->pid;
-	export_item__free(it);
+	export_queue__done(q, it);
 	return seq;
 }
 
@@ -119,7 +119,11 @@ static void requeue_keeps_order_or_drops_itself(void)
 		export_queue__push(q, item(i, 10));
 	it = export_queue__pop(q, 0);
 	CHECK(it && it->pid == 1);
+	export_queue__stats(q, &s);
+	CHECK(s.depth == 2 && s.in_flight == 1);
 	CHECK(export_queue__requeue(q, it) == 0);
+	export_queue__stats(q, &s);
+	CHECK(s.depth == 3 && s.in_flight == 0);
 	CHECK(pop_seq(q) == 1 && pop_seq(q) == 2);
 	/* Failed export of 3 while two newer items filled the queue: 3 is the oldest. */
 	it = export_queue__pop(q, 0);
@@ -128,7 +132,7 @@ static void requeue_keeps_order_or_drops_itself(void)
 	export_queue__push(q, item(6, 10));
 	CHECK(export_queue__requeue(q, it) == 1);
 	export_queue__stats(q, &s);
-	CHECK(s.depth == 3 && s.dropped == 1);
+	CHECK(s.depth == 3 && s.dropped == 1 && s.in_flight == 0);
 	CHECK(pop_seq(q) == 4);
 	CHECK(export_queue__drop_all(q) == 2);
 	export_queue__stats(q, &s);
@@ -201,7 +205,7 @@ static void producer_and_consumer_race(void)
 		CHECK(it->pid > last);	/* order kept, nothing twice */
 		last = it->pid;
 		got++;
-		export_item__free(it);
+		export_queue__done(q, it);
 		export_queue__stats(q, &s);
 		CHECK(s.depth <= 16 && s.bytes <= 8192);
 	}
