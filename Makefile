@@ -22,7 +22,7 @@ CFLAGS    ?= -O2 -g
 WARNFLAGS := -Wall -Wextra -Wno-missing-field-initializers
 CPPFLAGS  := -Iinclude -Iuser -I$(OUT) -D_GNU_SOURCE
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(WARNFLAGS) $(CPPFLAGS) -MMD -MP
-LDLIBS    := -lbpf -lelf -lz
+LDLIBS    := -lbpf -lelf -lz -lcurl -pthread
 SAN       ?=
 ifneq ($(SAN),)
 ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
@@ -99,8 +99,38 @@ $(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_cgroup_labels: tests/unit/test_cgroup_labels.c $(OUT)/user/cgroup_labels.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+$(OUT)/tests/test_export_queue: tests/unit/test_export_queue.c $(OUT)/user/export_queue.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
+
+$(OUT)/tests/test_agent_config: tests/unit/test_agent_config.c $(OUT)/user/agent_config.o \
+		$(OUT)/user/log.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+$(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/export_files.o \
+		$(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
+
+# The export side against a real HTTP server that tests/test_agent_export.py runs.
+EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
+		export_queue.o metrics_http.o log.o)
+$(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
+
+AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
+	test_export_http
+
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view
+	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh

@@ -7,7 +7,7 @@
 #                                 browser tests of the output formats
 set -euo pipefail
 
-build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool)
+build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libcurl4-openssl-dev bpftool)
 test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
 	protobuf-compiler python3-jsonschema tmux)
 

@@ -59,10 +59,17 @@ struct pprof_ctx {
 	const struct profile *p;
 	struct profile_index ix;
 	/* strtab id -> string table index (0: not used yet), and the strtab ids in
-	 * string table order from S_FIXED on. */
+	 * string table order from str_base on. */
 	uint64_t *str_index;
 	uint32_t *str_order;
 	size_t nstr;
+	/* The profile-wide labels' key and value string table indices (0: label left
+	 * out), and their distinct strings, which come right after the fixed ones;
+	 * the strtab's strings are numbered from str_base on. */
+	uint64_t *label_str;
+	const char **label_strings;
+	size_t nlabel_strings;
+	uint64_t str_base;
 	/* Distinct (kind, name, file): each a stack of depth 1; id = index + 1. */
 	struct aggregate *functions;
 	uint32_t *function_of;	/* distinct frame -> function index */
@@ -75,9 +82,41 @@ static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 		if (!*strtab__get(c->p->strs, id))
 			return S_EMPTY;
 		c->str_order[c->nstr] = id;
-		c->str_index[id] = S_FIXED + c->nstr++;
+		c->str_index[id] = c->str_base + c->nstr++;
 	}
 	return c->str_index[id];
+}
+
+/* One string table index per distinct label string; a label with an empty key or
+ * value says nothing and is left out. There are a handful, so a linear search does. */
+static int index_labels(struct pprof_ctx *c)
+{
+	const struct profile *p = c->p;
+
+	c->str_base = S_FIXED;
+	if (!p->nlabels)
+		return 0;
+	c->label_str = calloc(2 * p->nlabels, sizeof(*c->label_str));
+	c->label_strings = calloc(2 * p->nlabels, sizeof(*c->label_strings));
+	if (!c->label_str || !c->label_strings)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nlabels; i++) {
+		const char *kv[2] = { p->labels[i].key, p->labels[i].value };
+
+		if (!kv[0] || !kv[1] || !*kv[0] || !*kv[1])
+			continue;
+		for (size_t k = 0; k < 2; k++) {
+			size_t j = 0;
+
+			while (j < c->nlabel_strings && strcmp(c->label_strings[j], kv[k]))
+				j++;
+			if (j == c->nlabel_strings)
+				c->label_strings[c->nlabel_strings++] = kv[k];
+			c->label_str[2 * i + k] = S_FIXED + j;
+		}
+	}
+	c->str_base = S_FIXED + c->nlabel_strings;
+	return 0;
 }
 
 static int index_functions(struct pprof_ctx *c)
@@ -138,6 +177,9 @@ static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
 	put_label(b, S_THREAD_ID, 0, s->tid);
 	if (t->name_id != PROFILE_NO_NAME)
 		put_label(b, S_THREAD_NAME, str_id(c, t->name_id), 0);
+	for (size_t i = 0; i < c->p->nlabels; i++)
+		if (c->label_str[2 * i])
+			put_label(b, c->label_str[2 * i], c->label_str[2 * i + 1], 0);
 	pb__close(b, PROFILE_SAMPLE, m);
 }
 
@@ -188,9 +230,12 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 	for (size_t i = 0; i < aggregate__count(c->functions); i++)
 		put_function(c, head, (uint32_t)i);
 	if (p->target)
-		comment = S_FIXED + c->nstr;
+		comment = c->str_base + c->nstr;
 	for (size_t i = 0; i < S_FIXED; i++)
 		pb__bytes(strs, PROFILE_STRING_TABLE, fixed_strings[i], strlen(fixed_strings[i]));
+	for (size_t i = 0; i < c->nlabel_strings; i++)
+		pb__bytes(strs, PROFILE_STRING_TABLE, c->label_strings[i],
+			  strlen(c->label_strings[i]));
 	for (size_t i = 0; i < c->nstr; i++) {
 		const char *s = strtab__get(p->strs, c->str_order[i]);
 
@@ -260,7 +305,9 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	c.str_order = calloc(nstrs ? nstrs : 1, sizeof(*c.str_order));
 	if (!c.str_index || !c.str_order)
 		goto out;
-	err = index_functions(&c);
+	err = index_labels(&c);
+	if (!err)
+		err = index_functions(&c);
 	if (!err)
 		err = encode(&c, &parts[0], &parts[1], &parts[2]);
 	if (!err)
@@ -273,6 +320,8 @@ out:
 	free(c.str_index);
 	free(c.str_order);
 	free(c.function_of);
+	free(c.label_str);
+	free(c.label_strings);
 	aggregate__free(c.functions);
 	profile_index__free(&c.ix);
 	return err;

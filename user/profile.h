@@ -27,6 +27,11 @@ struct profile_sample {
 	uint32_t _pad;
 };
 
+/* A label every sample of a profile carries: where it ran (host, pod, container). */
+struct profile_label {
+	const char *key, *value;
+};
+
 struct profile {
 	const struct aggregate *agg;
 	const struct strtab *strs;
@@ -40,6 +45,10 @@ struct profile {
 	uint64_t duration_ns;
 	uint32_t rate_hz;
 	uint64_t period_ns;	/* CPU time one sample stands for: 1e9 / rate_hz */
+	/* Labels that apply to every sample; writers that have labels (pprof) add them
+	 * to each sample. None when nlabels is 0. */
+	const struct profile_label *labels;
+	size_t nlabels;
 };
 
 /* The name a writer prints for @fr: "QUALNAME" / "thread TID" / "process PID CMD" ... */

@@ -7,6 +7,8 @@
  *
  * `test_writers FORMAT --large N` writes a synthetic profile of N distinct stacks
  * instead, to see how a format copes with a big profile (file size, load time).
+ * `test_writers FORMAT --labels` gives the fixed profile the labels the agent adds to
+ * every sample (one of them empty, so left out, and one repeating a value).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,13 @@ int main(int argc, char **argv)
 	struct aggregate *agg = aggregate__new();
 	const struct writer *w = argc >= 2 ? writer__find(argv[1]) : NULL;
 	size_t large = argc == 4 && !strcmp(argv[2], "--large") ? strtoul(argv[3], NULL, 0) : 0;
+	int labels = argc == 3 && !strcmp(argv[2], "--labels");
+	static const struct profile_label agent_labels[] = {
+		{ "hostname", "node-1" }, { "container_id", "" },
+		{ "pod_uid", "8d1a2f5c-7b1e-4c3a-9f00-1234567890ab" },
+		{ "qos", "burstable" }, { "command", "python3 app.py --name=\"a,b{c}\"" },
+		{ "app", "node-1" },
+	};
 	struct profile p = {
 		.agg = agg,
 		.strs = strs,
@@ -149,8 +158,8 @@ int main(int argc, char **argv)
 	int err;
 
 	/* The large profile has no timeline to give. */
-	if (!w || !strs || !agg || (argc != 2 && !large) || (large && w->timeline)) {
-		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS]\n");
+	if (!w || !strs || !agg || (argc != 2 && !large && !labels) || (large && w->timeline)) {
+		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS | --labels]\n");
 		return 2;
 	}
 	if (large) {
@@ -166,6 +175,10 @@ int main(int argc, char **argv)
 			return 1;
 	} else if (add_fixed(agg, strs, pt, samples)) {
 		return 1;
+	}
+	if (labels) {
+		p.labels = agent_labels;
+		p.nlabels = sizeof(agent_labels) / sizeof(agent_labels[0]);
 	}
 	err = w->write(stdout, &p);
 	aggregate__free(agg);

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cgroup_labels on the /proc/PID/cgroup texts real hosts produce (both kubelet cgroup
+ * drivers, containerd, CRI-O, docker, plain systemd services, cgroup v1 and v2) and
+ * on garbage: overlong lines, no newline, no path, short hex that is not an id.
+ * Exits non-zero on the first mismatch, naming it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroup_labels.h"
+
+#define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define ID64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+#define UID "8d1a2f5c-7b1e-4c3a-9f00-1234567890ab"
+#define UID_ "8d1a2f5c_7b1e_4c3a_9f00_1234567890ab"
+
+struct want {
+	const char *name, *text;
+	int err;
+	const char *path, *id, *pod, *qos;
+};
+
+static const struct want cases[] = {
+	{ "systemd driver, burstable, containerd",
+	  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+	  ".slice/cri-containerd-" ID64 ".scope\n",
+	  0, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_
+	  ".slice/cri-containerd-" ID64 ".scope", ID64, UID, "burstable" },
+	{ "systemd driver, besteffort, CRI-O",
+	  "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" UID_
+	  ".slice/crio-" ID64 ".scope\n",
+	  0, NULL, ID64, UID, "besteffort" },
+	{ "systemd driver, guaranteed, docker",
+	  "0::/kubepods.slice/kubepods-pod" UID_ ".slice/docker-" ID64 ".scope\n",
+	  0, NULL, ID64, UID, "guaranteed" },
+	{ "systemd driver, cri-o prefix, upper-case hex",
+	  "0::/kubepods.slice/kubepods-pod" UID_ ".slice/cri-o-"
+	  "0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF0123456789ABCDEF.scope\n",
+	  0, NULL, ID64, UID, "guaranteed" },
+	{ "kind: kubelet nested under another slice",
+	  "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/"
+	  "kubelet-kubepods-besteffort-pod" UID_ ".slice/cri-containerd-" ID64 ".scope\n",
+	  0, NULL, ID64, UID, "besteffort" },
+	{ "cgroupfs driver, burstable",
+	  "0::/kubepods/burstable/pod" UID "/" ID64 "\n",
+	  0, "/kubepods/burstable/pod" UID "/" ID64, ID64, UID, "burstable" },
+	{ "cgroupfs driver, besteffort",
+	  "0::/kubepods/besteffort/pod" UID "/" ID64 "\n", 0, NULL, ID64, UID, "besteffort" },
+	{ "cgroupfs driver, guaranteed",
+	  "0::/kubepods/pod" UID "/" ID64 "\n", 0, NULL, ID64, UID, "guaranteed" },
+	{ "static pod: 32-hex UID",
+	  "0::/kubepods/burstable/pod0123456789abcdef0123456789abcdef/" ID64 "\n",
+	  0, NULL, ID64, "0123456789abcdef0123456789abcdef", "burstable" },
+	{ "pod cgroup itself (no container yet)",
+	  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice\n",
+	  0, NULL, "", UID, "burstable" },
+	{ "plain docker, cgroupfs", "0::/docker/" ID64 "\n", 0, "/docker/" ID64, ID64, "", "" },
+	{ "plain docker, systemd", "0::/system.slice/docker-" ID64 ".scope\n",
+	  0, NULL, ID64, "", "" },
+	{ "a systemd service: no container",
+	  "0::/system.slice/ssh.service\n", 0, "/system.slice/ssh.service", "", "", "" },
+	{ "user session: no container",
+	  "0::/user.slice/user-1000.slice/session-3.scope\n", 0, NULL, "", "", "" },
+	{ "short hex is not an id",
+	  "0::/system.slice/docker-0123456789ab.scope\n", 0, NULL, "", "", "" },
+	{ "65 hex digits are not an id",
+	  "0::/docker/" ID64 "0\n", 0, NULL, "", "", "" },
+	{ "pod-like name outside kubepods is no pod",
+	  "0::/other/burstable/pod" UID "/x\n", 0, NULL, "", "", "" },
+	{ "cgroup v1: name=systemd preferred over other controllers",
+	  "12:cpu,cpuacct:/docker/" ID64B "\n"
+	  "1:name=systemd:/kubepods/burstable/pod" UID "/" ID64 "\n",
+	  0, "/kubepods/burstable/pod" UID "/" ID64, ID64, UID, "burstable" },
+	{ "cgroup v1: any controller when name=systemd is /",
+	  "11:memory:/docker/" ID64 "\n1:name=systemd:/\n", 0, "/docker/" ID64, ID64, "", "" },
+	{ "hybrid: v2 line '/' falls back to v1",
+	  "12:pids:/kubepods/pod" UID "/" ID64 "\n0::/\n", 0, NULL, ID64, UID, "guaranteed" },
+	{ "v2 preferred over v1 when it names a cgroup",
+	  "1:name=systemd:/docker/" ID64B "\n0::/docker/" ID64 "\n", 0, NULL, ID64, "", "" },
+	{ "no newline at the end", "0::/docker/" ID64, 0, NULL, ID64, "", "" },
+	{ "the last container scope wins (conmon above the container)",
+	  "0::/machine.slice/libpod-" ID64B ".scope/container/docker-" ID64 ".scope\n",
+	  0, NULL, ID64, "", "" },
+	{ "empty", "", -EINVAL, "", "", "", "" },
+	{ "only root cgroups", "0::/\n1:name=systemd:/\n", -EINVAL, "", "", "", "" },
+	{ "no colons", "garbage without any structure\n", -EINVAL, "", "", "", "" },
+	{ "path not absolute", "0::docker/" ID64 "\n", -EINVAL, "", "", "", "" },
+	{ "newlines only", "\n\n\n", -EINVAL, "", "", "", "" },
+};
+
+static int check(const char *name, const char *what, const char *got, const char *want)
+{
+	if (want && strcmp(got, want)) {
+		fprintf(stderr, "FAIL %s: %s = \"%s\", want \"%s\"\n", name, what, got, want);
+		return 1;
+	}
+	return 0;
+}
+
+static int run(const struct want *w, const char *text)
+{
+	struct cgroup_labels l;
+	int err = cgroup_labels__parse(text, &l), bad = 0;
+
+	if (err != w->err) {
+		fprintf(stderr, "FAIL %s: returned %d, want %d\n", w->name, err, w->err);
+		return 1;
+	}
+	bad |= check(w->name, "path", l.path, w->path);
+	bad |= check(w->name, "container_id", l.container_id, w->id);
+	bad |= check(w->name, "pod_uid", l.pod_uid, w->pod);
+	bad |= check(w->name, "qos", l.qos, w->qos);
+	return bad;
+}
+
+/* A path longer than the path field: not kept, but its ids are still found. */
+static int overlong(void)
+{
+	size_t pad = 5000;
+	char *text = malloc(pad + 300);
+	struct cgroup_labels l;
+	int err, bad = 0;
+
+	if (!text)
+		return 1;
+	strcpy(text, "0::/");
+	memset(text + 4, 'a', pad);
+	strcpy(text + 4 + pad, "/docker-" ID64 ".scope\n");
+	err = cgroup_labels__parse(text, &l);
+	bad |= err != 0;
+	bad |= check("overlong line", "path", l.path, "");
+	bad |= check("overlong line", "container_id", l.container_id, ID64);
+	/* A whole line of hex: never an id of any length but 64. */
+	strcpy(text, "0::/");
+	memset(text + 4, 'f', pad);
+	text[4 + pad] = '\0';
+	err = cgroup_labels__parse(text, &l);
+	bad |= err != 0;
+	bad |= check("overlong hex", "container_id", l.container_id, "");
+	free(text);
+	if (bad)
+		fprintf(stderr, "FAIL overlong line (err %d)\n", err);
+	return bad;
+}
+
+/* Our own process: readable, and a result either way (CI may run in a container). */
+static int self(void)
+{
+	struct cgroup_labels l;
+	int err = cgroup_labels__read(getpid(), &l);
+
+	if (err && err != -EINVAL) {
+		fprintf(stderr, "FAIL reading our own cgroup: %s\n", strerror(-err));
+		return 1;
+	}
+	if (cgroup_labels__read(0x7ffffff0, &l) != -ENOENT) {
+		fprintf(stderr, "FAIL reading a missing pid did not give -ENOENT\n");
+		return 1;
+	}
+	printf("own cgroup: \"%s\" container \"%s\"\n", l.path, l.container_id);
+	return 0;
+}
+
+int main(void)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		bad |= run(&cases[i], cases[i].text);
+	bad |= overlong();
+	bad |= self();
+	if (!bad)
+		printf("test_cgroup_labels: %zu cases ok\n", sizeof(cases) / sizeof(cases[0]) + 3);
+	return bad;
+}
