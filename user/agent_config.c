@@ -21,6 +21,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_OUTPUT_MAX_MB] = "output-max-mb", [AK_QUEUE_MAX] = "queue-max",
 	[AK_QUEUE_MAX_MB] = "queue-max-mb", [AK_METRICS_ADDR] = "metrics-addr",
 	[AK_LABEL] = "label", [AK_EXCLUDE] = "exclude", [AK_CONTAINER] = "container",
+	[AK_HOST_NAME] = "host-name",
 };
 
 static void strlist__free(struct strlist *l)
@@ -75,6 +76,7 @@ int agent_config__init(struct agent_config *c)
 void agent_config__free(struct agent_config *c)
 {
 	free(c->app_name);
+	free(c->host_name);
 	free(c->pyroscope_url);
 	free(c->pyroscope_token);
 	free(c->pyroscope_user);
@@ -86,6 +88,11 @@ void agent_config__free(struct agent_config *c)
 	strlist__free(&c->excludes);
 	strlist__free(&c->containers);
 	memset(c, 0, sizeof(*c));
+}
+
+const char *agent_config__name(int key)
+{
+	return key >= 0 && key < AK_COUNT ? key_names[key] : NULL;
 }
 
 int agent_config__key(const char *key)
@@ -214,6 +221,12 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is empty";
 		else
 			rc = set_str(&c->app_name, value);
+		break;
+	case AK_HOST_NAME:
+		if (!*value)
+			why = "is empty";
+		else
+			rc = set_str(&c->host_name, value);
 		break;
 	case AK_PYROSCOPE_TOKEN:
 		rc = set_str(&c->pyroscope_token, value);
@@ -415,6 +428,7 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 #define PICK(k) ((cli->set & (1u << (k))) ? cli : file)
 	char *const *strs[][2] = {
 		{ &out->app_name, &PICK(AK_APP_NAME)->app_name },
+		{ &out->host_name, &PICK(AK_HOST_NAME)->host_name },
 		{ &out->pyroscope_url, &PICK(AK_PYROSCOPE_URL)->pyroscope_url },
 		{ &out->pyroscope_token, &PICK(AK_PYROSCOPE_TOKEN)->pyroscope_token },
 		{ &out->pyroscope_user, &PICK(AK_PYROSCOPE_USER)->pyroscope_user },

@@ -24,13 +24,14 @@ enum agent_key {
 	AK_PERIOD, AK_RATE, AK_APP_NAME, AK_PYROSCOPE_URL, AK_PYROSCOPE_TOKEN,
 	AK_PYROSCOPE_USER, AK_PYROSCOPE_PASSWORD, AK_PYROSCOPE_HEADER, AK_OUTPUT_DIR,
 	AK_OUTPUT_MAX_MB, AK_QUEUE_MAX, AK_QUEUE_MAX_MB, AK_METRICS_ADDR, AK_LABEL,
-	AK_EXCLUDE, AK_CONTAINER, AK_COUNT,
+	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_COUNT,
 };
 
 struct agent_config {
 	uint32_t period_ms;		/* default 10000 */
 	uint32_t rate_hz;		/* default 100 */
 	char *app_name;			/* default "pybpfprof" */
+	char *host_name;		/* the host label; NULL: gethostname() */
 	char *pyroscope_url, *pyroscope_token, *pyroscope_user, *pyroscope_password;
 	struct strlist pyroscope_headers;	/* "Name: value" */
 	char *output_dir;
@@ -47,6 +48,8 @@ struct agent_config {
 /* The defaults. */
 int agent_config__init(struct agent_config *c);
 void agent_config__free(struct agent_config *c);
+/* The name of key @key (an enum agent_key), or NULL. */
+const char *agent_config__name(int key);
 /* The key called @key ("period", "label"...), or -1. */
 int agent_config__key(const char *key);
 /*

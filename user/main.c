@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent.h"
+#include "agent_config.h"
 #include "dump.h"
 #include "exitcodes.h"
 #include "log.h"
@@ -30,6 +32,8 @@ static const char main_help[] =
 	"  pybpfprof -a [options]                     profile every Python process on the\n"
 	"                                             host (same as record -a)\n"
 	"  pybpfprof top -p PID | -a [options]        a live view of one or all processes\n"
+	"  pybpfprof agent [options]                  profile every Python process without\n"
+	"                                             end, exporting a profile per process\n"
 	"  pybpfprof dump -p PID                      print every Python thread's stack\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"                                             the same from a core file\n"
@@ -244,6 +248,62 @@ static const char dump_help[] =
 	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
 	"names is not on this host or differs from the one the process ran. See\n"
 	"'pybpfprof --help'.\n";
+
+static const char agent_help[] =
+	"Usage:\n"
+	"  pybpfprof agent [--config FILE] [options]\n"
+	"\n"
+	"Profiles every CPython process on the host, as 'record -a' does, for as long as\n"
+	"it runs. Every period it cuts one pprof profile per process that ran Python code\n"
+	"and exports it, labelled host_name, pid, command, python_version and, from the\n"
+	"process's cgroup, container_id, pod_uid and qos_class (Kubernetes); the labels\n"
+	"are pprof sample labels too. For a DaemonSet or a systemd unit: see deploy/.\n"
+	"\n"
+	"Every option can also be a 'key = value' line of the config file, the key being\n"
+	"the option's name without '--' (e.g. 'period = 30s'); the command line wins.\n"
+	"\n"
+	"Where profiles go (at least one):\n"
+	"      --pyroscope-url URL        push to Pyroscope's /ingest (Grafana Pyroscope,\n"
+	"                                 Grafana Cloud Profiles): http:// or https://\n"
+	"      --app-name NAME            the application name there (default pybpfprof)\n"
+	"      --pyroscope-token TOKEN    bearer token;\n"
+	"      --pyroscope-user USER, --pyroscope-password PASSWORD  or basic auth\n"
+	"      --pyroscope-header 'NAME: VALUE'  an extra header, e.g. X-Scope-OrgID\n"
+	"                                 (repeatable)\n"
+	"      --output-dir DIR           write APP-PID-TIME.pb.gz files into DIR\n"
+	"      --output-max-mb N          keep our files in DIR under N MiB, deleting the\n"
+	"                                 oldest (default 1024)\n"
+	"A push that fails is retried, backing off from 1 s to 60 s; profiles wait in a\n"
+	"queue of at most --queue-max profiles (default 64) and --queue-max-mb MiB\n"
+	"(default 256); when it is full the oldest is dropped and counted.\n"
+	"\n"
+	"Sampling and labels:\n"
+	"      --period DURATION  how often to cut profiles: 10s (default), 1m, 500ms\n"
+	"      --rate HZ          samples per second per CPU (default 100)\n"
+	"      --label KEY=VALUE  a label for every profile, e.g. cluster=prod\n"
+	"                         (repeatable)\n"
+	"      --host-name NAME   the host_name label (default: the host name; in a\n"
+	"                         DaemonSet, the node's name)\n"
+	"      --exclude PATTERN  leave out processes whose command line matches\n"
+	"      --container ID     only processes whose cgroup path holds ID\n"
+	"\n"
+	"Operation:\n"
+	"      --config FILE      read settings from FILE, and again on SIGHUP\n"
+	"      --metrics-addr HOST:PORT  serve GET /metrics (Prometheus text) and\n"
+	"                         /healthz there (default 127.0.0.1:9464; ':PORT' for\n"
+	"                         every address)\n"
+	"  -v, --verbose          more diagnostics (twice: debug)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Signals: SIGHUP reloads the config file (the rate and the metrics address need a\n"
+	"restart); SIGTERM or Ctrl-C cuts the current period short, sends what is queued\n"
+	"for up to 3.5 s and exits 0 within 5 s.\n"
+	"\n"
+	"Exit status: 0 stopped by a signal; 1 unexpected failure; 2 bad command line or\n"
+	"config; 6 missing privileges; 7 the kernel lacks BTF or BPF support.\n"
+	"\n"
+	"Example:\n"
+	"  sudo pybpfprof agent --pyroscope-url http://pyroscope:4040 --label env=prod\n";
 
 static int usage_error_in(const char *cmd, const char *fmt, const char *arg)
 {
@@ -655,6 +715,65 @@ static int cmd_dump(int argc, char **argv)
 	return dump__run(&o);
 }
 
+static int agent_with(int argc, char **argv, struct agent_config *cli)
+{
+	enum { OPT_CONFIG = 1024 };
+	struct option longopts[AK_COUNT + 4];
+	const char *config = NULL;
+	char why[160];
+	int opt, idx, verbose = 0, n = 0;
+
+	for (int k = 0; k < AK_COUNT; k++)
+		longopts[n++] = (struct option){ agent_config__name(k), required_argument, NULL, 0 };
+	longopts[n++] = (struct option){ "config", required_argument, NULL, OPT_CONFIG };
+	longopts[n++] = (struct option){ "verbose", no_argument, NULL, 'v' };
+	longopts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
+	longopts[n] = (struct option){ 0 };
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":vh", longopts, &idx)) != -1) {
+		switch (opt) {
+		case 0:
+			if (agent_config__set(cli, longopts[idx].name, optarg, why, sizeof(why))) {
+				fprintf(stderr, "pybpfprof: --%s (see 'pybpfprof agent --help')\n",
+					why);
+				return EXIT_USAGE;
+			}
+			break;
+		case OPT_CONFIG:
+			config = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'h':
+			fputs(agent_help, stdout);
+			return EXIT_OK;
+		case ':':
+			return usage_error_in("agent", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error_in("agent", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
+	if (optind < argc)
+		return usage_error_in("agent", "unexpected argument '%s'", argv[optind]);
+	return agent__run(cli, config);
+}
+
+static int cmd_agent(int argc, char **argv)
+{
+	struct agent_config cli;
+	int code;
+
+	if (agent_config__init(&cli)) {
+		fputs("pybpfprof: out of memory\n", stderr);
+		return EXIT_RUNTIME;
+	}
+	code = agent_with(argc, argv, &cli);
+	agent_config__free(&cli);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -678,6 +797,8 @@ int main(int argc, char **argv)
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "agent"))
+		return cmd_agent(argc - 1, argv + 1);
 	fprintf(stderr, "pybpfprof: unknown command '%s' (see 'pybpfprof --help')\n", argv[1]);
 	return EXIT_USAGE;
 }

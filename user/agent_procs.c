@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The agent's process table; see agent_procs.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent_procs.h"
+
+/* Where @pid is in the table, or where it would go. */
+static size_t slot(const struct agent_procs *t, pid_t pid)
+{
+	size_t lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int agent_procs__seen(struct agent_procs *t, pid_t pid, const char *cmd, const char *version)
+{
+	size_t i = slot(t, pid);
+	struct agent_proc *p;
+
+	if (i == t->n || t->v[i].pid != pid) {
+		if (t->n == t->cap) {
+			size_t cap = t->cap ? t->cap * 2 : 64;
+			struct agent_proc *v = realloc(t->v, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			t->v = v;
+			t->cap = cap;
+		}
+		memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+		t->n++;
+	}
+	p = &t->v[i];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	snprintf(p->pid_s, sizeof(p->pid_s), "%d", (int)pid);
+	snprintf(p->cmd, sizeof(p->cmd), "%s", cmd);
+	snprintf(p->version, sizeof(p->version), "%s", version);
+	/* A process that has no cgroup to show (gone already, no cgroupfs) is still
+	 * profiled: its profiles just carry no container labels. */
+	if (cgroup_labels__read(pid, &p->cg))
+		memset(&p->cg, 0, sizeof(p->cg));
+	return 0;
+}
+
+void agent_procs__gone(struct agent_procs *t, pid_t pid)
+{
+	size_t i = slot(t, pid);
+
+	if (i < t->n && t->v[i].pid == pid)
+		t->v[i].gone = 1;
+}
+
+const struct agent_proc *agent_procs__find(const struct agent_procs *t, pid_t pid)
+{
+	size_t i = slot(t, pid);
+
+	return i < t->n && t->v[i].pid == pid ? &t->v[i] : NULL;
+}
+
+void agent_procs__forget_gone(struct agent_procs *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (!t->v[i].gone)
+			t->v[n++] = t->v[i];
+	t->n = n;
+}
+
+size_t agent_procs__labels(const struct agent_proc *p, const char *host,
+			   struct profile_label *out, size_t max)
+{
+	const struct profile_label all[] = {
+		{ "host_name", host },
+		{ "pid", p->pid_s },
+		{ "command", p->cmd },
+		{ "python_version", p->version },
+		{ "container_id", p->cg.container_id },
+		{ "pod_uid", p->cg.pod_uid },
+		{ "qos_class", p->cg.qos },
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]) && n < max; i++)
+		if (all[i].value && *all[i].value)
+			out[n++] = all[i];
+	return n;
+}
+
+void agent_procs__free(struct agent_procs *t)
+{
+	free(t->v);
+	*t = (struct agent_procs){ 0 };
+}
