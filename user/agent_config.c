@@ -265,6 +265,9 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 	case AK_CONTAINER:
 		if (!*value)
 			why = "is empty";
+		else if (k == AK_CONTAINER && strlen(value) < 4)
+			why = "is too short: give 4 characters or more of a container id, a pod "
+			      "UID or a cgroup name";
 		else
 			rc = strlist__add(k == AK_EXCLUDE ? &c->excludes : &c->containers, value);
 		break;

@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""`pybpfprof agent`, black box: a real agent, real Python workloads, a real HTTP server
+on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
+
+- A workload in a cgroup made here like a kubelet's (burstable pod, containerd
+  container) gets one profile per period, labelled with its pod UID, container id, QoS
+  class, pid, command, Python version and host, and holding its hot function.
+- With the server down, pushes back off, the queue stays within --queue-max and drops
+  the oldest; once the server is up, the queued (newest) profiles arrive, in order.
+- SIGHUP reloads the config file (a bad one is refused and the old one stays); SIGTERM
+  cuts the period short, sends it, and exits 0 within 5 s.
+- The metrics endpoint says how many processes are profiled; after short-lived ones
+  exit, it is back where it was, and so are the BPF map gauges."""
+
+import gzip
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, Harness, Interp, make_interp
+from test_agent_export import Ingest, free_port, multipart_fields
+from test_system_wide import cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def py315(sid_root, workloads_installed):
+    py = make_interp("3.15", sid_root)
+    py.require()
+    return py
+
+
+class Agent:
+    def __init__(self, h, tmp_path, args, config=None):
+        self.port = free_port()
+        self.err = tmp_path / f"agent-{uuid.uuid4().hex[:6]}.stderr"
+        argv = h.profiler_argv(["agent", "--metrics-addr", f"127.0.0.1:{self.port}"] +
+                               (["--config", config] if config else []) + list(args))
+        with open(self.err, "wb") as fe:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=fe,
+                                         start_new_session=True)
+        h.group_leaders.append(self.proc)
+        self.wait(lambda: "agent running" in self.stderr() or self.proc.poll() is not None,
+                  30, "the agent to start")
+        assert self.proc.poll() is None, f"agent exited ({self.proc.returncode}):\n" \
+                                         f"{self.stderr()}"
+
+    def stderr(self):
+        return self.err.read_text(errors="replace")
+
+    def metrics(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=10) as r:
+            text = r.read().decode()
+        out = {}
+        for line in text.splitlines():
+            m = re.match(r"^(\w+(?:\{[^}]*\})?) (\S+)$", line)
+            if m:
+                out[m.group(1)] = float(m.group(2))
+        return out
+
+    def wait(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.1)
+        pytest.fail(f"timed out after {timeout}s waiting for {what}\nagent stderr:\n"
+                    f"{self.stderr()[-3000:]}")
+
+    def stop(self, sig=signal.SIGTERM):
+        t0 = time.monotonic()
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(30)
+        return rc, time.monotonic() - t0
+
+
+def pushes_for(server, pid):
+    """[(query dict, Profile)] of the pushes whose labels name @pid, in arrival order."""
+    out = []
+    with server.lock:
+        reqs = list(server.requests)
+    for path, headers, body in reqs:
+        url = urllib.parse.urlsplit(path)
+        q = dict(urllib.parse.parse_qsl(url.query))
+        if f"pid={pid}," not in q.get("name", "") and not q.get("name", "").endswith(
+                f"pid={pid}}}"):
+            continue
+        _, data = multipart_fields(headers, body)["profile"]
+        out.append((url.path, q, Profile.parse(gzip.decompress(data))))
+    return out
+
+
+def hot_share(prof, func):
+    total = hot = 0
+    for stack, values, _ in prof.samples():
+        total += values[0]
+        hot += values[0] if stack and stack[0][0] == func else 0
+    return hot / total if total else 0
+
+
+def test_labelled_profile_per_period(py315, tmp_path, profiler_bin):
+    pod_uid = str(uuid.uuid4())
+    container_id = uuid.uuid4().hex + uuid.uuid4().hex
+    leaf, made = make_pod_cgroup(pod_uid, container_id)
+    server = Ingest()
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = sysburn(h, py315, fname("agent_hot"), 120)
+        (leaf / "cgroup.procs").write_text(str(w.truth["pid"]))
+        pid = w.truth["pid"]
+        agent = Agent(h, tmp_path, ["--pyroscope-url", server.url, "--period", "2s",
+                                    "--app-name", "shop", "--label", "cluster=test",
+                                    "--host-name", "node-7"])
+        agent.wait(lambda: len(pushes_for(server, pid)) >= 3, 60, "three pushes")
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+        server.stop()
+        remove_cgroups(made)
+    assert rc == 0, agent.stderr()
+    pushes = pushes_for(server, pid)
+    windows = []
+    for path, q, prof in pushes:
+        assert path == "/ingest" and q["format"] == "pprof", (path, q)
+        name = q["name"]
+        assert name.startswith("shop{") and name.endswith("}"), name
+        series = dict(kv.split("=", 1) for kv in name[5:-1].split(","))
+        want = {"pid": str(pid), "pod_uid": pod_uid, "container_id": container_id,
+                "qos_class": "burstable", "host_name": "node-7", "cluster": "test",
+                "python_version": w.truth["python_version"]}
+        assert {k: series.get(k) for k in want} == want, series
+        assert "sysburn.py" in series["command"], series
+        for stack, values, labels in prof.samples():
+            assert {k: str(labels.get(k)) for k in ("pod_uid", "container_id", "pid")} == {
+                "pod_uid": pod_uid, "container_id": container_id, "pid": str(pid)}, labels
+            assert stack, "empty stack"
+        windows.append((int(q["from"]), int(q["until"])))
+    # Every full period is a profile of its own, holding the hot function at its line.
+    full = [p for (_, _, p) in pushes[1:-1]] or [pushes[-1][2]]
+    for prof in full:
+        assert hot_share(prof, w.truth["func"]) >= 0.5, list(prof.samples())[:5]
+        lines = {st[0][2] for st, _, _ in prof.samples() if st and st[0][0] == w.truth["func"]}
+        assert lines == {w.truth["line"]}, lines
+    starts = [a for a, _ in windows]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts), windows
+
+
+def test_outage_backs_off_bounds_the_queue_then_delivers(py315, tmp_path, profiler_bin):
+    port = free_port()
+    h = Harness(tmp_path, profiler_bin)
+    server = None
+    try:
+        w = sysburn(h, py315, fname("agent_outage"), 120)
+        agent = Agent(h, tmp_path, ["--pyroscope-url", f"http://127.0.0.1:{port}",
+                                    "--period", "1s", "--queue-max", "3",
+                                    "--exclude", "*no-such-command*"])
+        m = agent.wait(lambda: (lambda m: m if m.get("pybpfprof_export_dropped_total", 0) >= 2
+                                else None)(agent.metrics()), 60, "profiles to be dropped")
+        assert m["pybpfprof_export_queue_depth"] <= 3, m
+        assert m["pybpfprof_export_push_failures_total"] >= 2, m
+        failures_then = m["pybpfprof_export_push_failures_total"]
+        time.sleep(3)
+        m = agent.metrics()
+        # Backing off: not a retry per poll.
+        assert m["pybpfprof_export_push_failures_total"] - failures_then <= 3, m
+        assert m["pybpfprof_export_queue_depth"] <= 3, m
+        server = Ingest(port)
+        agent.wait(lambda: len(pushes_for(server, w.truth["pid"])) >= 2, 90,
+                   "queued profiles to arrive once the server is up")
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+        if server:
+            server.stop()
+    assert rc == 0, agent.stderr()
+    starts = [int(q["from"]) for _, q, _ in pushes_for(server, w.truth["pid"])]
+    assert starts == sorted(starts), starts
+
+
+def test_sighup_reload_and_sigterm_flush(py315, tmp_path, profiler_bin):
+    server = Ingest()
+    conf = tmp_path / "agent.conf"
+    conf.write_text(f"pyroscope-url = {server.url}\nperiod = 1s\nlabel = team=blue\n")
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = sysburn(h, py315, fname("agent_hup"), 120)
+        pid = w.truth["pid"]
+        agent = Agent(h, tmp_path, [], config=str(conf))
+
+        def teams():
+            return [q["name"] for _, q, _ in pushes_for(server, pid)]
+        agent.wait(lambda: any("team=blue" in n for n in teams()), 60, "a team=blue push")
+        conf.write_text("period = 1s\nlabel = team=\n")   # bad: refused, old config stays
+        agent.proc.send_signal(signal.SIGHUP)
+        agent.wait(lambda: agent.metrics().get("pybpfprof_config_reload_failures_total") == 1,
+                   30, "the bad config to be refused")
+        conf.write_text(f"pyroscope-url = {server.url}\nperiod = 60s\nlabel = team=green\n")
+        agent.proc.send_signal(signal.SIGHUP)
+        agent.wait(lambda: agent.metrics().get("pybpfprof_config_reloads_total") == 1, 30,
+                   "the reload")
+        # The period is 60 s now: only SIGTERM can bring the next profile.
+        time.sleep(2)
+        before = len(teams())
+        rc, took = agent.stop()
+    finally:
+        h.close()
+        server.stop()
+    assert rc == 0, agent.stderr()
+    assert took < 5, f"SIGTERM took {took:.1f}s"
+    names = teams()
+    assert len(names) > before and "team=green" in names[-1], names[-3:]
+    assert "SIGHUP" in agent.stderr()
+
+
+def test_process_table_and_maps_return_after_exits(py315, tmp_path, profiler_bin):
+    """Other Python processes on the host come and go as they like; the agent is
+    narrowed to a cgroup of this test's own, which its workloads enter before they
+    exec Python."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    group = Path(cgroup2_root()) / f"pbp-agent-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    in_group = Interp(py315.version, py315.root,
+                      ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"'] +
+                      py315.argv)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        agent = Agent(h, tmp_path, ["--output-dir", str(out_dir), "--period", "1s",
+                                    "--container", group.name])
+        time.sleep(1.5)
+        base = agent.metrics()
+        ws = [sysburn(h, in_group, fname(f"agent_short{i}"), 2, wait=False) for i in range(5)]
+        for w in ws:
+            h.wait_truth(w)
+        m = agent.wait(lambda: (lambda m: m if m["pybpfprof_processes"] == 5 else None)(
+            agent.metrics()), 30, "the new processes to be profiled")
+        for w in ws:
+            w.proc.wait(30)
+        time.sleep(2.5)
+        after = agent.metrics()
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+        remove_cgroups([group])
+    assert rc == 0, agent.stderr()
+    for key in ("pybpfprof_processes", 'pybpfprof_bpf_map_entries{map="targets"}'):
+        assert base[key] == 0 and after[key] == 0, (key, base[key], m[key], after[key])
+    assert after["pybpfprof_processes_seen_total"] == 5, (after, agent.stderr())
+    written = {p.name.split("-")[1] for p in out_dir.iterdir() if p.name.endswith(".pb.gz")}
+    missing = [w.truth["pid"] for w in ws if str(w.truth["pid"]) not in written]
+    assert not missing, f"no profile file for {missing}: {sorted(written)}"
+
+
+def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        none = h.run_profiler(["agent"], timeout=20)
+        bad = h.run_profiler(["agent", "--output-dir", "/nonexistent/dir"], timeout=20)
+        conf = tmp_path / "bad.conf"
+        conf.write_text("period = 10s\nfrobnicate = 1\n")
+        badconf = h.run_profiler(["agent", "--config", conf, "--output-dir", tmp_path],
+                                 timeout=20)
+    finally:
+        h.close()
+    assert "nowhere to send profiles" in none.check_error(2)
+    assert bad.rc == 2 and "/nonexistent/dir" in bad.stderr, bad.describe()
+    assert badconf.rc == 2 and f"{conf}:2" in badconf.stderr, badconf.describe()
