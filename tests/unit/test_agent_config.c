@@ -40,8 +40,9 @@ static const char good[] =
 	"label = team=payments\n"
 	"label = env=prod\n"
 	"exclude = /usr/bin/ansible*\n"
-	"container = abc\n"
-	"container = def";	/* no newline at the end */
+	"host-name = node-7\n"
+	"container = abcd\n"
+	"container = defg";	/* no newline at the end */
 
 static void periods(void)
 {
@@ -77,7 +78,8 @@ static void parses_every_key(void)
 	CHECK(c.queue_max == 10 && c.queue_max_mb == 32);
 	CHECK(!strcmp(c.metrics_addr, "[::1]:9999"));
 	CHECK(c.labels.n == 2 && !strcmp(c.labels.v[1], "env=prod"));
-	CHECK(c.excludes.n == 1 && c.containers.n == 2 && !strcmp(c.containers.v[1], "def"));
+	CHECK(c.excludes.n == 1 && c.containers.n == 2 && !strcmp(c.containers.v[1], "defg"));
+	CHECK(!strcmp(c.host_name, "node-7"));
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
 }
