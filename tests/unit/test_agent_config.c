@@ -11,14 +11,8 @@
 #include <unistd.h>
 
 #include "agent_config.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                 \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
 
 static const char good[] =
 	"# the agent\n"

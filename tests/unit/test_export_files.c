@@ -13,14 +13,8 @@
 #include <unistd.h>
 
 #include "export_files.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                 \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
 
 static void names(void)
 {

@@ -28,14 +28,8 @@
 #include "export_pyroscope.h"
 #include "exporter.h"
 #include "metrics_http.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                 \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
 
 static double now_s(void)
 {

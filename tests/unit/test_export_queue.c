@@ -13,14 +13,8 @@
 #include <time.h>
 
 #include "export_queue.h"
+#include "check.h"
 
-#define CHECK(cond)                                                                 \
-	do {                                                                        \
-		if (!(cond)) {                                                      \
-			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-			exit(1);                                                    \
-		}                                                                   \
-	} while (0)
 
 static struct export_item *item(uint32_t seq, size_t len)
 {
