@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * The code-object cache; see code_cache.h for the validation rule. The table is open
- * addressing with a fixed capacity; when it fills up it is emptied, which costs a
- * burst of re-reads but keeps memory bounded in a process that makes code forever.
+ * addressing; it starts small and doubles up to a fixed capacity (system-wide, most
+ * of hundreds of processes run little code), and when that fills up it is emptied,
+ * which costs a burst of re-reads but keeps memory bounded in a process that makes
+ * code forever.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,9 +19,11 @@
 struct code_cache {
 	struct code_cache_cfg cfg;
 	struct code_info **slots;
-	uint32_t nslots, used;
+	uint32_t nslots, used, max_slots;
 	struct code_cache_stats stats;
 };
+
+#define FIRST_SLOTS 256u
 
 int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 {
@@ -31,8 +35,9 @@ int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 	c->cfg = *cfg;
 	while (n < cfg->max_entries * 2)
 		n *= 2;
-	c->nslots = n;
-	c->slots = calloc(n, sizeof(*c->slots));
+	c->max_slots = n;
+	c->nslots = n < FIRST_SLOTS ? n : FIRST_SLOTS;
+	c->slots = calloc(c->nslots, sizeof(*c->slots));
 	if (!c->slots) {
 		free(c);
 		return -ENOMEM;
@@ -67,9 +72,14 @@ void code_cache__free(struct code_cache *c)
 	free(c);
 }
 
+static uint32_t slot_in(uint32_t nslots, uint64_t addr, uint64_t fp)
+{
+	return hash_u64(addr ^ hash_u64(fp)) & (nslots - 1);
+}
+
 static uint32_t slot_of(const struct code_cache *c, uint64_t addr, uint64_t fp)
 {
-	return hash_u64(addr ^ hash_u64(fp)) & (c->nslots - 1);
+	return slot_in(c->nslots, addr, fp);
 }
 
 int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
@@ -200,6 +210,30 @@ fail:
 	return err;
 }
 
+/* Twice the slots, same entries; -ENOMEM leaves the table as it was. */
+static int grow(struct code_cache *c)
+{
+	uint32_t n = c->nslots * 2;
+	struct code_info **slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < c->nslots; k++) {
+		struct code_info *ci = c->slots[k];
+		uint32_t i;
+
+		if (!ci)
+			continue;
+		for (i = slot_in(n, ci->addr, ci->fp); slots[i]; i = (i + 1) & (n - 1))
+			;
+		slots[i] = ci;
+	}
+	free(c->slots);
+	c->slots = slots;
+	c->nslots = n;
+	return 0;
+}
+
 int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 		    const struct code_info **out)
 {
@@ -233,7 +267,7 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 			c->stats.stale++;
 		return err;
 	}
-	if ((c->used + 1) * 2 > c->nslots) {
+	if ((c->used + 1) * 2 > c->nslots && (c->nslots >= c->max_slots || grow(c))) {
 		c->stats.evictions += c->used;
 		clear(c);
 	}
