@@ -7,6 +7,7 @@
  * unbounded work and stays in user space.
  */
 #include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "pbp_abi.h"
@@ -17,6 +18,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set through the skeleton before load. */
 const volatile __u64 wakeup_bytes = 1 << 20;
+const volatile bool every_exec = false;	/* system-wide: report every exec */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -25,7 +27,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(max_entries, PBP_TARGETS_MAX);
 	__type(key, __u32);		/* tgid */
 	__type(value, struct pbp_target);
 } targets SEC(".maps");
@@ -36,6 +38,11 @@ struct {
 	__type(key, __u32);		/* tid */
 	__type(value, struct pbp_thread);
 } threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+} events SEC(".maps");
 
 /* tid -> frame-cache anchor, written by user space (3.15+ targets only). */
 struct {
@@ -454,14 +461,54 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
+static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
+{
+	struct pbp_event ev = { .type = type, .pid = pid, .ppid = ppid };
+
+	/* No wake-up: the consumer polls on a timer anyway. */
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
+		count(PBP_C_EVENT_DROPS);
+}
+
 /* Exited threads leave nothing behind: the LRU would evict them eventually, but a
- * reused tid must never inherit a dead thread's tstate. A raw tracepoint needs no
- * tracefs mount, which containers and minimal hosts often lack. */
+ * reused tid must never inherit a dead thread's tstate or anchor. A raw tracepoint
+ * needs no tracefs mount, which containers and minimal hosts often lack. */
 SEC("raw_tp/sched_process_exit")
 int pbp_thread_exit(struct bpf_raw_tracepoint_args *ctx)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, tgid = id >> 32;
 
 	bpf_map_delete_elem(&threads, &tid);
+	bpf_map_delete_elem(&fcache, &tid);
+	if (tid == tgid && bpf_map_lookup_elem(&targets, &tgid))
+		emit(PBP_EV_EXIT, tgid, 0);
+	return 0;
+}
+
+/* A target's new process (not a new thread) is Python from its first instruction. */
+SEC("raw_tp/sched_process_fork")
+int pbp_fork(struct bpf_raw_tracepoint_args *ctx)
+{
+	struct task_struct *parent = (struct task_struct *)ctx->args[0];
+	struct task_struct *child = (struct task_struct *)ctx->args[1];
+	__u32 ptgid = BPF_CORE_READ(parent, tgid);
+	__u32 pid = BPF_CORE_READ(child, pid);
+
+	if (pid != (__u32)BPF_CORE_READ(child, tgid) || !bpf_map_lookup_elem(&targets, &ptgid))
+		return 0;
+	emit(PBP_EV_FORK, pid, ptgid);
+	return 0;
+}
+
+/* A new image: a target may have stopped being Python, and with every_exec any
+ * process may have become Python. */
+SEC("raw_tp/sched_process_exec")
+int pbp_exec(struct bpf_raw_tracepoint_args *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (every_exec || bpf_map_lookup_elem(&targets, &tgid))
+		emit(PBP_EV_EXEC, tgid, 0);
 	return 0;
 }

@@ -34,6 +34,7 @@ typedef uint64_t pbp_u64;
  * (generator frames, shim frames on the C stack). */
 #define PBP_SPANS_MAX (PBP_SEGMENTS_MAX + PBP_FP_FRAMES)
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
+#define PBP_TARGETS_MAX 1024		/* processes sampled at once */
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
 /* Scratch space per CPU: header + tstate + two stack spans (a loose bound the
  * verifier can prove without tracking the running offset exactly). */
@@ -180,6 +181,27 @@ struct pbp_fcache {
 
 _Static_assert(sizeof(struct pbp_fcache) == 24 + 8 * PBP_PATH_MAX, "pbp_fcache layout");
 
+/*
+ * Process events for following processes without polling /proc: a new image
+ * (system-wide mode only: every exec on the host), a fork of a target, and the exit
+ * of a target. They go through their own small ring buffer, so that a burst of
+ * samples can never crowd out the news that a process exited.
+ */
+enum pbp_event_type {
+	PBP_EV_EXEC = 1,
+	PBP_EV_FORK = 2,	/* pid is the child, ppid the target that forked */
+	PBP_EV_EXIT = 3,
+};
+
+struct pbp_event {
+	pbp_u32 type;
+	pbp_u32 pid;
+	pbp_u32 ppid;
+	pbp_u32 _pad;
+};
+
+_Static_assert(sizeof(struct pbp_event) == 16, "pbp_event layout");
+
 /* Why samples of targets were not delivered, per CPU. */
 enum pbp_counter {
 	PBP_C_TARGET_EVENTS,	/* perf events that hit a target thread */
@@ -192,6 +214,7 @@ enum pbp_counter {
 	PBP_C_NO_FRAME,		/* thread state has no current frame */
 	PBP_C_SCRATCH_MISSING,	/* per-CPU scratch lookup failed (cannot happen) */
 	PBP_C_WAKEUPS,		/* forced consumer wake-ups at the fill threshold */
+	PBP_C_EVENT_DROPS,	/* process events lost: the events ring buffer was full */
 	PBP_C_MAX,
 };
 

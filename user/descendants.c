@@ -9,17 +9,20 @@
 #include "descendants.h"
 #include "proc.h"
 
-/* A new process is looked at this often for an interpreter, ... */
+/* A new process is looked at for an interpreter at once, then again after 20 ms, and
+ * twice as long after each further miss up to a second apart, ... */
 #define RETRY_NS 20000000ull
+#define RETRY_MAX_NS 1000000000ull
 /* ... for this long after it appeared or last exec'd; then it is taken for not Python
- * until it execs again. */
+ * until it execs again. A static CPython shows its runtime at the exec, a shared one
+ * once the dynamic loader has mapped libpython: both within the first tries. */
 #define PATIENCE_NS 3000000000ull
 
 struct watched {
 	pid_t pid;
 	dev_t exe_dev;		/* its image: an exec starts the wait afresh */
 	ino_t exe_ino;
-	uint64_t since_ns, tried_ns;
+	uint64_t since_ns, next_ns, wait_ns;
 	int not_python;
 };
 
@@ -29,10 +32,11 @@ struct descendants {
 	descendants_known_fn known;
 	descendants_adopt_fn adopt;
 	void *arg;
+	int scan_children;
 };
 
 struct descendants *descendants__new(descendants_known_fn known, descendants_adopt_fn adopt,
-				     void *arg)
+				     void *arg, int scan_children)
 {
 	struct descendants *d = calloc(1, sizeof(*d));
 
@@ -40,6 +44,7 @@ struct descendants *descendants__new(descendants_known_fn known, descendants_ado
 		d->known = known;
 		d->adopt = adopt;
 		d->arg = arg;
+		d->scan_children = scan_children;
 	}
 	return d;
 }
@@ -86,8 +91,22 @@ static int note(pid_t pid, void *arg)
 	}
 	w = &d->w[d->n++];
 	*w = (struct watched){ .pid = pid, .since_ns = clock__mono_ns() };
+	w->next_ns = w->since_ns;
 	exe_id(pid, &w->exe_dev, &w->exe_ino);
 	return 0;
+}
+
+int descendants__watch(struct descendants *d, pid_t pid)
+{
+	int err = note(pid, d);
+
+	/* Already watched: it exec'd again, so it gets a fresh wait. */
+	for (size_t i = 0; !err && i < d->n; i++)
+		if (d->w[i].pid == pid) {
+			d->w[i].exe_ino = 0;
+			d->w[i].exe_dev = 0;
+		}
+	return err;
 }
 
 int descendants__scan(struct descendants *d, pid_t parent)
@@ -104,20 +123,30 @@ static int look_at(struct descendants *d, struct watched *w, uint64_t now)
 	ino_t ino;
 	int r;
 
+	/* Watched for events, a process needs no look before it is due. */
+	if (!d->scan_children && now < w->next_ns)
+		return 0;
 	if (proc__alive(w->pid) || exe_id(w->pid, &dev, &ino))
 		return 1;
 	if (dev != w->exe_dev || ino != w->exe_ino) {
 		w->exe_dev = dev;
 		w->exe_ino = ino;
-		w->since_ns = now;
+		w->since_ns = w->next_ns = now;
+		w->wait_ns = 0;
 		w->not_python = 0;
 	}
-	if (w->not_python || now - w->tried_ns < RETRY_NS)
+	if (w->not_python || now < w->next_ns)
 		return 0;
-	w->tried_ns = now;
+	w->wait_ns = !w->wait_ns ? RETRY_NS : w->wait_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :
+		     w->wait_ns * 2;
+	w->next_ns = now + w->wait_ns;
 	r = d->adopt(w->pid, d->arg);
-	if (!r && now - w->since_ns > PATIENCE_NS)
+	if (!r && now - w->since_ns > PATIENCE_NS) {
+		/* An exec event brings it back; only a scan needs to keep watching. */
+		if (!d->scan_children)
+			return 1;
 		w->not_python = 1;
+	}
 	return r;
 }
 
@@ -127,7 +156,7 @@ int descendants__step(struct descendants *d)
 	int err;
 
 	/* The list grows as it is scanned: grandchildren are found in the same pass. */
-	for (size_t i = 0; i < d->n; i++) {
+	for (size_t i = 0; d->scan_children && i < d->n; i++) {
 		err = descendants__scan(d, d->w[i].pid);
 		if (err)
 			return err;

@@ -19,11 +19,15 @@ typedef int (*descendants_known_fn)(pid_t pid, void *arg);
  * errno that ends the watch. */
 typedef int (*descendants_adopt_fn)(pid_t pid, void *arg);
 
+/* @scan_children: find the children of watched processes by reading /proc; without
+ * it, only processes given to descendants__watch() are watched. */
 struct descendants *descendants__new(descendants_known_fn known, descendants_adopt_fn adopt,
-				     void *arg);
+				     void *arg, int scan_children);
 void descendants__free(struct descendants *d);
 /* Watches the children of @parent (and, through later scans, theirs). */
 int descendants__scan(struct descendants *d, pid_t parent);
+/* Watches @pid itself, which was just started or exec'd. */
+int descendants__watch(struct descendants *d, pid_t pid);
 /* Scans the watched processes' own children, then offers each one due another look
  * to the adopt callback; forgets those that exited or became targets. */
 int descendants__step(struct descendants *d);

@@ -13,10 +13,13 @@
 #include "exitcodes.h"
 #include "log.h"
 #include "pbp_abi.h"
+#include "proc_filter.h"
 #include "record.h"
 #include "top.h"
 
 #define PBP_VERSION "0.1.0"
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char main_help[] =
 	"pybpfprof " PBP_VERSION " - a sampling profiler for CPython, built on eBPF\n"
@@ -240,7 +243,73 @@ static int parse_uint(const char *s, unsigned long min, unsigned long max, unsig
 	return errno || end == s || *end || *s == '-' || *v < min || *v > max ? -EINVAL : 0;
 }
 
-static int cmd_record(int argc, char **argv)
+/* -a and what narrows it: the same options for record and top. */
+enum { OPT_PID_FILTER = 512, OPT_CONTAINER, OPT_EXCLUDE, OPT_MAX_PROCESSES };
+#define SELECT_LONGOPTS \
+	{ "all", no_argument, NULL, 'a' }, \
+	{ "pid-filter", required_argument, NULL, OPT_PID_FILTER }, \
+	{ "container", required_argument, NULL, OPT_CONTAINER }, \
+	{ "exclude", required_argument, NULL, OPT_EXCLUDE }, \
+	{ "max-processes", required_argument, NULL, OPT_MAX_PROCESSES }
+
+struct select {
+	int all;
+	unsigned long max_processes;
+	struct proc_filter filter;
+};
+
+/* 1 if @opt was one of SELECT_LONGOPTS (taken), 0 if not, or an exit status (> 1). */
+static int select_option(const char *cmd, int opt, struct select *sel)
+{
+	int err = 0;
+
+	switch (opt) {
+	case 'a':
+		sel->all = 1;
+		return 1;
+	case OPT_PID_FILTER:
+		err = proc_filter__add_pids(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return usage_error_in(cmd, "invalid --pid-filter '%s': expected PID[,PID...]",
+					      optarg);
+		break;
+	case OPT_CONTAINER:
+		err = proc_filter__add_container(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return usage_error_in(cmd, "invalid --container '%s': expected a container "
+					      "id (4 characters or more), a pod UID or a cgroup name",
+					      optarg);
+		break;
+	case OPT_EXCLUDE:
+		err = proc_filter__add_exclude(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return usage_error_in(cmd, "%s", "empty --exclude pattern");
+		break;
+	case OPT_MAX_PROCESSES:
+		if (parse_uint(optarg, 1, PBP_TARGETS_MAX, &sel->max_processes))
+			return usage_error_in(cmd, "invalid --max-processes '%s': expected 1 to "
+					      STR(PBP_TARGETS_MAX), optarg);
+		return 1;
+	default:
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "pybpfprof: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	return 1;
+}
+
+/* The narrowing options mean nothing without -a. */
+static int select_check(const char *cmd, const struct select *sel)
+{
+	if (!sel->all && (!proc_filter__empty(&sel->filter) || sel->max_processes))
+		return usage_error_in(cmd, "%s", "--pid-filter, --container, --exclude and "
+				      "--max-processes narrow -a: add -a");
+	return 0;
+}
+
+static int record_with(int argc, char **argv, struct select *sel)
 {
 	enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
 	       OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
@@ -262,6 +331,7 @@ static int cmd_record(int argc, char **argv)
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
 		{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
+		SELECT_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -276,13 +346,18 @@ static int cmd_record(int argc, char **argv)
 	const char *format = NULL;
 	char names[128];
 	unsigned long v;
-	int opt, verbose = 0;
+	int opt, verbose = 0, code;
 	char *end;
 
 	/* '+': stop at the first non-option so the command's own options stay its own;
 	 * ':': report a missing argument apart from an unknown option. */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:p:r:d:o:f:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:ap:r:d:o:f:vh", longopts, NULL)) != -1) {
+		code = select_option("record", opt, sel);
+		if (code > 1)
+			return code;
+		if (code)
+			continue;
 		switch (opt) {
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
@@ -366,6 +441,23 @@ static int cmd_record(int argc, char **argv)
 	}
 	if (o.session.pid && o.session.cmd)
 		return usage_error("%s", "give either -p PID or a command after --, not both");
+	code = select_check("record", sel);
+	if (code)
+		return code;
+	if (sel->all) {
+		if (o.session.pid || o.session.cmd)
+			return usage_error("%s", "-a profiles every process: give -a, -p PID or a "
+					   "command after --, one of them");
+		if (o.session.no_bpf)
+			return usage_error("%s", "-a needs BPF: one program samples every process; "
+					   "--no-bpf cannot do that");
+		if (o.session.subprocesses)
+			return usage_error("%s", "-a already follows every process: drop "
+					   "--subprocesses");
+		o.session.system_wide = 1;
+		o.session.filter = &sel->filter;
+		o.session.max_processes = sel->max_processes;
+	}
 	/* -f wins; else the output's suffix says; else collapsed. */
 	o.writer = format ? writer__find(format) : o.output ? writer__for_path(o.output) : NULL;
 	if (format && !o.writer) {
@@ -380,12 +472,22 @@ static int cmd_record(int argc, char **argv)
 	if (o.session.nolineno && o.session.function_lines)
 		return usage_error("%s", "--nolineno and --function both say which line to "
 				   "show: give one");
-	if (!o.session.pid && !o.session.cmd)
-		return usage_error("%s", "nothing to profile: give -p PID or a command after --");
+	if (!o.session.pid && !o.session.cmd && !o.session.system_wide)
+		return usage_error("%s", "nothing to profile: give -p PID, -a or a command after "
+				   "--");
 	return record__run(&o);
 }
 
-static int cmd_top(int argc, char **argv)
+static int cmd_record(int argc, char **argv)
+{
+	struct select sel = { 0 };
+	int code = record_with(argc, argv, &sel);
+
+	proc_filter__free(&sel.filter);
+	return code;
+}
+
+static int top_with(int argc, char **argv, struct select *sel)
 {
 	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL };
 	static const struct option longopts[] = {
@@ -394,16 +496,22 @@ static int cmd_top(int argc, char **argv)
 		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
+		SELECT_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct top_opts o = { .rate_hz = 100 };
 	unsigned long v;
-	int opt, verbose = 0;
+	int opt, verbose = 0, code;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":p:r:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":ap:r:vh", longopts, NULL)) != -1) {
+		code = select_option("top", opt, sel);
+		if (code > 1)
+			return code;
+		if (code)
+			continue;
 		switch (opt) {
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
@@ -440,9 +548,28 @@ static int cmd_top(int argc, char **argv)
 	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
 	if (optind < argc)
 		return usage_error_in("top", "unexpected argument '%s'", argv[optind]);
-	if (!o.pid)
-		return usage_error_in("top", "%s", "nothing to watch: give -p PID");
+	code = select_check("top", sel);
+	if (code)
+		return code;
+	if (sel->all && o.pid)
+		return usage_error_in("top", "%s", "give either -a or -p PID, not both");
+	if (sel->all && o.no_bpf)
+		return usage_error_in("top", "%s", "-a needs BPF; --no-bpf cannot do that");
+	o.system_wide = sel->all;
+	o.filter = &sel->filter;
+	o.max_processes = sel->max_processes;
+	if (!o.pid && !o.system_wide)
+		return usage_error_in("top", "%s", "nothing to watch: give -p PID or -a");
 	return top__run(&o);
+}
+
+static int cmd_top(int argc, char **argv)
+{
+	struct select sel = { 0 };
+	int code = top_with(argc, argv, &sel);
+
+	proc_filter__free(&sel.filter);
+	return code;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -520,6 +647,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "record"))
 		return cmd_record(argc - 1, argv + 1);
+	/* 'pybpfprof -a ...' is 'pybpfprof record -a ...'. */
+	if (!strcmp(argv[1], "-a") || !strcmp(argv[1], "--all"))
+		return cmd_record(argc, argv);
 	if (!strcmp(argv[1], "top"))
 		return cmd_top(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))

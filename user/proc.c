@@ -93,18 +93,38 @@ int proc__comm(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
-int proc__cmdline(pid_t pid, char *buf, size_t len)
+/* Up to @len - 1 bytes of /proc/PID/@name; the count read, or -ESRCH. */
+static ssize_t read_small(pid_t pid, const char *name, char *buf, size_t len)
 {
 	char path[64];
 	size_t n;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
 	n = fread(buf, 1, len - 1, f);
 	fclose(f);
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+int proc__cgroup(pid_t pid, char *buf, size_t len)
+{
+	ssize_t n = read_small(pid, "cgroup", buf, len);
+
+	return n < 0 ? (int)n : 0;
+}
+
+int proc__cmdline(pid_t pid, char *buf, size_t len)
+{
+	ssize_t r = read_small(pid, "cmdline", buf, len);
+	size_t n;
+
+	if (r < 0)
+		return (int)r;
+	n = (size_t)r;
 	while (n && !buf[n - 1])
 		n--;
 	if (!n)
@@ -141,6 +161,25 @@ int proc__children(pid_t pid, int (*fn)(pid_t child, void *arg), void *arg)
 		while (!ret && fscanf(f, "%lu", &child) == 1)
 			ret = fn((pid_t)child, arg);
 		fclose(f);
+	}
+	closedir(dir);
+	return ret;
+}
+
+int proc__pids(int (*fn)(pid_t pid, void *arg), void *arg)
+{
+	struct dirent *de;
+	DIR *dir = opendir("/proc");
+	int ret = 0;
+
+	if (!dir)
+		return -errno;
+	while (!ret && (de = readdir(dir))) {
+		char *end;
+		unsigned long pid = strtoul(de->d_name, &end, 10);
+
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && !*end && pid <= 0x7fffffff)
+			ret = fn((pid_t)pid, arg);
 	}
 	closedir(dir);
 	return ret;

@@ -30,9 +30,14 @@ int proc__comm(pid_t pid, char *buf, size_t len);
 /* The command line, arguments joined by spaces and cut to @len; the comm of a process
  * with none (a kernel thread, a zombie); -ESRCH if it is gone. */
 int proc__cmdline(pid_t pid, char *buf, size_t len);
+/* /proc/PID/cgroup, NUL-terminated (cut at @len - 1 bytes); -ESRCH if it is gone. */
+int proc__cgroup(pid_t pid, char *buf, size_t len);
 /* Calls @fn for each child process of @pid (of any of its threads); stops early on a
  * non-zero return and passes it on. -ESRCH if @pid is gone. */
 int proc__children(pid_t pid, int (*fn)(pid_t child, void *arg), void *arg);
+/* Calls @fn for each process on the host (as /proc lists them) until it returns
+ * non-zero, which is returned. */
+int proc__pids(int (*fn)(pid_t pid, void *arg), void *arg);
 
 /* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
 int proc__root_path(pid_t pid, const char *path, char *out, size_t len);

@@ -41,15 +41,21 @@ static int open_output(struct record_ctx *c, pid_t pid)
 		return 0;
 	}
 	if (!path) {
+		char who[64];
+
 		proc__comm(pid, comm, sizeof(comm));
 		for (char *p = comm; *p; p++)
 			if (*p == '/' || *p == ' ')
 				*p = '_';
+		if (pid)
+			snprintf(who, sizeof(who), "%s-%d", comm, (int)pid);
+		else
+			snprintf(who, sizeof(who), "all");
 		localtime_r(&t, &tm);
 		snprintf(c->out_path, sizeof(c->out_path),
-			 "pybpfprof-%s-%d-%04d%02d%02d-%02d%02d%02d%s", comm, (int)pid,
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-			 tm.tm_sec, c->opts->writer->suffix);
+			 "pybpfprof-%s-%04d%02d%02d-%02d%02d%02d%s", who, tm.tm_year + 1900,
+			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			 c->opts->writer->suffix);
 	} else {
 		snprintf(c->out_path, sizeof(c->out_path), "%s", path);
 	}
@@ -96,6 +102,9 @@ static void report_end(struct record_ctx *c)
 			"(%llu left out%s)\n", c->opts->session.idle ? "seen" : "on a CPU",
 			(unsigned long long)(s->samples_filtered + s->live.threads_idle_skipped),
 			c->opts->session.idle ? "" : "; --idle keeps idle threads");
+	else if (!c->samples && c->opts->session.system_wide)
+		pr_warn("no samples: %s\n", s->processes ? "no Python process ran Python code "
+			"on a CPU while profiled" : "no Python process was found");
 	else if (!c->samples)
 		pr_warn("no samples: the target ran no Python code on a CPU while profiled "
 			"(%llu ticks found no Python thread, %llu no Python frame%s)\n",
@@ -125,7 +134,7 @@ int record__run(const struct record_opts *o)
 	}
 	c->opts = o;
 	/* A path that cannot be written is found before the target is touched. */
-	if (o->session.pid && open_output(c, o->session.pid)) {
+	if ((o->session.pid || o->session.system_wide) && open_output(c, o->session.pid)) {
 		code = EXIT_RUNTIME;
 		goto out;
 	}

@@ -52,6 +52,15 @@ static int handle_record(void *ctx, void *data, size_t len)
 	return s->cfg.on_sample(s->cfg.ctx, data, len);
 }
 
+static int handle_event(void *ctx, void *data, size_t len)
+{
+	struct sampler *s = ctx;
+
+	if (len < sizeof(struct pbp_event))
+		return 0;
+	return s->cfg.on_event(s->cfg.ctx, data);
+}
+
 static int open_clock(int cpu, uint32_t rate_hz)
 {
 	struct perf_event_attr attr = {
@@ -117,6 +126,7 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		goto fail;
 	}
 	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
+	s->skel->rodata->every_exec = cfg->every_exec;
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, libbpf_num_possible_cpus());
 	err = sample_bpf__load(s->skel);
@@ -124,7 +134,7 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		pr_debug("loading the BPF program: %s\n", strerror(-err));
 		goto fail;
 	}
-	err = sample_bpf__attach(s->skel);	/* the exit tracepoint */
+	err = sample_bpf__attach(s->skel);	/* the process tracepoints */
 	if (err)
 		goto fail;
 	err = attach_clocks(s);
@@ -132,6 +142,11 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), handle_record, s, NULL);
 	if (!s->rb) {
+		err = -errno;
+		goto fail;
+	}
+	if (cfg->on_event &&
+	    ring_buffer__add(s->rb, bpf_map__fd(s->skel->maps.events), handle_event, s)) {
 		err = -errno;
 		goto fail;
 	}
@@ -254,6 +269,29 @@ int sampler__poll(struct sampler *s, int timeout_ms)
 int sampler__drain(struct sampler *s)
 {
 	return ring_buffer__consume(s->rb);
+}
+
+static uint32_t map_count(const struct bpf_map *map)
+{
+	uint32_t key, next, n = 0, max = bpf_map__max_entries(map);
+	int fd = bpf_map__fd(map);
+
+	/* Every key here is a u32 pid or tid. A key deleted under the walk restarts it
+	 * from the first; the bound keeps that finite. */
+	for (int err = bpf_map_get_next_key(fd, NULL, &next); !err && n < max;
+	     err = bpf_map_get_next_key(fd, &key, &next)) {
+		key = next;
+		n++;
+	}
+	return n;
+}
+
+int sampler__map_entries(struct sampler *s, struct sampler_maps *out)
+{
+	out->targets = map_count(s->skel->maps.targets);
+	out->threads = map_count(s->skel->maps.threads);
+	out->fcache = map_count(s->skel->maps.fcache);
+	return 0;
 }
 
 void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])

@@ -14,13 +14,16 @@
 #include "pbp_abi.h"
 
 typedef int (*sampler_fn)(void *ctx, const void *rec, size_t len);
+typedef int (*sampler_event_fn)(void *ctx, const struct pbp_event *ev);
 
 struct sampler_cfg {
 	uint32_t rate_hz;
 	uint32_t stack_cap;	/* bytes of data stack copied per sample */
 	uint32_t ringbuf_bytes;	/* power of two */
 	int frame_cache;	/* copy only above the anchor where the cache allows */
+	int every_exec;		/* report every exec on the host, not just targets' */
 	sampler_fn on_sample;
+	sampler_event_fn on_event;	/* process events; NULL: none wanted */
 	void *ctx;
 };
 
@@ -38,6 +41,13 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 int sampler__remove_target(struct sampler *s, pid_t pid);
 /* Sets or (with @fc NULL) removes the frame-cache anchor of thread @tid. */
 int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc);
+
+/* Entries in the BPF maps that hold per-process and per-thread state, for checking
+ * that nothing is left behind by processes that have gone. */
+struct sampler_maps {
+	uint32_t targets, threads, fcache;
+};
+int sampler__map_entries(struct sampler *s, struct sampler_maps *out);
 
 /* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
  * number delivered or a negative errno (-EINTR on a signal). */

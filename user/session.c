@@ -25,6 +25,7 @@
 #include "log.h"
 #include "privs.h"
 #include "proc.h"
+#include "proc_filter.h"
 #include "pythreads.h"
 #include "sampler.h"
 #include "sampler_live.h"
@@ -37,7 +38,8 @@
 #include "thread_table.h"
 
 #define FCACHE_EXPIRE_S 10.0
-#define MAX_TARGETS 1024	/* the BPF targets map's size */
+/* System-wide, exits come as events; this sweep catches any whose event was lost. */
+#define SWEEP_NS 1000000000ull
 
 /* The one piece of process-wide state: set by the signal handler, read by the loop. */
 static volatile sig_atomic_t stop_signal;
@@ -54,8 +56,12 @@ struct session {
 	struct thread_table *threads;
 	struct profile_sample *timeline;
 	size_t ntimeline, timeline_cap;
-	struct target **targets;	/* [0] is the one asked for, while it lives */
+	struct target **targets;	/* by pid */
 	size_t ntargets;
+	struct pbp_event *events;	/* taken in during a poll, handled after it */
+	size_t nevents, events_cap;
+	uint64_t swept_ns;
+	uint64_t processes_seen, processes_skipped;
 	struct descendants *children;	/* --subprocesses */
 	struct sampler *sampler;
 	int live_mode;
@@ -68,6 +74,7 @@ struct session {
 	uint64_t lost;		/* records of a process we no longer follow */
 	int fatal;		/* a negative errno that ends the run */
 	uint64_t start_ns, expired_ns, gone_cpu_ns;
+	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
 	int64_t start_unix_ns;
 	double elapsed_s;	/* fixed at session__stop */
 	int stopped;
@@ -130,7 +137,7 @@ static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 	}
 	/* A record decoded late may predate the start by a tick: clamp, keep order. */
 	s->timeline[s->ntimeline++] = (struct profile_sample){
-		.t_ns = ts_ns > s->start_ns ? ts_ns - s->start_ns : 0,
+		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,
 		.stack = index,
 	};
 	return 0;
@@ -148,7 +155,7 @@ static int add_stack(struct target *t, const struct stack *st)
 		s->filtered++;
 		return 0;
 	}
-	if (s->opts.subprocesses)
+	if (s->opts.subprocesses || s->opts.system_wide)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
 		s->frames[n].kind = AGG_THREAD;
@@ -185,12 +192,28 @@ fail:
 	return err;
 }
 
-static struct target *target_of(struct session *s, uint32_t pid)
+/* Where target @pid is in s->targets, or where it would go. */
+static size_t target_slot(const struct session *s, uint32_t pid)
 {
-	for (size_t i = 0; i < s->ntargets; i++)
-		if ((uint32_t)s->targets[i]->interp.pid == pid)
-			return s->targets[i];
-	return NULL;
+	size_t lo = 0, hi = s->ntargets;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if ((uint32_t)s->targets[mid]->interp.pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Every record asks this: a binary search, not a scan, for hundreds of processes. */
+static struct target *target_of(const struct session *s, uint32_t pid)
+{
+	size_t i = target_slot(s, pid);
+
+	return i < s->ntargets && (uint32_t)s->targets[i]->interp.pid == pid ? s->targets[i] : NULL;
 }
 
 /* Ring-buffer callback. */
@@ -210,6 +233,27 @@ static int on_sample(void *arg, const void *rec, size_t len)
 	if (decoder__decode(t->dec, rec, len, s->stack))
 		return 0;
 	return add_stack(t, s->stack);
+}
+
+/* Ring-buffer callback for process events. Acting on one may drain the ring buffer,
+ * which must not happen from inside its own callback: they wait for the poll's end. */
+static int on_event(void *arg, const struct pbp_event *ev)
+{
+	struct session *s = arg;
+
+	if (s->nevents == s->events_cap) {
+		size_t cap = s->events_cap ? s->events_cap * 2 : 256;
+		struct pbp_event *e = realloc(s->events, cap * sizeof(*e));
+
+		if (!e) {
+			s->fatal = -ENOMEM;
+			return -ENOMEM;
+		}
+		s->events = e;
+		s->events_cap = cap;
+	}
+	s->events[s->nevents++] = *ev;
+	return 0;
 }
 
 /* Live sampler callback. */
@@ -248,12 +292,29 @@ static int start_live(struct target *t)
 }
 
 /* Starts sampling prepared target @t, which the session then owns. */
+static void tell(struct session *s, const struct target *t, int gone)
+{
+	char version[32];
+	struct session_process p = {
+		.pid = t->interp.pid,
+		.cmd = t->cmd,
+		.python_version = version,
+		.root_name = t->root_name,
+	};
+
+	if (!s->opts.on_process)
+		return;
+	interp__version_str(t->interp.version_hex, version, sizeof(version));
+	s->opts.on_process(s->opts.on_process_ctx, &p, gone);
+}
+
 static int target_enrol(struct session *s, struct target *t, uint64_t gil)
 {
 	struct target **targets;
+	size_t at;
 	int err;
 
-	if (s->ntargets == MAX_TARGETS)
+	if (s->ntargets == PBP_TARGETS_MAX)
 		return -ENOSPC;
 	targets = realloc(s->targets, (s->ntargets + 1) * sizeof(*targets));
 	if (!targets)
@@ -264,7 +325,12 @@ static int target_enrol(struct session *s, struct target *t, uint64_t gil)
 	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil);
 	if (err)
 		return err;
-	s->targets[s->ntargets++] = t;
+	at = target_slot(s, t->interp.pid);
+	memmove(&s->targets[at + 1], &s->targets[at], (s->ntargets - at) * sizeof(*s->targets));
+	s->targets[at] = t;
+	s->ntargets++;
+	s->processes_seen++;
+	tell(s, t, 0);
 	return 0;
 }
 
@@ -278,6 +344,7 @@ static void target_detach(struct session *s, size_t i)
 		/* Its records still in flight are decoded while its decoder lives. */
 		sampler__drain(s->sampler);
 	}
+	tell(s, t, 1);
 	target__add_stats(t, &s->totals);
 	s->gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
 	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
@@ -335,7 +402,9 @@ static int new_sampler(struct session *s)
 		.stack_cap = s->opts.stack_cap,
 		.ringbuf_bytes = s->opts.ringbuf_mb << 20,
 		.frame_cache = !s->opts.no_frame_cache,
+		.every_exec = s->opts.system_wide,
 		.on_sample = on_sample,
+		.on_event = s->opts.system_wide ? on_event : NULL,
 		.ctx = s,
 	};
 
@@ -431,11 +500,28 @@ static int is_target(pid_t pid, void *arg)
 	return target_of(arg, pid) != NULL;
 }
 
-/* Makes child @pid a target if it runs a CPython we can read; 1 if it does now. */
+/* Whether there is room for one more target; says once when there is not. */
+static int room_for(struct session *s, const struct target *t)
+{
+	uint32_t max = s->opts.max_processes ? s->opts.max_processes : PBP_TARGETS_MAX;
+
+	if (s->ntargets < max)
+		return 1;
+	if (!s->processes_skipped++)
+		pr_warn("%u processes are being profiled, the most %s: pid %d (%s) and "
+			"further new ones are not, until some exit\n", max,
+			s->opts.max_processes ? "--max-processes allows" : "one run can follow",
+			(int)t->interp.pid, t->cmd);
+	return 0;
+}
+
+/* Makes @pid a target if it runs a CPython we can read; 1 if it does now (or never
+ * will: no room), 0 if not (yet). */
 static int adopt(pid_t pid, void *arg)
 {
 	struct session *s = arg;
 	struct target *t = calloc(1, sizeof(*t));
+	char version[32];
 	uint64_t gil = 0;
 	int err;
 
@@ -444,8 +530,20 @@ static int adopt(pid_t pid, void *arg)
 	mem_live__init(&t->live, pid);
 	err = interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
+		if (err == -ENOTSUP) {
+			interp__version_str(t->interp.version_hex, version, sizeof(version));
+			pr_info("pid %d runs CPython %s, which pybpfprof does not read\n",
+				(int)pid, version);
+		}
 		target__free(t);
 		return 0;	/* not (yet) Python */
+	}
+	if (s->opts.system_wide) {
+		proc__cmdline(pid, t->cmd, sizeof(t->cmd));
+		if (!room_for(s, t)) {
+			target__free(t);
+			return 1;
+		}
 	}
 	pythreads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
@@ -458,7 +556,37 @@ static int adopt(pid_t pid, void *arg)
 		return err == -ENOMEM ? err : 1;	/* 1: not to be tried again */
 	}
 	pr_info("following pid %d (%s)\n", (int)pid, t->cmd);
+	if (s->opts.system_wide) {
+		interp__version_str(t->interp.version_hex, version, sizeof(version));
+		if (!s->totals.python_version[0])
+			snprintf(s->totals.python_version, sizeof(s->totals.python_version), "%s",
+				 version);
+		else if (strcmp(s->totals.python_version, version))
+			snprintf(s->totals.python_version, sizeof(s->totals.python_version),
+				 "several");
+	}
 	return 1;
+}
+
+/* System-wide: @pid is adopted if the filters take it. */
+static int consider(pid_t pid, void *arg)
+{
+	struct session *s = arg;
+	int r;
+
+	if (pid == getpid() || target_of(s, pid))
+		return 1;
+	r = proc_filter__match(s->opts.filter, pid);
+	if (r != 1)
+		return 1;	/* not wanted, or gone; an exec brings it back */
+	return adopt(pid, s);
+}
+
+static int scan_one(pid_t pid, void *arg)
+{
+	int r = consider(pid, arg);
+
+	return r < 0 ? r : 0;
 }
 
 static int watch_children(struct session *s)
@@ -481,8 +609,9 @@ static int setup(struct session *s)
 	s->frames = calloc(DECODE_MAX_DEPTH + 3, sizeof(*s->frames));
 	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames)
 		return -ENOMEM;
-	if (s->opts.subprocesses) {
-		s->children = descendants__new(is_target, adopt, s);
+	if (s->opts.subprocesses || s->opts.system_wide) {
+		s->children = s->opts.system_wide ? descendants__new(is_target, consider, s, 0)
+						  : descendants__new(is_target, adopt, s, 1);
 		if (!s->children)
 			return -ENOMEM;
 	}
@@ -491,6 +620,40 @@ static int setup(struct session *s)
 		return -ENOMEM;
 	s->incomplete_name = 0;
 	s->no_python_name = 1;
+	return 0;
+}
+
+/*
+ * -a: the exec tracepoint reports every new image from the moment the program is
+ * attached, so processes are scanned only after that: none can fall between the two.
+ */
+static int start_system_wide(struct session *s)
+{
+	char buf[192], host[64];
+	const char *why;
+	int err;
+
+	why = bpf_unavailable(buf, sizeof(buf));
+	if (why) {
+		pr_warn("-a needs BPF, but %s\n", why);
+		return strncmp(why, "missing", 7) ? EXIT_KERNEL : EXIT_PRIVILEGES;
+	}
+	err = new_sampler(s);
+	if (err) {
+		pr_warn("-a needs BPF, but %s\n", sampler_failure(err));
+		return err == -ENOMEM ? EXIT_RUNTIME : err == -EPERM ? EXIT_PRIVILEGES : EXIT_KERNEL;
+	}
+	err = proc__pids(scan_one, s);
+	if (err) {
+		pr_warn("scanning /proc for Python processes: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	if (gethostname(host, sizeof(host)))
+		snprintf(host, sizeof(host), "this host");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(s->name, sizeof(s->name), "all processes on %s", host);
+	pr_info("profiling %zu Python processes, and those that start, at %u Hz\n",
+		s->ntargets, s->opts.rate_hz);
 	return 0;
 }
 
@@ -506,6 +669,17 @@ int session__start(const struct session_opts *o, struct session **out)
 		goto fail;
 	}
 	s->opts = *o;
+	if (o->system_wide) {
+		code = EXIT_RUNTIME;
+		if (setup(s)) {
+			pr_warn("out of memory\n");
+			goto fail;
+		}
+		code = start_system_wide(s);
+		if (code)
+			goto fail;
+		goto started;
+	}
 	if (o->pid && proc__alive(o->pid)) {
 		pr_warn("no such process: %d\n", (int)o->pid);
 		code = EXIT_NO_PROCESS;
@@ -534,7 +708,8 @@ int session__start(const struct session_opts *o, struct session **out)
 		s->targets[0]->interp.path, o->rate_hz, s->live_mode ? " from user space" : "");
 	if (s->spawned)
 		spawn__release(&s->spawn);
-	s->start_ns = s->expired_ns = clock__mono_ns();
+started:
+	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
 	return 0;
@@ -577,11 +752,51 @@ static int poll_live(struct session *s, int timeout_ms)
 	return nanosleep(&ts, NULL) ? -errno : 0;
 }
 
+/* System-wide: acts on the process events the poll took in, and sweeps for exits
+ * now and then. */
+static int follow_host(struct session *s)
+{
+	uint64_t now;
+	int err = 0;
+
+	/* Detaching drains the ring buffer, which may add events: index, don't point. */
+	for (size_t i = 0; !err && i < s->nevents; i++) {
+		struct pbp_event ev = s->events[i];
+		size_t at = target_slot(s, ev.pid);
+		int known = at < s->ntargets && (uint32_t)s->targets[at]->interp.pid == ev.pid;
+
+		if (ev.type == PBP_EV_EXIT) {
+			if (known && target_gone(s, s->targets[at]))
+				target_detach(s, at);
+			continue;
+		}
+		/* A target's exec takes its interpreter away; the new image may have one. */
+		if (known && ev.type == PBP_EV_EXEC)
+			target_detach(s, at);
+		if (!known || ev.type == PBP_EV_EXEC)
+			err = descendants__watch(s->children, ev.pid);
+	}
+	s->nevents = 0;
+	if (!err)
+		err = descendants__step(s->children);
+	now = clock__mono_ns();
+	if (err || now - s->swept_ns < SWEEP_NS)
+		return err;
+	s->swept_ns = now;
+	for (size_t i = s->ntargets; i-- > 0;) {
+		if (target_gone(s, s->targets[i]))
+			target_detach(s, i);
+		else
+			proc__cpu_ns(s->targets[i]->interp.pid, &s->targets[i]->cpu);
+	}
+	return 0;
+}
+
 int session__poll(struct session *s, int timeout_ms)
 {
 	int err = 0;
 
-	if (s->ntargets)
+	if (s->ntargets || s->opts.system_wide)
 		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
 	if (s->fatal) {
 		pr_warn("aggregating samples: %s\n", strerror(-s->fatal));
@@ -591,7 +806,14 @@ int session__poll(struct session *s, int timeout_ms)
 		pr_warn("reading samples: %s\n", strerror(-err));
 		return err;
 	}
-	for (size_t i = 0; i < s->ntargets;) {
+	if (s->opts.system_wide) {
+		err = follow_host(s);
+		if (err) {
+			pr_warn("following processes: %s\n", strerror(-err));
+			return err;
+		}
+	}
+	for (size_t i = 0; !s->opts.system_wide && i < s->ntargets;) {
 		struct target *t = s->targets[i];
 
 		if (!target_gone(s, t)) {
@@ -642,6 +864,33 @@ void session__stop(struct session *s)
 		spawn__stop(&s->spawn, stop_signal, 3000);
 }
 
+int session__reset_profile(struct session *s)
+{
+	struct aggregate *agg = aggregate__new();
+	struct thread_table *threads = thread_table__new();
+
+	if (!agg || !threads) {
+		aggregate__free(agg);
+		thread_table__free(threads);
+		return -ENOMEM;
+	}
+	aggregate__free(s->agg);
+	thread_table__free(s->threads);
+	s->agg = agg;
+	s->threads = threads;
+	s->ntimeline = 0;
+	s->profile_ns = clock__mono_ns();
+	s->start_unix_ns = clock__real_ns();
+	return 0;
+}
+
+void session__map_entries(const struct session *s, struct sampler_maps *m)
+{
+	*m = (struct sampler_maps){ 0 };
+	if (s->sampler)
+		sampler__map_entries(s->sampler, m);
+}
+
 pid_t session__pid(const struct session *s)
 {
 	return s->totals.pid;
@@ -669,6 +918,8 @@ void session__status(const struct session *s, struct session_status *st)
 		.incomplete = s->incomplete,
 		.drops = drops,
 		.processes = s->ntargets,
+		.processes_seen = s->processes_seen,
+		.processes_skipped = s->processes_skipped,
 	};
 	thread_table__all(s->threads, &nthreads);
 	st->threads = nthreads;
@@ -683,7 +934,8 @@ void session__profile(const struct session *s, struct profile *p)
 		.ntimeline = s->ntimeline,
 		.target = s->name,
 		.start_unix_ns = s->start_unix_ns,
-		.duration_ns = (uint64_t)(session__elapsed(s) * 1e9),
+		.duration_ns = (s->stopped ? s->start_ns + (uint64_t)(s->elapsed_s * 1e9)
+					   : clock__mono_ns()) - s->profile_ns,
 		.rate_hz = s->opts.rate_hz,
 		.period_ns = 1000000000ull / s->opts.rate_hz,
 	};
@@ -707,6 +959,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->samples_decoded = st->decode.complete;
 	st->samples_incomplete = st->decode.incomplete;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
+	st->processes = s->processes_seen;
+	st->processes_skipped = s->processes_skipped;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
@@ -749,6 +1003,7 @@ void session__free(struct session *s)
 	for (size_t i = 0; i < s->ntargets; i++)
 		target__free(s->targets[i]);
 	free(s->targets);
+	free(s->events);
 	descendants__free(s->children);
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);

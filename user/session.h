@@ -12,7 +12,19 @@
 #include <sys/types.h>
 
 #include "profile.h"
+#include "sampler.h"
 #include "stats.h"
+
+struct proc_filter;
+
+/* A process that became a target (@gone 0), or stopped being one (@gone 1). */
+struct session_process {
+	pid_t pid;
+	const char *cmd;		/* its command line, cut short */
+	const char *python_version;	/* "3.13.1" */
+	uint32_t root_name;		/* strtab id of its "process PID COMMAND" frame */
+};
+typedef void (*session_process_fn)(void *ctx, const struct session_process *p, int gone);
 
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
@@ -29,6 +41,11 @@ struct session_opts {
 	int function_lines;	/* each frame at its function's first line */
 	int subprocesses;	/* also profile the Python processes the target starts */
 	int timeline;		/* keep every sample's time (chrome, speedscope) */
+	int system_wide;	/* -a: every CPython process on the host (BPF only) */
+	const struct proc_filter *filter;	/* -a: which of them; NULL: all */
+	uint32_t max_processes;	/* -a: at most this many at once; 0: as many as fit */
+	session_process_fn on_process;	/* optional */
+	void *on_process_ctx;
 };
 
 struct session_status {
@@ -38,6 +55,8 @@ struct session_status {
 	uint64_t drops;		/* lost before decoding: ring buffer full, copy failed */
 	uint32_t threads;	/* threads seen so far */
 	uint32_t processes;	/* targets alive now */
+	uint64_t processes_seen;	/* every process that was a target */
+	uint64_t processes_skipped;	/* not profiled: --max-processes was reached */
 };
 
 struct session;
@@ -60,6 +79,13 @@ double session__elapsed(const struct session *s);
 void session__status(const struct session *s, struct session_status *st);
 /* The profile so far; valid until the next session__poll(). */
 void session__profile(const struct session *s, struct profile *p);
+/*
+ * Starts a new profile: forgets the samples and threads so far (strings stay) and
+ * restarts the profile's clock, as the agent does at every period.
+ */
+int session__reset_profile(struct session *s);
+/* How many entries the BPF maps hold now (all zero without BPF). */
+void session__map_entries(const struct session *s, struct sampler_maps *m);
 /* The process asked for (or the command's Python). */
 pid_t session__pid(const struct session *s);
 /* The run's statistics (after session__stop(): final). */

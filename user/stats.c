@@ -37,6 +37,9 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	fprintf(f, "  \"python_version\": \"%s\",\n", s->python_version);
 	fprintf(f, "  \"mode\": \"%s\",\n", s->mode);
 	fprintf(f, "  \"pid\": %u,\n", s->pid);
+	fprintf(f, "  \"processes\": %llu,\n", (unsigned long long)s->processes);
+	fprintf(f, "  \"processes_skipped\": %llu,\n", (unsigned long long)s->processes_skipped);
+	fprintf(f, "  \"process_event_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_EVENT_DROPS]);
 	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
 	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
 	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
@@ -123,6 +126,19 @@ void stats__summary(FILE *f, const struct run_stats *s)
 			(unsigned long long)s->samples_incomplete,
 			(unsigned long long)s->live.ticks, (unsigned long long)s->samples_expected,
 			ratio(s->decode.ns, s->decode.samples));
+		return;
+	}
+	if (!s->pid) {
+		fprintf(f,
+			"pybpfprof: %llu samples in %.1f s from %llu processes (Python %s): "
+			"%llu complete, %llu incomplete, %llu dropped; BPF %.0f ns/run, decode "
+			"%.0f ns/sample\n",
+			(unsigned long long)s->samples_delivered, s->duration_s,
+			(unsigned long long)s->processes, s->python_version[0] ? s->python_version : "none",
+			(unsigned long long)s->samples_decoded,
+			(unsigned long long)s->samples_incomplete,
+			(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
+			ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 		return;
 	}
 	fprintf(f,

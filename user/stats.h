@@ -31,6 +31,8 @@ struct run_stats {
 	struct mem_stats mem;
 	struct live_sampler_stats live;
 	int command_status;		/* wait status of the "--" command, -1 if none */
+	uint64_t processes;		/* every process that was a target */
+	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
 };
 
 int stats__write_json(const char *path, const struct run_stats *s);

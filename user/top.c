@@ -278,6 +278,9 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 {
 	*so = (struct session_opts){
 		.pid = o->pid,
+		.system_wide = o->system_wide,
+		.filter = o->filter,
+		.max_processes = o->max_processes,
 		.rate_hz = o->rate_hz,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,

@@ -6,8 +6,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct proc_filter;
+
 struct top_opts {
 	pid_t pid;
+	int system_wide;	/* -a */
+	const struct proc_filter *filter;
+	uint32_t max_processes;
 	uint32_t rate_hz;
 	int no_bpf;		/* sample from user space, never load BPF */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */

@@ -141,9 +141,10 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 	for (uint32_t k = 0; k < s->depth; k++) {
 		const struct agg_frame *fr = &s->frames[k];
 
-		if (fr->kind != AGG_PYTHON)
+		/* A process is a row too: its total is its share of the samples. */
+		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS)
 			continue;
-		r = row_of(v, fr->name, fr->file);
+		r = row_of(v, fr->name, fr->kind == AGG_PROCESS ? TOP_NO_FILE : fr->file);
 		if (r < 0)
 			return (int)r;
 		/* Recursion: a function is on the stack of this sample once, not per frame. */
@@ -324,10 +325,12 @@ static const char *skip_cols(const char *s, int cols)
  */
 static int put_function(FILE *f, const char *name, const char *file, int avail)
 {
-	int nc = text_cols(name), fc = text_cols(file);
+	int nc = text_cols(name), fc = file ? text_cols(file) : 0;
 
 	if (avail <= 0)
 		return 0;
+	if (!file)
+		return put_text(f, name, nc < avail ? nc : avail);
 	if (nc + fc + 3 <= avail) {
 		put_text(f, name, nc);
 		fputs(" (", f);
@@ -400,7 +403,8 @@ static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
 			 percent(r->total_now, v->window));
 	cols = put_text(f, nums, width);
 	return cols + put_function(f, strtab__get(p->strs, r->name),
-				   strtab__get(p->strs, r->file), width - cols);
+				   r->file == TOP_NO_FILE ? NULL : strtab__get(p->strs, r->file),
+				   width - cols);
 }
 
 static void fmt_counts(char *buf, size_t len, const struct top_header *h)

@@ -26,6 +26,9 @@ struct top_row {
 	uint64_t own_now, total_now;	/* samples of the last update */
 };
 
+/* The file of a row that is a whole process ("process PID COMMAND", with -a). */
+#define TOP_NO_FILE UINT32_MAX
+
 /* What the lines above the table say. */
 struct top_header {
 	const char *target;	/* "pid 123 (python3 app.py)" */
