@@ -108,6 +108,9 @@ def test_bench_smoke_scale_runs_or_says_why_not(smoke):
         assert not r.get("error"), r
         assert finite(r["drops"], 0) and finite(r["maxrss_mb"], 1)
         assert finite(r["prof_cpu_pct"], 0, 400)
+        assert finite(r["delivered"], 1) and finite(r["prof_us_per_sample"], 0)
+        assert r["workers_sampled"] == r["processes"], r
+        assert finite(r["follow_ms"], 0) and finite(r["first_sample_lag_ms"], 0), r
 
 
 def test_bench_smoke_writes_report_and_chart(smoke):

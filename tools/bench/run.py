@@ -535,8 +535,9 @@ def accuracy_run(env, prof, pid, secs, judge_fn, truth):
 # Part 4: system-wide scale
 
 def system_wide_available():
-    p = subprocess.run([BIN, "record", "--help"], capture_output=True, text=True)
-    return bool(re.search(r"^\s*-a[, ]", p.stdout + p.stderr, re.M))
+    """-a is there if record refuses '-a -p 1' for naming two targets, not as unknown."""
+    p = subprocess.run([BIN, "record", "-a", "-p", "1"], capture_output=True, text=True)
+    return "-a profiles every process" in p.stderr
 
 
 def part_scale(env, cfg):
@@ -550,72 +551,121 @@ def part_scale(env, cfg):
     return {"rows": rows}
 
 
+class LineClock:
+    """Reads a pipe in a thread and keeps each line with the time it arrived."""
+
+    def __init__(self, pipe):
+        import threading
+        self.lines = []
+        self.thread = threading.Thread(target=self._run, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _run(self, pipe):
+        for line in iter(pipe.readline, ""):
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def find(self, pattern):
+        for t, line in list(self.lines):
+            m = re.search(pattern, line)
+            if m:
+                return t, m
+        return None, None
+
+    def text(self):
+        return "\n".join(line for _, line in self.lines)
+
+
 def scale_run(env, n, cfg):
     rate, secs = 100, cfg["scale_seconds"]
     busy = 2
-    # About 1.2 CPUs of load in all, however many processes share it.
-    life = secs + 5 + n * 0.05
     workers, probes = [], []
     stem = env.scratch(f"scale-{n}")
     out, stats = stem + ".txt", stem + ".stats.json"
     prof = None
     try:
+        # About 1.2 CPUs of load in all, however many processes share it.
+        duty = min(1.0, 1.2 / (n * busy))
         for _ in range(n):
             workers.append(subprocess.Popen(
                 env.py + [f"{env.work}/scale_worker.py", "--threads", "10", "--busy",
-                          str(busy), "--seconds", f"{life:.1f}",
-                          "--duty", f"{min(1.0, 1.2 / (n * busy)):.4f}"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          str(busy), "--seconds", "0", "--duty", f"{duty:.4f}"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 text=True))
-        time.sleep(1.0)
-        argv = [BIN, "record", "-v", "-a", "-F", str(rate), "-d", f"{secs:g}",
+        pids = {json.loads(w.stdout.readline())["ready"] for w in workers}
+        argv = [BIN, "record", "-v", "-a", "-r", str(rate), "-d", f"{secs:g}",
                 "--stats-file", stats, "-o", out]
-        with open(stem + ".stderr", "wb") as fe:
-            prof = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fe, stderr=fe)
-        time.sleep(2.0)
-        if prof.poll() is not None:
-            raise BenchError(f"{' '.join(argv)} exited {prof.returncode}: "
-                             f"{read(stem + '.stderr')[-1000:]}")
+        prof = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+        clock = LineClock(prof.stderr)
+        deadline = time.monotonic() + READY_TIMEOUT_S + n * 0.1
+        while clock.find(r"profiling \d+ Python process")[0] is None:
+            if prof.poll() is not None or time.monotonic() > deadline:
+                raise BenchError(f"{' '.join(argv)} did not start ({prof.poll()}): "
+                                 f"{clock.text()[-1000:]}")
+            time.sleep(0.01)
         c0, w0 = cpu_ns(prof.pid), time.monotonic()
+        # Late starters: how long from spawn until the profiler follows and samples them.
         probe_s = min(3.0, secs / 3)
+        spawned = {}
         for _ in range(cfg["scale_probes"]):
-            probes.append(subprocess.Popen(
-                env.py + [f"{env.work}/scale_worker.py", "--threads", "1", "--busy", "1",
-                          "--seconds", f"{probe_s:g}"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                text=True))
+            t = time.monotonic()
+            p = subprocess.Popen(env.py + [f"{env.work}/scale_worker.py", "--threads", "2",
+                                           "--busy", "1", "--seconds", f"{probe_s:g}"],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True)
+            probes.append(p)
+            spawned[p.pid] = t
             time.sleep(0.2)
-        probe_res = [json.loads(p.communicate(timeout=60)[0] or "{}") for p in probes]
+        probe_res = []
+        for p in probes:
+            lines = p.communicate(timeout=60)[0].splitlines()
+            probe_res.append(json.loads(lines[-1]) if lines else {})
         c1, w1 = cpu_ns(prof.pid), time.monotonic()
         rc, ru = wait_rusage(prof, secs + EXIT_TIMEOUT_S)
+        clock.thread.join(5)
         if rc != 0:
-            raise BenchError(f"record -a exited {rc}: {read(stem + '.stderr')[-1000:]}")
+            raise BenchError(f"record -a exited {rc}: {clock.text()[-1000:]}")
         with open(stats) as f:
             st = json.load(f)
         per_pid = {}
-        for s in judge.parse_ours_processes(read(out)):
-            per_pid[s[0]] = per_pid.get(s[0], 0) + s[1]
-        lags = []
-        for r in probe_res:
-            if r.get("pid") and r.get("cpu"):
-                got = per_pid.get(r["pid"], 0)
-                lags.append(max(0.0, r["cpu"] - got / rate))
+        for pid, count in judge.parse_ours_processes(read(out)):
+            per_pid[pid] = per_pid.get(pid, 0) + count
+        follow = [clock.find(rf"following pid {pid}\b")[0] for pid in spawned]
+        follow_ms = [1000 * (t - spawned[pid]) for pid, t in zip(spawned, follow) if t]
+        lags = [1000 * max(0.0, r["cpu"] - per_pid.get(r["pid"], 0) / rate)
+                for r in probe_res if r.get("pid")]
         delivered = st.get("samples_delivered") or 0
+        dur = st.get("duration_s") or secs
+        window_samples = delivered * (w1 - w0) / dur if dur else 0
         return {
-            "drops": st.get("ringbuf_drops"), "processes_seen": st.get("processes"),
+            "drops": st.get("ringbuf_drops"), "event_drops": st.get("process_event_drops"),
+            "processes_seen": st.get("processes"),
+            "workers_sampled": sum(1 for pid in pids if per_pid.get(pid)),
             "delivered": delivered, "expected": st.get("samples_expected"),
+            "incomplete": st.get("samples_incomplete"),
+            "bpf_ns_per_sample": st.get("bpf_ns_per_sample"),
+            "decode_ns_per_sample": st.get("decode_ns_per_sample"),
             "prof_cpu_pct": 100.0 * (c1 - c0) / 1e9 / (w1 - w0) if c0 and c1 else None,
-            "prof_us_per_sample": 1e6 * (ru.ru_utime + ru.ru_stime) / delivered
-            if delivered else None,
+            "prof_us_per_sample": 1e6 * (c1 - c0) / 1e9 / window_samples
+            if c0 and c1 and window_samples else None,
             "maxrss_mb": ru.ru_maxrss / 1024,
-            "first_sample_lag_ms": 1000 * med(lags) if lags else None,
+            "follow_ms": med(follow_ms),
+            "first_sample_lag_ms": med(lags),
             "probes_sampled": sum(1 for r in probe_res if per_pid.get(r.get("pid"), 0)),
         }
     finally:
-        for p in workers + probes + ([prof] if prof else []):
+        for p in workers:
             if p.poll() is None:
+                try:
+                    p.stdin.close()
+                except OSError:
+                    pass
+        for p in workers + probes + ([prof] if prof else []):
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
                 p.kill()
-            p.wait()
+                p.wait()
 
 
 # --------------------------------------------------------------------------------------
@@ -717,9 +767,15 @@ def goals(res, cfg):
     else:
         r200 = [r for r in sc["rows"] if r.get("processes") == max(cfg["scale_procs"])]
         d = r200[0].get("drops") if r200 else None
+        rss = r200[0].get("maxrss_mb") if r200 else None
         out.append((f"0 drops at {max(cfg['scale_procs'])} processes",
                     "not measured" if d is None else "met" if d == 0 else "missed",
-                    f"{fnum(d)} ring-buffer drops"))
+                    f"{fnum(d)} ring-buffer drops, "
+                    f"{fnum(r200[0].get('event_drops') if r200 else None)} process-event "
+                    f"drops"))
+        out.append((f"agent RSS under 100 MB at {max(cfg['scale_procs'])} processes",
+                    "not measured" if rss is None else "met" if rss < 100 else "missed",
+                    f"peak RSS {fnum(rss, '{:.1f}')} MB"))
     return out
 
 
@@ -849,27 +905,38 @@ def write_report(res, cfg, path, meta):
               f"{v.get('wrong_parent', 0)} / {v.get('wrong_line', 0)} / "
               f"{v.get('not_module', 0)} | {fnum(r.get('peer_error_rate'), '{:.2f}')} |")
     w("")
-    w("## 4. Scale: system-wide, 10 threads per process (2 busy), 100 Hz")
+    w("## 4. Scale: system-wide (`record -a`), 10 threads per process, 100 Hz")
     w("")
     sc = res["scale"]
     if sc.get("not_run"):
         w(f"not run: {sc['not_run']}.")
     else:
-        w("First-sample lag: for late-started single-thread probes, the CPU time they ran "
-          "unsampled (their CPU time minus samples / rate), median.")
+        w(f"N processes of `scale_worker.py` (10 threads, 2 of them busy, about 1.2 CPUs "
+          f"of load in all), started before the profiler; {cfg['scale_seconds']:g} s of "
+          f"`pybpfprof record -a -r 100`. Anything else running on the host is profiled "
+          f"too. Then {cfg['scale_probes']} single-busy-thread probes start while it runs: "
+          "follow ms is the time from spawning a probe to the profiler's 'following pid' "
+          "line; first-sample lag is the CPU time a probe ran unsampled (its CPU time "
+          "minus its samples / rate, so its interpreter's own start-up, before there is "
+          "a Python stack to sample, counts in), medians. Profiler CPU over the steady window; µs / "
+          "sample against the samples of that window.")
         w("")
-        w("| processes | drops | delivered / expected | profiler CPU % | µs / sample | "
-          "RSS MB | first-sample lag ms | probes sampled |")
-        w("|---|---|---|---|---|---|---|---|")
+        w("| processes | seen | workers sampled | drops (ring / events) | delivered / "
+          "expected | incomplete | BPF ns / sample | decode ns / sample | profiler CPU % | "
+          "µs / sample | RSS MB | follow ms | first-sample lag ms | probes sampled |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in sc["rows"]:
             if r.get("error"):
-                w(f"| {r['processes']} | failed: {r['error'][:200]} | | | | | | |")
+                w(f"| {r['processes']} | failed: {r['error'][:200]} |" + " |" * 12)
                 continue
-            w(f"| {r['processes']} | {fnum(r['drops'])} | {fnum(r['delivered'])} / "
-              f"{fnum(r['expected'])} | {fnum(r['prof_cpu_pct'], '{:.1f}')} | "
+            w(f"| {r['processes']} | {fnum(r['processes_seen'])} | "
+              f"{r['workers_sampled']} of {r['processes']} | {fnum(r['drops'])} / "
+              f"{fnum(r['event_drops'])} | {fnum(r['delivered'])} / {fnum(r['expected'])} | "
+              f"{fnum(r['incomplete'])} | {fnum(r['bpf_ns_per_sample'])} | "
+              f"{fnum(r['decode_ns_per_sample'])} | {fnum(r['prof_cpu_pct'], '{:.1f}')} | "
               f"{fnum(r['prof_us_per_sample'], '{:.1f}')} | {fnum(r['maxrss_mb'], '{:.1f}')} | "
-              f"{fnum(r['first_sample_lag_ms'])} | {r['probes_sampled']} of "
-              f"{cfg['scale_probes']} |")
+              f"{fnum(r['follow_ms'])} | {fnum(r['first_sample_lag_ms'])} | "
+              f"{r['probes_sampled']} of {cfg['scale_probes']} |")
     w("")
     w("## 5. Cost growth")
     w("")
