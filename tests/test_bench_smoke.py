@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
@@ -110,7 +109,7 @@ def test_bench_smoke_scale_runs_or_says_why_not(smoke):
         assert finite(r["prof_cpu_pct"], 0, 400)
         assert finite(r["delivered"], 1) and finite(r["prof_us_per_sample"], 0)
         assert r["workers_sampled"] == r["processes"], r
-        assert finite(r["follow_ms"], 0) and finite(r["first_sample_lag_ms"], 0), r
+        assert finite(r["follow_ms"], 0) and r["probes_sampled"] >= 1, r
 
 
 def test_bench_smoke_writes_report_and_chart(smoke):

@@ -18,9 +18,10 @@ def section(report):
     if lines and lines[0].startswith("# "):
         lines = lines[1:]
     out = ["## Performance", "",
-           "Reproduce with `sudo make bench` (about 15 minutes on a 2-CPU machine); it "
-           "writes build/bench/report.md and build/bench/chart.svg, and this section is "
-           "generated from them (`tools/bench/run.py`, `tools/bench/readme_perf.py`)."]
+           "Reproduce with `sudo make bench` (root: BPF, chroot, /proc in the chroot). It "
+           "writes build/bench/report.md and build/bench/chart.svg and then generates this "
+           "section from them (`tools/bench/run.py`, `tools/bench/readme_perf.py`); how "
+           "long it took and how loaded the machine was are in the first paragraph."]
     for line in lines:
         if line.startswith("#"):
             line = "#" + line
