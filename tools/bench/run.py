@@ -1013,6 +1013,7 @@ def write_report(res, cfg, path, meta):
 
 def write_chart(res, path):
     rows = res["cost"]["rows"]
+    rate_txt = f"{rows[0]['rate'] / 1000:g} kHz" if rows else "?"
 
     def series(axis, mode, key, scale=1.0):
         rs = [r for r in rows if r["axis"] == axis and r["mode"] == mode]
@@ -1025,10 +1026,10 @@ def write_chart(res, path):
     tx, t_user = series("threads", "bpf", "prof_us_per_sample")
     _, t_bpf = series("threads", "bpf", "bpf_ns_per_sample", 1e-3)
     panels = [
-        {"title": "by stack depth", "xlabel": "frames", "ylabel": "µs per sample", "x": dx,
+        {"title": f"by stack depth ({rate_txt})", "xlabel": "frames", "ylabel": "µs per sample", "x": dx,
          "series": {"BPF: profiler process": d_user, "BPF: kernel program": d_bpf,
                     "--no-bpf: profiler process": d_live}},
-        {"title": "by thread count (50 frames)", "xlabel": "busy threads",
+        {"title": f"by thread count (50 frames, {rate_txt})", "xlabel": "busy threads",
          "ylabel": "µs per sample", "x": tx,
          "series": {"BPF: profiler process": t_user, "BPF: kernel program": t_bpf}},
     ]
@@ -1040,8 +1041,11 @@ def write_chart(res, path):
         good = [r for r in sc["rows"] if not r.get("error")]
         panels.append({"title": "by process count (-a, 100 Hz)", "xlabel": "processes",
                        "ylabel": "µs per sample", "x": [r["processes"] for r in good],
-                       "series": {"profiler process": [r.get("prof_us_per_sample")
-                                                       for r in good]}})
+                       "series": {"BPF: profiler process": [r.get("prof_us_per_sample")
+                                                            for r in good],
+                                  "BPF: kernel program": [
+                                      None if r.get("bpf_ns_per_sample") is None
+                                      else r["bpf_ns_per_sample"] / 1000 for r in good]}})
     chart.write(path, "pybpfprof: CPU per sample (lower is better)", panels)
 
 
