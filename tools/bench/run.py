@@ -688,6 +688,7 @@ def scale_run(env, n, cfg):
             "maxrss_mb": rss_mb,
             "follow_ms": med(follow_ms),
             "probes_sampled": sum(1 for r in probe_res if per_pid.get(r.get("pid"), 0)),
+            "load1": os.getloadavg()[0],
         }
     finally:
         for p in workers:
@@ -832,10 +833,29 @@ def goals(res, cfg):
                     "not measured" if d is None else "met" if d == 0 else "missed",
                     f"{fnum(d)} ring-buffer drops, "
                     f"{fnum(r200[0].get('event_drops') if r200 else None)} process-event "
-                    f"drops"))
+                    f"drops; a process started during the run was followed after "
+                    f"{fnum(r200[0].get('follow_ms') if r200 else None)} ms (median)" +
+                    (f", with a load average of {r200[0]['load1']:.0f} on the machine"
+                     if r200 and r200[0].get("load1") is not None else "")))
+        why = f"peak RSS {fnum(rss, '{:.1f}')} MB"
+        pts = sorted((r["processes"], r["maxrss_mb"]) for r in sc["rows"]
+                     if r.get("maxrss_mb") is not None)
+        if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
+            per = (pts[-1][1] - pts[0][1]) / (pts[-1][0] - pts[0][0])
+            one = [r.get("maxrss_mb") for r in p1.get("mixed", [])
+                   if r["config"].startswith("pybpfprof @")]
+            one = med(one)
+            why += (f"; it grows with the processes followed, from {pts[0][1]:.0f} MB at "
+                    f"{pts[0][0]} to {pts[-1][1]:.0f} MB at {pts[-1][0]}: about "
+                    f"{1024 * per:.0f} KB more per process, in the profiler's heap "
+                    f"(per-target user-space state; which structure dominates was not "
+                    f"broken down)")
+            if one is not None:
+                why += (f", on top of the fixed part, mostly the mapped ring buffer and "
+                        f"BPF maps ({one:.0f} MB for one process in part 1)")
         out.append((f"agent RSS under 100 MB at {max(cfg['scale_procs'])} processes",
                     "not measured" if rss is None else "met" if rss < 100 else "missed",
-                    f"peak RSS {fnum(rss, '{:.1f}')} MB"))
+                    why))
     return out
 
 
@@ -983,15 +1003,15 @@ def write_report(res, cfg, path, meta):
           "on the probe is a target, so its first sample comes at its next on-CPU tick "
           "(within 10 ms at 100 Hz for a busy thread); probes sampled says that it came. "
           "Profiler CPU over the steady window; µs / sample against the samples of that "
-          "window. RSS: the profiler's VmHWM.")
+          "window. RSS: the profiler's VmHWM. Load average: 1-minute, at the end of the run.")
         w("")
         w("| processes | seen | workers sampled | drops (ring / events) | delivered / "
           "expected | incomplete | BPF ns / sample | decode ns / sample | profiler CPU % | "
-          "µs / sample | RSS MB | follow ms | probes sampled |")
-        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "µs / sample | RSS MB | follow ms | probes sampled | load average |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in sc["rows"]:
             if r.get("error"):
-                w(f"| {r['processes']} | failed: {r['error'][:200]} |" + " |" * 11)
+                w(f"| {r['processes']} | failed: {r['error'][:200]} |" + " |" * 12)
                 continue
             w(f"| {r['processes']} | {fnum(r['processes_seen'])} | "
               f"{r['workers_sampled']} of {r['processes']} | {fnum(r['drops'])} / "
@@ -1000,7 +1020,8 @@ def write_report(res, cfg, path, meta):
               f"{fnum(r['decode_ns_per_sample'])} | {fnum(r['prof_cpu_pct'], '{:.1f}')} | "
               f"{fnum(r['prof_us_per_sample'], '{:.1f}')} | {fnum(r['maxrss_mb'], '{:.1f}')} | "
               f"{fnum(r['follow_ms'])} | "
-              f"{r['probes_sampled']} of {cfg['scale_probes']} |")
+              f"{r['probes_sampled']} of {cfg['scale_probes']} | "
+              f"{fnum(r.get('load1'), '{:.1f}')} |")
     w("")
     w("## 5. Cost growth")
     w("")
@@ -1061,7 +1082,17 @@ def main():
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
     ap.add_argument("--parts", default="1,2,3,4", help="comma-separated parts to run")
+    ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
+                    "again from a results.json of an earlier run, running nothing")
     a = ap.parse_args()
+    if a.from_results:
+        with open(a.from_results) as f:
+            res = json.load(f)
+        cfg = SMOKE if res["meta"]["smoke"] else FULL
+        os.makedirs(a.out, exist_ok=True)
+        write_report(res, cfg, os.path.join(a.out, "report.md"), res["meta"])
+        write_chart(res, os.path.join(a.out, "chart.svg"))
+        return
     if os.geteuid() != 0:
         sys.exit("bench: needs root (BPF, chroot, mounting /proc in the chroot)")
     if not os.access(BIN, os.X_OK):
