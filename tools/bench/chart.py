@@ -40,7 +40,8 @@ def panel(out, x0, spec):
         out.append(f'<text x="{ox + w / 2}" y="{oy + h / 2}" class="t">'
                    f'{escape(spec.get("note") or "no data")}</text>')
         return
-    ymax = _nice_max(max(ys))
+    # Headroom above the highest point keeps the lines clear of the legend.
+    ymax = _nice_max(max(ys) * (1.1 + 0.1 * len(spec["series"])))
     for k in range(5):
         yv = ymax * k / 4
         py = oy + h - h * k / 4
