@@ -3,7 +3,9 @@
 #   make            build
 #   make test       install what is missing, prepare interpreters, run every test
 #   make demo       install what is missing, build, profile the bundled example
-#   make bench      overhead and cost per sample, side by side with CPython's profiler
+#   make bench      slowdown, cost per sample, accuracy and scale, side by side with
+#                   CPython's profiler: build/bench/report.md and chart.svg, then
+#                   README's Performance section from them (root; about 15 minutes)
 #   make fuzz       run the libFuzzer targets for a while
 #   make lint       clang-tidy and cppcheck over user/
 #   make format     clang-format the C sources
@@ -139,7 +141,8 @@ demo:
 	$(Q)bash tools/demo.sh
 
 bench: all
-	$(Q)/usr/bin/python3 tools/bench/run.py
+	$(Q)/usr/bin/python3 tools/bench/run.py --out $(OUT)/bench
+	$(Q)/usr/bin/python3 tools/bench/readme_perf.py $(OUT)/bench/report.md README.md
 
 fuzz: | $(OUT)/tests
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \

@@ -1,0 +1,145 @@
+"""The benchmark harness (`make bench`, tools/bench/run.py) in its smoke mode: one short
+repetition of every part. Checks that each number the report is built from is there
+and sane (finite, in range, samples delivered), never its value: values are the
+benchmark's business, not a test's."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import REPO
+
+SMOKE_TIMEOUT = 240
+PROFILERS = {"pybpfprof", "pybpfprof --no-bpf", "profiling.sampling cpu",
+             "profiling.sampling wall"}
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, profiler_bin, sid_root):
+    root, err = sid_root
+    if err:
+        pytest.fail(f"test interpreters unavailable: {err}")
+    out = tmp_path_factory.mktemp("bench")
+    env = dict(os.environ, PBP_BENCH_DIR=os.environ.get("PBP_WL_DIR", "/tmp/pbp-workloads")
+               + "-bench")
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "run.py"), "--smoke",
+                        "--out", str(out)], capture_output=True, text=True,
+                       timeout=SMOKE_TIMEOUT, env=env)
+    assert p.returncode == 0, f"run.py --smoke failed ({p.returncode}):\n{p.stderr[-4000:]}"
+    res = json.loads((out / "results.json").read_text())
+    return out, res, p.stderr
+
+
+def finite(v, lo=-math.inf, hi=math.inf):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
+        and lo <= v <= hi
+
+
+def test_bench_smoke_every_slowdown_row_has_numbers(smoke):
+    _, res, log = smoke
+    rows = res["slowdown"]["rows"]
+    assert set(rows) == {"mixed", "8 threads", "300 frames"}, rows.keys()
+    for target, table in rows.items():
+        names = {r["config"].split(" @ ")[0] for r in table}
+        assert names == PROFILERS | {"unprofiled"}, f"{target}: {names}"
+        for r in table:
+            where = f"{target} / {r['config']}"
+            assert r["failed"] == 0, f"{where}: failed runs\n{log[-3000:]}"
+            assert finite(r["median_s"], 0.001, 60), where
+            assert finite(r["slowdown_pct"], -90, 1000), where
+            if r["config"] == "unprofiled":
+                continue
+            assert finite(r["delivered"], 1), f"{where}: no samples delivered: {r}"
+            assert finite(r["expected"], 1), where
+            assert finite(r["prof_cpu_pct"], 0, 400), where
+            assert finite(r["prof_us_per_sample"], 0), where
+            assert finite(r["maxrss_mb"], 1, 4096), where
+            if r["config"].startswith("pybpfprof @"):
+                assert finite(r["in_target_pct"], 0, 100), where
+
+
+def test_bench_smoke_cost_rows_have_numbers(smoke):
+    _, res, log = smoke
+    rows = res["cost"]["rows"]
+    assert {r["axis"] for r in rows} == {"depth", "threads"}
+    for r in rows:
+        where = f"{r['axis']}={r['value']} {r['mode']}"
+        assert not r.get("error") and r["failed"] == 0, f"{where}: {r}\n{log[-3000:]}"
+        for key in ("delivered", "expected", "decode_ns_per_sample", "prof_us_per_sample",
+                    "decoded_per_cpu_s", "maxrss_mb"):
+            assert finite(r[key], 0) and r[key] > 0, f"{where}: {key}={r[key]!r}"
+        assert finite(r["live_reads_per_sample"], 0), where
+        if r["mode"] == "bpf":
+            for key in ("bpf_ns_per_sample", "bpf_bytes_copied_per_sample", "in_target_pct"):
+                assert finite(r[key], 0) and r[key] > 0, f"{where}: {key}={r[key]!r}"
+
+
+def test_bench_smoke_accuracy_judges_every_profiler(smoke):
+    _, res, log = smoke
+    assert set(res["accuracy"]) == {"aba", "depth_walk"}
+    for wl, rows in res["accuracy"].items():
+        seen = set()
+        for r in rows:
+            assert "profiler" in r and not r.get("error"), f"{wl}: {r}\n{log[-3000:]}"
+            seen.add(r["profiler"])
+            if r.get("not_run"):
+                continue
+            where = f"{wl} {r['profiler']} @ {r['rate']}"
+            assert r["samples"] > 0, f"{where}: no samples judged: {r}"
+            assert finite(r["impossible_pct"], 0, 100), where
+            assert finite(r["flagged_pct"], 0, 100), where
+            assert sum(r["verdicts"].values()) == r["samples"], where
+        assert seen == {"pybpfprof", "pybpfprof --no-bpf", "profiling.sampling wall"}, seen
+
+
+def test_bench_smoke_scale_runs_or_says_why_not(smoke):
+    _, res, _ = smoke
+    sc = res["scale"]
+    if sc.get("not_run"):
+        assert "system-wide" in sc["not_run"]
+        return
+    for r in sc["rows"]:
+        assert not r.get("error"), r
+        assert finite(r["drops"], 0) and finite(r["maxrss_mb"], 1)
+        assert finite(r["prof_cpu_pct"], 0, 400)
+        assert finite(r["delivered"], 1) and finite(r["prof_us_per_sample"], 0)
+        assert r["workers_sampled"] == r["processes"], r
+        assert finite(r["follow_ms"], 0) and r["probes_sampled"] >= 1, r
+
+
+def test_bench_smoke_writes_report_and_chart(smoke):
+    out, res, _ = smoke
+    report = (out / "report.md").read_text()
+    for heading in ("## Goals", "## 1.", "## 2.", "## 3.", "## 4.", "## 5."):
+        assert heading in report, f"report lacks {heading!r}"
+    assert "SMOKE RUN" in report
+    assert len(res["goals"]) >= 6
+    svg = ET.parse(out / "chart.svg").getroot()
+    assert svg.tag.endswith("svg")
+    assert any(el.tag.endswith("polyline") for el in svg.iter()), "chart has no line"
+    assert not (out / "tmp").exists(), "scratch files left behind"
+
+
+def test_bench_readme_step_replaces_only_the_performance_section(smoke, tmp_path):
+    out, _, _ = smoke
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n## Performance\n\nold\n\n## Layout\n\nkept\n")
+    report = tmp_path / "report.md"
+    report.write_text((out / "report.md").read_text().replace("SMOKE RUN", "smoke run"))
+    (tmp_path / "docs").mkdir()
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "readme_perf.py"),
+                        str(report), str(readme)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    text = readme.read_text()
+    assert "old" not in text and "## Layout\n\nkept" in text
+    assert "sudo make bench" in text and "### Goals" in text
+    smoke_report = tmp_path / "smoke.md"
+    smoke_report.write_text((out / "report.md").read_text())
+    p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "readme_perf.py"),
+                        str(smoke_report), str(readme)], capture_output=True, text=True)
+    assert p.returncode != 0, "a smoke run's report must not replace the README section"
