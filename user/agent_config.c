@@ -8,6 +8,7 @@
 
 #include "agent_config.h"
 #include "log.h"
+#include "proc_filter.h"
 
 #define LINE_MAX_BYTES 4096
 #define FILE_MAX_BYTES (1 << 20)
@@ -265,7 +266,7 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 	case AK_CONTAINER:
 		if (!*value)
 			why = "is empty";
-		else if (k == AK_CONTAINER && strlen(value) < 4)
+		else if (k == AK_CONTAINER && strlen(value) < PROC_FILTER_CONTAINER_MIN)
 			why = "is too short: give 4 characters or more of a container id, a pod "
 			      "UID or a cgroup name";
 		else

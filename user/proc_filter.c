@@ -48,7 +48,7 @@ int proc_filter__add_pids(struct proc_filter *f, const char *list)
 
 int proc_filter__add_container(struct proc_filter *f, const char *id)
 {
-	if (strlen(id) < 4 || strchr(id, '\n'))
+	if (strlen(id) < PROC_FILTER_CONTAINER_MIN || strchr(id, '\n'))
 		return -EINVAL;
 	return push(&f->containers, &f->ncontainers, id);
 }

@@ -20,8 +20,11 @@ struct proc_filter {
 
 /* "123,456": adds each PID. -EINVAL for anything else, -ENOMEM. */
 int proc_filter__add_pids(struct proc_filter *f, const char *list);
-/* A container id (or a prefix of at least 4 characters), a pod UID or any part of a
- * cgroup path. -EINVAL if empty or too short. */
+/* A --container value is at least this long: shorter ones match too much by chance. */
+#define PROC_FILTER_CONTAINER_MIN 4
+
+/* A container id (or a prefix of at least PROC_FILTER_CONTAINER_MIN characters), a pod
+ * UID or any part of a cgroup path. -EINVAL if too short. */
 int proc_filter__add_container(struct proc_filter *f, const char *id);
 /* A shell pattern (fnmatch) matched against the whole command line and against the
  * command name. */

@@ -503,17 +503,21 @@ static int is_target(pid_t pid, void *arg)
 }
 
 /* Whether there is room for one more target; says once when there is not. */
-static int room_for(struct session *s, const struct target *t)
+static int room_for(struct session *s, pid_t pid)
 {
 	uint32_t max = s->opts.max_processes ? s->opts.max_processes : PBP_TARGETS_MAX;
+	char cmd[128];
 
 	if (s->ntargets < max)
 		return 1;
-	if (!s->processes_skipped++)
+	if (!s->processes_skipped++) {
+		if (proc__cmdline(pid, cmd, sizeof(cmd)))
+			snprintf(cmd, sizeof(cmd), "?");
 		pr_warn("%u processes are being profiled, the most %s: pid %d (%s) and "
 			"further new ones are not, until some exit\n", max,
 			s->opts.max_processes ? "--max-processes allows" : "one run can follow",
-			(int)t->interp.pid, t->cmd);
+			(int)pid, cmd);
+	}
 	return 0;
 }
 
@@ -540,12 +544,11 @@ static int adopt(pid_t pid, void *arg)
 		target__free(t);
 		return 0;	/* not (yet) Python */
 	}
-	if (s->opts.system_wide) {
-		proc__cmdline(pid, t->cmd, sizeof(t->cmd));
-		if (!room_for(s, t)) {
-			target__free(t);
-			return 1;
-		}
+	/* The command line is read once, by target__prepare(), unless it is for the
+	 * notice that there is no room. */
+	if (s->opts.system_wide && !room_for(s, pid)) {
+		target__free(t);
+		return 1;
 	}
 	pythreads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
