@@ -27,7 +27,8 @@ import pytest
 
 from conftest import REPO, Harness, Interp, make_interp
 from test_agent_export import Ingest, free_port, multipart_fields
-from test_system_wide import cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn
+from test_system_wide import (cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn,
+                              wait_for)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
@@ -70,14 +71,8 @@ class Agent:
         return out
 
     def wait(self, pred, timeout, what):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            v = pred()
-            if v:
-                return v
-            time.sleep(0.1)
-        pytest.fail(f"timed out after {timeout}s waiting for {what}\nagent stderr:\n"
-                    f"{self.stderr()[-3000:]}")
+        return wait_for(pred, timeout, what,
+                        lambda: f"agent stderr:\n{self.stderr()[-3000:]}")
 
     def stop(self, sig=signal.SIGTERM):
         t0 = time.monotonic()

@@ -13,7 +13,6 @@ here) and --max-processes; top -a; and the command-line errors."""
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (PROFILER_GRACE, RUN_DIR, WL_DIR, WORKLOADS_SRC, Harness, fraction,
+from conftest import (PROFILER_GRACE, RUN_DIR, WORKLOADS_SRC, Harness, fraction,
                       make_interp, show, total)
 
 RATE = "199"
@@ -123,14 +122,16 @@ def map_keys(map_id):
     return keys
 
 
-def wait_for(pred, timeout, what):
+def wait_for(pred, timeout, what, detail=None):
+    """pred()'s first true value within @timeout s; else FAIL, with detail() if given."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         v = pred()
         if v:
             return v
         time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+    pytest.fail(f"timed out after {timeout}s waiting for {what}" +
+                (f"\n{detail()}" if detail else ""))
 
 
 def test_late_short_lived_processes_appear_and_leave_nothing(three, tmp_path, profiler_bin):
