@@ -490,7 +490,9 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 
 static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 {
-	struct pbp_event ev = { .type = type, .pid = pid, .ppid = ppid };
+	struct pbp_event ev = {
+		.type = type, .pid = pid, .ppid = ppid, .ts_ns = bpf_ktime_get_ns(),
+	};
 
 	/* No wake-up: the consumer polls on a timer anyway. */
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))

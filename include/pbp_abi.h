@@ -198,9 +198,10 @@ struct pbp_event {
 	pbp_u32 pid;
 	pbp_u32 ppid;
 	pbp_u32 _pad;
+	pbp_u64 ts_ns;		/* CLOCK_MONOTONIC, as user space reads it */
 };
 
-_Static_assert(sizeof(struct pbp_event) == 16, "pbp_event layout");
+_Static_assert(sizeof(struct pbp_event) == 24, "pbp_event layout");
 
 /* Why samples of targets were not delivered, per CPU. */
 enum pbp_counter {

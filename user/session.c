@@ -534,6 +534,7 @@ static int adopt(pid_t pid, void *arg)
 	if (!t)
 		return -ENOMEM;
 	mem_live__init(&t->live, pid);
+	t->found_ns = clock__mono_ns();
 	err = interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
 		if (err == -ENOTSUP) {
@@ -775,11 +776,15 @@ static int follow_host(struct session *s)
 				target_detach(s, at);
 			continue;
 		}
-		/* A target's exec takes its interpreter away; the new image may have one. */
-		if (known && ev.type == PBP_EV_EXEC)
+		/* A target's exec takes its interpreter away; the new image may have one.
+		 * But the watch may have found that image's interpreter already, before
+		 * the event was read: an exec older than the look changes nothing. */
+		if (known && ev.type == PBP_EV_EXEC) {
+			if (ev.ts_ns < s->targets[at]->found_ns)
+				continue;
 			target_detach(s, at);
-		if (!known || ev.type == PBP_EV_EXEC)
-			err = descendants__watch(s->children, ev.pid);
+		}
+		err = descendants__watch(s->children, ev.pid);
 	}
 	s->nevents = 0;
 	if (!err)

@@ -34,6 +34,7 @@ struct target {
 	int anchors;		/* this target uses (and resets) last_profiled_frame */
 	uint32_t root_name;	/* strtab id of "process PID COMMAND" */
 	uint64_t cpu0, cpu;	/* its CPU time at the start, and as last seen */
+	uint64_t found_ns;	/* when its interpreter was looked for (CLOCK_MONOTONIC) */
 	char cmd[128];
 };
 
