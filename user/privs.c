@@ -45,9 +45,9 @@ int privs__missing_bpf(char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++) {
-		int have = caps & (1ull << need[i].bit);
+		int have = (caps >> need[i].bit) & 1;
 
-		if (caps & (1ull << CAP_SYS_ADMIN_BIT))
+		if ((caps >> CAP_SYS_ADMIN_BIT) & 1)
 			have = 1;
 		if (have)
 			continue;
