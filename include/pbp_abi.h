@@ -216,6 +216,8 @@ enum pbp_counter {
 	PBP_C_SCRATCH_MISSING,	/* per-CPU scratch lookup failed (cannot happen) */
 	PBP_C_WAKEUPS,		/* forced consumer wake-ups at the fill threshold */
 	PBP_C_EVENT_DROPS,	/* process events lost: the events ring buffer was full */
+	PBP_C_SELF_NS,		/* program run time, when it times itself (self_timed) */
+	PBP_C_SELF_RUNS,	/* program runs, when it times itself */
 	PBP_C_MAX,
 };
 

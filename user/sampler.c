@@ -127,6 +127,14 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	}
 	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->skel->rodata->every_exec = cfg->every_exec;
+	/* Run-time accounting stays on while this fd is open; it costs two clock reads
+	 * per program run, which the reported per-sample cost then includes. Without it
+	 * the program reads the clock itself, at the same cost. */
+	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (s->stats_fd < 0) {
+		pr_debug("bpf_enable_stats: %s; the program times itself\n", strerror(errno));
+		s->skel->rodata->self_timed = true;
+	}
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, libbpf_num_possible_cpus());
 	err = sample_bpf__load(s->skel);
@@ -150,11 +158,6 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		err = -errno;
 		goto fail;
 	}
-	/* Run-time accounting stays on while this fd is open; it costs two clock reads
-	 * per program run, which the reported per-sample cost then includes. */
-	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (s->stats_fd < 0)
-		pr_debug("bpf_enable_stats: %s\n", strerror(errno));
 	*out = s;
 	return 0;
 fail:
@@ -329,6 +332,14 @@ int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
 
+	if (s->stats_fd < 0) {
+		uint64_t c[PBP_C_MAX];
+
+		sampler__counters(s, c);
+		*run_ns = c[PBP_C_SELF_NS];
+		*run_cnt = c[PBP_C_SELF_RUNS];
+		return 0;
+	}
 	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.pbp_sample), &info, &len))
 		return -errno;
 	*run_ns = info.run_time_ns;
