@@ -125,3 +125,11 @@ def test_command_not_executable_exits_126(harness, tmp_path):
 def test_usage_error_exits_2(harness, args):
     run = harness.run_profiler(args, timeout=QUICK)
     run.check_error(2)
+
+
+def test_help_states_the_kernel_the_sampler_needs(harness):
+    """The sampler uses bpf_loop: Linux 5.17, not the 5.8 of ring buffers alone."""
+    run = harness.run_profiler(["--help"], timeout=QUICK)
+    assert run.rc == 0, run.describe()
+    text = run.stdout + run.stderr
+    assert "5.17" in text and "5.8+" not in text, text

@@ -48,7 +48,7 @@ static const char main_help[] =
 	"\n"
 	"Privileges: root, or the capabilities CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE,\n"
 	"e.g. sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep ./pybpfprof\n"
-	"The kernel needs BTF (/sys/kernel/btf/vmlinux) and BPF ring buffers (5.8+).\n"
+	"The kernel needs BTF (/sys/kernel/btf/vmlinux) and Linux 5.17 or later (bpf_loop).\n"
 	"Without them, pybpfprof samples from user space (--no-bpf) when it may read the\n"
 	"target's memory: a process of the same user (ptrace allowed), or CAP_SYS_PTRACE.\n"
 	"\n"

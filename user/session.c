@@ -23,6 +23,7 @@
 #include "frame_cache.h"
 #include "interp.h"
 #include "log.h"
+#include "bpf_features.h"
 #include "privs.h"
 #include "proc.h"
 #include "proc_filter.h"
@@ -377,7 +378,8 @@ static const char *sampler_failure(int err)
 	case -EOPNOTSUPP:
 	case -ENOSYS:
 	case -EINVAL:
-		return "this kernel lacks BPF perf-event programs or ring buffers (Linux 5.8+)";
+		return "this kernel lacks a BPF feature the sampler needs (Linux 5.17 or "
+		       "later)";
 	default:
 		return "starting the BPF sampler failed";
 	}
@@ -394,7 +396,7 @@ static const char *bpf_unavailable(char *buf, size_t len)
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return "this kernel has no BTF (/sys/kernel/btf/vmlinux is missing)";
-	return NULL;
+	return bpf_features__missing(buf, len);
 }
 
 static int new_sampler(struct session *s)
