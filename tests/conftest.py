@@ -9,6 +9,12 @@ Interpreter matrix (ids py3.11 ... py3.15): 3.11 is the host's /usr/bin/python3.
 as `chroot ROOT /usr/bin/python3.X`. Workloads are copied to /tmp/pbp-workloads on the
 host and in the chroot, so every target sees its scripts as /tmp/pbp-workloads/W.py.
 
+3.12 has no Debian package: where the machine image carries a pyenv build of it
+(PBP_PY312_HOME, by default /root/.pyenv/versions/3.12.1), its interpreter, libpython
+and standard library are copied to a world-readable directory (the image keeps them
+under /root, which other users cannot enter) and 3.12 joins the matrix as py3.12;
+where it is absent, the run says so in its header and the matrix goes without it.
+
 Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
 PBP_WL_DIR / PBP_RUN_DIR (absolute paths) replace /tmp/pbp-workloads and /tmp/pbp-run.
 """
@@ -39,7 +45,11 @@ FIXTURES = REPO / "tests" / "fixtures"
 WL_DIR = os.environ.get("PBP_WL_DIR", "/tmp/pbp-workloads")  # workloads (host and chroot)
 RUN_DIR = os.environ.get("PBP_RUN_DIR", "/tmp/pbp-run")      # truth files, mode 1777
 
-VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
+PY312_HOME = Path(os.environ.get("PBP_PY312_HOME", "/root/.pyenv/versions/3.12.1"))
+PY312_EXE = PY312_HOME / "bin" / "python3.12"
+PY312_COPY = Path(os.environ.get("PBP_PY312_COPY", "/tmp/pbp-python3.12"))
+VERSIONS = ["3.11"] + (["3.12"] if os.access(PY312_EXE, os.X_OK) else []) + \
+    ["3.13", "3.14", "3.15"]
 SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 STATS_KEYS = [
     "samples_expected", "samples_delivered", "samples_decoded", "samples_incomplete",
@@ -192,6 +202,7 @@ class Interp:
     root: str                  # "/" for the host, else the chroot
     argv: List[str]            # how to start the interpreter
     error: Optional[str] = None
+    prefix: Optional[str] = None   # install prefix of a build with a shared libpython
 
     @property
     def id(self):
@@ -259,7 +270,45 @@ def workloads_installed(sid_root):
     return True
 
 
+def pytest_report_header(config):
+    if "3.12" not in VERSIONS:
+        return (f"CPython 3.12: no build at {PY312_EXE} (PBP_PY312_HOME); "
+                "3.12 is left out of the interpreter matrix")
+    return f"CPython 3.12: {PY312_EXE}, run from a copy in {PY312_COPY}"
+
+
+def _copy_py312():
+    """A copy of the 3.12 build that every user may run; reused while complete."""
+    done = PY312_COPY / ".pbp-complete"
+    if done.exists():
+        return None
+    try:
+        if PY312_COPY.exists():
+            shutil.rmtree(PY312_COPY)
+        (PY312_COPY / "bin").mkdir(parents=True)
+        shutil.copy2(PY312_EXE, PY312_COPY / "bin" / "python3.12")
+        lib = PY312_HOME / "lib"
+        (PY312_COPY / "lib").mkdir()
+        for so in lib.glob("libpython3.12.so*"):
+            shutil.copy2(so, PY312_COPY / "lib" / so.name, follow_symlinks=False)
+        shutil.copytree(lib / "python3.12", PY312_COPY / "lib" / "python3.12",
+                        ignore=shutil.ignore_patterns("test", "idlelib", "site-packages",
+                                                      "config-3.12-*"))
+        (PY312_COPY / "lib" / "python3.12" / "site-packages").mkdir()
+        subprocess.run(["chmod", "-R", "a+rX", str(PY312_COPY)], check=True)
+        done.touch()
+    except (OSError, subprocess.CalledProcessError) as e:
+        return f"copying {PY312_HOME} to {PY312_COPY} failed: {e}"
+    return None
+
+
 def make_interp(version, sid_root):
+    if version == "3.12":
+        err = _copy_py312()
+        # The build's RUNPATH names /root/...; LD_LIBRARY_PATH is searched first.
+        return Interp(version, "/", ["env", f"LD_LIBRARY_PATH={PY312_COPY}/lib",
+                                     str(PY312_COPY / "bin" / "python3.12")], err,
+                      prefix=str(PY312_COPY))
     if version == "3.11":
         exe = "/usr/bin/python3.11"
         err = None if os.access(exe, os.X_OK) else f"{exe} not found (apt-get install python3.11)"

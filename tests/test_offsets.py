@@ -29,7 +29,10 @@ UNIT_C = os.path.join(REPO, "tests", "unit", "test_offsets.c")
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-O2"]
 TRIPLET = "x86_64-linux-gnu"
 
-HOST_VERSIONS = ["3.11"]
+from conftest import PY312_HOME, VERSIONS as MATRIX, make_interp  # noqa: E402
+
+# 3.12 is the machine image's pyenv build, where there is one (see conftest).
+HOST_VERSIONS = ["3.11"] + (["3.12"] if "3.12" in MATRIX else [])
 CHROOT_VERSIONS = ["3.13", "3.14", "3.15"]
 
 # What the bottom of a thread's frame chain is owned by (previous == NULL there).
@@ -78,7 +81,18 @@ def chroot_dir(chroot_root):
     shutil.rmtree(host, ignore_errors=True)
 
 
+def build_cmd_pyenv(version, out):
+    inc = os.path.join(PY312_HOME, "include", "python" + version)
+    lib = os.path.join(PY312_HOME, "lib")
+    need(os.path.join(inc, "internal", "pycore_frame.h"), "python%s internal headers" % version)
+    return ["gcc"] + CFLAGS + [
+        "-DPy_BUILD_CORE", "-I" + inc, CHECK_C, OFFSETS_C, "-o", out, "-L" + lib,
+        "-Wl,-rpath," + lib, "-lpython" + version]
+
+
 def build_cmd_host(version, out):
+    if version == "3.12":
+        return build_cmd_pyenv(version, out)
     inc = "/usr/include/python" + version
     need(os.path.join(inc, "internal", "pycore_frame.h"), "python%s internal headers" % version)
     need(os.path.join("/usr/include", TRIPLET, "python" + version, "pyconfig.h"),
@@ -130,6 +144,11 @@ def checker(version, build_dir, chroot_root=None, chroot_dir=None):
 
 
 def interpreter(version, chroot_root):
+    if version == "3.12":
+        py = make_interp(version, (None, None))
+        if py.error:
+            pytest.fail(py.error)
+        return py.argv
     if version in HOST_VERSIONS:
         path = "/usr/bin/python" + version
         need(path, "interpreter python%s" % version)

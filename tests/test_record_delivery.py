@@ -1,18 +1,58 @@
 """delivery workload: one CPU-bound thread profiled at 1000 Hz for 4 s; every expected
-sample must be delivered and decoded."""
+sample must be delivered and decoded.
+
+How many samples are due depends on how much CPU the target got, which a busy machine
+decides: the test reads the target's own CPU time (schedstat) before the profiler
+starts and after it ends, and the wall time between, and holds the profiler's count to
+what that CPU time allows."""
+
+import time
+from dataclasses import dataclass
 
 import pytest
 
-from conftest import Once, fraction, profile_workload, show, total
+from conftest import Harness, Once, Profiled, fraction, show, total
 
 RATE = 1000
 DURATION = 4
+# A per-CPU clock samples whatever runs when it fires. Tasks that wake, run briefly and
+# sleep again between two ticks are seldom caught, and the CPU-bound task they
+# interrupted takes their ticks: on a busy machine the target gets more samples than its
+# CPU time x rate (7-8 % more measured with builds and tests running beside it), and
+# where the target is the one interrupted, a little fewer (1.2 % fewer seen). Lost
+# samples are caught exactly below, by BPF's own count of ticks that found the target.
+TICK_BIAS = 1.25
+TICK_SHORT = 0.95
+
+
+def cpu_ns(pid):
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+@dataclass
+class Delivery(Profiled):
+    cpu_s: float = 0.0      # the target's CPU time from before the run to after it
+    wall_s: float = 0.0     # wall time over the same span
+
+
+def profile_delivery(tmpdir, profiler, py):
+    h = Harness(tmpdir, profiler)
+    try:
+        w = h.start_workload(py, "delivery")
+        c0, t0 = cpu_ns(w.pid), time.monotonic()
+        run = h.record_pid(w.pid, rate=RATE, duration=DURATION)
+        c1, t1 = cpu_ns(w.pid), time.monotonic()
+        if w.proc.poll() is not None:
+            pytest.fail(f"delivery workload died while profiled:\n{w.output()}")
+    finally:
+        h.close()
+    return Delivery(w.truth, run, w, (c1 - c0) / 1e9, t1 - t0)
 
 
 @pytest.fixture(scope="module")
 def delivery(py, module_tmp, profiler_bin):
-    return Once(lambda: profile_workload(
-        module_tmp / py.id, profiler_bin, py, "delivery", rate=RATE, duration=DURATION))
+    return Once(lambda: profile_delivery(module_tmp / py.id, profiler_bin, py))
 
 
 def stats_of(d):
@@ -27,15 +67,29 @@ def test_delivery_delivered_matches_expected(py, delivery):
     print(f"{py.id}: expected={exp} delivered={got} decoded={st['samples_decoded']} "
           f"drops={st['ringbuf_drops']}")
     assert exp > 0, f"samples_expected is {exp}: {st}"
-    assert 0.99 <= got / exp <= 1.05, f"delivered/expected = {got}/{exp} = {got / exp:.3f}"
+    assert TICK_SHORT <= got / exp <= TICK_BIAS, \
+        f"delivered/expected = {got}/{exp} = {got / exp:.3f}"
+    # Exactly: every tick that found the target's Python thread running Python code
+    # became a record, and every record arrived.
+    hits = st["bpf_target_events"] - st["bpf_no_thread_state"] - st["bpf_no_frame"]
+    assert got <= st["bpf_target_events"] and got >= hits - st["ringbuf_drops"], \
+        f"delivered {got} of {hits} ticks that found a frame: {st}"
 
 
 def test_delivery_rate_is_honoured(py, delivery):
-    delivery = delivery.get()
-    st = stats_of(delivery)
-    nominal = RATE * DURATION   # the target is busy on one CPU for the whole run
-    assert 0.5 * nominal <= st["samples_delivered"] <= 1.1 * nominal, \
-        f"{st['samples_delivered']} samples delivered at -r {RATE} -d {DURATION}: {st}"
+    """Samples follow the target's CPU time at the rate asked for: no more than the CPU
+    it had over the whole span allows, and no fewer than what it had inside the run
+    (the span less the wall time outside the run's own duration)."""
+    d = delivery.get()
+    st = stats_of(d)
+    got, exp = st["samples_delivered"], st["samples_expected"]
+    most = RATE * d.cpu_s
+    least = RATE * (d.cpu_s - (d.wall_s - st["duration_s"]))
+    detail = (f"delivered {got}, expected {exp}; target CPU {d.cpu_s:.3f} s over "
+              f"{d.wall_s:.3f} s, run {st['duration_s']:.3f} s: {st}")
+    assert got <= TICK_BIAS * most + 5 and exp <= 1.02 * most + 5, detail
+    assert got >= TICK_SHORT * least - 5 and exp >= 0.98 * least - 5, detail
+    assert got > 0, detail
 
 
 def test_delivery_no_ringbuf_drops(py, delivery):

@@ -437,7 +437,7 @@ static int choose_sampler(struct session *s, struct target *first)
 	if (!o->no_bpf) {
 		why = bpf_unavailable(buf, sizeof(buf));
 		if (!why) {
-			err = new_sampler(s);
+			err = s->sampler ? 0 : new_sampler(s);
 			if (!err)
 				err = target_enrol(s, first, gil);
 			if (!err) {
@@ -670,6 +670,7 @@ int session__start(const struct session_opts *o, struct session **out)
 	struct session *s = calloc(1, sizeof(*s));
 	struct target *first = calloc(1, sizeof(*first));
 	int code = EXIT_RUNTIME, err;
+	char buf[192];
 
 	*out = NULL;
 	if (!s || !first) {
@@ -693,6 +694,12 @@ int session__start(const struct session_opts *o, struct session **out)
 		code = EXIT_NO_PROCESS;
 		goto fail;
 	}
+	/* A command with a shared libpython runs before its interpreter can be found (the
+	 * loader maps it): load BPF first, so that the seconds a verifier may take on a
+	 * busy host are not cut from the start of the profile. A failure here is reported
+	 * when the sampler is chosen. */
+	if (o->cmd && !o->no_bpf && !bpf_unavailable(buf, sizeof(buf)))
+		new_sampler(s);
 	code = find_first(s, first);
 	if (code)
 		goto fail;
