@@ -15,14 +15,14 @@ from conftest import Harness, Once, Profiled, fraction, show, total
 
 RATE = 1000
 DURATION = 4
-# A per-CPU clock samples whatever runs when it fires. Tasks that wake, run briefly and
-# sleep again between two ticks are seldom caught, and the CPU-bound task they
-# interrupted takes their ticks: on a busy machine the target gets more samples than its
-# CPU time x rate (7-8 % more measured with builds and tests running beside it), and
-# where the target is the one interrupted, a little fewer (1.2 % fewer seen). Lost
-# samples are caught exactly below, by BPF's own count of ticks that found the target.
-TICK_BIAS = 1.25
-TICK_SHORT = 0.95
+# A per-CPU clock samples whatever runs when it fires, so on a busy machine a target's
+# share of the ticks drifts from its share of the CPU: tasks that run briefly between
+# two ticks hand theirs to the task they interrupted, and a task preempted at a tick
+# loses it. Measured with builds and tests running beside the target: 0.81 to 1.08
+# times its CPU time x rate. So CPU time only guards against a rate that is off by a
+# factor; lost samples are caught exactly, by BPF's own count of the ticks that found
+# the target.
+TICK_SHORT, TICK_BIAS = 0.5, 2.0
 
 
 def cpu_ns(pid):
