@@ -10,11 +10,14 @@ on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
 - SIGHUP reloads the config file (a bad one is refused and the old one stays); SIGTERM
   cuts the period short, sends it, and exits 0 within 5 s.
 - The metrics endpoint says how many processes are profiled; after short-lived ones
-  exit, it is back where it was, and so are the BPF map gauges."""
+  exit, it is back where it was, and so are the BPF map gauges.
+- Clients that connect to the metrics port and never send hold up neither /healthz nor
+  sampling."""
 
 import gzip
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Harness, Interp, make_interp
-from test_agent_export import Ingest, free_port, multipart_fields
+from test_agent_export import Ingest, free_port, http_get, multipart_fields
 from test_system_wide import (cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn,
                               wait_for)
 
@@ -272,3 +275,46 @@ def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
     assert "nowhere to send profiles" in none.check_error(2)
     assert bad.rc == 2 and "/nonexistent/dir" in bad.stderr, bad.describe()
     assert badconf.rc == 2 and f"{conf}:2" in badconf.stderr, badconf.describe()
+
+
+def connected(s):
+    """Whether the server still holds @s open (it has sent nothing and not closed)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionError:
+        return False
+
+
+def test_silent_clients_hold_up_neither_healthz_nor_sampling(py315, tmp_path, profiler_bin):
+    """Clients connect to the metrics port and never send a byte nor close. Every
+    /healthz gets its 200 while all of them are still connected: a server that serves
+    one connection at a time answers nobody behind a silent client until it gives up
+    on it and closes it. Meanwhile the agent keeps sampling."""
+    silent = []
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        sysburn(h, py315, fname("agent_silent"), 120)
+        agent = Agent(h, tmp_path, ["--output-dir", tmp_path, "--period", "1s"])
+        before = agent.wait(lambda: (lambda m: m if m.get("pybpfprof_samples_total") else None)(
+            agent.metrics()), 30, "the first samples")["pybpfprof_samples_total"]
+        silent = [socket.create_connection(("127.0.0.1", agent.port), timeout=10)
+                  for _ in range(12)]
+        for i in range(10):
+            status, _, body = http_get(agent.port, "/healthz", timeout=10)
+            assert (status, body) == (200, "ok\n")
+            gone = [n for n, s in enumerate(silent) if not connected(s)]
+            assert not gone, f"/healthz #{i} was answered only after silent clients " \
+                             f"{gone} were dropped"
+        agent.wait(lambda: agent.metrics()["pybpfprof_samples_total"] > before, 30,
+                   "the samples count to rise while the silent clients are connected")
+        gone = [n for n, s in enumerate(silent) if not connected(s)]
+        assert not gone, f"silent clients {gone} were dropped before the scrape's answer"
+        rc, _ = agent.stop()
+    finally:
+        for s in silent:
+            s.close()
+        h.close()
+    assert rc == 0, agent.stderr()
