@@ -12,7 +12,7 @@ on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
 - The metrics endpoint says how many processes are profiled; after short-lived ones
   exit, it is back where it was, and so are the BPF map gauges.
 - Clients that connect to the metrics port and never send hold up neither /healthz nor
-  sampling."""
+  sampling; a reload that changes the metrics address warns every time."""
 
 import gzip
 import re
@@ -45,10 +45,13 @@ def py315(sid_root, workloads_installed):
 
 
 class Agent:
-    def __init__(self, h, tmp_path, args, config=None):
-        self.port = free_port()
+    def __init__(self, h, tmp_path, args, config=None, port=None):
+        """@port: the metrics port the config file gives; None: one on the command
+        line."""
+        self.port = port or free_port()
         self.err = tmp_path / f"agent-{uuid.uuid4().hex[:6]}.stderr"
-        argv = h.profiler_argv(["agent", "--metrics-addr", f"127.0.0.1:{self.port}"] +
+        argv = h.profiler_argv(["agent"] +
+                               ([] if port else ["--metrics-addr", f"127.0.0.1:{self.port}"]) +
                                (["--config", config] if config else []) + list(args))
         with open(self.err, "wb") as fe:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
@@ -318,3 +321,25 @@ def test_silent_clients_hold_up_neither_healthz_nor_sampling(py315, tmp_path, pr
             s.close()
         h.close()
     assert rc == 0, agent.stderr()
+
+
+def test_reload_keeps_the_metrics_address_it_listens_on(tmp_path, profiler_bin):
+    """The metrics address needs a restart: each reload whose file names another one
+    says so, naming the address still served, which keeps answering."""
+    port, other = free_port(), free_port()
+    conf = tmp_path / "agent.conf"
+    conf.write_text(f"output-dir = {tmp_path}\nmetrics-addr = 127.0.0.1:{port}\n")
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        agent = Agent(h, tmp_path, ["--exclude", "*"], config=str(conf), port=port)
+        conf.write_text(f"output-dir = {tmp_path}\nmetrics-addr = 127.0.0.1:{other}\n")
+        for n in (1, 2, 3):
+            agent.proc.send_signal(signal.SIGHUP)
+            agent.wait(lambda: agent.metrics().get("pybpfprof_config_reloads_total") == n,
+                       30, f"reload {n}")
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    warned = agent.stderr().count(f"metrics-addr: 127.0.0.1:{port} stays until a restart")
+    assert warned == 3, agent.stderr()

@@ -191,6 +191,18 @@ static void reload(struct agent_ctx *c)
 		pr_warn("reload failed, the old config stays: %s\n", strerror(-err));
 		return;
 	}
+	if (strcmp(next.metrics_addr, c->cfg.metrics_addr)) {
+		pr_warn("metrics-addr: %s stays until a restart\n", c->cfg.metrics_addr);
+		/* What is in force is what the socket listens on. */
+		free(next.metrics_addr);
+		next.metrics_addr = strdup(c->cfg.metrics_addr);
+		if (!next.metrics_addr) {
+			c->reload_failures++;
+			agent_config__free(&next);
+			pr_warn("reload failed, the old config stays: %s\n", strerror(ENOMEM));
+			return;
+		}
+	}
 	exporter_cfg_of(&next, &ec);
 	err = exporter__reconfigure(c->exporter, &ec);
 	if (err) {
@@ -202,8 +214,6 @@ static void reload(struct agent_ctx *c)
 	if (next.rate_hz != c->cfg.rate_hz)
 		pr_warn("rate: %u Hz stays until a restart (the BPF sampler runs at a fixed "
 			"period)\n", c->cfg.rate_hz);
-	if (strcmp(next.metrics_addr, c->cfg.metrics_addr))
-		pr_warn("metrics-addr: %s stays until a restart\n", c->cfg.metrics_addr);
 	next.rate_hz = c->cfg.rate_hz;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
