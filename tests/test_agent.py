@@ -12,8 +12,12 @@ on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
 - The metrics endpoint says how many processes are profiled; after short-lived ones
   exit, it is back where it was, and so are the BPF map gauges.
 - Clients that connect to the metrics port and never send hold up neither /healthz nor
-  sampling; a reload that changes the metrics address warns every time."""
+  sampling; a reload that changes the metrics address warns every time.
+- The Pyroscope token and password reach the server from a file or the environment;
+  given on the command line they work, with a warning, and are blanked from
+  /proc/PID/cmdline; a control character in one is refused."""
 
+import base64
 import gzip
 import re
 import signal
@@ -343,3 +347,107 @@ def test_reload_keeps_the_metrics_address_it_listens_on(tmp_path, profiler_bin):
     assert rc == 0, agent.stderr()
     warned = agent.stderr().count(f"metrics-addr: 127.0.0.1:{port} stays until a restart")
     assert warned == 3, agent.stderr()
+
+
+def test_secrets_refused_with_a_control_character(tmp_path, profiler_bin, monkeypatch):
+    """A CR or LF would end the Authorization header early and start another: refused
+    with one line, exit 2, whichever way the secret came, and never echoed."""
+    evil = "tok\r\nX-Evil: 1"
+    tokfile = tmp_path / "token"
+    tokfile.write_text(evil + "\n")
+    tokfile.chmod(0o600)
+    conf = tmp_path / "secret.conf"
+    conf.write_text("pyroscope-url = http://127.0.0.1:9\npyroscope-password = \"a\tb\"\n")
+    conf.chmod(0o600)
+    base = ["agent", "--pyroscope-url", "http://127.0.0.1:9"]
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        runs = {
+            "argv": h.run_profiler(base + ["--pyroscope-token", evil], timeout=20),
+            "user": h.run_profiler(base + ["--pyroscope-user", "u\nv"], timeout=20),
+            "file": h.run_profiler(base + ["--pyroscope-token-file", tokfile], timeout=20),
+            "config": h.run_profiler(["agent", "--config", conf], timeout=20),
+        }
+        monkeypatch.setenv("PYBPFPROF_PYROSCOPE_TOKEN", evil)
+        runs["env"] = h.run_profiler(base, timeout=20)
+    finally:
+        h.close()
+    for how, run in runs.items():
+        line = run.check_error(2)
+        assert "control character" in line and "Evil" not in line, (how, line)
+    assert str(tokfile) in runs["file"].stderr
+    assert f"{conf}:2" in runs["config"].stderr
+    assert "PYBPFPROF_PYROSCOPE_TOKEN" in runs["env"].stderr
+
+
+def first_auth(server, agent):
+    """The Authorization header of the first push @server received from @agent."""
+    def got():
+        with server.lock:
+            return server.requests[0][1].get("Authorization") if server.requests else None
+    agent.wait(got, 60, "a push")
+    return got()
+
+
+def test_secrets_from_file_environment_and_command_line(py315, tmp_path, profiler_bin,
+                                                         monkeypatch):
+    """What the server sees in Authorization, the secret read from a file (named on
+    the command line or in the config file), from the environment, or from the
+    command line, which warns and blanks it from /proc/PID/cmdline. A file others
+    can read that holds a secret is warned about."""
+    tokfile = tmp_path / "token"
+    tokfile.write_text("tok-from-file\n")
+    tokfile.chmod(0o644)
+    pwfile = tmp_path / "password"
+    pwfile.write_text("pw-from-file")
+    pwfile.chmod(0o600)
+    readable = tmp_path / "readable.conf"
+    readable.write_text("pyroscope-password = pw-from-config\n")
+    readable.chmod(0o644)
+    seen = {}
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        sysburn(h, py315, fname("agent_secrets"), 120)
+        common = ["--period", "1s"]
+        for how in ("token-file", "env", "password-file", "argv"):
+            server = Ingest()
+            try:
+                args, config = common + ["--pyroscope-url", server.url], None
+                if how == "token-file":
+                    conf = tmp_path / "token.conf"
+                    conf.write_text(f"pyroscope-token-file = {tokfile}\n")
+                    conf.chmod(0o644)   # holds no secret, only where one is
+                    config = str(conf)
+                elif how == "env":
+                    monkeypatch.setenv("PYBPFPROF_PYROSCOPE_TOKEN", "tok-from-env")
+                elif how == "password-file":
+                    # The command line's file wins over the config file's value.
+                    args += ["--pyroscope-user", "me", "--pyroscope-password-file", pwfile]
+                    config = str(readable)
+                else:
+                    args += ["--pyroscope-token", "tok-from-argv"]
+                agent = Agent(h, tmp_path, args, config=config)
+                monkeypatch.delenv("PYBPFPROF_PYROSCOPE_TOKEN", raising=False)
+                cmdline = (Path("/proc") / str(agent.proc.pid) / "cmdline").read_bytes()
+                seen[how] = (first_auth(server, agent), agent.stderr(), cmdline)
+                rc, _ = agent.stop()
+                assert rc == 0, agent.stderr()
+            finally:
+                server.stop()
+    finally:
+        h.close()
+    basic = "Basic " + base64.b64encode(b"me:pw-from-file").decode()
+    assert {how: auth for how, (auth, _, _) in seen.items()} == {
+        "token-file": "Bearer tok-from-file", "env": "Bearer tok-from-env",
+        "password-file": basic, "argv": "Bearer tok-from-argv"}
+    warnings = {how: [line for line in err.splitlines() if "warning" in line or
+                      "can read it" in line] for how, (_, err, _) in seen.items()}
+    assert len(warnings["token-file"]) == 1 and str(tokfile) in warnings["token-file"][0] \
+        and "every user can read it" in warnings["token-file"][0], warnings
+    assert warnings["env"] == [], warnings
+    assert len(warnings["password-file"]) == 1 and \
+        f"config {readable} holds a secret" in warnings["password-file"][0], warnings
+    assert len(warnings["argv"]) == 1 and "--pyroscope-token on the command line" in \
+        warnings["argv"][0], warnings
+    for how, (_, _, cmdline) in seen.items():
+        assert b"tok-from" not in cmdline and b"pw-from" not in cmdline, (how, cmdline)

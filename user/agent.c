@@ -76,6 +76,8 @@ static int load_config(const struct agent_ctx *c, struct agent_config *out)
 		err = agent_config__load(&file, c->config_path);
 	if (!err)
 		err = agent_config__merge(out, &file, c->cli);
+	if (!err)
+		err = agent_config__secrets(out);
 	agent_config__free(&file);
 	if (err)
 		agent_config__free(out);
