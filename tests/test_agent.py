@@ -12,7 +12,8 @@ on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
 - The metrics endpoint says how many processes are profiled; after short-lived ones
   exit, it is back where it was, and so are the BPF map gauges.
 - Clients that connect to the metrics port and never send hold up neither /healthz nor
-  sampling; a reload that changes the metrics address warns every time.
+  sampling; a reload that changes the metrics address warns every time; only the main
+  thread takes signals.
 - The Pyroscope token and password reach the server from a file or the environment;
   given on the command line they work, with a warning, and are blanked from
   /proc/PID/cmdline; a control character in one is refused."""
@@ -451,3 +452,25 @@ def test_secrets_from_file_environment_and_command_line(py315, tmp_path, profile
         warnings["argv"][0], warnings
     for how, (_, _, cmdline) in seen.items():
         assert b"tok-from" not in cmdline and b"pw-from" not in cmdline, (how, cmdline)
+
+
+def test_helper_threads_leave_signals_to_the_main_thread(tmp_path, profiler_bin):
+    """SIGHUP and SIGTERM are the main loop's: the exporter's and the metrics server's
+    threads block them, so the kernel never hands one to a thread that ignores it."""
+    wanted = {signal.SIGHUP, signal.SIGTERM, signal.SIGINT}
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        agent = Agent(h, tmp_path, ["--output-dir", tmp_path, "--exclude", "*"])
+        blocked = {}
+        for task in (Path("/proc") / str(agent.proc.pid) / "task").iterdir():
+            status = (task / "status").read_text()
+            mask = int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+            blocked[int(task.name)] = {s for s in wanted if mask >> (s - 1) & 1}
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    main = blocked.pop(agent.proc.pid)
+    assert main == set(), main
+    assert len(blocked) >= 2, blocked    # the exporter's sender, the metrics server
+    assert all(b == wanted for b in blocked.values()), blocked
