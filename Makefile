@@ -128,7 +128,7 @@ $(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/expor
 
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
-		export_queue.o metrics_http.o log.o)
+		export_queue.o metrics_http.o worker.o log.o)
 $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread

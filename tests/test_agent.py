@@ -10,11 +10,19 @@ on 127.0.0.1 standing in for Pyroscope, and the pprof bodies decoded by protoc.
 - SIGHUP reloads the config file (a bad one is refused and the old one stays); SIGTERM
   cuts the period short, sends it, and exits 0 within 5 s.
 - The metrics endpoint says how many processes are profiled; after short-lived ones
-  exit, it is back where it was, and so are the BPF map gauges."""
+  exit, it is back where it was, and so are the BPF map gauges.
+- Clients that connect to the metrics port and never send hold up neither /healthz nor
+  sampling; a reload that changes the metrics address warns every time; only the main
+  thread takes signals.
+- The Pyroscope token and password reach the server from a file or the environment;
+  given on the command line they work, with a warning, and are blanked from
+  /proc/PID/cmdline; a control character in one is refused."""
 
+import base64
 import gzip
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -26,7 +34,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Harness, Interp, make_interp
-from test_agent_export import Ingest, free_port, multipart_fields
+from test_agent_export import Ingest, free_port, http_get, multipart_fields
 from test_system_wide import (cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn,
                               wait_for)
 
@@ -42,10 +50,13 @@ def py315(sid_root, workloads_installed):
 
 
 class Agent:
-    def __init__(self, h, tmp_path, args, config=None):
-        self.port = free_port()
+    def __init__(self, h, tmp_path, args, config=None, port=None):
+        """@port: the metrics port the config file gives; None: one on the command
+        line."""
+        self.port = port or free_port()
         self.err = tmp_path / f"agent-{uuid.uuid4().hex[:6]}.stderr"
-        argv = h.profiler_argv(["agent", "--metrics-addr", f"127.0.0.1:{self.port}"] +
+        argv = h.profiler_argv(["agent"] +
+                               ([] if port else ["--metrics-addr", f"127.0.0.1:{self.port}"]) +
                                (["--config", config] if config else []) + list(args))
         with open(self.err, "wb") as fe:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
@@ -272,3 +283,194 @@ def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
     assert "nowhere to send profiles" in none.check_error(2)
     assert bad.rc == 2 and "/nonexistent/dir" in bad.stderr, bad.describe()
     assert badconf.rc == 2 and f"{conf}:2" in badconf.stderr, badconf.describe()
+
+
+def connected(s):
+    """Whether the server still holds @s open (it has sent nothing and not closed)."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except ConnectionError:
+        return False
+
+
+def test_silent_clients_hold_up_neither_healthz_nor_sampling(py315, tmp_path, profiler_bin):
+    """Clients connect to the metrics port and never send a byte nor close. Every
+    /healthz gets its 200 while all of them are still connected: a server that serves
+    one connection at a time answers nobody behind a silent client until it gives up
+    on it and closes it. Meanwhile the agent keeps sampling."""
+    silent = []
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        sysburn(h, py315, fname("agent_silent"), 120)
+        agent = Agent(h, tmp_path, ["--output-dir", tmp_path, "--period", "1s"])
+        before = agent.wait(lambda: (lambda m: m if m.get("pybpfprof_samples_total") else None)(
+            agent.metrics()), 30, "the first samples")["pybpfprof_samples_total"]
+        silent = [socket.create_connection(("127.0.0.1", agent.port), timeout=10)
+                  for _ in range(12)]
+        for i in range(10):
+            status, _, body = http_get(agent.port, "/healthz", timeout=10)
+            assert (status, body) == (200, "ok\n")
+            gone = [n for n, s in enumerate(silent) if not connected(s)]
+            assert not gone, f"/healthz #{i} was answered only after silent clients " \
+                             f"{gone} were dropped"
+        agent.wait(lambda: agent.metrics()["pybpfprof_samples_total"] > before, 30,
+                   "the samples count to rise while the silent clients are connected")
+        gone = [n for n, s in enumerate(silent) if not connected(s)]
+        assert not gone, f"silent clients {gone} were dropped before the scrape's answer"
+        rc, _ = agent.stop()
+    finally:
+        for s in silent:
+            s.close()
+        h.close()
+    assert rc == 0, agent.stderr()
+
+
+def test_reload_keeps_the_metrics_address_it_listens_on(tmp_path, profiler_bin):
+    """The metrics address needs a restart: each reload whose file names another one
+    says so, naming the address still served, which keeps answering."""
+    port, other = free_port(), free_port()
+    conf = tmp_path / "agent.conf"
+    conf.write_text(f"output-dir = {tmp_path}\nmetrics-addr = 127.0.0.1:{port}\n")
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        agent = Agent(h, tmp_path, ["--exclude", "*"], config=str(conf), port=port)
+        conf.write_text(f"output-dir = {tmp_path}\nmetrics-addr = 127.0.0.1:{other}\n")
+        for n in (1, 2, 3):
+            agent.proc.send_signal(signal.SIGHUP)
+            agent.wait(lambda: agent.metrics().get("pybpfprof_config_reloads_total") == n,
+                       30, f"reload {n}")
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    warned = agent.stderr().count(f"metrics-addr: 127.0.0.1:{port} stays until a restart")
+    assert warned == 3, agent.stderr()
+
+
+def test_secrets_refused_with_a_control_character(tmp_path, profiler_bin, monkeypatch):
+    """A CR or LF would end the Authorization header early and start another: refused
+    with one line, exit 2, whichever way the secret came, and never echoed."""
+    evil = "tok\r\nX-Evil: 1"
+    tokfile = tmp_path / "token"
+    tokfile.write_text(evil + "\n")
+    tokfile.chmod(0o600)
+    conf = tmp_path / "secret.conf"
+    conf.write_text("pyroscope-url = http://127.0.0.1:9\npyroscope-password = \"a\tb\"\n")
+    conf.chmod(0o600)
+    base = ["agent", "--pyroscope-url", "http://127.0.0.1:9"]
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        runs = {
+            "argv": h.run_profiler(base + ["--pyroscope-token", evil], timeout=20),
+            "user": h.run_profiler(base + ["--pyroscope-user", "u\nv"], timeout=20),
+            "file": h.run_profiler(base + ["--pyroscope-token-file", tokfile], timeout=20),
+            "config": h.run_profiler(["agent", "--config", conf], timeout=20),
+        }
+        monkeypatch.setenv("PYBPFPROF_PYROSCOPE_TOKEN", evil)
+        runs["env"] = h.run_profiler(base, timeout=20)
+    finally:
+        h.close()
+    for how, run in runs.items():
+        line = run.check_error(2)
+        assert "control character" in line and "Evil" not in line, (how, line)
+    assert str(tokfile) in runs["file"].stderr
+    assert f"{conf}:2" in runs["config"].stderr
+    assert "PYBPFPROF_PYROSCOPE_TOKEN" in runs["env"].stderr
+
+
+def first_auth(server, agent):
+    """The Authorization header of the first push @server received from @agent."""
+    def got():
+        with server.lock:
+            return server.requests[0][1].get("Authorization") if server.requests else None
+    agent.wait(got, 60, "a push")
+    return got()
+
+
+def test_secrets_from_file_environment_and_command_line(py315, tmp_path, profiler_bin,
+                                                         monkeypatch):
+    """What the server sees in Authorization, the secret read from a file (named on
+    the command line or in the config file), from the environment, or from the
+    command line, which warns and blanks it from /proc/PID/cmdline. A file others
+    can read that holds a secret is warned about."""
+    tokfile = tmp_path / "token"
+    tokfile.write_text("tok-from-file\n")
+    tokfile.chmod(0o644)
+    pwfile = tmp_path / "password"
+    pwfile.write_text("pw-from-file")
+    pwfile.chmod(0o600)
+    readable = tmp_path / "readable.conf"
+    readable.write_text("pyroscope-password = pw-from-config\n")
+    readable.chmod(0o644)
+    seen = {}
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        sysburn(h, py315, fname("agent_secrets"), 120)
+        common = ["--period", "1s"]
+        for how in ("token-file", "env", "password-file", "argv"):
+            server = Ingest()
+            try:
+                args, config = common + ["--pyroscope-url", server.url], None
+                if how == "token-file":
+                    conf = tmp_path / "token.conf"
+                    conf.write_text(f"pyroscope-token-file = {tokfile}\n")
+                    conf.chmod(0o644)   # holds no secret, only where one is
+                    config = str(conf)
+                elif how == "env":
+                    monkeypatch.setenv("PYBPFPROF_PYROSCOPE_TOKEN", "tok-from-env")
+                elif how == "password-file":
+                    # The command line's file wins over the config file's value.
+                    args += ["--pyroscope-user", "me", "--pyroscope-password-file", pwfile]
+                    config = str(readable)
+                else:
+                    args += ["--pyroscope-token", "tok-from-argv"]
+                agent = Agent(h, tmp_path, args, config=config)
+                monkeypatch.delenv("PYBPFPROF_PYROSCOPE_TOKEN", raising=False)
+                cmdline = (Path("/proc") / str(agent.proc.pid) / "cmdline").read_bytes()
+                seen[how] = (first_auth(server, agent), agent.stderr(), cmdline)
+                rc, _ = agent.stop()
+                assert rc == 0, agent.stderr()
+            finally:
+                server.stop()
+    finally:
+        h.close()
+    basic = "Basic " + base64.b64encode(b"me:pw-from-file").decode()
+    assert {how: auth for how, (auth, _, _) in seen.items()} == {
+        "token-file": "Bearer tok-from-file", "env": "Bearer tok-from-env",
+        "password-file": basic, "argv": "Bearer tok-from-argv"}
+    warnings = {how: [line for line in err.splitlines() if "warning" in line or
+                      "can read it" in line] for how, (_, err, _) in seen.items()}
+    assert len(warnings["token-file"]) == 1 and str(tokfile) in warnings["token-file"][0] \
+        and "every user can read it" in warnings["token-file"][0], warnings
+    assert warnings["env"] == [], warnings
+    assert len(warnings["password-file"]) == 1 and \
+        f"config {readable} holds a secret" in warnings["password-file"][0], warnings
+    assert len(warnings["argv"]) == 1 and "--pyroscope-token on the command line" in \
+        warnings["argv"][0], warnings
+    for how, (_, _, cmdline) in seen.items():
+        assert b"tok-from" not in cmdline and b"pw-from" not in cmdline, (how, cmdline)
+
+
+def test_helper_threads_leave_signals_to_the_main_thread(tmp_path, profiler_bin):
+    """SIGHUP and SIGTERM are the main loop's: the exporter's and the metrics server's
+    threads block them, so the kernel never hands one to a thread that ignores it."""
+    wanted = {signal.SIGHUP, signal.SIGTERM, signal.SIGINT}
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        agent = Agent(h, tmp_path, ["--output-dir", tmp_path, "--exclude", "*"])
+        blocked = {}
+        for task in (Path("/proc") / str(agent.proc.pid) / "task").iterdir():
+            status = (task / "status").read_text()
+            mask = int(re.search(r"^SigBlk:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+            blocked[int(task.name)] = {s for s in wanted if mask >> (s - 1) & 1}
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    main = blocked.pop(agent.proc.pid)
+    assert main == set(), main
+    assert len(blocked) >= 2, blocked    # the exporter's sender, the metrics server
+    assert all(b == wanted for b in blocked.values()), blocked

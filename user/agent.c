@@ -28,6 +28,8 @@
 /* SIGTERM leaves 5 s before a supervisor kills: most of it for the last pushes. */
 #define FLUSH_MS 3500
 #define LABELS_MAX 32
+/* How stale /metrics may be: Prometheus scrapes every 15 s or more. */
+#define METRICS_PUBLISH_MS 1000
 
 /* Set by SIGHUP, read by the loop. */
 static volatile sig_atomic_t reload_asked;
@@ -49,6 +51,8 @@ struct agent_ctx {
 	struct session *session;
 	struct exporter *exporter;
 	struct metrics_http *metrics;
+	struct sampler_maps maps;	/* counted once per period: a syscall per entry */
+	uint64_t published_ns;		/* when /metrics was last published */
 	struct agent_procs procs;
 	char host[256];
 	uint64_t period_ns, period_start_ns;
@@ -72,6 +76,8 @@ static int load_config(const struct agent_ctx *c, struct agent_config *out)
 		err = agent_config__load(&file, c->config_path);
 	if (!err)
 		err = agent_config__merge(out, &file, c->cli);
+	if (!err)
+		err = agent_config__secrets(out);
 	agent_config__free(&file);
 	if (err)
 		agent_config__free(out);
@@ -187,6 +193,18 @@ static void reload(struct agent_ctx *c)
 		pr_warn("reload failed, the old config stays: %s\n", strerror(-err));
 		return;
 	}
+	if (strcmp(next.metrics_addr, c->cfg.metrics_addr)) {
+		pr_warn("metrics-addr: %s stays until a restart\n", c->cfg.metrics_addr);
+		/* What is in force is what the socket listens on. */
+		free(next.metrics_addr);
+		next.metrics_addr = strdup(c->cfg.metrics_addr);
+		if (!next.metrics_addr) {
+			c->reload_failures++;
+			agent_config__free(&next);
+			pr_warn("reload failed, the old config stays: %s\n", strerror(ENOMEM));
+			return;
+		}
+	}
 	exporter_cfg_of(&next, &ec);
 	err = exporter__reconfigure(c->exporter, &ec);
 	if (err) {
@@ -198,8 +216,6 @@ static void reload(struct agent_ctx *c)
 	if (next.rate_hz != c->cfg.rate_hz)
 		pr_warn("rate: %u Hz stays until a restart (the BPF sampler runs at a fixed "
 			"period)\n", c->cfg.rate_hz);
-	if (strcmp(next.metrics_addr, c->cfg.metrics_addr))
-		pr_warn("metrics-addr: %s stays until a restart\n", c->cfg.metrics_addr);
 	next.rate_hz = c->cfg.rate_hz;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
@@ -344,6 +360,7 @@ static int cut(struct agent_ctx *c)
 	}
 	free(refs);
 	agent_procs__forget_gone(&c->procs);
+	session__map_entries(c->session, &c->maps);
 	c->period_start_ns = clock__mono_ns();
 	return err ? err : session__reset_profile(c->session);
 }
@@ -368,12 +385,11 @@ static int render(void *ctx, FILE *f)
 	struct agent_ctx *c = ctx;
 	struct session_status st;
 	struct exporter_metrics em;
-	struct sampler_maps maps;
+	const struct sampler_maps *maps = &c->maps;
 	struct run_stats rs;
 
 	session__status(c->session, &st);
 	session__stats(c->session, &rs);
-	session__map_entries(c->session, &maps);
 	exporter__metrics(c->exporter, &em);
 	metrics_http__metric(f, "pybpfprof_samples_total", "counter",
 			     "Stacks sampled and aggregated", st.samples);
@@ -397,12 +413,12 @@ static int render(void *ctx, FILE *f)
 			     st.processes_skipped);
 	metrics_http__metric(f, "pybpfprof_threads", "gauge",
 			     "Threads sampled in the current period", st.threads);
-	fprintf(f, "# HELP pybpfprof_bpf_map_entries Entries in the BPF maps\n"
+	fprintf(f, "# HELP pybpfprof_bpf_map_entries Entries in the BPF maps at the last period end\n"
 		"# TYPE pybpfprof_bpf_map_entries gauge\n"
 		"pybpfprof_bpf_map_entries{map=\"targets\"} %u\n"
 		"pybpfprof_bpf_map_entries{map=\"threads\"} %u\n"
 		"pybpfprof_bpf_map_entries{map=\"fcache\"} %u\n",
-		maps.targets, maps.threads, maps.fcache);
+		maps->targets, maps->threads, maps->fcache);
 	metrics_http__metric(f, "pybpfprof_profiles_cut_total", "counter",
 			     "Per-process profiles made at period ends", c->profiles_cut);
 	metrics_http__metric(f, "pybpfprof_profile_failures_total", "counter",
@@ -415,6 +431,17 @@ static int render(void *ctx, FILE *f)
 			     "Resident memory of the agent", rss_bytes());
 	exporter__print_metrics(&em, f);
 	return 0;
+}
+
+/* Renders here, on the sampling thread, which owns what is rendered; the server thread
+ * only copies the text. */
+static void publish(struct agent_ctx *c)
+{
+	int err = metrics_http__publish(c->metrics, render, c);
+
+	if (err)
+		pr_debug("metrics: %s\n", strerror(-err));
+	c->published_ns = clock__mono_ns();
 }
 
 /* ---- the loop -------------------------------------------------------------------- */
@@ -468,6 +495,8 @@ static int start(struct agent_ctx *c)
 	if (err)
 		return err;
 	c->period_start_ns = clock__mono_ns();
+	session__map_entries(c->session, &c->maps);
+	publish(c);
 	pr_warn("agent running: a profile per process every %u ms, metrics on http://%s/metrics\n",
 		c->cfg.period_ms, c->cfg.metrics_addr);
 	return 0;
@@ -483,16 +512,19 @@ static int run(struct agent_ctx *c)
 			return err;
 		if (c->fatal)
 			return c->fatal;
-		metrics_http__serve(c->metrics, render, c);
 		if (reload_asked) {
 			reload_asked = 0;
 			reload(c);
+			publish(c);
 		}
 		if (clock__mono_ns() - c->period_start_ns >= c->period_ns) {
 			err = cut(c);
 			if (err)
 				return err;
+			publish(c);
 		}
+		if (clock__mono_ns() - c->published_ns >= METRICS_PUBLISH_MS * 1000000ull)
+			publish(c);
 	}
 	return 0;
 }

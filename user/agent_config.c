@@ -2,9 +2,12 @@
 /* The agent's config file and option values; see agent_config.h. */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent_config.h"
 #include "log.h"
@@ -22,8 +25,11 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_OUTPUT_MAX_MB] = "output-max-mb", [AK_QUEUE_MAX] = "queue-max",
 	[AK_QUEUE_MAX_MB] = "queue-max-mb", [AK_METRICS_ADDR] = "metrics-addr",
 	[AK_LABEL] = "label", [AK_EXCLUDE] = "exclude", [AK_CONTAINER] = "container",
-	[AK_HOST_NAME] = "host-name",
+	[AK_HOST_NAME] = "host-name", [AK_PYROSCOPE_TOKEN_FILE] = "pyroscope-token-file",
+	[AK_PYROSCOPE_PASSWORD_FILE] = "pyroscope-password-file",
 };
+
+#define SECRET_MAX_BYTES 16384
 
 static void strlist__free(struct strlist *l)
 {
@@ -59,6 +65,22 @@ static int set_str(char **dst, const char *s)
 	return 0;
 }
 
+static void free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+/* Control characters would end an HTTP header line early (CR, LF) or mangle it. */
+static int has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 int agent_config__init(struct agent_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -79,9 +101,11 @@ void agent_config__free(struct agent_config *c)
 	free(c->app_name);
 	free(c->host_name);
 	free(c->pyroscope_url);
-	free(c->pyroscope_token);
+	free_secret(c->pyroscope_token);
 	free(c->pyroscope_user);
-	free(c->pyroscope_password);
+	free_secret(c->pyroscope_password);
+	free(c->pyroscope_token_file);
+	free(c->pyroscope_password_file);
 	free(c->output_dir);
 	free(c->metrics_addr);
 	strlist__free(&c->pyroscope_headers);
@@ -230,13 +254,28 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			rc = set_str(&c->host_name, value);
 		break;
 	case AK_PYROSCOPE_TOKEN:
-		rc = set_str(&c->pyroscope_token, value);
-		break;
-	case AK_PYROSCOPE_USER:
-		rc = set_str(&c->pyroscope_user, value);
-		break;
 	case AK_PYROSCOPE_PASSWORD:
-		rc = set_str(&c->pyroscope_password, value);
+	case AK_PYROSCOPE_USER:
+		/* Never echo a secret, nor a line break, back into a log. */
+		if (has_control(value)) {
+			snprintf(err, errlen, "%s: has a control character (CR, LF, tab...) in it",
+				 key);
+			return -EINVAL;
+		}
+		if (k == AK_PYROSCOPE_USER && strchr(value, ':'))
+			why = "has a ':' in it (basic auth ends the user name there)";
+		else
+			rc = set_str(k == AK_PYROSCOPE_TOKEN ? &c->pyroscope_token :
+				     k == AK_PYROSCOPE_USER ? &c->pyroscope_user :
+				     &c->pyroscope_password, value);
+		break;
+	case AK_PYROSCOPE_TOKEN_FILE:
+	case AK_PYROSCOPE_PASSWORD_FILE:
+		if (!*value)
+			why = "is empty";
+		else
+			rc = set_str(k == AK_PYROSCOPE_TOKEN_FILE ? &c->pyroscope_token_file :
+				     &c->pyroscope_password_file, value);
 		break;
 	case AK_OUTPUT_DIR:
 		if (!*value)
@@ -341,6 +380,18 @@ int agent_config__parse(struct agent_config *c, const char *text, const char *na
 	return 0;
 }
 
+/* A secret in a file that others may read is no secret: say so (and go on: it is the
+ * admin's call, and a refusal would stop profiling over a mode bit). */
+static void warn_if_readable(int fd, const char *what, const char *path)
+{
+	struct stat st;
+
+	if (!fstat(fd, &st) && (st.st_mode & (S_IRGRP | S_IROTH)))
+		pr_warn("%s %s holds a secret but %s can read it (mode %04o): chmod 600 it\n",
+			what, path, st.st_mode & S_IROTH ? "every user" : "its group",
+			(unsigned int)(st.st_mode & 07777));
+}
+
 int agent_config__load(struct agent_config *c, const char *path)
 {
 	FILE *f = fopen(path, "re");
@@ -371,6 +422,8 @@ int agent_config__load(struct agent_config *c, const char *path)
 		goto cleanup;
 	}
 	err = agent_config__parse(c, text, path);
+	if (!err && (c->set & (1u << AK_PYROSCOPE_TOKEN | 1u << AK_PYROSCOPE_PASSWORD)))
+		warn_if_readable(fileno(f), "config", path);
 cleanup:
 	free(text);
 	fclose(f);
@@ -430,13 +483,22 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 			const struct agent_config *cli)
 {
 #define PICK(k) ((cli->set & (1u << (k))) ? cli : file)
+	/* A secret and its file are one setting: the command line's, if it gives either. */
+#define PICK2(k1, k2) ((cli->set & (1u << (k1) | 1u << (k2))) ? cli : file)
 	char *const *strs[][2] = {
 		{ &out->app_name, &PICK(AK_APP_NAME)->app_name },
 		{ &out->host_name, &PICK(AK_HOST_NAME)->host_name },
 		{ &out->pyroscope_url, &PICK(AK_PYROSCOPE_URL)->pyroscope_url },
-		{ &out->pyroscope_token, &PICK(AK_PYROSCOPE_TOKEN)->pyroscope_token },
+		{ &out->pyroscope_token, &PICK2(AK_PYROSCOPE_TOKEN,
+						AK_PYROSCOPE_TOKEN_FILE)->pyroscope_token },
+		{ &out->pyroscope_token_file, &PICK2(AK_PYROSCOPE_TOKEN,
+						     AK_PYROSCOPE_TOKEN_FILE)->pyroscope_token_file },
 		{ &out->pyroscope_user, &PICK(AK_PYROSCOPE_USER)->pyroscope_user },
-		{ &out->pyroscope_password, &PICK(AK_PYROSCOPE_PASSWORD)->pyroscope_password },
+		{ &out->pyroscope_password, &PICK2(AK_PYROSCOPE_PASSWORD,
+						   AK_PYROSCOPE_PASSWORD_FILE)->pyroscope_password },
+		{ &out->pyroscope_password_file,
+		  &PICK2(AK_PYROSCOPE_PASSWORD,
+			 AK_PYROSCOPE_PASSWORD_FILE)->pyroscope_password_file },
 		{ &out->output_dir, &PICK(AK_OUTPUT_DIR)->output_dir },
 		{ &out->metrics_addr, &PICK(AK_METRICS_ADDR)->metrics_addr },
 	};
@@ -467,5 +529,102 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 				cli->containers.n ? &cli->containers : &file->containers);
 	out->set = file->set | cli->set;
 	return err;
+#undef PICK2
 #undef PICK
+}
+
+/* @path's content, less one final newline, into *@out; the reason logged otherwise,
+ * naming the setting @key that gave the path. */
+static int read_secret(const char *path, const char *key, char **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), err = 0;
+	char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("%s %s: %s\n", key, path, strerror(-err));
+		return err == -ENOMEM ? err : -EINVAL;
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		pr_warn("%s %s: not a regular file\n", key, path);
+		err = -EINVAL;
+		goto out;
+	}
+	warn_if_readable(fd, key, path);
+	buf = malloc(SECRET_MAX_BYTES + 1);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	n = read(fd, buf, SECRET_MAX_BYTES + 1);
+	if (n < 0 || n > SECRET_MAX_BYTES) {
+		pr_warn("%s %s: %s\n", key, path,
+			n < 0 ? strerror(errno) : "larger than 16 KiB");
+		err = -EINVAL;
+		goto out;
+	}
+	buf[n] = '\0';
+	if (n && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	if (n && buf[n - 1] == '\r')
+		buf[--n] = '\0';
+	if (!n || has_control(buf) || memchr(buf, '\0', (size_t)n)) {
+		pr_warn("%s %s: %s\n", key, path, !n ? "is empty" :
+			"has a control character (CR, LF, tab...) or more than one line");
+		err = -EINVAL;
+		goto out;
+	}
+	*out = buf;
+	buf = NULL;
+out:
+	if (buf)
+		explicit_bzero(buf, SECRET_MAX_BYTES + 1);
+	free(buf);
+	close(fd);
+	return err;
+}
+
+/* One secret: its file, else the value given, else the environment's. */
+static int secret(char **value, const char *file, int key, int file_key, const char *env)
+{
+	const char *e;
+	char *got = NULL;
+	int err;
+
+	if (file && *value) {
+		pr_warn("give %s or %s, not both\n", key_names[key], key_names[file_key]);
+		return -EINVAL;
+	}
+	if (file) {
+		err = read_secret(file, key_names[file_key], &got);
+		if (err)
+			return err;
+	} else if (!*value && (e = getenv(env)) && *e) {
+		if (has_control(e)) {
+			pr_warn("%s: has a control character (CR, LF, tab...) in it\n", env);
+			return -EINVAL;
+		}
+		got = strdup(e);
+		if (!got)
+			return -ENOMEM;
+	} else {
+		return 0;
+	}
+	free_secret(*value);
+	*value = got;
+	return 0;
+}
+
+int agent_config__secrets(struct agent_config *c)
+{
+	int err = secret(&c->pyroscope_token, c->pyroscope_token_file, AK_PYROSCOPE_TOKEN,
+			 AK_PYROSCOPE_TOKEN_FILE, "PYBPFPROF_PYROSCOPE_TOKEN");
+
+	if (!err)
+		err = secret(&c->pyroscope_password, c->pyroscope_password_file,
+			     AK_PYROSCOPE_PASSWORD, AK_PYROSCOPE_PASSWORD_FILE,
+			     "PYBPFPROF_PYROSCOPE_PASSWORD");
+	return err;
 }

@@ -8,6 +8,11 @@
  *   period = 10s
  *   pyroscope-url = "https://profiles.example:4040"
  *   label = team=payments          (repeatable)
+ *   pyroscope-token-file = /run/secrets/pyroscope-token
+ *
+ * Secrets (the token and the password) are best read from a file of their own or from
+ * the environment (PYBPFPROF_PYROSCOPE_TOKEN, PYBPFPROF_PYROSCOPE_PASSWORD): a command
+ * line is readable by every local user. agent_config__secrets() reads them.
  */
 #ifndef PBP_AGENT_CONFIG_H
 #define PBP_AGENT_CONFIG_H
@@ -24,7 +29,8 @@ enum agent_key {
 	AK_PERIOD, AK_RATE, AK_APP_NAME, AK_PYROSCOPE_URL, AK_PYROSCOPE_TOKEN,
 	AK_PYROSCOPE_USER, AK_PYROSCOPE_PASSWORD, AK_PYROSCOPE_HEADER, AK_OUTPUT_DIR,
 	AK_OUTPUT_MAX_MB, AK_QUEUE_MAX, AK_QUEUE_MAX_MB, AK_METRICS_ADDR, AK_LABEL,
-	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_COUNT,
+	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_PYROSCOPE_TOKEN_FILE,
+	AK_PYROSCOPE_PASSWORD_FILE, AK_COUNT,
 };
 
 struct agent_config {
@@ -33,6 +39,7 @@ struct agent_config {
 	char *app_name;			/* default "pybpfprof" */
 	char *host_name;		/* the host label; NULL: gethostname() */
 	char *pyroscope_url, *pyroscope_token, *pyroscope_user, *pyroscope_password;
+	char *pyroscope_token_file, *pyroscope_password_file;	/* read by __secrets() */
 	struct strlist pyroscope_headers;	/* "Name: value" */
 	char *output_dir;
 	uint64_t output_max_mb;		/* default 1024 */
@@ -70,6 +77,14 @@ int agent_config__parse(struct agent_config *c, const char *text, const char *na
  */
 int agent_config__merge(struct agent_config *out, const struct agent_config *file,
 			const struct agent_config *cli);
+/*
+ * The token and the password from their files (pyroscope-token-file,
+ * pyroscope-password-file) or, when neither the value nor a file is given, from
+ * PYBPFPROF_PYROSCOPE_TOKEN and PYBPFPROF_PYROSCOPE_PASSWORD. A file may end in one
+ * newline; a secret with a control character in it is refused. -EINVAL with the reason
+ * logged (never the secret), or -ENOMEM.
+ */
+int agent_config__secrets(struct agent_config *c);
 /* "10s", "1m", "500ms", "2h", or plain seconds -> milliseconds; -EINVAL. */
 int agent_config__parse_period(const char *s, uint32_t *ms);
 

@@ -130,6 +130,16 @@ static int add_header(struct pyroscope *p, const char *h)
 	return 0;
 }
 
+/* Whether @s would break out of a header line (or a basic-auth pair) it is pasted
+ * into: a control character (CR, LF...), or in a user name, a ':'. */
+static int unsafe_in_header(const char *s, int user)
+{
+	for (; s && *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f || (user && *s == ':'))
+			return 1;
+	return 0;
+}
+
 int pyroscope__new(const struct pyroscope_cfg *cfg, struct pyroscope **out)
 {
 	struct pyroscope *p;
@@ -140,6 +150,13 @@ int pyroscope__new(const struct pyroscope_cfg *cfg, struct pyroscope **out)
 	*out = NULL;
 	if (!cfg->url || (strncmp(cfg->url, "http://", 7) && strncmp(cfg->url, "https://", 8)))
 		return -EINVAL;
+	/* The config parser refuses these too; the request must not depend on it. */
+	if (unsafe_in_header(cfg->token, 0) || unsafe_in_header(cfg->user, 1) ||
+	    unsafe_in_header(cfg->password, 0)) {
+		pr_warn("pyroscope: a control character in the token, user or password, or a "
+			"':' in the user\n");
+		return -EINVAL;
+	}
 	/* Reference-counted by curl; thread-safe in the curl versions we build with. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT))
 		return -ENOMEM;

@@ -24,6 +24,7 @@
 #include "exporter.h"
 #include "log.h"
 #include "metrics_http.h"
+#include "worker.h"
 
 #define DEFAULT_QUEUE_ITEMS 64
 #define DEFAULT_QUEUE_BYTES (256ull << 20)
@@ -209,16 +210,20 @@ static void refresh_sinks(struct exporter *e)
 	e->backoff_ms = 0;
 }
 
-/* Sender: the remaining time of a flush under way, or 0. */
+/* Sender: the time left to a flush under way, -1 once its deadline has passed, 0 when
+ * none is under way; read whole under the lock, as the caller's thread writes it. */
 static int64_t flush_left_ms(struct exporter *e)
 {
 	int64_t left = 0;
 
 	pthread_mutex_lock(&e->lock);
-	if (e->flush_deadline_ms)
+	if (e->flush_deadline_ms) {
 		left = e->flush_deadline_ms - now_ms();
+		if (left <= 0)
+			left = -1;
+	}
 	pthread_mutex_unlock(&e->lock);
-	return left > 0 ? left : e->flush_deadline_ms ? -1 : 0;
+	return left;
 }
 
 static void note_failure(struct exporter *e, int err, long status)
@@ -376,7 +381,7 @@ int exporter__new(const struct exporter_cfg *cfg, struct exporter **out)
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_cond_init(&e->idle, &attr);
 	pthread_condattr_destroy(&attr);
-	err = -pthread_create(&e->thread, NULL, sender, e);
+	err = worker__start(&e->thread, sender, e);
 	if (err)
 		goto fail_thread;
 	e->thread_started = 1;

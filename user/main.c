@@ -266,9 +266,15 @@ static const char agent_help[] =
 	"      --pyroscope-url URL        push to Pyroscope's /ingest (Grafana Pyroscope,\n"
 	"                                 Grafana Cloud Profiles): http:// or https://\n"
 	"      --app-name NAME            the application name there (default pybpfprof)\n"
-	"      --pyroscope-token TOKEN    bearer token;\n"
-	"      --pyroscope-user USER, --pyroscope-password PASSWORD  or basic auth\n"
-	"      --pyroscope-header 'NAME: VALUE'  an extra header, e.g. X-Scope-OrgID\n"
+	"      --pyroscope-token-file FILE  bearer token: FILE's one line, read again on\n"
+	"                                 SIGHUP (or $PYBPFPROF_PYROSCOPE_TOKEN);\n"
+	"      --pyroscope-user USER      or basic auth, with\n"
+	"      --pyroscope-password-file FILE  (or $PYBPFPROF_PYROSCOPE_PASSWORD)\n"
+	"      --pyroscope-token TOKEN, --pyroscope-password PASSWORD  work too, with a\n"
+	"                                 warning: every user of the host can read a\n"
+	"                                 command line. As config file keys they are\n"
+	"                                 fine in a file only root can read (else a\n"
+	"                                 warning). Control characters are refused.\n"	"      --pyroscope-header 'NAME: VALUE'  an extra header, e.g. X-Scope-OrgID\n"
 	"                                 (repeatable)\n"
 	"      --output-dir DIR           write APP-PID-TIME.pb.gz files into DIR\n"
 	"      --output-max-mb N          keep our files in DIR under N MiB, deleting the\n"
@@ -715,6 +721,16 @@ static int cmd_dump(int argc, char **argv)
 	return dump__run(&o);
 }
 
+/* Every local user can read /proc/PID/cmdline: say so, and blank the copy there (it
+ * was readable until now all the same). */
+static void secret_on_argv(const char *name, char *arg)
+{
+	fprintf(stderr, "pybpfprof: warning: --%s on the command line can be read by every "
+		"user of this host; use --%s-file or $PYBPFPROF_%s\n", name, name,
+		strcmp(name, "pyroscope-token") ? "PYROSCOPE_PASSWORD" : "PYROSCOPE_TOKEN");
+	memset(arg, '*', strlen(arg));
+}
+
 static int agent_with(int argc, char **argv, struct agent_config *cli)
 {
 	enum { OPT_CONFIG = 1024 };
@@ -738,6 +754,8 @@ static int agent_with(int argc, char **argv, struct agent_config *cli)
 					why);
 				return EXIT_USAGE;
 			}
+			if (idx == AK_PYROSCOPE_TOKEN || idx == AK_PYROSCOPE_PASSWORD)
+				secret_on_argv(longopts[idx].name, optarg);
 			break;
 		case OPT_CONFIG:
 			config = optarg;

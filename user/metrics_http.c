@@ -9,22 +9,50 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "metrics_http.h"
+#include "worker.h"
 
-#define SERVE_BUDGET_MS 100
-#define MAX_CONNS_PER_CALL 4
+/* The whole request head must arrive within this long of connecting, and the answer
+ * must be taken within this long of the request: generous, as no client waits on
+ * another. */
+#define READ_MS 10000
+#define WRITE_MS 10000
 #define REQUEST_MAX 4096
+/* After accept() fails for want of descriptors or memory, the listening socket stays
+ * readable: leave it alone this long rather than spin. */
+#define ACCEPT_PAUSE_MS 100
+
+struct client {
+	int fd;			/* -1: a free slot */
+	uint64_t seq;		/* order of acceptance */
+	int64_t deadline;
+	size_t len;		/* bytes of the request read so far */
+	char *out;		/* the answer; NULL while the request is being read */
+	size_t out_len, out_off;
+	char req[REQUEST_MAX];
+};
 
 struct metrics_http {
 	int fd;
 	int port;
+	int wake;		/* eventfd: the server thread stops when it is readable */
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t lock;	/* guards text and text_len */
+	char *text;		/* the /metrics body last published; NULL: none yet */
+	size_t text_len;
+	int64_t accept_paused_until;	/* the server thread's own, like the clients */
+	uint64_t accepted;
+	struct client clients[METRICS_HTTP_MAX_CLIENTS];
 };
 
 static int64_t now_ms(void)
@@ -111,13 +139,15 @@ static int listen_on(struct sockaddr_storage *ss, socklen_t len, int any)
 	/* ":PORT" means every address: IPv4 too, through the v6 socket. */
 	if (any)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
-	if (bind(fd, (struct sockaddr *)ss, len) || listen(fd, 16)) {
+	if (bind(fd, (struct sockaddr *)ss, len) || listen(fd, METRICS_HTTP_MAX_CLIENTS)) {
 		err = -errno;
 		close(fd);
 		return err;
 	}
 	return fd;
 }
+
+static void *serve(void *arg);
 
 int metrics_http__new(const char *listen_addr, struct metrics_http **out)
 {
@@ -157,30 +187,89 @@ int metrics_http__new(const char *listen_addr, struct metrics_http **out)
 		return -ENOMEM;
 	}
 	m->fd = fd;
+	for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++)
+		m->clients[i].fd = -1;
+	pthread_mutex_init(&m->lock, NULL);
 	if (!getsockname(fd, (struct sockaddr *)&got, &glen))
 		m->port = ntohs(got.ss_family == AF_INET ?
 				((struct sockaddr_in *)&got)->sin_port :
 				((struct sockaddr_in6 *)&got)->sin6_port);
+	m->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (m->wake < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = worker__start(&m->thread, serve, m);
+	if (err)
+		goto fail;
+	m->thread_started = 1;
 	*out = m;
 	return 0;
+fail:
+	pr_warn("metrics server: %s\n", strerror(-err));
+	metrics_http__free(m);
+	return err;
+}
+
+static void client_close(struct client *c)
+{
+	close(c->fd);
+	free(c->out);
+	c->fd = -1;
+	c->out = NULL;
+	c->len = c->out_len = c->out_off = 0;
 }
 
 void metrics_http__free(struct metrics_http *m)
 {
 	if (!m)
 		return;
-	close(m->fd);
-	free(m);
-}
+	if (m->thread_started) {
+		uint64_t one = 1;
 
-int metrics_http__fd(const struct metrics_http *m)
-{
-	return m->fd;
+		if (write(m->wake, &one, sizeof(one)) != sizeof(one))
+			pr_warn("metrics server: cannot stop it: %s\n", strerror(errno));
+		else
+			pthread_join(m->thread, NULL);
+	}
+	for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++)
+		if (m->clients[i].fd >= 0)
+			client_close(&m->clients[i]);
+	if (m->wake >= 0)
+		close(m->wake);
+	close(m->fd);
+	pthread_mutex_destroy(&m->lock);
+	free(m->text);
+	free(m);
 }
 
 int metrics_http__port(const struct metrics_http *m)
 {
 	return m->port;
+}
+
+int metrics_http__publish(struct metrics_http *m, metrics_render_fn render, void *ctx)
+{
+	char *body = NULL, *old;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	int err = f ? render(ctx, f) : -ENOMEM;
+
+	if (f && fclose(f) && !err)
+		err = -ENOMEM;
+	if (!err && !body)
+		err = -ENOMEM;
+	if (err) {
+		free(body);
+		return err;
+	}
+	pthread_mutex_lock(&m->lock);
+	old = m->text;
+	m->text = body;
+	m->text_len = len;
+	pthread_mutex_unlock(&m->lock);
+	free(old);
+	return 0;
 }
 
 void metrics_http__metric(FILE *f, const char *name, const char *type, const char *help,
@@ -190,126 +279,212 @@ void metrics_http__metric(FILE *f, const char *name, const char *type, const cha
 		(unsigned long long)value);
 }
 
-/* Reads the request head (to the blank line) before @deadline; its length or -1. */
-static ssize_t read_request(int fd, char *buf, size_t cap, int64_t deadline)
-{
-	size_t len = 0;
+/* ---- the server thread ----------------------------------------------------------- */
 
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-			return -1;
-		n = recv(fd, buf + len, cap - 1 - len, 0);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return -1;
-		len += (size_t)n;
-		buf[len] = '\0';
-		if (strstr(buf, "\r\n\r\n") || strstr(buf, "\n\n"))
-			return (ssize_t)len;
-		if (len == cap - 1)	/* headers too long: the request line is enough */
-			return (ssize_t)len;
-	}
-}
-
-static void write_all(int fd, const char *p, size_t len, int64_t deadline)
-{
-	while (len) {
-		int64_t left = deadline - now_ms();
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		ssize_t n;
-
-		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
-			return;
-		n = send(fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return;
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-static void respond(int fd, int status, const char *reason, const char *type,
-		    const char *body, size_t len, int head_only, int64_t deadline)
+/* The whole answer into c->out (left NULL when out of memory). */
+static void respond(struct client *c, int status, const char *reason, const char *type,
+		    const char *body, size_t len, int head_only)
 {
 	char head[256];
 	int n = snprintf(head, sizeof(head),
 			 "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
 			 "Connection: close\r\n\r\n", status, reason, type, len);
 
-	write_all(fd, head, (size_t)n, deadline);
-	if (!head_only)
-		write_all(fd, body, len, deadline);
+	if (head_only)
+		len = 0;
+	c->out = malloc((size_t)n + len);
+	if (!c->out)
+		return;
+	memcpy(c->out, head, (size_t)n);
+	memcpy(c->out + n, body, len);
+	c->out_len = (size_t)n + len;
+	c->out_off = 0;
 }
 
-static void answer(int fd, const char *req, metrics_render_fn render, void *ctx,
-		   int64_t deadline)
+static void answer(struct metrics_http *m, struct client *c)
 {
 	static const char text[] = "text/plain; charset=utf-8";
 	char method[8], target[256];
 	const char *q;
 	int head_only;
 
-	if (sscanf(req, "%7s %255s", method, target) != 2) {
-		respond(fd, 400, "Bad Request", text, "bad request\n", 12, 0, deadline);
+	if (sscanf(c->req, "%7s %255s", method, target) != 2) {
+		respond(c, 400, "Bad Request", text, "bad request\n", 12, 0);
 		return;
 	}
 	head_only = !strcmp(method, "HEAD");
 	if (strcmp(method, "GET") && !head_only) {
-		respond(fd, 405, "Method Not Allowed", text, "GET only\n", 9, 0, deadline);
+		respond(c, 405, "Method Not Allowed", text, "GET only\n", 9, 0);
 		return;
 	}
 	q = strchr(target, '?');
 	if (q)
 		target[q - target] = '\0';
 	if (!strcmp(target, "/metrics")) {
-		char *body = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&body, &len);
-		int err = f ? render(ctx, f) : -ENOMEM;
-
-		if (f && fclose(f) && !err)
-			err = -ENOMEM;
-		if (err || !body)
-			respond(fd, 500, "Internal Server Error", text, "render failed\n", 14, 0,
-				deadline);
+		/* A copy of the text last published, never a call into the caller. */
+		pthread_mutex_lock(&m->lock);
+		if (m->text)
+			respond(c, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", m->text,
+				m->text_len, head_only);
 		else
-			respond(fd, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", body,
-				len, head_only, deadline);
-		free(body);
+			respond(c, 503, "Service Unavailable", text, "starting\n", 9, head_only);
+		pthread_mutex_unlock(&m->lock);
 	} else if (!strcmp(target, "/healthz")) {
-		respond(fd, 200, "OK", text, "ok\n", 3, head_only, deadline);
+		respond(c, 200, "OK", text, "ok\n", 3, head_only);
 	} else {
-		respond(fd, 404, "Not Found", text, "not found\n", 10, head_only, deadline);
+		respond(c, 404, "Not Found", text, "not found\n", 10, head_only);
 	}
 }
 
-int metrics_http__serve(struct metrics_http *m, metrics_render_fn render, void *ctx)
+/* Sends what the socket takes; closes the connection once all is sent or on error. */
+static void client_write(struct client *c)
 {
-	int64_t deadline = now_ms() + SERVE_BUDGET_MS;
-	char req[REQUEST_MAX];
-	int served = 0;
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
-	for (int i = 0; i < MAX_CONNS_PER_CALL && now_ms() < deadline; i++) {
-		int c = accept4(m->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (c < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-			    errno == ECONNABORTED)
-				break;
-			return served ? served : -errno;
-		}
-		if (read_request(c, req, sizeof(req), deadline) > 0) {
-			answer(c, req, render, ctx, deadline);
-			served++;
-		}
-		close(c);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0)
+			break;
+		c->out_off += (size_t)n;
 	}
-	return served;
+	client_close(c);
+}
+
+/* Reads what has arrived; once the head is complete (or the buffer full: the request
+ * line is enough), makes the answer and starts sending it. */
+static void client_read(struct metrics_http *m, struct client *c, int64_t now)
+{
+	for (;;) {
+		ssize_t n = recv(c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len,
+				 MSG_DONTWAIT);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			client_close(c);
+			return;
+		}
+		c->len += (size_t)n;
+		c->req[c->len] = '\0';
+		if (strstr(c->req, "\r\n\r\n") || strstr(c->req, "\n\n") ||
+		    c->len == sizeof(c->req) - 1)
+			break;
+	}
+	answer(m, c);
+	if (!c->out) {
+		client_close(c);
+		return;
+	}
+	c->deadline = now + WRITE_MS;
+	client_write(c);
+}
+
+/* A slot for a new connection: a free one, else that of the oldest connection still
+ * sending its request (a silent client gives way to the next), else none. */
+static struct client *free_slot(struct metrics_http *m)
+{
+	struct client *oldest = NULL;
+
+	for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++) {
+		struct client *c = &m->clients[i];
+
+		if (c->fd < 0)
+			return c;
+		if (!c->out && (!oldest || c->seq < oldest->seq))
+			oldest = c;
+	}
+	if (oldest) {
+		pr_debug("metrics: %d connections open: dropping the oldest silent one\n",
+			 METRICS_HTTP_MAX_CLIENTS);
+		client_close(oldest);
+	}
+	return oldest;
+}
+
+static void accept_all(struct metrics_http *m, int64_t now)
+{
+	for (;;) {
+		int fd = accept4(m->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct client *c;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				pr_warn("metrics: accept: %s\n", strerror(errno));
+				m->accept_paused_until = now + ACCEPT_PAUSE_MS;
+			}
+			return;
+		}
+		c = free_slot(m);
+		if (!c) {
+			close(fd);	/* every slot is answering: try again later */
+			continue;
+		}
+		c->fd = fd;
+		c->seq = ++m->accepted;
+		c->deadline = now + READ_MS;
+		c->len = 0;
+		c->req[0] = '\0';
+	}
+}
+
+static void *serve(void *arg)
+{
+	struct metrics_http *m = arg;
+	struct pollfd pfd[2 + METRICS_HTTP_MAX_CLIENTS];
+	struct client *of[2 + METRICS_HTTP_MAX_CLIENTS];
+
+	for (;;) {
+		int64_t now = now_ms(), timeout = -1;
+		int n = 0, listening = now >= m->accept_paused_until;
+
+		pfd[n++] = (struct pollfd){ .fd = m->wake, .events = POLLIN };
+		if (listening)
+			pfd[n++] = (struct pollfd){ .fd = m->fd, .events = POLLIN };
+		else
+			timeout = m->accept_paused_until - now;
+		for (int i = 0; i < METRICS_HTTP_MAX_CLIENTS; i++) {
+			struct client *c = &m->clients[i];
+
+			if (c->fd < 0)
+				continue;
+			if (now >= c->deadline) {
+				client_close(c);
+				continue;
+			}
+			if (timeout < 0 || c->deadline - now < timeout)
+				timeout = c->deadline - now;
+			of[n] = c;
+			pfd[n++] = (struct pollfd){ .fd = c->fd,
+						    .events = c->out ? POLLOUT : POLLIN };
+		}
+		if (poll(pfd, (nfds_t)n, (int)timeout) < 0) {
+			if (errno == EINTR)
+				continue;
+			pr_warn("metrics: poll: %s\n", strerror(errno));
+			break;
+		}
+		if (pfd[0].revents)
+			break;
+		now = now_ms();
+		for (int i = listening + 1; i < n; i++) {
+			if (!pfd[i].revents)
+				continue;
+			if (of[i]->out)
+				client_write(of[i]);
+			else
+				client_read(m, of[i], now);
+		}
+		/* Last: accepting may close a client polled above. */
+		if (listening && pfd[1].revents)
+			accept_all(m, now);
+	}
+	return NULL;
 }

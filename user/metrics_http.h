@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A tiny HTTP server for the agent's own health: GET /metrics (Prometheus text
- * format 0.0.4) and GET /healthz. Single-threaded and non-blocking: the caller polls
- * metrics_http__fd() with its other fds and calls metrics_http__serve() when it is
- * readable. A slow or silent client costs the caller at most about 100 ms per call.
+ * format 0.0.4) and GET /healthz. It runs on a thread of its own, so no client, slow
+ * or silent, ever holds up the caller's loop, and it answers /metrics with the text
+ * the caller last published (metrics_http__publish()), never by calling into the
+ * caller. Up to METRICS_HTTP_MAX_CLIENTS connections are served at once, each with its
+ * own deadline; when all are taken, a new one replaces the oldest that has not sent
+ * its request yet, so silent clients cannot shut others out.
  */
 #ifndef PBP_METRICS_HTTP_H
 #define PBP_METRICS_HTTP_H
@@ -12,25 +15,26 @@
 #include <stdio.h>
 
 #define METRICS_HTTP_DEFAULT_ADDR "127.0.0.1:9464"
+#define METRICS_HTTP_MAX_CLIENTS 64
 
 struct metrics_http;
 
-/* Writes the metrics text into @f; a negative errno makes the answer a 500. */
+/* Writes the metrics text into @f; 0 or a negative errno. */
 typedef int (*metrics_render_fn)(void *ctx, FILE *f);
 
 /*
  * Listens on @listen_addr: "HOST:PORT" with an IPv4 address, "[IPV6]:PORT", or ":PORT"
  * for every address (IPv6 and IPv4 where the host has both). NULL means
  * METRICS_HTTP_DEFAULT_ADDR. Port 0 picks a free one (see metrics_http__port()).
+ * Serves from then on: /metrics answers 503 until the first metrics_http__publish().
  */
 int metrics_http__new(const char *listen_addr, struct metrics_http **out);
+/* Stops serving (waits for the server thread) and closes every connection. */
 void metrics_http__free(struct metrics_http *m);
-int metrics_http__fd(const struct metrics_http *m);
 int metrics_http__port(const struct metrics_http *m);
-/* Answers the connections waiting (at most a few per call); never blocks longer than
- * about 100 ms in all. Returns how many requests were answered, or a negative errno
- * when accepting failed for a reason other than "nothing waiting". */
-int metrics_http__serve(struct metrics_http *m, metrics_render_fn render, void *ctx);
+/* Calls @render on the caller's thread and makes its text the /metrics answer from
+ * now on. On an error the text before stays. */
+int metrics_http__publish(struct metrics_http *m, metrics_render_fn render, void *ctx);
 
 /* One metric with its HELP and TYPE lines: "# HELP name help\n# TYPE name type\n
  * name value\n". */

@@ -36,6 +36,8 @@ static const char good[] =
 	"exclude = /usr/bin/ansible*\n"
 	"host-name = node-7\n"
 	"container = abcd\n"
+	"pyroscope-token-file = /run/secrets/token\n"
+	"pyroscope-password-file = /run/secrets/password\n"
 	"container = defg";	/* no newline at the end */
 
 static void periods(void)
@@ -95,6 +97,9 @@ static void refuses_bad_lines(void)
 		"metrics-addr = 9464\n",
 		"just some words\n",
 		"output-max-mb = 99999999999999999999\n",
+		"pyroscope-token = a\tb\n",
+		"pyroscope-user = a:b\n",
+		"pyroscope-password-file =\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -156,6 +161,93 @@ static void command_line_wins(void)
 	agent_config__free(&out);
 }
 
+static char *write_temp(const char *text)
+{
+	static char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/pbp-agent-secret-XXXXXX");
+	fd = mkstemp(path);
+	CHECK(fd >= 0);
+	CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+	close(fd);
+	return path;
+}
+
+/* A secret's file: one line, its newline dropped; more lines or control characters
+ * refused. */
+static int secret_from_file(const char *text, char **token)
+{
+	struct agent_config c;
+	char *path = write_temp(text), err[256];
+	int rc;
+
+	CHECK(!agent_config__init(&c));
+	CHECK(!agent_config__set(&c, "pyroscope-token-file", path, err, sizeof(err)));
+	rc = agent_config__secrets(&c);
+	*token = c.pyroscope_token ? strdup(c.pyroscope_token) : NULL;
+	agent_config__free(&c);
+	unlink(path);
+	return rc;
+}
+
+static void secrets(void)
+{
+	struct agent_config file, cli, out;
+	char err[256], *tok;
+
+	/* Refused without being echoed: it is a secret, and a line break would split
+	 * the message. */
+	CHECK(!agent_config__init(&cli));
+	CHECK(agent_config__set(&cli, "pyroscope-token", "abc\r\nX-Evil: 1", err,
+				sizeof(err)) == -EINVAL);
+	CHECK(strstr(err, "control character") && !strstr(err, "Evil") && !strchr(err, '\n'));
+	CHECK(agent_config__set(&cli, "pyroscope-password", "p\n", err, sizeof(err)) ==
+	      -EINVAL);
+	CHECK(agent_config__set(&cli, "pyroscope-user", "u\r", err, sizeof(err)) == -EINVAL);
+	CHECK(!agent_config__set(&cli, "pyroscope-user", "u", err, sizeof(err)));
+
+	CHECK(secret_from_file("tok-1\n", &tok) == 0 && !strcmp(tok, "tok-1"));
+	free(tok);
+	CHECK(secret_from_file("tok-2", &tok) == 0 && !strcmp(tok, "tok-2"));
+	free(tok);
+	CHECK(secret_from_file("tok-3\r\n", &tok) == 0 && !strcmp(tok, "tok-3"));
+	free(tok);
+	CHECK(secret_from_file("tok\n\n", &tok) == -EINVAL);
+	CHECK(secret_from_file("tok\nX-Evil: 1\n", &tok) == -EINVAL);
+	CHECK(secret_from_file("\n", &tok) == -EINVAL);
+
+	/* A secret and its file are one setting: the command line's file wins over the
+	 * config file's value; both in one place are refused. */
+	CHECK(!agent_config__init(&file) && !agent_config__init(&out));
+	CHECK(!agent_config__parse(&file, "pyroscope-token = from-file\n", "f.conf"));
+	CHECK(!agent_config__set(&cli, "pyroscope-token-file", "/nonexistent/token", err,
+				 sizeof(err)));
+	CHECK(!agent_config__merge(&out, &file, &cli));
+	CHECK(!out.pyroscope_token && !strcmp(out.pyroscope_token_file, "/nonexistent/token"));
+	CHECK(agent_config__secrets(&out) == -EINVAL);	/* no such file */
+	agent_config__free(&out);
+	CHECK(!agent_config__set(&file, "pyroscope-token-file", "/x", err, sizeof(err)));
+	CHECK(agent_config__secrets(&file) == -EINVAL);	/* both */
+	agent_config__free(&file);
+	agent_config__free(&cli);
+
+	/* The environment, when nothing else gives one. */
+	CHECK(!agent_config__init(&out));
+	setenv("PYBPFPROF_PYROSCOPE_TOKEN", "env-tok", 1);
+	setenv("PYBPFPROF_PYROSCOPE_PASSWORD", "env-pw", 1);
+	CHECK(!agent_config__set(&out, "pyroscope-password", "given", err, sizeof(err)));
+	CHECK(!agent_config__secrets(&out));
+	CHECK(!strcmp(out.pyroscope_token, "env-tok") && !strcmp(out.pyroscope_password, "given"));
+	agent_config__free(&out);
+	setenv("PYBPFPROF_PYROSCOPE_TOKEN", "env\rtok", 1);
+	CHECK(!agent_config__init(&out));
+	CHECK(agent_config__secrets(&out) == -EINVAL);
+	agent_config__free(&out);
+	unsetenv("PYBPFPROF_PYROSCOPE_TOKEN");
+	unsetenv("PYBPFPROF_PYROSCOPE_PASSWORD");
+}
+
 int main(void)
 {
 	periods();
@@ -163,6 +255,7 @@ int main(void)
 	refuses_bad_lines();
 	loads_files();
 	command_line_wins();
+	secrets();
 	printf("test_agent_config: ok\n");
 	return 0;
 }
