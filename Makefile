@@ -117,13 +117,13 @@ $(OUT)/tests/test_agent_config: tests/unit/test_agent_config.c $(OUT)/user/agent
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/export_files.o \
-		$(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
+		$(OUT)/user/outfile.o $(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
 
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
-		export_queue.o metrics_http.o log.o)
+		outfile.o export_queue.o metrics_http.o log.o)
 $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
