@@ -121,6 +121,11 @@ $(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/expor
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
 
+$(OUT)/tests/test_outfile: tests/unit/test_outfile.c $(OUT)/user/outfile.o $(OUT)/user/log.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
 		outfile.o export_queue.o metrics_http.o log.o)
@@ -132,7 +137,8 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 	test_export_http
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(OUT)/tests/test_outfile \
+	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh

@@ -11,6 +11,7 @@ root never writes into a file of someone else's choosing.
 - A re-run over one's own file replaces it (keeping its permissions).
 - An output directory that cannot be written fails the run before the target starts.
 - No temporary file is left behind, whatever the outcome.
+- The helper itself (tests/unit/test_outfile.c), plain and under ASan/UBSan.
 """
 
 import os
@@ -208,3 +209,11 @@ def test_unwritable_directory_fails_before_the_command_starts(harness, py311, wo
     assert str(missing) in msg, msg
     assert not mark.exists(), "the command ran although the output cannot be written"
     assert listing(workdir) == [], listing(workdir)
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_outfile_unit(build):
+    """tests/unit/test_outfile.c: names that change between open and commit (a link or
+    another user's file planted meanwhile), FIFOs, devices, a name given later."""
+    from test_agent_export import run_unit
+    run_unit("test_outfile", build)

@@ -45,17 +45,18 @@ static int check_final(struct outfile *of, struct stat *st)
 		pr_warn("cannot write %s: %s\n", of->path, strerror(EISDIR));
 		return -EISDIR;
 	}
+	/* The system's devices are root's; a FIFO someone else made is theirs. */
 	if ((S_ISCHR(st->st_mode) || S_ISFIFO(st->st_mode)) && (st->st_uid == me || !st->st_uid))
 		return FINAL_DEVICE;
-	if (!S_ISREG(st->st_mode)) {
-		pr_warn("%s exists and is not a regular file: not replaced\n", of->path);
-		return -EEXIST;
-	}
 	if (st->st_uid != me) {
 		pr_warn("%s belongs to uid %u, not to uid %u that runs pybpfprof: not "
 			"replaced (remove it or choose another name)\n", of->path,
 			(unsigned)st->st_uid, (unsigned)me);
 		return -EPERM;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		pr_warn("%s exists and is not a regular file: not replaced\n", of->path);
+		return -EEXIST;
 	}
 	return FINAL_OURS;
 }
@@ -176,7 +177,10 @@ int outfile__open(struct outfile *of, const char *path)
 	int err;
 
 	reset(of);
-	snprintf(of->path, sizeof(of->path), "%s", path ? path : ".");
+	if (!path)
+		of->path[0] = '.';	/* reset() left the rest zero */
+	else
+		snprintf(of->path, sizeof(of->path), "%s", path);
 	if (path && (strlen(path) >= sizeof(of->path) || !valid_name(base))) {
 		err = !*base || !strcmp(base, ".") || !strcmp(base, "..") ? -EISDIR :
 									    -ENAMETOOLONG;
