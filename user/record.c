@@ -27,6 +27,7 @@ struct record_ctx {
 	struct outfile file;	/* -o FILE or the default name */
 	struct outfile stats_file;
 	int named;		/* the default name is set (it needs the target's pid) */
+	int written;		/* the profile is in place under its final name */
 	struct run_stats stats;
 	uint64_t samples;
 };
@@ -112,6 +113,7 @@ static int write_results(struct record_ctx *c)
 	}
 	if (c->out != stdout && outfile__commit(&c->file, 0))
 		return EXIT_RUNTIME;
+	c->written = 1;
 	if (c->opts->stats_file) {
 		stats__write_json(c->stats_file.f, &c->stats);
 		if (outfile__commit(&c->stats_file, 0))
@@ -139,7 +141,7 @@ static void report_end(struct record_ctx *c)
 			(unsigned long long)s->bpf[PBP_C_NO_TSTATE],
 			(unsigned long long)s->bpf[PBP_C_NO_FRAME],
 			s->samples_filtered ? ", others left out by --gil" : "");
-	if (c->out != stdout)
+	if (c->out != stdout && c->written)
 		pr_warn("wrote %s\n", c->file.path);
 	if (s->command_status >= 0) {
 		if (WIFEXITED(s->command_status))
