@@ -122,13 +122,18 @@ $(OUT)/tests/test_agent_config: tests/unit/test_agent_config.c $(OUT)/user/agent
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/export_files.o \
-		$(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
+		$(OUT)/user/outfile.o $(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
 
+$(OUT)/tests/test_outfile: tests/unit/test_outfile.c $(OUT)/user/outfile.o $(OUT)/user/log.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
-		export_queue.o metrics_http.o worker.o log.o)
+		outfile.o export_queue.o metrics_http.o worker.o log.o)
 $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
@@ -137,7 +142,8 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 	test_export_http
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(OUT)/tests/test_outfile \
+	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh

@@ -269,11 +269,28 @@ def test_process_table_and_maps_return_after_exits(py315, tmp_path, profiler_bin
     assert not missing, f"no profile file for {missing}: {sorted(written)}"
 
 
-def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
+def test_agent_creates_a_missing_output_dir(tmp_path, profiler_bin):
+    """As a daemon does: the directory and its missing parents are made, mode 0750."""
+    out_dir = tmp_path / "new" / "profiles"
     h = Harness(tmp_path, profiler_bin)
     try:
+        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s"])
+        rc, _ = agent.stop()
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    for d in (out_dir, out_dir.parent):
+        assert d.is_dir() and d.stat().st_mode & 0o777 == 0o750, \
+            f"{d}: {oct(d.stat().st_mode) if d.exists() else 'missing'}\n{agent.stderr()}"
+
+
+def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
+    h = Harness(tmp_path, profiler_bin)
+    (tmp_path / "a-file").write_text("not a directory\n")
+    uncreatable = tmp_path / "a-file" / "dir"
+    try:
         none = h.run_profiler(["agent"], timeout=20)
-        bad = h.run_profiler(["agent", "--output-dir", "/nonexistent/dir"], timeout=20)
+        bad = h.run_profiler(["agent", "--output-dir", uncreatable], timeout=20)
         conf = tmp_path / "bad.conf"
         conf.write_text("period = 10s\nfrobnicate = 1\n")
         badconf = h.run_profiler(["agent", "--config", conf, "--output-dir", tmp_path],
@@ -281,7 +298,7 @@ def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
     finally:
         h.close()
     assert "nowhere to send profiles" in none.check_error(2)
-    assert bad.rc == 2 and "/nonexistent/dir" in bad.stderr, bad.describe()
+    assert str(uncreatable) in bad.check_error(2), bad.describe()
     assert badconf.rc == 2 and f"{conf}:2" in badconf.stderr, badconf.describe()
 
 

@@ -474,7 +474,10 @@ static int start(struct agent_ctx *c)
 	exporter_cfg_of(&c->cfg, &ec);
 	err = exporter__new(&ec, &c->exporter);
 	if (err) {
-		pr_warn("cannot export profiles: %s\n", strerror(-err));
+		/* A sink that cannot be set up has said why, naming its URL or directory:
+		 * one line. What is left is the system's. */
+		if (err == -ENOMEM || err == -EAGAIN)
+			pr_warn("cannot export profiles: %s\n", strerror(-err));
 		return EXIT_USAGE;
 	}
 	err = metrics_http__new(c->cfg.metrics_addr, &c->metrics);

@@ -12,6 +12,7 @@
 
 #include "export_files.h"
 #include "log.h"
+#include "outfile.h"
 
 #define SUFFIX ".pb.gz"
 #define STAMP_LEN 20		/* "YYYYMMDDTHHMMSS.mmmZ" */
@@ -36,6 +37,33 @@ void export_files__free(struct export_files *f)
 	free(f);
 }
 
+/* mkdir -p: each missing component, mode 0750 (profiles carry command lines). */
+static int make_dirs(const char *dir)
+{
+	char *p = strdup(dir);
+	int err = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (char *c = p + 1, end; ; c++) {
+		if (*c && *c != '/')
+			continue;
+		end = *c;
+		*c = '\0';
+		if (mkdir(p, 0750) && errno != EEXIST) {
+			err = -errno;
+			pr_warn("output directory %s: cannot create %s: %s\n", dir, p,
+				strerror(-err));
+			break;
+		}
+		*c = end;
+		if (!end)
+			break;
+	}
+	free(p);
+	return err;
+}
+
 int export_files__new(const char *dir, uint64_t max_bytes, int fsync,
 		      const char *app_name, struct export_files **out)
 {
@@ -46,6 +74,12 @@ int export_files__new(const char *dir, uint64_t max_bytes, int fsync,
 	if (!f)
 		return -ENOMEM;
 	f->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (f->dirfd < 0 && errno == ENOENT && *dir) {
+		err = make_dirs(dir);
+		if (err)
+			goto fail;
+		f->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
 	if (f->dirfd < 0) {
 		err = -errno;
 		pr_warn("output directory %s: %s\n", dir, strerror(-err));
@@ -101,22 +135,6 @@ int export_files__is_ours(const char *name)
 		if (!is_name_char(*c))
 			return 0;
 	return 1;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 struct our_file {
@@ -206,12 +224,13 @@ int export_files__write(struct export_files *f, const struct export_item *it, ch
 			size_t pathlen)
 {
 	const char *app = it->app_name ? it->app_name : f->app_name;
-	char name[200], tmp[216];
 	int64_t ns = it->end_unix_ns ? it->end_unix_ns : it->start_unix_ns;
 	time_t secs = (time_t)(ns / 1000000000LL);
+	struct outfile of;
+	char name[200];
 	struct tm tm;
 	size_t n = 0;
-	int fd, err;
+	int err;
 
 	/* The app name in a file name: only [A-Za-z0-9_.-], never a leading dot. */
 	for (const char *c = app; *c && n < 64; c++)
@@ -224,29 +243,21 @@ int export_files__write(struct export_files *f, const struct export_item *it, ch
 	snprintf(name + n, sizeof(name) - n, "-%u-%04d%02d%02dT%02d%02d%02d.%03dZ" SUFFIX,
 		 it->pid, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 		 tm.tm_sec, (int)(ns / 1000000 % 1000));
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	fd = openat(f->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		err = -errno;
-		goto fail;
+	/* A hidden temporary (never one of ours, so the cap never counts or deletes
+	 * it), renamed into place: readers never see half a file. */
+	err = outfile__openat(&of, f->dirfd, f->dir, name);
+	if (err)
+		return err;
+	if (fwrite(it->data, 1, it->len, of.f) != it->len) {
+		err = -EIO;
+		pr_warn("output directory %s: writing %s: %s\n", f->dir, name, strerror(-err));
+		outfile__abort(&of);
+		return err;
 	}
-	err = write_all(fd, it->data, it->len);
-	if (!err && f->fsync && fsync(fd))
-		err = -errno;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && renameat(f->dirfd, tmp, f->dirfd, name))
-		err = -errno;
-	if (err) {
-		unlinkat(f->dirfd, tmp, 0);
-		goto fail;
-	}
-	if (f->fsync)
-		fsync(f->dirfd);
+	err = outfile__commit(&of, f->fsync);
+	if (err)
+		return err;
 	if (path)
 		snprintf(path, pathlen, "%s/%s", f->dir, name);
 	return enforce_cap(f, name);
-fail:
-	pr_warn("output directory %s: writing %s: %s\n", f->dir, name, strerror(-err));
-	return err;
 }

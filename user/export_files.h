@@ -14,7 +14,7 @@
 
 struct export_files;
 
-/* @dir must exist; max_bytes 0 means no cap; @fsync makes each file durable before it
+/* @dir is created when missing (parents too, mode 0750); max_bytes 0 means no cap; @fsync makes each file durable before it
  * is renamed into place (and the directory after). */
 int export_files__new(const char *dir, uint64_t max_bytes, int fsync,
 		      const char *app_name, struct export_files **out);

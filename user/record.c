@@ -13,6 +13,7 @@
 
 #include "exitcodes.h"
 #include "log.h"
+#include "outfile.h"
 #include "proc.h"
 #include "record.h"
 #include "session.h"
@@ -22,51 +23,78 @@
 struct record_ctx {
 	const struct record_opts *opts;
 	struct session *session;
-	FILE *out;
-	char out_path[4096];
+	FILE *out;		/* the profile goes here: stdout, or the temporary of @file */
+	struct outfile file;	/* -o FILE or the default name */
+	struct outfile stats_file;
+	int named;		/* the default name is set (it needs the target's pid) */
+	int written;		/* the profile is in place under its final name */
 	struct run_stats stats;
 	uint64_t samples;
 };
 
-static int open_output(struct record_ctx *c, pid_t pid)
+/* pybpfprof-COMM-PID-YYYYMMDD-HHMMSS.SUFFIX, or pybpfprof-all-... for -a. */
+static void default_name(struct record_ctx *c, pid_t pid, char *buf, size_t len)
 {
-	const char *path = c->opts->output;
-	char comm[32] = "python";
-	struct tm tm;
+	char comm[32] = "python", who[64];
 	time_t t = time(NULL);
+	struct tm tm;
 
-	if (path && !strcmp(path, "-")) {
+	proc__comm(pid, comm, sizeof(comm));
+	for (char *p = comm; *p; p++)
+		if (*p == '/' || *p == ' ')
+			*p = '_';
+	if (pid)
+		snprintf(who, sizeof(who), "%s-%d", comm, (int)pid);
+	else
+		snprintf(who, sizeof(who), "all");
+	localtime_r(&t, &tm);
+	snprintf(buf, len, "pybpfprof-%s-%04d%02d%02d-%02d%02d%02d%s", who,
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		 tm.tm_sec, c->opts->writer->suffix);
+}
+
+/*
+ * Before the target is touched: the output and stats files are opened as temporaries
+ * beside their final names, so a path that cannot be written fails the run before
+ * it samples, and a run that fails later (no such process, a signal) leaves whatever
+ * the final names held as it was. Without -o and without a pid yet (a command), the
+ * name is given once the command runs.
+ */
+static int open_outputs(struct record_ctx *c)
+{
+	const struct record_opts *o = c->opts;
+	char name[256];
+	int err;
+
+	if (o->output && !strcmp(o->output, "-")) {
 		c->out = stdout;
-		snprintf(c->out_path, sizeof(c->out_path), "standard output");
-		return 0;
-	}
-	if (!path) {
-		char who[64];
-
-		proc__comm(pid, comm, sizeof(comm));
-		for (char *p = comm; *p; p++)
-			if (*p == '/' || *p == ' ')
-				*p = '_';
-		if (pid)
-			snprintf(who, sizeof(who), "%s-%d", comm, (int)pid);
-		else
-			snprintf(who, sizeof(who), "all");
-		localtime_r(&t, &tm);
-		snprintf(c->out_path, sizeof(c->out_path),
-			 "pybpfprof-%s-%04d%02d%02d-%02d%02d%02d%s", who, tm.tm_year + 1900,
-			 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 c->opts->writer->suffix);
 	} else {
-		snprintf(c->out_path, sizeof(c->out_path), "%s", path);
+		if (!o->output && (o->session.pid || o->session.system_wide)) {
+			default_name(c, o->session.pid, name, sizeof(name));
+			c->named = 1;
+		}
+		err = outfile__open(&c->file, o->output ? o->output : c->named ? name : NULL);
+		if (err)
+			return err;
+		c->out = c->file.f;
 	}
-	c->out = fopen(c->out_path, "w");
-	if (!c->out) {
-		int err = -errno;
-
-		pr_warn("cannot write %s: %s\n", c->out_path, strerror(-err));
-		return err;
+	if (o->stats_file) {
+		err = outfile__open(&c->stats_file, o->stats_file);
+		if (err)
+			return err;
 	}
 	return 0;
+}
+
+static int name_output(struct record_ctx *c)
+{
+	char name[256];
+
+	if (c->out == stdout || c->opts->output || c->named)
+		return 0;
+	default_name(c, session__pid(c->session), name, sizeof(name));
+	c->named = 1;
+	return outfile__name(&c->file, name);
 }
 
 static int write_results(struct record_ctx *c)
@@ -79,15 +107,17 @@ static int write_results(struct record_ctx *c)
 	if (!err && fflush(c->out))
 		err = -errno;
 	if (err) {
-		pr_warn("writing %s: %s\n", c->out_path, strerror(-err));
+		pr_warn("writing %s: %s\n", c->out == stdout ? "standard output" : c->file.path,
+			strerror(-err));
 		return EXIT_RUNTIME;
 	}
+	if (c->out != stdout && outfile__commit(&c->file, 0))
+		return EXIT_RUNTIME;
+	c->written = 1;
 	if (c->opts->stats_file) {
-		err = stats__write_json(c->opts->stats_file, &c->stats);
-		if (err) {
-			pr_warn("writing %s: %s\n", c->opts->stats_file, strerror(-err));
+		stats__write_json(c->stats_file.f, &c->stats);
+		if (outfile__commit(&c->stats_file, 0))
 			return EXIT_RUNTIME;
-		}
 	}
 	return EXIT_OK;
 }
@@ -111,8 +141,8 @@ static void report_end(struct record_ctx *c)
 			(unsigned long long)s->bpf[PBP_C_NO_TSTATE],
 			(unsigned long long)s->bpf[PBP_C_NO_FRAME],
 			s->samples_filtered ? ", others left out by --gil" : "");
-	if (c->out != stdout)
-		pr_warn("wrote %s\n", c->out_path);
+	if (c->out != stdout && c->written)
+		pr_warn("wrote %s\n", c->file.path);
 	if (s->command_status >= 0) {
 		if (WIFEXITED(s->command_status))
 			pr_warn("command exited with status %d\n", WEXITSTATUS(s->command_status));
@@ -133,17 +163,19 @@ int record__run(const struct record_opts *o)
 		return EXIT_RUNTIME;
 	}
 	c->opts = o;
-	/* A path that cannot be written is found before the target is touched. */
-	if ((o->session.pid || o->session.system_wide) && open_output(c, o->session.pid)) {
-		code = EXIT_RUNTIME;
+	c->file.dirfd = c->stats_file.dirfd = -1;
+	/* First, so that a hang-up or Ctrl-C from here on ends the run through the
+	 * loop, which writes what was sampled and leaves no temporary behind. */
+	session__catch_signals();
+	if (open_outputs(c)) {
+		code = EXIT_USAGE;
 		goto out;
 	}
-	session__catch_signals();
 	code = session__start(&o->session, &c->session);
 	if (code)
 		goto out;
-	if (!c->out && open_output(c, session__pid(c->session))) {
-		code = EXIT_RUNTIME;
+	if (name_output(c)) {
+		code = EXIT_USAGE;
 		goto out;
 	}
 	/* Not with a command: it writes to the same terminal, and \r would eat its
@@ -177,8 +209,10 @@ int record__run(const struct record_opts *o)
 	}
 out:
 	session__free(c->session);
-	if (c->out && c->out != stdout)
-		fclose(c->out);
+	/* After a commit these only close what is left; otherwise the final names keep
+	 * what they held. */
+	outfile__abort(&c->file);
+	outfile__abort(&c->stats_file);
 	free(c);
 	return code;
 }

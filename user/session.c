@@ -87,10 +87,13 @@ void session__catch_signals(void)
 {
 	struct sigaction sa = { .sa_handler = on_stop_signal };
 
-	/* No SA_RESTART: a poll must return so the loop sees the flag. */
+	/* No SA_RESTART: a poll must return so the loop sees the flag. A hang-up (the
+	 * SSH session dropped) ends the run like SIGTERM, with what was sampled
+	 * written; top and the agent give SIGHUP their own meaning after this. */
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 int session__stop_signal(void)

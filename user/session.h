@@ -96,7 +96,7 @@ int session__command_running(const struct session *s);
 int session__wait_command(struct session *s);
 void session__free(struct session *s);
 
-/* SIGINT and SIGTERM end the session's loop instead of the process. */
+/* SIGINT, SIGTERM and SIGHUP end the session's loop instead of the process. */
 void session__catch_signals(void);
 /* The signal that asked us to stop, or 0. */
 int session__stop_signal(void);

@@ -26,13 +26,8 @@ static const char *const gap_names[GAP_MAX] = {
 	[GAP_MOVING] = "stack_between_chunks",
 };
 
-int stats__write_json(const char *path, const struct run_stats *s)
+int stats__write_json(FILE *f, const struct run_stats *s)
 {
-	FILE *f = fopen(path, "w");
-	int err = 0;
-
-	if (!f)
-		return -errno;
 	fprintf(f, "{\n");
 	fprintf(f, "  \"python_version\": \"%s\",\n", s->python_version);
 	fprintf(f, "  \"mode\": \"%s\",\n", s->mode);
@@ -107,11 +102,7 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	else
 		fprintf(f, "  \"command_exit_status\": null\n");
 	fprintf(f, "}\n");
-	if (ferror(f))
-		err = -EIO;
-	if (fclose(f) && !err)
-		err = -errno;
-	return err;
+	return ferror(f) ? -EIO : 0;
 }
 
 void stats__summary(FILE *f, const struct run_stats *s)

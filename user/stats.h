@@ -35,7 +35,8 @@ struct run_stats {
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
 };
 
-int stats__write_json(const char *path, const struct run_stats *s);
+/* The caller opens and closes @f (an outfile: see outfile.h). */
+int stats__write_json(FILE *f, const struct run_stats *s);
 void stats__summary(FILE *f, const struct run_stats *s);
 
 #endif

@@ -94,7 +94,9 @@ static void rotation(void)
 	/* Not ours, though close: must survive every rotation. */
 	touch(dir, "notes.txt", 5000);
 	touch(dir, "other-1-20000101T000000Z.pb.gz", 5000);
-	CHECK(export_files__new("/nonexistent/dir", 0, 0, NULL, &f) == -ENOENT);
+	/* Nothing can be made under a regular file. */
+	snprintf(path, sizeof(path), "%s/notes.txt/sub", dir);
+	CHECK(export_files__new(path, 0, 0, NULL, &f) == -ENOTDIR);
 	CHECK(!export_files__new(dir, 3500, 1, "my app", &f));
 	for (uint32_t i = 0; i < 10; i++) {
 		struct export_profile p = { .data = data, .len = sizeof(data), .pid = 7,
@@ -136,10 +138,71 @@ static void rotation(void)
 	rmdir(dir);
 }
 
+static void remove_tree(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(!system(cmd));
+}
+
+/* A missing directory is made, parents too, mode 0750. */
+static void creates_dir(void)
+{
+	char dir[] = "/tmp/pbp-agent-mkdir-XXXXXX", sub[600];
+	struct export_files *f;
+	struct stat st;
+
+	umask(022);
+	CHECK(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/a/b/", dir);
+	CHECK(!export_files__new(sub, 0, 0, NULL, &f));
+	export_files__free(f);
+	snprintf(sub, sizeof(sub), "%s/a/b", dir);
+	CHECK(!stat(sub, &st) && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0750);
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	CHECK(!stat(sub, &st) && (st.st_mode & 0777) == 0750);
+	remove_tree(dir);
+}
+
+/*
+ * The temporary is a new file: a name someone guessed in advance, here a hard link
+ * to another file under the name a profile's temporary once had, is neither
+ * truncated nor written through.
+ */
+static void temporary_is_new(void)
+{
+	char dir[] = "/tmp/pbp-agent-tmp-XXXXXX", path[600], victim[600], planted[600];
+	static uint8_t data[100];
+	struct export_profile p = { .data = data, .len = sizeof(data), .pid = 7,
+				    .end_unix_ns = 1700000000000000000LL };
+	struct export_item *it;
+	struct export_files *f;
+	struct stat st;
+
+	CHECK(mkdtemp(dir));
+	touch(dir, "victim", 42);
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	snprintf(planted, sizeof(planted), "%s/.app-7-20231114T221320.000Z.pb.gz.tmp", dir);
+	CHECK(!link(victim, planted));
+	CHECK(!export_files__new(dir, 0, 0, "app", &f));
+	memset(data, 'p', sizeof(data));
+	it = export_item__new(&p);
+	CHECK(it);
+	CHECK(!export_files__write(f, it, path, sizeof(path)));
+	export_item__free(it);
+	export_files__free(f);
+	CHECK(!stat(path, &st) && st.st_size == sizeof(data));
+	CHECK(!stat(victim, &st) && st.st_size == 42 && st.st_nlink == 2);
+	remove_tree(dir);
+}
+
 int main(void)
 {
 	names();
 	rotation();
+	creates_dir();
+	temporary_is_new();
 	printf("test_export_files: ok\n");
 	return 0;
 }
