@@ -167,11 +167,17 @@ def test_outage_backs_off_bounds_the_queue_then_delivers(py315, tmp_path, profil
     port = free_port()
     h = Harness(tmp_path, profiler_bin)
     server = None
+    # Only the workload, in a container cgroup of its own: every other Python process
+    # on the host (the test runner itself, say) would add profiles of its own to each
+    # period and fill the queue before the pushes had failed twice.
+    container_id = uuid.uuid4().hex + uuid.uuid4().hex
+    leaf, made = make_pod_cgroup(str(uuid.uuid4()), container_id)
     try:
         w = sysburn(h, py315, fname("agent_outage"), 120)
+        (leaf / "cgroup.procs").write_text(str(w.truth["pid"]))
         agent = Agent(h, tmp_path, ["--pyroscope-url", f"http://127.0.0.1:{port}",
                                     "--period", "1s", "--queue-max", "3",
-                                    "--exclude", "*no-such-command*"])
+                                    "--container", container_id[:12]])
         m = agent.wait(lambda: (lambda m: m if m.get("pybpfprof_export_dropped_total", 0) >= 2
                                 else None)(agent.metrics()), 60, "profiles to be dropped")
         assert m["pybpfprof_export_queue_depth"] <= 3, m
@@ -190,6 +196,7 @@ def test_outage_backs_off_bounds_the_queue_then_delivers(py315, tmp_path, profil
         h.close()
         if server:
             server.stop()
+        remove_cgroups(made)
     assert rc == 0, agent.stderr()
     starts = [int(q["from"]) for _, q, _ in pushes_for(server, w.truth["pid"])]
     assert starts == sorted(starts), starts
