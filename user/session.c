@@ -727,6 +727,7 @@ int session__start(const struct session_opts *o, struct session **out)
 	if (s->spawned)
 		spawn__release(&s->spawn);
 started:
+	target__free(first);	/* NULL once the session holds it; unused by -a */
 	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
