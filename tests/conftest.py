@@ -48,6 +48,9 @@ RUN_DIR = os.environ.get("PBP_RUN_DIR", "/tmp/pbp-run")      # truth files, mode
 PY312_HOME = Path(os.environ.get("PBP_PY312_HOME", "/root/.pyenv/versions/3.12.1"))
 PY312_EXE = PY312_HOME / "bin" / "python3.12"
 PY312_COPY = Path(os.environ.get("PBP_PY312_COPY", "/tmp/pbp-python3.12"))
+# A real interpreter older than the oldest supported, for the refusal test.
+PY310_EXE = Path(os.environ.get("PBP_PY310_HOME", "/root/.pyenv/versions/3.10.13")) / \
+    "bin" / "python3.10"
 VERSIONS = ["3.11"] + (["3.12"] if os.access(PY312_EXE, os.X_OK) else []) + \
     ["3.13", "3.14", "3.15"]
 SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
@@ -271,10 +274,16 @@ def workloads_installed(sid_root):
 
 
 def pytest_report_header(config):
+    lines = []
     if "3.12" not in VERSIONS:
-        return (f"CPython 3.12: no build at {PY312_EXE} (PBP_PY312_HOME); "
-                "3.12 is left out of the interpreter matrix")
-    return f"CPython 3.12: {PY312_EXE}, run from a copy in {PY312_COPY}"
+        lines.append(f"CPython 3.12: no build at {PY312_EXE} (PBP_PY312_HOME); "
+                     "3.12 is left out of the interpreter matrix")
+    else:
+        lines.append(f"CPython 3.12: {PY312_EXE}, run from a copy in {PY312_COPY}")
+    if not os.access(PY310_EXE, os.X_OK):
+        lines.append(f"CPython 3.10: no build at {PY310_EXE} (PBP_PY310_HOME); the "
+                     "unsupported-version test uses a stand-in binary only")
+    return lines
 
 
 def _copy_py312():

@@ -1,13 +1,14 @@
 """Error paths: exit codes and one-line `pybpfprof: ` messages on stderr."""
 
 import json
+import os
 import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import (RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, parse_collapsed,
+from conftest import (PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, parse_collapsed,
                       same_except_leaf_line, show, total, truth_frames)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
@@ -42,6 +43,24 @@ def test_unsupported_python_version_exits_5(harness, tmp_path):
     msg = run.check_error(5)
     missing = [v for v in SUPPORTED_VERSIONS if v not in msg]
     assert not missing, f"message does not list supported versions {missing}: {msg!r}"
+
+
+REAL_310 = [str(PY310_EXE)] if os.access(PY310_EXE, os.X_OK) else []
+
+
+@pytest.mark.parametrize("exe", REAL_310, ids=["py3.10"] * len(REAL_310))
+def test_real_python_310_exits_5(harness, exe):
+    """A real 3.10 (a shared-library build): refused by its version, naming it."""
+    old = harness.spawn([exe, "-c", "import time; time.sleep(60)"])
+    deadline = time.monotonic() + QUICK
+    while "libpython3.10" not in open(f"/proc/{old.pid}/maps").read():
+        assert old.poll() is None and time.monotonic() < deadline, "3.10 did not start"
+        time.sleep(0.05)
+    run = harness.record_pid(old.pid, duration=2, stats=False, timeout=QUICK)
+    msg = run.check_error(5)
+    assert "older than 3.11" in msg, msg
+    missing = [v for v in SUPPORTED_VERSIONS if v not in msg]
+    assert not missing and "untested" not in msg, msg
 
 
 def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, py, unpriv_user):

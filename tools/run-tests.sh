@@ -13,6 +13,30 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
+# What the machine must allow, checked before anything is built, each with the reason:
+# a failure here is the machine's, not the code's.
+preflight() {
+	local major minor
+	[ -r /sys/kernel/btf/vmlinux ] || {
+		echo "run-tests: this kernel has no BTF (/sys/kernel/btf/vmlinux); the BPF tests need it" >&2
+		return 1
+	}
+	IFS=. read -r major minor _ <<<"$(uname -r)"
+	if [ "$major" -lt 5 ] || { [ "$major" -eq 5 ] && [ "${minor%%[!0-9]*}" -lt 17 ]; }; then
+		echo "run-tests: Linux $(uname -r) is older than 5.17, which the BPF sampler needs (bpf_loop)" >&2
+		return 1
+	fi
+	grep -q ' cgroup2 ' /proc/self/mounts || {
+		echo "run-tests: no cgroup v2 hierarchy is mounted; the container and agent tests make cgroups in one (mount -t cgroup2 none /sys/fs/cgroup/unified)" >&2
+		return 1
+	}
+	unshare --pid --mount --fork true 2>/dev/null || {
+		echo "run-tests: cannot create PID and mount namespaces (unshare --pid --mount --fork); the namespace tests need to" >&2
+		return 1
+	}
+}
+preflight
+
 step "installing missing packages"
 bash tools/install-deps.sh test
 
@@ -30,4 +54,9 @@ step "preparing CPython 3.11 (host) and 3.13, 3.14, 3.15 (Debian sid chroot)"
 bash tools/test-interpreters.sh >/dev/null
 
 step "running the tests"
+if [ -x "${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}/bin/python3.12" ]; then
+	echo "CPython 3.12: ${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1} (in the interpreter matrix)"
+else
+	echo "CPython 3.12: no build at ${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}; left out of the matrix"
+fi
 exec /usr/bin/python3 -m pytest -v -p no:cacheprovider tests "$@"

@@ -48,6 +48,6 @@ int interp__find_core(struct mem_core *core, struct py_interp *out, char *missin
 void interp__version_str(uint32_t hex, char *buf, size_t len);
 
 /* The versions this build reads, for error messages. */
-#define PBP_SUPPORTED_VERSIONS "3.11, 3.12 (untested), 3.13, 3.14, 3.15"
+#define PBP_SUPPORTED_VERSIONS "3.11, 3.12, 3.13, 3.14, 3.15"
 
 #endif

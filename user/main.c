@@ -44,7 +44,7 @@ static const char main_help[] =
 	"See 'pybpfprof record --help', 'pybpfprof top --help' and 'pybpfprof dump\n"
 	"--help' for options.\n"
 	"\n"
-	"Supported interpreters: CPython " "3.11, 3.12 (untested), 3.13, 3.14, 3.15" " (GIL builds).\n"
+	"Supported interpreters: CPython " PBP_SUPPORTED_VERSIONS " (GIL builds).\n"
 	"\n"
 	"Privileges: root, or the capabilities CAP_BPF, CAP_PERFMON and CAP_SYS_PTRACE,\n"
 	"e.g. sudo setcap cap_bpf,cap_perfmon,cap_sys_ptrace+ep ./pybpfprof\n"
