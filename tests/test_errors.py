@@ -7,6 +7,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,28 @@ def test_unprivileged_user_profiles_own_process_in_chroot_it_cannot_walk_to(
         harness.close()
         subprocess.run(["umount", str(root)], check=True)
         shutil.rmtree(top)
+
+
+def test_unreadable_interpreter_file_is_named_exits_6(harness, py311, unpriv_user):
+    """The user's own process runs an interpreter the user may execute but not read:
+    no way to its file opens, and the message says which file, not that the memory
+    cannot be read (it can)."""
+    d = Path(RUN_DIR) / f"xonly-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    try:
+        exe = d / "python3.11"
+        shutil.copyfile(py311.argv[0], exe)
+        os.chmod(exe, 0o711)
+        interp = Interp(py311.version, "/", ["env", "PBP_DUMPABLE=1", str(exe)])
+        w = harness.start_workload(interp, "ratio", user=unpriv_user)
+        run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-o",
+                                    f"{RUN_DIR}/xonly-{w.pid}.txt"], timeout=QUICK,
+                                   user=unpriv_user)
+        msg = run.check_error(6)
+        assert f"cannot open {exe}," in msg and "Permission denied" in msg, msg
+    finally:
+        harness.close()
+        shutil.rmtree(d)
 
 
 def test_unprivileged_user_against_root_process_exits_6(harness, py311, unpriv_user):
