@@ -39,6 +39,9 @@ struct map_source {
 	int (*open)(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
 		    size_t len);
 	unsigned int ntries;
+	/* Bit i: the i-th way needs privileges that a user profiling their own process
+	 * lacks, so its refusal alone does not make the file unreadable. */
+	unsigned int privileged;
 };
 
 struct find_ctx {
@@ -107,12 +110,14 @@ static int search_file(const struct proc_map *m, void *arg)
 	if (!is_candidate(c, m->path) || already_tried(c, m->path))
 		return 0;
 	for (unsigned int i = 0; i < c->src->ntries && err; i++) {
-		int fd = c->src->open(c, m, i, tried, sizeof(tried));
+		int fd;
 
+		tried[0] = '\0';
+		fd = c->src->open(c, m, i, tried, sizeof(tried));
 		if (fd < 0) {
 			err = fd;
-			if (err_rank(err, i == 0 && c->src->ntries > 1) > rank) {
-				rank = err_rank(err, i == 0 && c->src->ntries > 1);
+			if (err_rank(err, c->src->privileged >> i & 1) > rank) {
+				rank = err_rank(err, c->src->privileged >> i & 1);
 				best = err;
 				snprintf(file, sizeof(file), "%s", tried);
 			}
@@ -133,7 +138,7 @@ static int search_file(const struct proc_map *m, void *arg)
 			c->err = err;
 			if (!c->unreadable[0])
 				snprintf(c->unreadable, sizeof(c->unreadable), "%s",
-					 c->src->ntries > 1 ? in_root(c, m->path) : file);
+					 c->core ? file : in_root(c, m->path));
 		} else if ((err == -ENOENT || err == -ESTALE) && !c->missing[0]) {
 			snprintf(c->missing, sizeof(c->missing), "%s", file[0] ? file : m->path);
 			c->missing_err = err;
@@ -284,6 +289,7 @@ static const struct map_source live_source = {
 	.maps = live_maps,
 	.open = live_open,
 	.ntries = 4,
+	.privileged = 1u << 0,	/* map_files */
 };
 
 int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
