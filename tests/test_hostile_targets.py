@@ -13,9 +13,7 @@ import gzip
 import os
 import shutil
 import struct
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -95,17 +93,25 @@ def healthy(agent):
     assert (status, body) == (200, "ok\n"), (status, body)
 
 
-def profiles_with(out_dir, pid, func):
-    """Names of the agent's files for @pid whose samples reach function @func."""
-    found = set()
-    for p in out_dir.glob(f"*-{pid}-*.pb.gz"):
-        try:
-            prof = Profile.parse(gzip.decompress(p.read_bytes()))
-        except (OSError, EOFError, ValueError):
-            continue            # still being written
-        if any(f[0] == func for stack, _, _ in prof.samples() for f in stack):
-            found.add(p.name)
-    return found
+class Profiles:
+    """The agent's files in @out_dir for one process, each parsed once."""
+
+    def __init__(self, out_dir, pid, func):
+        self.out_dir, self.pid, self.func = out_dir, pid, func
+        self.seen = {}
+
+    def reaching(self):
+        """Names of the files whose samples reach function @func."""
+        for p in self.out_dir.glob(f"*-{self.pid}-*.pb.gz"):
+            if self.seen.get(p.name) is not None:
+                continue
+            try:
+                prof = Profile.parse(gzip.decompress(p.read_bytes()))
+            except (OSError, EOFError, ValueError):
+                continue            # still being written
+            self.seen[p.name] = any(f[0] == self.func
+                                    for stack, _, _ in prof.samples() for f in stack)
+        return {name for name, hit in self.seen.items() if hit}
 
 
 def attack_running_agent(py311, tmp_path, profiler_bin, mode, looked_at):
@@ -125,8 +131,8 @@ def attack_running_agent(py311, tmp_path, profiler_bin, mode, looked_at):
                                     "--container", group.name, "-v", "-v"])
         hot = fname("hostile_hot")
         w = sysburn(h, py, hot, 300)
-        pid = w.truth["pid"]
-        agent.wait(lambda: profiles_with(out_dir, pid, hot), 60, "a profile of the workload")
+        profiles = Profiles(out_dir, w.truth["pid"], hot)
+        agent.wait(profiles.reaching, 60, "a profile of the workload")
         attacker = Hostile(h, mode, group)
         maps = Path(f"/proc/{agent.proc.pid}/maps")
 
@@ -136,8 +142,8 @@ def attack_running_agent(py311, tmp_path, profiler_bin, mode, looked_at):
             return looked_at(agent, attacker)
 
         agent.wait(at_trap, 60, "discovery to reach the trap")
-        before = profiles_with(out_dir, pid, hot)
-        agent.wait(lambda: healthy(agent) or profiles_with(out_dir, pid, hot) - before, 60,
+        before = profiles.reaching()
+        agent.wait(lambda: healthy(agent) or profiles.reaching() - before, 60,
                    "a profile of the workload after the attack")
         attacker.close()
         healthy(agent)
