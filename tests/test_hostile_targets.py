@@ -70,10 +70,11 @@ class Hostile:
         assert self.proc.poll() is None, f"attacker exited ({self.proc.returncode})"
 
     def said(self, word):
+        """How many times the attacker said @word."""
         try:
-            return word in self.status.read_text().split()
+            return self.status.read_text().split().count(word)
         except FileNotFoundError:
-            return False
+            return 0
 
     def close(self):
         if self.proc.poll() is None:
@@ -166,9 +167,10 @@ def test_agent_survives_fifo_at_mapped_interpreter_path(py311, tmp_path, profile
 def test_agent_survives_truncation_of_mapped_elf_during_scan(py311, tmp_path, profiler_bin,
                                                               unpriv_user):
     """The trap: an ELF file with a 128 MiB .symtab, truncated as soon as it is opened.
-    A reader that mmaps it is killed by SIGBUS."""
+    A reader that mmaps it is killed by SIGBUS, unless the truncation comes before it
+    sized the file: three looks make that chance small."""
     attack_running_agent(py311, tmp_path, profiler_bin, "truncate",
-                         lambda agent, a: a.said("truncated"))
+                         lambda agent, a: a.said("truncated") >= 3)
 
 
 @pytest.mark.parametrize("target", ["fifo", "/dev/zero", "/"])
