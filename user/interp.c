@@ -299,6 +299,7 @@ int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 	ssize_t n;
 	int err;
 
+	out->unopened = 0;
 	if (proc__alive(pid))
 		return -ESRCH;
 	c = calloc(1, sizeof(*c));
