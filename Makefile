@@ -160,7 +160,7 @@ fuzz: | $(OUT)/tests
 		-o $(OUT)/tests/fuzz_linetable tests/fuzz/fuzz_linetable.c user/linetable.c
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
 		-o $(OUT)/tests/fuzz_core tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c \
-		user/elf_syms.c user/proc.c user/offsets.c user/mem_live.c user/log.c -lelf -lz
+		user/elf_syms.c user/hostile_file.c user/proc.c user/offsets.c user/mem_live.c user/log.c -lelf -lz
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
 	$(Q)$(OUT)/tests/fuzz_core -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=16384

@@ -2,14 +2,18 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
-from conftest import (PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, parse_collapsed,
-                      same_except_leaf_line, show, total, truth_frames)
+from conftest import (PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
+                      parse_collapsed, same_except_leaf_line, show, total, truth_frames)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 
@@ -63,17 +67,16 @@ def test_real_python_310_exits_5(harness, exe):
     assert not missing and "untested" not in msg, msg
 
 
-def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, py, unpriv_user):
-    """No BPF capabilities, but the target is the user's own: sampled from user space,
-    with a one-line notice, and the profile is right."""
-    w = harness.start_workload(py, "ratio", user=unpriv_user)
+def record_own_process_live(harness, w, user):
+    """@user profiles its own workload @w: no BPF capabilities, so it is sampled from
+    user space, with a one-line notice, and the profile is right."""
     owner = subprocess.run(["stat", "-c", "%U", f"/proc/{w.pid}"], capture_output=True,
                            text=True).stdout.strip()
-    assert owner == unpriv_user, f"target owned by {owner!r}"
+    assert owner == user, f"target owned by {owner!r}"
     out = f"{RUN_DIR}/unpriv-{w.pid}.txt"
     st = f"{RUN_DIR}/unpriv-{w.pid}.json"
     run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-r", 499, "-o", out,
-                                "--stats-file", st], timeout=QUICK, user=unpriv_user)
+                                "--stats-file", st], timeout=QUICK, user=user)
     assert run.rc == 0, run.describe()
     notices = [l for l in run.stderr.splitlines() if "BPF is not available" in l]
     assert len(notices) == 1, f"expected one fallback notice\n{run.describe()}"
@@ -88,6 +91,60 @@ def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, p
         assert total(good) >= 50, f"{fn}: {total(good)} samples with the truth stack\n{show(prof)}"
     with open(st) as f:
         assert json.load(f)["mode"] == "live"
+
+
+def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, py, unpriv_user):
+    w = harness.start_workload(py, "ratio", user=unpriv_user)
+    record_own_process_live(harness, w, unpriv_user)
+
+
+@pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
+def test_unprivileged_user_profiles_own_process_in_chroot_it_cannot_walk_to(
+        harness, sid_root, workloads_installed, unpriv_user, version):
+    """The chroot lies under a directory only root may enter (a checkout under /root):
+    /proc/PID/maps names the interpreter by that host path, which the user cannot
+    open, nor /proc/PID/map_files; inside the process's own root the file is there."""
+    sid = make_interp(version, sid_root)
+    sid.require()
+    top = Path(tempfile.mkdtemp(prefix="pbp-0700-"))
+    os.chmod(top, 0o700)
+    root = top / "x" / "sid"
+    root.mkdir(parents=True)
+    mount = subprocess.run(["mount", "--bind", sid.root, str(root)], capture_output=True,
+                           text=True)
+    assert mount.returncode == 0, f"mount --bind failed: {mount.stderr}"
+    try:
+        interp = Interp(version, str(root), ["chroot", str(root)] + sid.argv[2:])
+        w = harness.start_workload(interp, "ratio", user=unpriv_user)
+        maps = Path(f"/proc/{w.pid}/maps").read_text()
+        assert f"{root}/usr/bin/python{version}" in maps, maps
+        record_own_process_live(harness, w, unpriv_user)
+    finally:
+        harness.close()
+        subprocess.run(["umount", str(root)], check=True)
+        shutil.rmtree(top)
+
+
+def test_unreadable_interpreter_file_is_named_exits_6(harness, py311, unpriv_user):
+    """The user's own process runs an interpreter the user may execute but not read:
+    no way to its file opens, and the message says which file, not that the memory
+    cannot be read (it can)."""
+    d = Path(RUN_DIR) / f"xonly-{uuid.uuid4().hex[:8]}"
+    d.mkdir()
+    try:
+        exe = d / "python3.11"
+        shutil.copyfile(py311.argv[0], exe)
+        os.chmod(exe, 0o711)
+        interp = Interp(py311.version, "/", ["env", "PBP_DUMPABLE=1", str(exe)])
+        w = harness.start_workload(interp, "ratio", user=unpriv_user)
+        run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "-o",
+                                    f"{RUN_DIR}/xonly-{w.pid}.txt"], timeout=QUICK,
+                                   user=unpriv_user)
+        msg = run.check_error(6)
+        assert f"cannot open {exe}," in msg and "Permission denied" in msg, msg
+    finally:
+        harness.close()
+        shutil.rmtree(d)
 
 
 def test_unprivileged_user_against_root_process_exits_6(harness, py311, unpriv_user):

@@ -2,15 +2,49 @@
 /*
  * ELF symbol look-up. Distribution interpreters are stripped but keep their dynamic
  * symbols (_PyRuntime is exported), so .dynsym is searched when .symtab is absent.
+ *
+ * The file is whatever a target mapped, so its owner may change it while we read:
+ * libelf reads it with pread (ELF_C_READ), never through a mapping that a truncation
+ * would turn into SIGBUS, and nothing it is asked to read is larger than the limits
+ * below, which no CPython build comes near, so that a file's headers cannot make us
+ * allocate what its size claims.
  */
+#include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "elf_syms.h"
+
+#define ELF_MAX_SECTIONS 4096
+#define ELF_MAX_SEGMENTS 1024
+#define ELF_MAX_SECTION_BYTES (64u << 20)	/* a symbol table or its strings */
+
+/* The section and segment counts, checked before libelf allocates a table for each. */
+static int check_header(int fd)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh0;
+	uint64_t nsec;
+
+	if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return -ENOEXEC;
+	if (eh.e_shentsize && eh.e_shentsize != sizeof(Elf64_Shdr))
+		return -ENOEXEC;
+	nsec = eh.e_shnum;
+	/* Extended numbering: the count is in section 0's sh_size. */
+	if (!nsec && eh.e_shoff) {
+		if (pread(fd, &sh0, sizeof(sh0), (off_t)eh.e_shoff) != (ssize_t)sizeof(sh0))
+			return -ENOEXEC;
+		nsec = sh0.sh_size;
+	}
+	if (nsec > ELF_MAX_SECTIONS || eh.e_phnum > ELF_MAX_SEGMENTS)
+		return -E2BIG;
+	return 0;
+}
 
 static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 {
@@ -34,12 +68,18 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_sym_query *q,
 			unsigned int n)
 {
-	Elf_Data *data = elf_getdata(scn, NULL);
+	Elf_Scn *strscn = elf_getscn(elf, sh->sh_link);
+	GElf_Shdr strsh;
+	Elf_Data *data;
 	size_t count;
 
-	if (!data || !sh->sh_entsize)
+	if (!sh->sh_entsize || sh->sh_size > ELF_MAX_SECTION_BYTES || !strscn ||
+	    !gelf_getshdr(strscn, &strsh) || strsh.sh_size > ELF_MAX_SECTION_BYTES)
 		return;
-	count = sh->sh_size / sh->sh_entsize;
+	data = elf_getdata(scn, NULL);
+	if (!data)
+		return;
+	count = data->d_size / sh->sh_entsize;
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		const char *name;
@@ -60,18 +100,18 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_sym_qu
 	}
 }
 
-int elf__find_symbols(const char *path, struct elf_sym_query *q, unsigned int n)
+int elf__find_symbols(int fd, struct elf_sym_query *q, unsigned int n)
 {
 	Elf_Scn *scn = NULL;
 	Elf *elf = NULL;
-	int fd, err = 0;
+	int err;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	err = check_header(fd);
+	if (err)
+		return err;
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto out;
@@ -93,6 +133,5 @@ int elf__find_symbols(const char *path, struct elf_sym_query *q, unsigned int n)
 out:
 	if (elf)
 		elf_end(elf);
-	close(fd);
 	return err;
 }

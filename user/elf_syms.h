@@ -13,11 +13,13 @@ struct elf_sym_query {
 };
 
 /*
- * Resolves each query in @q by name. A symbol is reported by its file offset (through
- * the PT_LOAD segment holding it) so that callers can place it with /proc/PID/maps,
- * whatever the load address. Returns 0 (check ->found), or a negative errno if the
- * file is not a readable ELF object.
+ * Resolves each query in @q by name, reading the ELF file open at @fd (left open; see
+ * hostile_file.h for opening a file someone else names). A symbol is reported by its
+ * file offset (through the PT_LOAD segment holding it) so that callers can place it
+ * with /proc/PID/maps, whatever the load address. Returns 0 (check ->found); -ENOEXEC if the file is not
+ * a readable 64-bit ELF object; -E2BIG if its headers claim more sections or segments
+ * than any interpreter has.
  */
-int elf__find_symbols(const char *path, struct elf_sym_query *q, unsigned int n);
+int elf__find_symbols(int fd, struct elf_sym_query *q, unsigned int n);
 
 #endif

@@ -10,7 +10,7 @@ enum pbp_exit {
 	EXIT_NO_PROCESS = 3,	/* no such process, or it exited before profiling began */
 	EXIT_NOT_PYTHON = 4,	/* the target is not a CPython process */
 	EXIT_UNSUPPORTED = 5,	/* a CPython version this build cannot read */
-	EXIT_PRIVILEGES = 6,	/* missing capabilities */
+	EXIT_PRIVILEGES = 6,	/* missing capabilities, or an interpreter file we may not open */
 	EXIT_KERNEL = 7,	/* the kernel lacks BTF, BPF or perf events */
 	EXIT_BAD_CORE = 8,	/* the core file cannot be read, is truncated or is no core */
 	EXIT_NO_BINARY = 9,	/* the binary a core names is not on this host (or differs) */

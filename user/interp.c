@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Interpreter discovery, over the mappings of a live process or of a core. A live
- * process's files are opened through /proc/PID/root so that a process in a chroot or
- * container is resolved against its own file system, and through /proc/PID/map_files
- * when the file was replaced or deleted since it was mapped. A core's files are the
- * ones it names, found as mem_core resolves them (sysroot, --exe).
+ * Interpreter discovery, over the mappings of a live process or of a core.
+ *
+ * A live process's files are named by /proc/PID/maps as we see them, and whoever runs
+ * the process chooses them: every one is opened as hostile_file.c says and must be the
+ * inode the maps line names. The ways to it, best first: /proc/PID/map_files (the
+ * mapped inode itself; needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE); the path
+ * inside the process's root, found by taking the root's path as we see it off the
+ * front, so that a chroot resolves even where its path on the host is not ours to
+ * walk; /proc/PID/exe for the executable (open to the same user); and the path as we
+ * see it. A core's files are the ones it names, found as mem_core resolves them
+ * (sysroot, --exe).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +21,7 @@
 #include <unistd.h>
 
 #include "elf_syms.h"
+#include "hostile_file.h"
 #include "interp.h"
 #include "log.h"
 #include "mem_core.h"
@@ -26,10 +34,14 @@ struct find_ctx;
 /* Where mappings and their files come from. */
 struct map_source {
 	int (*maps)(struct find_ctx *c, int (*fn)(const struct proc_map *m, void *arg));
-	/* Host path of the @i-th way (of ntries) to open the file behind @m. */
-	int (*path)(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
+	/* Opens the file behind @m the @i-th way (of ntries): a descriptor, or a negative
+	 * errno (-ENOENT also when that way does not apply). @buf names what was tried. */
+	int (*open)(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
 		    size_t len);
 	unsigned int ntries;
+	/* Bit i: the i-th way needs privileges that a user profiling their own process
+	 * lacks, so its refusal alone does not make the file unreadable. */
+	unsigned int privileged;
 };
 
 struct find_ctx {
@@ -37,6 +49,7 @@ struct find_ctx {
 	pid_t pid;
 	struct mem_core *core;
 	char exe[PATH_MAX];
+	char root[PATH_MAX];		/* the target's root as we see it; "" if unknown */
 	char tried[8][PATH_MAX];	/* files already searched */
 	unsigned int ntried;
 	struct elf_sym_query q[NSYMS];
@@ -45,7 +58,17 @@ struct find_ctx {
 	int err;
 	char missing[PATH_MAX];		/* first candidate file that could not be found */
 	int missing_err;
+	char unreadable[PATH_MAX];	/* first one that could not be opened (c->err) */
 };
+
+/* How much an error says about a file that cannot be opened: a way that failed for
+ * want of permission tells more than one that did not apply or found nothing. */
+static int err_rank(int err, int privileged_way)
+{
+	if (err == -EACCES || err == -EPERM)
+		return privileged_way ? 1 : 3;
+	return err == -ENOENT ? 0 : 2;
+}
 
 /* Only files that can plausibly hold an interpreter are opened: the executable and
  * anything named like python or libpython. */
@@ -67,23 +90,55 @@ static int already_tried(struct find_ctx *c, const char *path)
 	return 0;
 }
 
+/* @path (as we see it) inside the target's root; @path itself if the root is ours or
+ * unknown, or the file lies outside it. */
+static const char *in_root(const struct find_ctx *c, const char *path)
+{
+	size_t n = strlen(c->root);
+
+	if (n > 1 && !strncmp(path, c->root, n) && path[n] == '/')
+		return path + n;
+	return path;
+}
+
 static int search_file(const struct proc_map *m, void *arg)
 {
 	struct find_ctx *c = arg;
-	char file[PATH_MAX + 64] = "";
-	int err = -ENOENT;
+	char file[PATH_MAX + 64] = "", tried[PATH_MAX + 64];
+	int err = -ENOENT, best = -ENOENT, rank = -1;
 
 	if (!is_candidate(c, m->path) || already_tried(c, m->path))
 		return 0;
 	for (unsigned int i = 0; i < c->src->ntries && err; i++) {
-		err = c->src->path(c, m, i, file, sizeof(file));
-		if (!err)
-			err = elf__find_symbols(file, c->q, NSYMS);
+		int fd;
+
+		tried[0] = '\0';
+		fd = c->src->open(c, m, i, tried, sizeof(tried));
+		if (fd < 0) {
+			err = fd;
+			if (err_rank(err, c->src->privileged >> i & 1) > rank) {
+				rank = err_rank(err, c->src->privileged >> i & 1);
+				best = err;
+				snprintf(file, sizeof(file), "%s", tried);
+			}
+			continue;
+		}
+		err = elf__find_symbols(fd, c->q, NSYMS);
+		close(fd);
+		if (err) {
+			best = err;
+			snprintf(file, sizeof(file), "%s", tried);
+			break;	/* the mapped file itself is no ELF we read */
+		}
 	}
 	if (err) {
-		pr_debug("cannot read %s: %s\n", m->path, strerror(-err));
+		err = best;
+		pr_debug("cannot read %s (%s): %s\n", m->path, file, strerror(-err));
 		if (err == -EACCES || err == -EPERM) {
 			c->err = err;
+			if (!c->unreadable[0])
+				snprintf(c->unreadable, sizeof(c->unreadable), "%s",
+					 c->core ? file : in_root(c, m->path));
 		} else if ((err == -ENOENT || err == -ESTALE) && !c->missing[0]) {
 			snprintf(c->missing, sizeof(c->missing), "%s", file[0] ? file : m->path);
 			c->missing_err = err;
@@ -199,31 +254,42 @@ static int live_maps(struct find_ctx *c, int (*fn)(const struct proc_map *m, voi
 	return proc__maps(c->pid, fn, c);
 }
 
-static int live_path(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
+static int live_open(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
 		     size_t len)
 {
-	struct stat st;
+	const struct hostile_file_id id = { .dev = m->dev, .ino = m->inode };
 
-	if (i == 0)
-		return proc__root_path(c->pid, m->path, buf, len);
-	/* The maps name files as seen from our own root: for a chroot in our mount
-	 * namespace that path works as it is, and unlike map_files it needs no
-	 * CAP_SYS_ADMIN. The inode proves it is the mapped file. */
-	if (i == 1) {
-		if (stat(m->path, &st) || st.st_ino != m->inode)
+	switch (i) {
+	case 0:
+		snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", (int)c->pid,
+			 (unsigned long long)m->start, (unsigned long long)m->end);
+		return hostile_file__open(AT_FDCWD, buf, 0, &id, NULL);
+	case 1:
+		/* The maps path is the one the kernel resolved: a symbolic link in its
+		 * place now was put there since, so the last one is not followed. */
+		if (snprintf(buf, len, "/proc/%d/root%s", (int)c->pid,
+			     in_root(c, m->path)) >= (int)len)
+			return -ENAMETOOLONG;
+		return hostile_file__open(AT_FDCWD, buf, HOSTILE_FILE_NOFOLLOW, &id, NULL);
+	case 2:
+		/* The executable opens through /proc/PID/exe for the same user even where
+		 * no path to it can be walked. */
+		if (strcmp(m->path, c->exe))
 			return -ENOENT;
+		snprintf(buf, len, "/proc/%d/exe", (int)c->pid);
+		return hostile_file__open(AT_FDCWD, buf, 0, &id, NULL);
+	default:
+		/* As we see it: a file mapped from outside the target's root. */
 		snprintf(buf, len, "%s", m->path);
-		return 0;
+		return hostile_file__open(AT_FDCWD, buf, HOSTILE_FILE_NOFOLLOW, &id, NULL);
 	}
-	snprintf(buf, len, "/proc/%d/map_files/%llx-%llx", (int)c->pid,
-		 (unsigned long long)m->start, (unsigned long long)m->end);
-	return 0;
 }
 
 static const struct map_source live_source = {
 	.maps = live_maps,
-	.path = live_path,
-	.ntries = 3,
+	.open = live_open,
+	.ntries = 4,
+	.privileged = 1u << 0,	/* map_files */
 };
 
 int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
@@ -233,6 +299,7 @@ int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 	ssize_t n;
 	int err;
 
+	out->unopened = 0;
 	if (proc__alive(pid))
 		return -ESRCH;
 	c = calloc(1, sizeof(*c));
@@ -245,9 +312,17 @@ int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 	if (n > 0)
 		c->exe[n] = '\0';
 
+	if (proc__root(pid, c->root, sizeof(c->root)))
+		c->root[0] = '\0';
+
 	err = find_runtime(c);
 	if (err == -ENOENT && !c->found_path[0])
 		err = proc__alive(pid) ? -ESRCH : c->err ? c->err : -ENOENT;
+	if (err && c->err && err == c->err) {
+		/* Say which file: the process's memory may be readable all the same. */
+		snprintf(out->path, sizeof(out->path), "%s", c->unreadable);
+		out->unopened = 1;
+	}
 	if (err)
 		goto out;
 	err = read_interp(c, mem, out);
@@ -263,16 +338,19 @@ static int core_maps(struct find_ctx *c, int (*fn)(const struct proc_map *m, voi
 	return mem_core__maps(c->core, fn, c);
 }
 
-static int core_path(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
+static int core_open(struct find_ctx *c, const struct proc_map *m, unsigned int i, char *buf,
 		     size_t len)
 {
+	int err;
+
 	(void)i;
-	return mem_core__file_path(c->core, m->path, buf, len);
+	err = mem_core__file_path(c->core, m->path, buf, len);
+	return err ? err : hostile_file__open(AT_FDCWD, buf, 0, NULL, NULL);
 }
 
 static const struct map_source core_source = {
 	.maps = core_maps,
-	.path = core_path,
+	.open = core_open,
 	.ntries = 1,
 };
 

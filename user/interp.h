@@ -19,6 +19,8 @@ struct py_interp {
 	uint64_t runtime;	/* address of _PyRuntime */
 	uint64_t code_type;	/* address of PyCode_Type, 0 if not found */
 	uint32_t version_hex;	/* 0 if no version could be read */
+	int unopened;		/* on -EACCES/-EPERM: @path is a file that could not be
+				 * opened (not the process's memory that could not be read) */
 	struct py_offsets off;
 };
 
@@ -26,7 +28,8 @@ struct py_interp {
  * Fills @out for @pid, reading the target through @mem. Returns 0; -ESRCH if the
  * process is gone; -ENOENT if no mapped file exports _PyRuntime (not CPython);
  * -ENOTSUP if the version is not supported (out->version_hex says which, 0 if older
- * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read.
+ * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read (a file:
+ * out->unopened is set and out->path names it as the target sees it).
  */
 int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);
 

@@ -63,7 +63,7 @@ static const char main_help[] =
 	"  4    the target is not a CPython process\n"
 	"  5    unsupported CPython version\n"
 	"  6    missing privileges: BPF is not allowed and neither is reading the\n"
-	"       target's memory\n"
+	"       target's memory, or the file holding its interpreter cannot be opened\n"
 	"  7    the kernel lacks BTF, BPF or perf-event support\n"
 	"  8    dump: the core file cannot be read, is truncated or is not a core\n"
 	"  9    dump: a binary the core names is not on this host, or is not the one the\n"

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostile_file.h"
 #include "log.h"
 #include "mem_core.h"
 
@@ -219,7 +220,6 @@ static int resolve_file(struct mem_core *c, unsigned int idx)
 {
 	struct core_file *f = &c->files[idx];
 	char path[PATH_MAX];
-	struct stat st;
 	int fd = -1, err;
 
 	if (f->resolved)
@@ -233,16 +233,13 @@ static int resolve_file(struct mem_core *c, unsigned int idx)
 		err = -ENOMEM;
 		goto cleanup;
 	}
-	/* A core names any path it likes: never block on a FIFO or read a device. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	/* A core names any path it likes: never block on a FIFO or open a device. A
+	 * sysroot's or --exe's symbolic links are the user's own and are followed. */
+	fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
 	if (fd < 0) {
-		err = errno == ENOTDIR ? -ENOENT : -errno;
-		pr_debug("core: cannot open %s for %s: %s\n", path, f->name, strerror(-err));
-		goto cleanup;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		pr_debug("core: %s is not a regular file\n", path);
-		err = -ENOENT;
+		err = fd == -EINVAL ? -ENOENT : fd;
+		pr_debug("core: cannot open %s for %s: %s\n", path, f->name,
+			 fd == -EINVAL ? "not a regular file" : strerror(-err));
 		goto cleanup;
 	}
 	err = check_file(c, idx, fd);
@@ -676,6 +673,7 @@ int mem_core__maps(const struct mem_core *c, int (*fn)(const struct proc_map *m,
 		pm.start = m->start;
 		pm.end = m->end;
 		pm.offset = m->offset;
+		pm.dev = pm.inode = 0;	/* an NT_FILE note names no inode */
 		snprintf(pm.path, sizeof(pm.path), "%s", c->files[m->file].name);
 		ret = fn(&pm, arg);
 	}

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -185,11 +186,19 @@ int proc__pids(int (*fn)(pid_t pid, void *arg), void *arg)
 	return ret;
 }
 
-int proc__root_path(pid_t pid, const char *path, char *out, size_t len)
+int proc__root(pid_t pid, char *buf, size_t len)
 {
-	int n = snprintf(out, len, "/proc/%d/root%s", (int)pid, path);
+	char link[64];
+	ssize_t n;
 
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	n = readlink(link, buf, len);
+	if (n < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if ((size_t)n >= len)
+		return -ENAMETOOLONG;
+	buf[n] = '\0';
+	return 0;
 }
 
 int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg)
@@ -205,11 +214,13 @@ int proc__maps(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (getline(&line, &cap, f) > 0) {
+		unsigned int major, minor;
 		int pos = 0;
 
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*s %" SCNu64 " %n",
-			   &m.start, &m.end, &m.offset, &m.inode, &pos) < 4 || !pos)
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &m.start, &m.end, &m.offset, &major, &minor, &m.inode, &pos) < 6 || !pos)
 			continue;
+		m.dev = makedev(major, minor);
 		if (line[pos] != '/')
 			continue;
 		snprintf(m.path, sizeof(m.path), "%s", line + pos);

@@ -9,8 +9,9 @@
 
 struct proc_map {
 	uint64_t start, end, offset;
-	uint64_t inode;
-	char path[PATH_MAX];	/* as the target sees it; "" for anonymous */
+	uint64_t dev, inode;	/* the mapped file (dev is makedev(major, minor)); 0 if unknown */
+	char path[PATH_MAX];	/* as the reader of /proc/PID/maps sees it (not the target,
+				 * when the two have different roots) */
 };
 
 /* 0 if @pid exists and is not a zombie, -ESRCH otherwise. */
@@ -39,8 +40,12 @@ int proc__children(pid_t pid, int (*fn)(pid_t child, void *arg), void *arg);
  * non-zero, which is returned. */
 int proc__pids(int (*fn)(pid_t pid, void *arg), void *arg);
 
-/* Path of @path inside @pid's root directory, so that chroots and containers resolve. */
-int proc__root_path(pid_t pid, const char *path, char *out, size_t len);
+/*
+ * @pid's root directory as this process sees it (readlink of /proc/PID/root): "/" for
+ * a process in our root or in a container of its own mount namespace, the chroot's
+ * path for a chroot. -ESRCH, -EACCES (no ptrace access) or -ENAMETOOLONG.
+ */
+int proc__root(pid_t pid, char *buf, size_t len);
 
 /* The scheduler state of thread @tid of @pid as /proc shows it: 'R' running or
  * runnable, 'S' sleeping, 'D' in uninterruptible wait, ... -ESRCH if it is gone. */

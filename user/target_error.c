@@ -33,6 +33,13 @@ int target_error__report(pid_t pid, int err, const struct py_interp *in,
 		return EXIT_UNSUPPORTED;
 	case -EACCES:
 	case -EPERM:
+		if (in->unopened) {
+			pr_warn("cannot open %s, which process %d maps, to look for its "
+				"interpreter: %s (needs read access to it, or CAP_SYS_ADMIN for "
+				"/proc/%d/map_files)\n", in->path, (int)pid, strerror(-err),
+				(int)pid);
+			return EXIT_PRIVILEGES;
+		}
 		if (bpf_missing)
 			pr_warn("missing privileges: cannot read the memory of process %d "
 				"(needs CAP_SYS_PTRACE, or the same user with ptrace allowed), and "
