@@ -521,9 +521,11 @@ class Harness:
         return [self.profiler] + [str(a) for a in args]
 
     def run_profiler(self, args, timeout, user=None, signal_after=None, out=None,
-                     stats=None):
+                     stats=None, signal_when=None):
         """Run the profiler; kill its process group after `timeout` s and FAIL.
-        signal_after=(seconds, signum) sends a signal to it once."""
+        signal_after=(seconds, signum) sends a signal to it once; signal_when=(pred,
+        signum) sends it once pred(stdout, stderr) holds, so that a busy machine's slow
+        start cannot eat the time the profiler was meant to run."""
         argv = self.profiler_argv(args)
         if user:
             argv = unpriv_prefix(user) + argv
@@ -541,6 +543,14 @@ class Harness:
                     proc.wait(delay)
                 except subprocess.TimeoutExpired:
                     proc.send_signal(signum)
+            if signal_when:
+                pred, signum = signal_when
+                deadline = time.monotonic() + timeout
+                while proc.poll() is None and time.monotonic() < deadline:
+                    if pred(so.read_text(errors="replace"), se.read_text(errors="replace")):
+                        proc.send_signal(signum)
+                        break
+                    time.sleep(0.05)
             try:
                 rc = proc.wait(timeout)
             except subprocess.TimeoutExpired:

@@ -6,13 +6,14 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import (PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
+from conftest import (PROFILER_GRACE, PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
                       parse_collapsed, same_except_leaf_line, show, total, truth_frames)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
@@ -158,9 +159,26 @@ def test_unprivileged_user_against_root_process_exits_6(harness, py311, unpriv_u
 
 
 def test_target_exit_mid_profile_ends_run_with_profile(py, harness):
-    w = harness.start_workload(py, "ratio", seconds=2.0)
-    # -d 20, but the target exits after ~2 s: the profiler must stop then, not hang to 20 s.
-    run = harness.record_pid(w.pid, rate=499, duration=20, stats=False, timeout=15)
+    """-d 600, but the target exits a second after sampling began: the profiler stops
+    then and writes what it sampled. (The target ends when the profiler has started,
+    not after a fixed time, which a slow BPF load on a busy machine could outlast.)"""
+    w = harness.start_workload(py, "ratio", seconds=300)
+
+    def end_target_once_sampled():
+        deadline = time.monotonic() + PROFILER_GRACE
+        while time.monotonic() < deadline and w.proc.poll() is None:
+            if any("profiling pid" in p.read_text(errors="replace")
+                   for p in harness.tmp.glob("prof-*.stderr")):
+                time.sleep(1.0)
+                w.proc.terminate()
+                return
+            time.sleep(0.05)
+
+    ender = threading.Thread(target=end_target_once_sampled, daemon=True)
+    ender.start()
+    run = harness.record_pid(w.pid, rate=499, duration=600, stats=False,
+                             extra=["-v"], timeout=PROFILER_GRACE)
+    ender.join()
     prof = run.check_ok()
     assert w.proc.poll() is not None, "target still running"
     fa = [s for s in prof if s.leaf is not None and s.leaf.name == "fa"]
@@ -171,8 +189,17 @@ def test_target_exit_mid_profile_ends_run_with_profile(py, harness):
 def test_signal_stops_profiler_with_profile(py, harness, tmp_path, signum):
     w = harness.start_workload(py, "ratio")
     out = tmp_path / "profile.txt"
-    run = harness.run_profiler(["record", "-p", w.pid, "-r", 499, "-o", out],
-                               timeout=QUICK, signal_after=(3.0, signum), out=out)
+    started = []
+
+    def sampled_a_while(_, err):
+        # A second and a half of sampling once the profiler said it began.
+        if not started and "profiling pid" in err:
+            started.append(time.monotonic())
+        return started and time.monotonic() - started[0] > 1.5
+
+    run = harness.run_profiler(["record", "-v", "-p", w.pid, "-r", 499, "-o", out],
+                               timeout=QUICK + PROFILER_GRACE,
+                               signal_when=(sampled_a_while, signum), out=out)
     prof = run.check_ok()
     assert w.proc.poll() is None, "the profiler's signal must not stop the target"
     fa = [s for s in prof if s.leaf is not None and s.leaf.name == "fa"]

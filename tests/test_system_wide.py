@@ -329,8 +329,15 @@ def test_top_all_shows_every_process(three, tmp_path, profiler_bin):
     try:
         ws = [sysburn(h, py, fname(f"top{i}"), 60) for i, py in enumerate(three)]
         pids = ",".join(str(w.truth["pid"]) for w in ws)
-        run = h.run_profiler(["top", "-a", "--pid-filter", pids], timeout=60,
-                             signal_after=(4.5, signal.SIGINT))
+        def all_shown(out, _):
+            # Every process and its hot function in one block: enough to stop on.
+            blocks = [b for b in out.split("\n\n") if b.strip()]
+            return len(blocks) >= 2 and all(
+                f"process {w.truth['pid']} " in blocks[-2] and w.truth["func"] in blocks[-2]
+                for w in ws)
+
+        run = h.run_profiler(["top", "-a", "--pid-filter", pids], timeout=60 + PROFILER_GRACE,
+                             signal_when=(all_shown, signal.SIGINT))
     finally:
         h.close()
     assert run.rc == 0, run.describe()
