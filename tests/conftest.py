@@ -688,6 +688,29 @@ def unpriv_user():
     return UNPRIV_USER
 
 
+# x86-64 numbers of select, nanosleep, clock_nanosleep and pselect6 (3.10's time.sleep
+# uses select; 3.11 and later clock_nanosleep).
+SLEEP_SYSCALLS = {"23", "35", "230", "270"}
+
+
+def wait_asleep(pid, tid=None, timeout=TRUTH_TIMEOUT):
+    """Wait until thread @tid (default: the main thread) of @pid sits in a sleep
+    syscall: the moment a `time.sleep()` or `sleep()` the test relies on has begun,
+    however long a busy machine took to get there. FAILs on timeout or exit."""
+    path = f"/proc/{pid}/task/{tid or pid}/syscall"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path) as f:
+                if f.read().split()[0] in SLEEP_SYSCALLS:
+                    return
+        except (OSError, IndexError):
+            pytest.fail(f"process {pid} exited before it slept")
+        if time.monotonic() > deadline:
+            pytest.fail(f"process {pid} did not reach its sleep within {timeout}s")
+        time.sleep(0.02)
+
+
 def fraction(part, whole):
     return part / whole if whole else 0.0
 

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import Frame, Harness, Once, truth_frames
+from conftest import Frame, Harness, Once, truth_frames, wait_asleep
 
 QUICK = 60           # seconds a dump may take before we call it a hang
 GCORE_TIMEOUT = 120
@@ -196,9 +196,9 @@ def dump_workload(tmpdir, profiler, interp):
     h = Harness(tmpdir, profiler)
     try:
         w = h.start_workload(interp, "dumpee", seconds=300)
-        # The truth file appears inside Truth.write (its rename); give the main
-        # thread a moment to return into the sleep the truth describes.
-        time.sleep(0.5)
+        # The truth file appears inside Truth.write (its rename); wait for the main
+        # thread to be back in the sleep the truth describes.
+        wait_asleep(w.pid)
         live = h.run_profiler(["dump", "-p", w.pid], timeout=QUICK)
         core, log = gcore(w.pid, Path(tmpdir) / "dumpee")
         if w.proc.poll() is not None:
@@ -383,7 +383,7 @@ def core311(py311, module_tmp, profiler_bin):
         h = Harness(module_tmp / "core311", None)
         try:
             p = h.spawn(py311.argv + ["-c", "import time; time.sleep(120)"])
-            time.sleep(0.5)
+            wait_asleep(p.pid)
             return gcore(p.pid, module_tmp / "core311" / "sleep311")[0]
         finally:
             h.close()
@@ -420,7 +420,7 @@ def test_dump_not_a_core_exits_8(harness, tmp_path, kind):
 
 def test_dump_core_of_non_python_process_exits_4(harness, tmp_path):
     sleeper = harness.spawn(["sleep", "120"])
-    time.sleep(0.2)
+    wait_asleep(sleeper.pid)
     core, _ = gcore(sleeper.pid, tmp_path / "sleep")
     msg = run_dump(harness, "--core", core).check_error(EXIT_NOT_PYTHON)
     assert "not of a CPython process" in msg, msg
@@ -432,8 +432,7 @@ def test_dump_core_of_deleted_binary_exits_9_and_exe_recovers(harness, py311, tm
     shutil.copyfile("/usr/bin/python3.11", exe)
     exe.chmod(0o755)
     p = harness.spawn([str(exe), "-c", "import time; time.sleep(120)"])
-    time.sleep(0.5)
-    assert p.poll() is None, "copied interpreter did not start"
+    wait_asleep(p.pid)
     core, _ = gcore(p.pid, tmp_path / "deleted")
     exe.unlink()
     msg = run_dump(harness, "--core", core).check_error(EXIT_NO_BINARY)
@@ -450,7 +449,7 @@ def test_dump_core_of_unsupported_version_exits_5(harness, tmp_path):
                          str(FIXTURES / "fake_python.c")], capture_output=True, text=True)
     assert cc.returncode == 0, f"gcc failed: {cc.stderr}"
     fake = harness.spawn([str(exe), "120"])
-    time.sleep(0.2)
+    wait_asleep(fake.pid)
     core, _ = gcore(fake.pid, tmp_path / "fake")
     msg = run_dump(harness, "--core", core).check_error(EXIT_UNSUPPORTED)
     assert "3.11" in msg, msg
@@ -458,7 +457,7 @@ def test_dump_core_of_unsupported_version_exits_5(harness, tmp_path):
 
 def test_dump_live_non_python_exits_4(harness):
     sleeper = harness.spawn(["sleep", "30"])
-    time.sleep(0.1)
+    wait_asleep(sleeper.pid)
     run_dump(harness, "-p", sleeper.pid).check_error(EXIT_NOT_PYTHON)
 
 

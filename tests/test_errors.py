@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (PROFILER_GRACE, PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
-                      parse_collapsed, same_except_leaf_line, show, total, truth_frames)
+                      parse_collapsed, same_except_leaf_line, show, total, truth_frames, wait_asleep)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 
@@ -28,8 +28,7 @@ def test_no_such_pid_exits_3(harness):
 
 def test_non_python_pid_exits_4(harness):
     sleeper = harness.spawn(["sleep", "30"])
-    time.sleep(0.1)
-    assert sleeper.poll() is None
+    wait_asleep(sleeper.pid)
     run = harness.record_pid(sleeper.pid, duration=2, stats=False, timeout=QUICK)
     run.check_error(4)
 
@@ -42,8 +41,7 @@ def test_unsupported_python_version_exits_5(harness, tmp_path):
     nm = subprocess.run(["nm", "-D", str(exe)], capture_output=True, text=True).stdout
     assert "_PyRuntime" in nm and "Py_Version" in nm, f"symbols not exported:\n{nm}"
     fake = harness.spawn([str(exe), "30"])
-    time.sleep(0.1)
-    assert fake.poll() is None
+    wait_asleep(fake.pid)
     run = harness.record_pid(fake.pid, duration=2, stats=False, timeout=QUICK)
     msg = run.check_error(5)
     missing = [v for v in SUPPORTED_VERSIONS if v not in msg]
@@ -57,10 +55,7 @@ REAL_310 = [str(PY310_EXE)] if os.access(PY310_EXE, os.X_OK) else []
 def test_real_python_310_exits_5(harness, exe):
     """A real 3.10 (a shared-library build): refused by its version, naming it."""
     old = harness.spawn([exe, "-c", "import time; time.sleep(60)"])
-    deadline = time.monotonic() + QUICK
-    while "libpython3.10" not in open(f"/proc/{old.pid}/maps").read():
-        assert old.poll() is None and time.monotonic() < deadline, "3.10 did not start"
-        time.sleep(0.05)
+    wait_asleep(old.pid)
     run = harness.record_pid(old.pid, duration=2, stats=False, timeout=QUICK)
     msg = run.check_error(5)
     assert "older than 3.11" in msg, msg
