@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -52,6 +53,48 @@ int proc__alive(pid_t pid)
 	f = stat_fields(buf);
 	if (!f || *f == 'Z' || *f == 'X')
 		return -ESRCH;
+	return 0;
+}
+
+int proc__identity(pid_t pid, struct proc_identity *id)
+{
+	unsigned long long start;
+	char buf[1024], path[64];
+	const char *f;
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (pid <= 0 || read_stat(pid, buf, sizeof(buf)))
+		return -ESRCH;
+	f = stat_fields(buf);
+	/* fields 3 .. 21 (state .. itrealvalue), then 22: starttime */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &start) != 1)
+		return -EINVAL;
+	if (*f == 'Z' || *f == 'X')
+		return -ESRCH;
+	id->start = start;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (!stat(path, &st)) {
+		id->exe_dev = st.st_dev;
+		id->exe_ino = st.st_ino;
+	}
+	return 0;
+}
+
+int proc__same(pid_t pid, const struct proc_identity *id)
+{
+	struct proc_identity now;
+	int err = proc__identity(pid, &now);
+
+	if (err)
+		return err == -EINVAL ? -ESRCH : err;
+	if (now.start != id->start)
+		return -ESRCH;
+	/* An exe that cannot be looked at now but could be before: the exec'd program
+	 * is not readable to us, so it is not the one we adopted either. */
+	if (id->exe_ino && (now.exe_ino != id->exe_ino || now.exe_dev != id->exe_dev))
+		return -ENOEXEC;
 	return 0;
 }
 

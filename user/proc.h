@@ -17,6 +17,22 @@ struct proc_map {
 int proc__alive(pid_t pid);
 
 /*
+ * Which process and which program a PID names: its start time (field 22 of
+ * /proc/PID/stat, in clock ticks since boot: a reused PID gets a later one) and the
+ * device and inode of its executable (an exec changes them). exe_ino is 0 where the
+ * executable cannot be looked at; it is then not compared.
+ */
+struct proc_identity {
+	uint64_t start;
+	uint64_t exe_dev, exe_ino;
+};
+
+int proc__identity(pid_t pid, struct proc_identity *id);
+/* 0 if @pid still is the process @id was taken of, running the same executable;
+ * -ESRCH if it is gone (or the PID was reused), -ENOEXEC if it exec'd another file. */
+int proc__same(pid_t pid, const struct proc_identity *id);
+
+/*
  * Calls @fn for each file-backed mapping of @pid until it returns non-zero (which is
  * then returned). -ESRCH/-EACCES if the maps cannot be read.
  */

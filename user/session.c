@@ -78,6 +78,7 @@ struct session {
 	int64_t start_unix_ns;
 	double elapsed_s;	/* fixed at session__stop */
 	int stopped;
+	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
 	char name[160];		/* "pid 123 (python3 app.py)" */
 	struct run_stats totals;	/* of targets already gone */
 };
@@ -471,6 +472,7 @@ static int find_first(struct session *s, struct target *t)
 
 	if (!o->cmd) {
 		mem_live__init(&t->live, o->pid);
+		target__identify(t);
 		err = interp__find(o->pid, &t->live.base, &t->interp);
 		return err ? target_error(o->pid, err, &t->interp) : 0;
 	}
@@ -534,6 +536,7 @@ static int adopt(pid_t pid, void *arg)
 	if (!t)
 		return -ENOMEM;
 	mem_live__init(&t->live, pid);
+	target__identify(t);
 	t->found_ns = clock__mono_ns();
 	err = interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
@@ -663,6 +666,31 @@ static int start_system_wide(struct session *s)
 	return 0;
 }
 
+/*
+ * Test-only: PBP_TEST_DECODE_DELAY_MS=N makes the loop sleep N ms before each read of
+ * the ring buffer, so records are decoded that much after BPF took them, as when the
+ * consumer lags on a loaded host. Lets a test exercise decisions taken on old records
+ * (docs/frame-cache.md); not meant for use otherwise, so not in --help.
+ */
+static uint32_t test_decode_delay_ms(void)
+{
+	const char *v = getenv("PBP_TEST_DECODE_DELAY_MS");
+	unsigned long ms = v ? strtoul(v, NULL, 10) : 0;
+
+	return ms > 10000 ? 10000 : (uint32_t)ms;
+}
+
+static void test_delay(const struct session *s)
+{
+	struct timespec ts = {
+		.tv_sec = s->decode_delay_ms / 1000,
+		.tv_nsec = (long)(s->decode_delay_ms % 1000) * 1000000,
+	};
+
+	if (s->decode_delay_ms)
+		nanosleep(&ts, NULL);
+}
+
 int session__start(const struct session_opts *o, struct session **out)
 {
 	struct session *s = calloc(1, sizeof(*s));
@@ -715,6 +743,7 @@ int session__start(const struct session_opts *o, struct session **out)
 	if (s->spawned)
 		spawn__release(&s->spawn);
 started:
+	s->decode_delay_ms = test_decode_delay_ms();
 	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
@@ -806,6 +835,7 @@ int session__poll(struct session *s, int timeout_ms)
 {
 	int err = 0;
 
+	test_delay(s);
 	if (s->ntargets || s->opts.system_wide)
 		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
 	if (s->fatal) {

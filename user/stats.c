@@ -82,6 +82,12 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	fprintf(f, "  \"frame_cache_misses\": %llu,\n", (unsigned long long)s->fcache.misses);
 	fprintf(f, "  \"frame_cache_anchor_writes\": %llu,\n",
 		(unsigned long long)s->fcache.anchor_writes);
+	/* Writes not made: the record was too old to decide one, or the thread state
+	 * was no longer the sampled thread's, linked in its interpreter. */
+	fprintf(f, "  \"frame_cache_anchor_writes_stale\": %llu,\n",
+		(unsigned long long)s->fcache.anchor_writes_stale);
+	fprintf(f, "  \"frame_cache_anchor_writes_refused\": %llu,\n",
+		(unsigned long long)s->fcache.anchor_writes_refused);
 	fprintf(f, "  \"frame_cache_anchors_established\": %llu,\n",
 		(unsigned long long)s->fcache.anchors_established);
 	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
