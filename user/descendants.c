@@ -126,8 +126,11 @@ static int look_at(struct descendants *d, struct watched *w, uint64_t now)
 	/* Watched for events, a process needs no look before it is due. */
 	if (!d->scan_children && now < w->next_ns)
 		return 0;
-	if (proc__alive(w->pid) || exe_id(w->pid, &dev, &ino))
+	if (proc__alive(w->pid))
 		return 1;
+	/* No image to look at: in the middle of an exec, or a kernel thread. */
+	if (exe_id(w->pid, &dev, &ino))
+		return now - w->since_ns > PATIENCE_NS;
 	if (dev != w->exe_dev || ino != w->exe_ino) {
 		w->exe_dev = dev;
 		w->exe_ino = ino;

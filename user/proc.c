@@ -56,6 +56,30 @@ int proc__alive(pid_t pid)
 	return 0;
 }
 
+#define AT_RANDOM_TYPE 25	/* <elf.h> AT_RANDOM */
+
+static uint64_t auxv_random(pid_t pid)
+{
+	uint64_t v[2 * 64];
+	char path[64];
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(v, 1, sizeof(v), f);
+	fclose(f);
+	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(v[0]); i += 2) {
+		if (v[i] == AT_RANDOM_TYPE)
+			return v[i + 1];
+		if (!v[i])
+			break;
+	}
+	return 0;
+}
+
 int proc__identity(pid_t pid, struct proc_identity *id)
 {
 	unsigned long long start;
@@ -79,6 +103,7 @@ int proc__identity(pid_t pid, struct proc_identity *id)
 		id->exe_dev = st.st_dev;
 		id->exe_ino = st.st_ino;
 	}
+	id->at_random = auxv_random(pid);
 	return 0;
 }
 
@@ -91,9 +116,10 @@ int proc__same(pid_t pid, const struct proc_identity *id)
 		return err == -EINVAL ? -ESRCH : err;
 	if (now.start != id->start)
 		return -ESRCH;
-	/* An exe that cannot be looked at now but could be before: the exec'd program
-	 * is not readable to us, so it is not the one we adopted either. */
-	if (id->exe_ino && (now.exe_ino != id->exe_ino || now.exe_dev != id->exe_dev))
+	if ((id->exe_ino && !now.exe_ino) || (id->at_random && !now.at_random))
+		return -EAGAIN;
+	if ((id->exe_ino && (now.exe_ino != id->exe_ino || now.exe_dev != id->exe_dev)) ||
+	    (id->at_random && now.at_random != id->at_random))
 		return -ENOEXEC;
 	return 0;
 }
