@@ -303,6 +303,7 @@ static void tell(struct session *s, const struct target *t, int gone)
 		.cmd = t->cmd,
 		.python_version = version,
 		.root_name = t->root_name,
+		.start = t->ident.start,
 	};
 
 	if (!s->opts.on_process)
