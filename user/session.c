@@ -1069,6 +1069,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
 	st->processes = s->processes_seen;
 	st->processes_skipped = s->processes_skipped;
+	if (s->children)
+		descendants__counts(s->children, &st->process_looks, &st->process_looks_deferred);
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

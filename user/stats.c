@@ -40,6 +40,9 @@ int stats__write_json(const char *path, const struct run_stats *s)
 	fprintf(f, "  \"processes\": %llu,\n", (unsigned long long)s->processes);
 	fprintf(f, "  \"processes_skipped\": %llu,\n", (unsigned long long)s->processes_skipped);
 	fprintf(f, "  \"process_event_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_EVENT_DROPS]);
+	fprintf(f, "  \"process_looks\": %llu,\n", (unsigned long long)s->process_looks);
+	fprintf(f, "  \"process_looks_deferred\": %llu,\n",
+		(unsigned long long)s->process_looks_deferred);
 	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
 	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
 	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
