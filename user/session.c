@@ -411,7 +411,7 @@ static int new_sampler(struct session *s)
 		.every_exec = s->opts.system_wide,
 		.on_sample = on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
-		 * forking target; outside -a, a target's exec is seen by its identity. */
+		 * forking target; outside -a only a target's exec is acted on. */
 		.on_event = on_event,
 		.ctx = s,
 	};
