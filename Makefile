@@ -131,6 +131,16 @@ $(OUT)/tests/test_outfile: tests/unit/test_outfile.c $(OUT)/user/outfile.o $(OUT
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_procs.o \
+		$(OUT)/user/cgroup_labels.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+$(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descendants.o \
+		$(OUT)/user/proc.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
 		outfile.o export_queue.o metrics_http.o worker.o log.o)
@@ -139,7 +149,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
-	test_export_http
+	test_export_http test_agent_procs test_descendants
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
 	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(OUT)/tests/test_outfile \

@@ -54,6 +54,7 @@ struct agent_ctx {
 	struct sampler_maps maps;	/* counted once per period: a syscall per entry */
 	uint64_t published_ns;		/* when /metrics was last published */
 	struct agent_procs procs;
+	int cut_due;		/* a PID was reused: cut before the period ends */
 	char host[256];
 	uint64_t period_ns, period_start_ns;
 	uint64_t profiles_cut, cut_failures, reloads, reload_failures;
@@ -238,8 +239,15 @@ static void on_process(void *ctx, const struct session_process *p, int gone)
 		agent_procs__gone(&c->procs, p->pid);
 		return;
 	}
-	if (agent_procs__seen(&c->procs, p->pid, p->cmd, p->python_version))
+	switch (agent_procs__seen(&c->procs, p->pid, p->start, p->cmd, p->python_version)) {
+	case 0:
+		break;
+	case 1:		/* a reused PID: the period is cut before its samples come */
+		c->cut_due = 1;
+		break;
+	default:
 		c->fatal = -ENOMEM;
+	}
 }
 
 struct stack_ref {
@@ -361,6 +369,7 @@ static int cut(struct agent_ctx *c)
 	free(refs);
 	agent_procs__forget_gone(&c->procs);
 	session__map_entries(c->session, &c->maps);
+	c->cut_due = 0;
 	c->period_start_ns = clock__mono_ns();
 	return err ? err : session__reset_profile(c->session);
 }
@@ -520,7 +529,7 @@ static int run(struct agent_ctx *c)
 			reload(c);
 			publish(c);
 		}
-		if (clock__mono_ns() - c->period_start_ns >= c->period_ns) {
+		if (c->cut_due || clock__mono_ns() - c->period_start_ns >= c->period_ns) {
 			err = cut(c);
 			if (err)
 				return err;

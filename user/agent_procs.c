@@ -23,27 +23,12 @@ static size_t slot(const struct agent_procs *t, pid_t pid)
 	return lo;
 }
 
-int agent_procs__seen(struct agent_procs *t, pid_t pid, const char *cmd, const char *version)
+static void fill(struct agent_proc *p, pid_t pid, uint64_t start, const char *cmd,
+		 const char *version)
 {
-	size_t i = slot(t, pid);
-	struct agent_proc *p;
-
-	if (i == t->n || t->v[i].pid != pid) {
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 64;
-			struct agent_proc *v = realloc(t->v, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			t->v = v;
-			t->cap = cap;
-		}
-		memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
-		t->n++;
-	}
-	p = &t->v[i];
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
+	p->start = start;
 	snprintf(p->pid_s, sizeof(p->pid_s), "%d", (int)pid);
 	snprintf(p->cmd, sizeof(p->cmd), "%s", cmd);
 	snprintf(p->version, sizeof(p->version), "%s", version);
@@ -51,7 +36,55 @@ int agent_procs__seen(struct agent_procs *t, pid_t pid, const char *cmd, const c
 	 * profiled: its profiles just carry no container labels. */
 	if (cgroup_labels__read(pid, &p->cg))
 		memset(&p->cg, 0, sizeof(p->cg));
+}
+
+static int grow(struct agent_proc **v, size_t n, size_t *cap)
+{
+	struct agent_proc *g;
+	size_t c;
+
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 64;
+	g = realloc(*v, c * sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	*v = g;
+	*cap = c;
 	return 0;
+}
+
+static int insert(struct agent_procs *t, const struct agent_proc *p)
+{
+	size_t i = slot(t, p->pid);
+
+	if (i < t->n && t->v[i].pid == p->pid) {
+		t->v[i] = *p;
+		return 0;
+	}
+	if (grow(&t->v, t->n, &t->cap))
+		return -ENOMEM;
+	memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(*t->v));
+	t->v[i] = *p;
+	t->n++;
+	return 0;
+}
+
+int agent_procs__seen(struct agent_procs *t, pid_t pid, uint64_t start, const char *cmd,
+		      const char *version)
+{
+	size_t i = slot(t, pid);
+	struct agent_proc p;
+
+	fill(&p, pid, start, cmd, version);
+	if (i == t->n || t->v[i].pid != pid || t->v[i].start == start)
+		return insert(t, &p);
+	/* Another process under this PID this period: its stacks are cut first. */
+	t->v[i].gone = 1;
+	if (grow(&t->later, t->nlater, &t->later_cap))
+		return -ENOMEM;
+	t->later[t->nlater++] = p;
+	return 1;
 }
 
 void agent_procs__gone(struct agent_procs *t, pid_t pid)
@@ -77,6 +110,10 @@ void agent_procs__forget_gone(struct agent_procs *t)
 		if (!t->v[i].gone)
 			t->v[n++] = t->v[i];
 	t->n = n;
+	/* Cannot fail: each one's PID left the table just now, so it has room. */
+	for (size_t i = 0; i < t->nlater; i++)
+		insert(t, &t->later[i]);
+	t->nlater = 0;
 }
 
 size_t agent_procs__labels(const struct agent_proc *p, const char *host,
@@ -102,5 +139,6 @@ size_t agent_procs__labels(const struct agent_proc *p, const char *host,
 void agent_procs__free(struct agent_procs *t)
 {
 	free(t->v);
+	free(t->later);
 	*t = (struct agent_procs){ 0 };
 }

@@ -8,6 +8,7 @@
 #define PBP_AGENT_PROCS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "cgroup_labels.h"
@@ -15,6 +16,7 @@
 
 struct agent_proc {
 	pid_t pid;
+	uint64_t start;		/* start time: with pid, names one process */
 	int gone;		/* exited (or exec'd away) during this period */
 	char pid_s[16];
 	char cmd[128];
@@ -25,13 +27,22 @@ struct agent_proc {
 struct agent_procs {
 	struct agent_proc *v;	/* by pid */
 	size_t n, cap;
+	struct agent_proc *later;	/* PIDs reused this period: in the table after the cut */
+	size_t nlater, later_cap;
 };
 
-/* Notes process @pid (again: an exec makes a process new) and reads its cgroup. */
-int agent_procs__seen(struct agent_procs *t, pid_t pid, const char *cmd, const char *version);
+/*
+ * Notes process @pid, started at @start (again: an exec makes a process new), and
+ * reads its cgroup. Returns 1 when @pid named another process earlier in this period
+ * (the PID was reused): the new one is then kept aside until agent_procs__forget_gone()
+ * and the caller must cut the period first, or the two would share one profile.
+ */
+int agent_procs__seen(struct agent_procs *t, pid_t pid, uint64_t start, const char *cmd,
+		      const char *version);
 void agent_procs__gone(struct agent_procs *t, pid_t pid);
 const struct agent_proc *agent_procs__find(const struct agent_procs *t, pid_t pid);
-/* Forgets the processes that have gone, once their last profile is cut. */
+/* Forgets the processes that have gone, once their last profile is cut, and takes in
+ * those that reused their PIDs. */
 void agent_procs__forget_gone(struct agent_procs *t);
 /*
  * The labels of @p's profiles into @out (at most @max): host_name, pid, command,

@@ -404,6 +404,12 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.ts_ns = s->ts_ns;
 	t.flags = s->ts_flags;
 	t.tstate = s->tstate;
+	/* The thread's id in its own PID namespace, as the copied thread state says:
+	 * what a later write into that state checks the state still holds. */
+	if (d->off->ts_native_thread_id != PBP_OFF_NONE &&
+	    d->off->ts_native_thread_id + sizeof(uint32_t) <= s->tstate_len)
+		memcpy(&t.ns_tid, (const uint8_t *)s + s->hdr_len + d->off->ts_native_thread_id,
+		       sizeof(t.ns_tid));
 	t.current_frame = s->current_frame;
 	t.fps = s->fps;
 	t.nfps = s->nfps;

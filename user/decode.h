@@ -76,6 +76,7 @@ struct decode_stats {
  */
 struct thread_sample {
 	uint32_t pid, tid;
+	uint32_t ns_tid;	/* native_thread_id as the thread state held it; 0: same as tid */
 	uint64_t ts_ns;		/* CLOCK_MONOTONIC, when the frames were read */
 	uint32_t flags;		/* PBP_TS_* */
 	uint64_t tstate;

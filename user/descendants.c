@@ -5,8 +5,12 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <string.h>
+#include <unistd.h>
+
 #include "clock.h"
 #include "descendants.h"
+#include "hash.h"
 #include "proc.h"
 
 /* A new process is looked at for an interpreter at once, then again after 20 ms, and
@@ -17,9 +21,20 @@
  * until it execs again. A static CPython shows its runtime at the exec, a shared one
  * once the dynamic loader has mapped libpython: both within the first tries. */
 #define PATIENCE_NS 3000000000ull
+/* A program whose executable is not named like a Python can still be one (libpython
+ * in uwsgi, a renamed binary), but its libpython is mapped by the loader before main()
+ * or by a dlopen() at start-up: first looked at once the loader is done, then less
+ * often. Most execs on a busy host are of such programs (compilers, shells, true). */
+#define OTHER_FIRST_NS 50000000ull
+#define OTHER_FACTOR 5
+/* Each look parses /proc/PID/maps: at most this many per second, so that an exec
+ * storm cannot take the loop that drains the ring buffer; the rest wait their turn. */
+#define LOOKS_PER_S 200
+#define LOOKS_BURST 50
 
 struct watched {
 	pid_t pid;
+	int python_named;	/* its executable's name says python */
 	dev_t exe_dev;		/* its image: an exec starts the wait afresh */
 	ino_t exe_ino;
 	uint64_t since_ns, next_ns, wait_ns;
@@ -29,11 +44,91 @@ struct watched {
 struct descendants {
 	struct watched *w;
 	size_t n, cap;
+	/* pid -> 1 + index in w; open addressing, linear probing, no tombstones */
+	uint32_t *slots;
+	size_t nslots;		/* a power of two, at least twice cap */
+	size_t rr;		/* where the next step starts looking: turns for everyone */
+	uint64_t tokens_ns;	/* look budget, as time: LOOKS_PER_S per second */
+	uint64_t refill_ns;
+	uint64_t looks, looks_deferred;
 	descendants_known_fn known;
 	descendants_adopt_fn adopt;
 	void *arg;
 	int scan_children;
 };
+
+#define LOOK_NS (1000000000ull / LOOKS_PER_S)
+
+static size_t home(const struct descendants *d, pid_t pid)
+{
+	return hash_u64((uint64_t)(uint32_t)pid) & (d->nslots - 1);
+}
+
+/* The slot holding @pid, or the empty slot where it would go. */
+static size_t find_slot(const struct descendants *d, pid_t pid)
+{
+	size_t i = home(d, pid);
+
+	while (d->slots[i] && d->w[d->slots[i] - 1].pid != pid)
+		i = (i + 1) & (d->nslots - 1);
+	return i;
+}
+
+static struct watched *find(const struct descendants *d, pid_t pid)
+{
+	size_t i;
+
+	if (!d->nslots)
+		return NULL;
+	i = find_slot(d, pid);
+	return d->slots[i] ? &d->w[d->slots[i] - 1] : NULL;
+}
+
+static int rehash(struct descendants *d, size_t nslots)
+{
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	free(d->slots);
+	d->slots = slots;
+	d->nslots = nslots;
+	for (size_t k = 0; k < d->n; k++)
+		d->slots[find_slot(d, d->w[k].pid)] = (uint32_t)k + 1;
+	return 0;
+}
+
+/* Empties slot @i, moving later entries of its run back (no tombstones). */
+static void slot_delete(struct descendants *d, size_t i)
+{
+	size_t mask = d->nslots - 1, j = i;
+
+	d->slots[i] = 0;
+	for (;;) {
+		size_t h;
+
+		j = (j + 1) & mask;
+		if (!d->slots[j])
+			return;
+		h = home(d, d->w[d->slots[j] - 1].pid);
+		/* Entry j may fill the hole at i unless its home lies in (i, j]. */
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			d->slots[i] = d->slots[j];
+			d->slots[j] = 0;
+			i = j;
+		}
+	}
+}
+
+/* Forgets w[k], moving the last entry into its place. */
+static void forget(struct descendants *d, size_t k)
+{
+	slot_delete(d, find_slot(d, d->w[k].pid));
+	if (k != --d->n) {
+		d->w[k] = d->w[d->n];
+		d->slots[find_slot(d, d->w[k].pid)] = (uint32_t)k + 1;
+	}
+}
 
 struct descendants *descendants__new(descendants_known_fn known, descendants_adopt_fn adopt,
 				     void *arg, int scan_children)
@@ -51,8 +146,10 @@ struct descendants *descendants__new(descendants_known_fn known, descendants_ado
 
 void descendants__free(struct descendants *d)
 {
-	if (d)
+	if (d) {
 		free(d->w);
+		free(d->slots);
+	}
 	free(d);
 }
 
@@ -69,17 +166,40 @@ static int exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 	return 0;
 }
 
+/* Whether the file @pid runs is named like a Python ("python3.12", "python"). */
+static int python_named(pid_t pid)
+{
+	char path[64], exe[256];
+	const char *base;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	return strstr(base ? base + 1 : exe, "python") != NULL;
+}
+
+/* Starts the wait for an interpreter in @w's current image. */
+static void restart(struct watched *w, pid_t pid, uint64_t now)
+{
+	w->python_named = python_named(pid);
+	w->since_ns = now;
+	w->next_ns = w->python_named ? now : now + OTHER_FIRST_NS;
+	w->wait_ns = 0;
+	w->not_python = 0;
+}
+
 /* proc__children() callback: a process not seen before is watched. */
 static int note(pid_t pid, void *arg)
 {
 	struct descendants *d = arg;
 	struct watched *w;
 
-	if (d->known(pid, d->arg))
+	if (d->known(pid, d->arg) || find(d, pid))
 		return 0;
-	for (size_t i = 0; i < d->n; i++)
-		if (d->w[i].pid == pid)
-			return 0;
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 16;
 
@@ -89,24 +209,27 @@ static int note(pid_t pid, void *arg)
 		d->w = w;
 		d->cap = cap;
 	}
-	w = &d->w[d->n++];
-	*w = (struct watched){ .pid = pid, .since_ns = clock__mono_ns() };
-	w->next_ns = w->since_ns;
+	if (d->nslots < 2 * d->cap && rehash(d, 4 * d->cap))
+		return -ENOMEM;
+	w = &d->w[d->n];
+	*w = (struct watched){ .pid = pid };
+	restart(w, pid, clock__mono_ns());
 	exe_id(pid, &w->exe_dev, &w->exe_ino);
+	d->slots[find_slot(d, pid)] = (uint32_t)++d->n;
 	return 0;
 }
 
 int descendants__watch(struct descendants *d, pid_t pid)
 {
-	int err = note(pid, d);
+	struct watched *w = find(d, pid);
 
 	/* Already watched: it exec'd again, so it gets a fresh wait. */
-	for (size_t i = 0; !err && i < d->n; i++)
-		if (d->w[i].pid == pid) {
-			d->w[i].exe_ino = 0;
-			d->w[i].exe_dev = 0;
-		}
-	return err;
+	if (w) {
+		w->exe_ino = 0;
+		w->exe_dev = 0;
+		return 0;
+	}
+	return note(pid, d);
 }
 
 int descendants__scan(struct descendants *d, pid_t parent)
@@ -126,19 +249,30 @@ static int look_at(struct descendants *d, struct watched *w, uint64_t now)
 	/* Watched for events, a process needs no look before it is due. */
 	if (!d->scan_children && now < w->next_ns)
 		return 0;
-	if (proc__alive(w->pid) || exe_id(w->pid, &dev, &ino))
+	if (proc__alive(w->pid))
 		return 1;
+	/* No image to look at: in the middle of an exec, or a kernel thread. */
+	if (exe_id(w->pid, &dev, &ino))
+		return now - w->since_ns > PATIENCE_NS;
 	if (dev != w->exe_dev || ino != w->exe_ino) {
 		w->exe_dev = dev;
 		w->exe_ino = ino;
-		w->since_ns = w->next_ns = now;
-		w->wait_ns = 0;
-		w->not_python = 0;
+		restart(w, w->pid, now);
 	}
 	if (w->not_python || now < w->next_ns)
 		return 0;
-	w->wait_ns = !w->wait_ns ? RETRY_NS : w->wait_ns * 2 > RETRY_MAX_NS ? RETRY_MAX_NS :
-		     w->wait_ns * 2;
+	if (d->tokens_ns < LOOK_NS) {
+		d->looks_deferred++;
+		return 0;	/* still due: looked at when the budget allows */
+	}
+	d->tokens_ns -= LOOK_NS;
+	d->looks++;
+	if (w->python_named)
+		w->wait_ns = !w->wait_ns ? RETRY_NS : w->wait_ns * 2;
+	else
+		w->wait_ns = !w->wait_ns ? OTHER_FIRST_NS : w->wait_ns * OTHER_FACTOR;
+	if (w->wait_ns > RETRY_MAX_NS)
+		w->wait_ns = RETRY_MAX_NS;
 	w->next_ns = now + w->wait_ns;
 	r = d->adopt(w->pid, d->arg);
 	if (!r && now - w->since_ns > PATIENCE_NS) {
@@ -161,17 +295,33 @@ int descendants__step(struct descendants *d)
 		if (err)
 			return err;
 	}
-	for (size_t i = 0; i < d->n;) {
+	d->tokens_ns += d->refill_ns ? now - d->refill_ns : LOOKS_BURST * LOOK_NS;
+	if (d->tokens_ns > LOOKS_BURST * LOOK_NS)
+		d->tokens_ns = LOOKS_BURST * LOOK_NS;
+	d->refill_ns = now;
+	/* From where the last step left off, so that a budget spent early in the list
+	 * does not starve its end. */
+	for (size_t seen = 0, n = d->n, i = d->n ? d->rr % d->n : 0; seen < n; seen++) {
 		int r = look_at(d, &d->w[i], now);
 
 		if (r < 0)
 			return r;
-		if (r)
-			d->w[i] = d->w[--d->n];
-		else
-			i++;
+		if (r) {
+			forget(d, i);	/* the last entry moves to i: look at it next */
+			if (i >= d->n)
+				i = 0;
+		} else if (++i >= d->n) {
+			i = 0;
+		}
+		d->rr = i;
 	}
 	return 0;
+}
+
+void descendants__counts(const struct descendants *d, uint64_t *looks, uint64_t *deferred)
+{
+	*looks = d->looks;
+	*deferred = d->looks_deferred;
 }
 
 size_t descendants__pending(const struct descendants *d)

@@ -9,6 +9,7 @@
 #define PBP_DESCENDANTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct descendants;
@@ -31,6 +32,8 @@ int descendants__watch(struct descendants *d, pid_t pid);
 /* Scans the watched processes' own children, then offers each one due another look
  * to the adopt callback; forgets those that exited or became targets. */
 int descendants__step(struct descendants *d);
+/* How many looks for an interpreter were made, and how many put off for the budget. */
+void descendants__counts(const struct descendants *d, uint64_t *looks, uint64_t *deferred);
 /* Processes that may yet become targets: watched, and not given up on. */
 size_t descendants__pending(const struct descendants *d);
 

@@ -26,6 +26,10 @@
 /* Records reach the decoder up to a few tens of ms after BPF took them under some
  * entry; only the last two entries are kept, so entries are not replaced faster. */
 #define ESTABLISH_INTERVAL_NS	(100ull * 1000 * 1000)
+/* No write is decided from a record older than this: the thread it describes may be
+ * long gone (docs/frame-cache.md, "Writing into a live process"). Records normally
+ * reach the decoder within one or two 20 ms polls. */
+#define WRITE_MAX_AGE_NS	(100ull * 1000 * 1000)
 #define REANCHOR_FRAMES		32	/* frames above the anchor that make it worth moving */
 #define REANCHOR_SAMPLES	16	/* ... in that many consecutive samples */
 
@@ -47,6 +51,7 @@ struct anchor {
 
 struct fc_entry {
 	uint32_t tid;
+	uint32_t ns_tid;		/* the thread state's native_thread_id */
 	uint64_t tstate;
 	uint64_t seen_ns;
 	struct chain last;		/* the latest complete chain: validation */
@@ -354,11 +359,28 @@ static void establish(struct frame_cache *fc, struct fc_entry *e, const struct t
 	publish(fc, e, &v);
 }
 
+/* Whether @t is too old to decide a write into the target on. */
+static int too_old(struct frame_cache *fc, const struct thread_sample *t)
+{
+	uint64_t now = clock__mono_ns();
+
+	if (now <= t->ts_ns || now - t->ts_ns <= WRITE_MAX_AGE_NS)
+		return 0;
+	fc->stats.anchor_writes_stale++;
+	return 1;
+}
+
 static void write_anchor(struct frame_cache *fc, struct fc_entry *e, uint64_t frame)
 {
+	int err;
+
 	invalidate(fc, e);
-	if (fc->hooks.write_anchor(fc->hooks.ctx, e->tstate, frame))
+	err = fc->hooks.write_anchor(fc->hooks.ctx, e->ns_tid, e->tstate, frame);
+	if (err) {
+		if (err == -ESRCH)
+			fc->stats.anchor_writes_refused++;
 		return;
+	}
 	e->last_write_ns = clock__mono_ns();
 	fc->stats.anchor_writes++;
 }
@@ -395,7 +417,8 @@ static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct
 		}
 	}
 	f = innermost_owned(o, raw, n);
-	if (f < 0 || raw[f].addr == t->anchor || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+	if (f < 0 || raw[f].addr == t->anchor || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS ||
+	    too_old(fc, t))
 		return;
 	write_anchor(fc, e, raw[f].addr);
 }
@@ -409,6 +432,7 @@ void frame_cache__store(struct frame_cache *fc, const struct thread_sample *t,
 	if (!e)
 		return;
 	e->seen_ns = clock__mono_ns();
+	e->ns_tid = t->ns_tid ? t->ns_tid : t->tid;
 	if (chain_set(&e->last, raw, n, dec, ndec))
 		e->last.n = 0;
 	if (fc->anchors)
@@ -429,7 +453,8 @@ void frame_cache__after_hit(struct frame_cache *fc, const struct thread_sample *
 	}
 	/* The stack has grown well above the anchor and stays there: track a frame
 	 * nearer the top, at the price of some full copies until it is established. */
-	if (++e->long_hits < REANCHOR_SAMPLES || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS)
+	if (++e->long_hits < REANCHOR_SAMPLES || clock__mono_ns() - e->last_write_ns < WRITE_INTERVAL_NS ||
+	    too_old(fc, t))
 		return;
 	f = innermost_owned(fc->off, raw, walked);
 	if (f >= 0)

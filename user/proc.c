@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysmacros.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "proc.h"
@@ -53,6 +54,74 @@ int proc__alive(pid_t pid)
 	f = stat_fields(buf);
 	if (!f || *f == 'Z' || *f == 'X')
 		return -ESRCH;
+	return 0;
+}
+
+#define AT_RANDOM_TYPE 25	/* <elf.h> AT_RANDOM */
+
+static uint64_t auxv_random(pid_t pid)
+{
+	uint64_t v[2 * 64];
+	char path[64];
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(v, 1, sizeof(v), f);
+	fclose(f);
+	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(v[0]); i += 2) {
+		if (v[i] == AT_RANDOM_TYPE)
+			return v[i + 1];
+		if (!v[i])
+			break;
+	}
+	return 0;
+}
+
+int proc__identity(pid_t pid, struct proc_identity *id)
+{
+	unsigned long long start;
+	char buf[1024], path[64];
+	const char *f;
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (pid <= 0 || read_stat(pid, buf, sizeof(buf)))
+		return -ESRCH;
+	f = stat_fields(buf);
+	/* fields 3 .. 21 (state .. itrealvalue), then 22: starttime */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &start) != 1)
+		return -EINVAL;
+	if (*f == 'Z' || *f == 'X')
+		return -ESRCH;
+	id->start = start;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	if (!stat(path, &st)) {
+		id->exe_dev = st.st_dev;
+		id->exe_ino = st.st_ino;
+	}
+	id->at_random = auxv_random(pid);
+	return 0;
+}
+
+int proc__same(pid_t pid, const struct proc_identity *id)
+{
+	struct proc_identity now;
+	int err = proc__identity(pid, &now);
+
+	if (err)
+		return err == -EINVAL ? -ESRCH : err;
+	if (now.start != id->start)
+		return -ESRCH;
+	if ((id->exe_ino && !now.exe_ino) || (id->at_random && !now.at_random))
+		return -EAGAIN;
+	if ((id->exe_ino && (now.exe_ino != id->exe_ino || now.exe_dev != id->exe_dev)) ||
+	    (id->at_random && now.at_random != id->at_random))
+		return -ENOEXEC;
 	return 0;
 }
 

@@ -18,6 +18,26 @@ struct proc_map {
 int proc__alive(pid_t pid);
 
 /*
+ * Which process and which image a PID names: its start time (field 22 of
+ * /proc/PID/stat, in clock ticks since boot: a reused PID gets a later one), the
+ * device and inode of its executable, and where the kernel put the AT_RANDOM bytes of
+ * its auxiliary vector (on the new stack of every exec, at a random address under
+ * ASLR: it tells an exec of the same file apart). A part that cannot be read is 0 and
+ * is not compared.
+ */
+struct proc_identity {
+	uint64_t start;
+	uint64_t exe_dev, exe_ino;
+	uint64_t at_random;
+};
+
+int proc__identity(pid_t pid, struct proc_identity *id);
+/* 0 if @pid still is the process @id was taken of, in the same image; -ESRCH if it is
+ * gone (or the PID was reused), -ENOEXEC if it exec'd, -EAGAIN if its image cannot be
+ * told now (in the middle of an exec). */
+int proc__same(pid_t pid, const struct proc_identity *id);
+
+/*
  * Calls @fn for each file-backed mapping of @pid until it returns non-zero (which is
  * then returned). -ESRCH/-EACCES if the maps cannot be read.
  */

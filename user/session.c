@@ -79,6 +79,9 @@ struct session {
 	int64_t start_unix_ns;
 	double elapsed_s;	/* fixed at session__stop */
 	int stopped;
+	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
+	pid_t exec_pid;		/* the target asked for exec'd: watched for a new Python */
+	char exec_prog[128];	/* what it exec'd, for the notices */
 	char name[160];		/* "pid 123 (python3 app.py)" */
 	struct run_stats totals;	/* of targets already gone */
 };
@@ -304,6 +307,7 @@ static void tell(struct session *s, const struct target *t, int gone)
 		.cmd = t->cmd,
 		.python_version = version,
 		.root_name = t->root_name,
+		.start = t->ident.start,
 	};
 
 	if (!s->opts.on_process)
@@ -411,7 +415,9 @@ static int new_sampler(struct session *s)
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
 		.on_sample = on_sample,
-		.on_event = s->opts.system_wide ? on_event : NULL,
+		/* Taken in every mode, so the ring buffer never fills with events of a
+		 * forking target; outside -a only a target's exec is acted on. */
+		.on_event = on_event,
 		.ctx = s,
 	};
 
@@ -476,6 +482,7 @@ static int find_first(struct session *s, struct target *t)
 
 	if (!o->cmd) {
 		mem_live__init(&t->live, o->pid);
+		target__identify(t);
 		err = interp__find(o->pid, &t->live.base, &t->interp);
 		return err ? target_error(o->pid, err, &t->interp) : 0;
 	}
@@ -539,6 +546,7 @@ static int adopt(pid_t pid, void *arg)
 	if (!t)
 		return -ENOMEM;
 	mem_live__init(&t->live, pid);
+	target__identify(t);
 	t->found_ns = clock__mono_ns();
 	err = interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
@@ -567,6 +575,10 @@ static int adopt(pid_t pid, void *arg)
 		return err == -ENOMEM ? err : 1;	/* 1: not to be tried again */
 	}
 	pr_info("following pid %d (%s)\n", (int)pid, t->cmd);
+	if (pid == s->exec_pid) {
+		pr_warn("pid %d exec'd %s, a Python: profiling it on\n", (int)pid, s->exec_prog);
+		s->exec_pid = 0;
+	}
 	if (s->opts.system_wide) {
 		interp__version_str(t->interp.version_hex, version, sizeof(version));
 		if (!s->totals.python_version[0])
@@ -620,12 +632,11 @@ static int setup(struct session *s)
 	s->frames = calloc(DECODE_MAX_DEPTH + 3, sizeof(*s->frames));
 	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames)
 		return -ENOMEM;
-	if (s->opts.subprocesses || s->opts.system_wide) {
-		s->children = s->opts.system_wide ? descendants__new(is_target, consider, s, 0)
-						  : descendants__new(is_target, adopt, s, 1);
-		if (!s->children)
-			return -ENOMEM;
-	}
+	/* Without --subprocesses it watches only a target that exec'd. */
+	s->children = s->opts.system_wide ? descendants__new(is_target, consider, s, 0)
+					  : descendants__new(is_target, adopt, s, s->opts.subprocesses);
+	if (!s->children)
+		return -ENOMEM;
 	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||
 	    strtab__intern(s->strs, "[no Python frame]", 17) != 1)
 		return -ENOMEM;
@@ -666,6 +677,31 @@ static int start_system_wide(struct session *s)
 	pr_info("profiling %zu Python processes, and those that start, at %u Hz\n",
 		s->ntargets, s->opts.rate_hz);
 	return 0;
+}
+
+/*
+ * Test-only: PBP_TEST_DECODE_DELAY_MS=N makes the loop sleep N ms before each read of
+ * the ring buffer, so records are decoded that much after BPF took them, as when the
+ * consumer lags on a loaded host. Lets a test exercise decisions taken on old records
+ * (docs/frame-cache.md); not meant for use otherwise, so not in --help.
+ */
+static uint32_t test_decode_delay_ms(void)
+{
+	const char *v = getenv("PBP_TEST_DECODE_DELAY_MS");
+	unsigned long ms = v ? strtoul(v, NULL, 10) : 0;
+
+	return ms > 10000 ? 10000 : (uint32_t)ms;
+}
+
+static void test_delay(const struct session *s)
+{
+	struct timespec ts = {
+		.tv_sec = s->decode_delay_ms / 1000,
+		.tv_nsec = (long)(s->decode_delay_ms % 1000) * 1000000,
+	};
+
+	if (s->decode_delay_ms)
+		nanosleep(&ts, NULL);
 }
 
 int session__start(const struct session_opts *o, struct session **out)
@@ -728,6 +764,7 @@ int session__start(const struct session_opts *o, struct session **out)
 		spawn__release(&s->spawn);
 started:
 	target__free(first);	/* NULL once the session holds it; unused by -a */
+	s->decode_delay_ms = test_decode_delay_ms();
 	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
@@ -744,9 +781,32 @@ fail:
 
 static int target_gone(struct session *s, struct target *t)
 {
-	if (s->spawned && t->interp.pid == s->spawn.pid)
-		return spawn__reap(&s->spawn);
-	return proc__alive(t->interp.pid) != 0;
+	if (s->spawned && t->interp.pid == s->spawn.pid && spawn__reap(&s->spawn))
+		return 1;
+	return target__same(t) == -ESRCH;
+}
+
+/*
+ * Target @i exec'd another program: its interpreter (and every address we know in it)
+ * is gone, though the process is not. What it sampled stays; the new image is watched
+ * like a new process and adopted if it is a Python, else the run ends when the watch
+ * gives up on it (see session__poll).
+ */
+static int follow_exec(struct session *s, size_t i)
+{
+	pid_t pid = s->targets[i]->interp.pid;
+	char path[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, s->exec_prog, sizeof(s->exec_prog) - 1);
+	s->exec_prog[n > 0 ? n : 0] = '\0';
+	if (n <= 0)
+		snprintf(s->exec_prog, sizeof(s->exec_prog), "another program");
+	pr_info("pid %d exec'd %s\n", (int)pid, s->exec_prog);
+	target_detach(s, i);
+	s->exec_pid = pid;
+	return descendants__watch(s->children, pid);
 }
 
 static int poll_live(struct session *s, int timeout_ms)
@@ -819,7 +879,9 @@ int session__poll(struct session *s, int timeout_ms)
 {
 	int err = 0;
 
-	if (s->ntargets || s->opts.system_wide)
+	test_delay(s);
+	/* With no target left but one being watched, the poll is the loop's sleep. */
+	if (s->ntargets || s->opts.system_wide || descendants__pending(s->children))
 		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
 	if (s->fatal) {
 		pr_warn("aggregating samples: %s\n", strerror(-s->fatal));
@@ -836,10 +898,33 @@ int session__poll(struct session *s, int timeout_ms)
 			return err;
 		}
 	}
+	for (size_t i = 0; !s->opts.system_wide && i < s->nevents; i++) {
+		/* Detaching drains the ring buffer, which may add events: copy, don't point. */
+		struct pbp_event ev = s->events[i];
+		size_t at = target_slot(s, ev.pid);
+
+		/* A target's exec: its addresses are gone (an exec older than the target's
+		 * adoption is the one that made it). */
+		if (ev.type == PBP_EV_EXEC && at < s->ntargets &&
+		    (uint32_t)s->targets[at]->interp.pid == ev.pid &&
+		    ev.ts_ns >= s->targets[at]->found_ns) {
+			err = follow_exec(s, at);
+			if (err)
+				return err;
+		}
+	}
+	if (!s->opts.system_wide)
+		s->nevents = 0;
 	for (size_t i = 0; !s->opts.system_wide && i < s->ntargets;) {
 		struct target *t = s->targets[i];
 
 		if (!target_gone(s, t)) {
+			if (target__same(t) == -ENOEXEC) {
+				err = follow_exec(s, i);
+				if (err)
+					return err;
+				continue;
+			}
 			proc__cpu_ns(t->interp.pid, &t->cpu);
 			i++;
 			continue;
@@ -858,6 +943,19 @@ int session__poll(struct session *s, int timeout_ms)
 		}
 		if (!s->ntargets && !descendants__pending(s->children))
 			return 1;
+	} else if (s->exec_pid) {
+		err = descendants__step(s->children);
+		if (err)
+			return err;
+		if (!s->ntargets && !descendants__pending(s->children)) {
+			if (proc__alive(s->exec_pid) != 0)
+				pr_warn("pid %d exec'd %s and exited before any Python showed in "
+					"it\n", (int)s->exec_pid, s->exec_prog);
+			else
+				pr_warn("pid %d exec'd %s, which is not a Python pybpfprof "
+					"reads: stopping\n", (int)s->exec_pid, s->exec_prog);
+			return 1;
+		}
 	}
 	/* Threads come and go in long runs: forget those gone quiet. */
 	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
@@ -984,6 +1082,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
 	st->processes = s->processes_seen;
 	st->processes_skipped = s->processes_skipped;
+	if (s->children)
+		descendants__counts(s->children, &st->process_looks, &st->process_looks_deferred);
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

@@ -23,6 +23,7 @@ struct session_process {
 	const char *cmd;		/* its command line, cut short */
 	const char *python_version;	/* "3.13.1" */
 	uint32_t root_name;		/* strtab id of its "process PID COMMAND" frame */
+	uint64_t start;			/* its start time: with pid, names one process */
 };
 typedef void (*session_process_fn)(void *ctx, const struct session_process *p, int gone);
 

@@ -35,6 +35,9 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	fprintf(f, "  \"processes\": %llu,\n", (unsigned long long)s->processes);
 	fprintf(f, "  \"processes_skipped\": %llu,\n", (unsigned long long)s->processes_skipped);
 	fprintf(f, "  \"process_event_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_EVENT_DROPS]);
+	fprintf(f, "  \"process_looks\": %llu,\n", (unsigned long long)s->process_looks);
+	fprintf(f, "  \"process_looks_deferred\": %llu,\n",
+		(unsigned long long)s->process_looks_deferred);
 	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
 	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
 	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
@@ -77,6 +80,12 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	fprintf(f, "  \"frame_cache_misses\": %llu,\n", (unsigned long long)s->fcache.misses);
 	fprintf(f, "  \"frame_cache_anchor_writes\": %llu,\n",
 		(unsigned long long)s->fcache.anchor_writes);
+	/* Writes not made: the record was too old to decide one, or the thread state
+	 * was no longer the sampled thread's, linked in its interpreter. */
+	fprintf(f, "  \"frame_cache_anchor_writes_stale\": %llu,\n",
+		(unsigned long long)s->fcache.anchor_writes_stale);
+	fprintf(f, "  \"frame_cache_anchor_writes_refused\": %llu,\n",
+		(unsigned long long)s->fcache.anchor_writes_refused);
 	fprintf(f, "  \"frame_cache_anchors_established\": %llu,\n",
 		(unsigned long long)s->fcache.anchors_established);
 	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);

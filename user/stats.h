@@ -33,6 +33,8 @@ struct run_stats {
 	int command_status;		/* wait status of the "--" command, -1 if none */
 	uint64_t processes;		/* every process that was a target */
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
+	uint64_t process_looks;		/* new processes looked at for an interpreter */
+	uint64_t process_looks_deferred;	/* ... put off for the budget of looks */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

@@ -3,22 +3,83 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "proc.h"
 #include "pythreads.h"
 #include "target.h"
 
-static int write_anchor(void *arg, uint64_t tstate, uint64_t frame)
+/* Reads the u64 at @off of the thread state bytes @ts (@len of them). */
+static uint64_t ts_field(const uint8_t *ts, uint32_t len, uint64_t off)
+{
+	uint64_t v = 0;
+
+	if (off != PBP_OFF_NONE && off + sizeof(v) <= len)
+		memcpy(&v, ts + off, sizeof(v));
+	return v;
+}
+
+/*
+ * Whether @tstate is, right now, a thread state of this very process linked into its
+ * interpreter's thread list, and that of thread @ns_tid (as the target's namespace
+ * numbers it). CPython unlinks a thread state (tstate_delete_common, under the
+ * runtime's lock) before it frees it, on every path: thread exit, PyThreadState_Delete,
+ * interpreter teardown and the list dropped after fork. So a state found linked was
+ * not freed at that instant, and the write that follows a few microseconds later
+ * lands in it unless it is unlinked, freed, reallocated and written by its new owner
+ * within that gap (docs/frame-cache.md, "Writing into a live process"). The link is
+ * checked from the neighbour's side: prev->next, or the list head, must name it; the
+ * state's own prev/next are not cleared when it is unlinked.
+ */
+static int tstate_live(struct target *t, uint32_t ns_tid, uint64_t tstate)
+{
+	const struct py_offsets *o = &t->interp.off;
+	uint8_t ts[1024];
+	uint64_t need = 0, prev, back, link;
+	const uint64_t fields[] = { o->ts_next, o->ts_interp, o->ts_native_thread_id };
+
+	if (proc__same(t->interp.pid, &t->ident))
+		return -ESRCH;
+	/* struct _ts starts "prev, next" in every version read (3.11 - 3.15). */
+	if (o->ts_next == PBP_OFF_NONE || o->ts_next < 8 || (tstate & 7))
+		return -ESRCH;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (fields[i] == PBP_OFF_NONE)
+			return -ESRCH;
+		if (fields[i] + 8 > need)
+			need = fields[i] + 8;
+	}
+	if (need > sizeof(ts) || mem__read(&t->live.base, tstate, ts, need))
+		return -ESRCH;
+	if (ts_field(ts, need, o->ts_native_thread_id) != ns_tid)
+		return -ESRCH;
+	prev = ts_field(ts, need, o->ts_next - 8);
+	if (prev)
+		link = prev + o->ts_next;
+	else if (o->interp_threads_head != PBP_OFF_NONE && ts_field(ts, need, o->ts_interp))
+		link = ts_field(ts, need, o->ts_interp) + o->interp_threads_head;
+	else
+		return -ESRCH;
+	if ((prev & 7) || mem__read_u64(&t->live.base, link, &back) || back != tstate)
+		return -ESRCH;
+	return 0;
+}
+
+static int write_anchor(void *arg, uint32_t ns_tid, uint64_t tstate, uint64_t frame)
 {
 	struct target *t = arg;
+	int err;
 
+	err = tstate_live(t, ns_tid, tstate);
+	if (err)
+		return err;
 	return mem_live__write(&t->live, tstate + t->interp.off.ts_last_profiled_frame, &frame,
 			       sizeof(frame));
 }
 
 static int clear_anchor(const struct pythread *th, void *arg)
 {
-	write_anchor(arg, th->tstate, 0);
+	write_anchor(arg, th->tid, th->tstate, 0);
 	return 0;
 }
 
@@ -28,7 +89,7 @@ static int clear_anchor(const struct pythread *th, void *arg)
  */
 void target__clear_anchors(struct target *t)
 {
-	if (t->anchors)
+	if (t->anchors && !proc__same(t->interp.pid, &t->ident))
 		pythreads__walk(&t->live.base, &t->interp, clear_anchor, t);
 }
 
@@ -52,6 +113,8 @@ int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
 	int64_t id;
 	int err, n;
 
+	if (!t->ident.start)
+		target__identify(t);
 	if (proc__cmdline(t->interp.pid, t->cmd, sizeof(t->cmd)))
 		snprintf(t->cmd, sizeof(t->cmd), "%.*s", (int)sizeof(t->cmd) - 1, t->interp.path);
 	n = snprintf(root, sizeof(root), "process %d %s", (int)t->interp.pid, t->cmd);
@@ -73,6 +136,16 @@ int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
 	dc.strs = strs;
 	dc.fcache = t->fcache;
 	return decoder__new(&dc, &t->dec);
+}
+
+int target__identify(struct target *t)
+{
+	return proc__identity(t->interp.pid ? t->interp.pid : t->live.pid, &t->ident);
+}
+
+int target__same(const struct target *t)
+{
+	return proc__same(t->interp.pid, &t->ident);
 }
 
 static void add_counters(uint64_t *dst, const uint64_t *src, size_t n)

@@ -12,6 +12,7 @@
 #include "frame_cache.h"
 #include "interp.h"
 #include "mem.h"
+#include "proc.h"
 #include "sampler_live.h"
 #include "stats.h"
 #include "strtab.h"
@@ -26,6 +27,7 @@ typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pb
 struct target {
 	struct session *session;	/* the owner, for the callbacks */
 	struct py_interp interp;	/* found before target__prepare() */
+	struct proc_identity ident;	/* the process and program it was adopted as */
 	struct mem_live live;
 	struct decoder *dec;
 	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
@@ -45,6 +47,12 @@ struct target {
  */
 int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
 		    target_publish_fn publish);
+/* Notes which process and program @t's PID names, before its interpreter is looked
+ * for; every later write into it and every "is it still there" compares against it. */
+int target__identify(struct target *t);
+/* 0 if @t's PID still names the process and program it was adopted as; -ESRCH if it is
+ * gone or the PID was reused, -ENOEXEC if it exec'd another program. */
+int target__same(const struct target *t);
 /* Leaves no anchor behind in the target's thread states. */
 void target__clear_anchors(struct target *t);
 /* Adds the target's decoding, cache and live-sampling counters to @sum. */
