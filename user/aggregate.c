@@ -45,7 +45,7 @@ static int grow_slots(struct aggregate *a)
 
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
-		slots[i] = k + 1;
+		slots[i] = (uint32_t)(k + 1);
 	}
 	free(a->slots);
 	a->slots = slots;
@@ -111,9 +111,9 @@ int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 	s->pid = pid;
 	s->tid = tid;
 	if (index)
-		*index = a->n;
+		*index = (uint32_t)a->n;
 	a->hashes[a->n] = h;
-	a->slots[i] = ++a->n;
+	a->slots[i] = (uint32_t)++a->n;
 	a->total += count;
 	return 0;
 }

@@ -55,7 +55,7 @@ static int vaddr_to_offset(Elf *elf, uint64_t vaddr, uint64_t *off)
 	for (size_t i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
 		if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
 			*off = vaddr - ph.p_vaddr + ph.p_offset;
@@ -84,7 +84,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_sym_qu
 		GElf_Sym sym;
 		const char *name;
 
-		if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
 			continue;
 		name = elf_strptr(elf, sh->sh_link, sym.st_name);
 		if (!name)

@@ -464,12 +464,12 @@ static int record_with(int argc, char **argv, struct select *sel)
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
 				return usage_error("invalid PID '%s'", optarg);
-			o.session.pid = v;
+			o.session.pid = (pid_t)v;
 			break;
 		case 'r':
 			if (parse_uint(optarg, 1, 10000, &v))
 				return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
-			o.session.rate_hz = v;
+			o.session.rate_hz = (uint32_t)v;
 			break;
 		case 'd':
 			errno = 0;
@@ -502,13 +502,13 @@ static int record_with(int argc, char **argv, struct select *sel)
 			if (parse_uint(optarg, 4096, PBP_STACK_MAX - 1, &v))
 				return usage_error("invalid --stack-bytes '%s': expected 4096 to 131071",
 						   optarg);
-			o.session.stack_cap = v;
+			o.session.stack_cap = (uint32_t)v;
 			break;
 		case OPT_RINGBUF:
 			if (parse_uint(optarg, 1, 1024, &v) || (v & (v - 1)))
 				return usage_error("invalid --ringbuf-mb '%s': expected a power of two "
 						   "from 1 to 1024", optarg);
-			o.session.ringbuf_mb = v;
+			o.session.ringbuf_mb = (uint32_t)v;
 			break;
 		case OPT_NO_BPF:
 			o.session.no_bpf = 1;
@@ -558,7 +558,7 @@ static int record_with(int argc, char **argv, struct select *sel)
 					   "--subprocesses");
 		o.session.system_wide = 1;
 		o.session.filter = &sel->filter;
-		o.session.max_processes = sel->max_processes;
+		o.session.max_processes = (uint32_t)sel->max_processes;
 	}
 	/* -f wins; else the output's suffix says; else collapsed. */
 	o.writer = format ? writer__find(format) : o.output ? writer__for_path(o.output) : NULL;
@@ -618,13 +618,13 @@ static int top_with(int argc, char **argv, struct select *sel)
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
 				return usage_error_in("top", "invalid PID '%s'", optarg);
-			o.pid = v;
+			o.pid = (pid_t)v;
 			break;
 		case 'r':
 			if (parse_uint(optarg, 1, 10000, &v))
 				return usage_error_in("top", "invalid rate '%s': expected 1 to "
 						      "10000 Hz", optarg);
-			o.rate_hz = v;
+			o.rate_hz = (uint32_t)v;
 			break;
 		case OPT_NO_BPF:
 			o.no_bpf = 1;
@@ -659,7 +659,7 @@ static int top_with(int argc, char **argv, struct select *sel)
 		return usage_error_in("top", "%s", "-a needs BPF; --no-bpf cannot do that");
 	o.system_wide = sel->all;
 	o.filter = &sel->filter;
-	o.max_processes = sel->max_processes;
+	o.max_processes = (uint32_t)sel->max_processes;
 	if (!o.pid && !o.system_wide)
 		return usage_error_in("top", "%s", "nothing to watch: give -p PID or -a");
 	return top__run(&o);
@@ -696,7 +696,7 @@ static int cmd_dump(int argc, char **argv)
 		case 'p':
 			if (parse_uint(optarg, 1, 0x7fffffff, &v))
 				return usage_error_in("dump", "invalid PID '%s'", optarg);
-			o.pid = v;
+			o.pid = (pid_t)v;
 			break;
 		case OPT_CORE:
 			o.core = optarg;

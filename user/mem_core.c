@@ -5,6 +5,7 @@
  * its tables in memory.
  */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -394,7 +395,7 @@ static int parse_nt_file(struct mem_core *c, const uint8_t *desc, size_t len)
 		m->file = file_index(c, s);
 		s += n + 1;
 	}
-	c->nmaps = count;
+	c->nmaps = (unsigned int)count;	/* below 2^32 / 24: a note's size is 32-bit */
 	return 0;
 }
 
@@ -492,7 +493,7 @@ static int read_headers(struct mem_core *c)
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	if (elf_getphdrnum(elf, &nphdr)) {
+	if (elf_getphdrnum(elf, &nphdr) || nphdr > INT_MAX) {
 		err = -EIO;
 		goto cleanup;
 	}
@@ -504,7 +505,7 @@ static int read_headers(struct mem_core *c)
 	for (size_t i = 0; i < nphdr; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(elf, i, &ph)) {
+		if (!gelf_getphdr(elf, (int)i, &ph)) {
 			err = -EIO;
 			goto cleanup;
 		}

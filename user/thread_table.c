@@ -52,7 +52,7 @@ static int grow(struct thread_table *t)
 
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
-		slots[i] = k + 1;
+		slots[i] = (uint32_t)(k + 1);
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -110,7 +110,7 @@ int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid,
 	err = name_thread(strs, pid, tid, &th->name);
 	if (err)
 		return err;
-	t->slots[i] = ++t->n;
+	t->slots[i] = (uint32_t)++t->n;
 	return 0;
 }
 

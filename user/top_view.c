@@ -63,7 +63,7 @@ static int grow_slots(struct top_view *v)
 
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
-		slots[i] = k + 1;
+		slots[i] = (uint32_t)(k + 1);
 	}
 	free(v->slots);
 	v->slots = slots;
@@ -118,8 +118,8 @@ static int64_t row_of(struct top_view *v, uint32_t name, uint32_t file)
 	}
 	v->rows[v->n] = (struct top_row){ .name = name, .file = file };
 	v->stamps[v->n] = 0;
-	v->order[v->n] = v->n;
-	v->slots[i] = v->n + 1;
+	v->order[v->n] = (uint32_t)v->n;
+	v->slots[i] = (uint32_t)(v->n + 1);
 	return v->n++;
 }
 
