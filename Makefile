@@ -92,7 +92,7 @@ WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/agg
 		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
 # Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
 WRITER_OBJS += $(filter $(OUT)/user/json_out.o $(OUT)/user/pb_encode.o \
-		$(OUT)/user/profile_index.o,$(USER_OBJS))
+		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o,$(USER_OBJS))
 $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
@@ -102,7 +102,7 @@ $(OUT)/tests/test_json_out: tests/unit/test_json_out.c $(OUT)/user/json_out.o | 
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
-		$(OUT)/user/aggregate.o $(OUT)/user/strtab.o | $(OUT)/tests
+		$(OUT)/user/text_safe.o $(OUT)/user/aggregate.o $(OUT)/user/strtab.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -137,7 +137,7 @@ $(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_p
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descendants.o \
-		$(OUT)/user/proc.o | $(OUT)/tests
+		$(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -170,7 +170,8 @@ fuzz: | $(OUT)/tests
 		-o $(OUT)/tests/fuzz_linetable tests/fuzz/fuzz_linetable.c user/linetable.c
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
 		-o $(OUT)/tests/fuzz_core tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c \
-		user/elf_syms.c user/hostile_file.c user/proc.c user/offsets.c user/mem_live.c user/log.c -lelf -lz
+		user/elf_syms.c user/hostile_file.c user/proc.c user/text_safe.c user/offsets.c user/mem_live.c \
+		user/log.c -lelf -lz
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
 	$(Q)$(OUT)/tests/fuzz_core -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=16384

@@ -7,11 +7,27 @@
 #include <stdlib.h>
 
 #include "out_collapsed.h"
+#include "text_safe.h"
 
+/* Names come from the target: ';' and newlines would break the line format, and other
+ * control characters could drive a terminal reading `-o -`. */
 static void put_name(FILE *f, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == ';' || *s == '\n' ? '_' : *s, f);
+	const unsigned char *u = (const unsigned char *)s;
+
+	while (*u) {
+		int ok;
+		size_t len = text_safe__next(u, &ok);
+
+		for (size_t i = 0; i < len; i++, u++) {
+			if (*u == ';' || *u == '\n')
+				fputc('_', f);
+			else if (ok)
+				fputc(*u, f);
+			else
+				fprintf(f, "\\x%02x", *u);
+		}
+	}
 }
 
 static void put_frame(FILE *f, const struct agg_frame *fr, const struct strtab *strs)

@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "out_traceback.h"
+#include "text_safe.h"
 
 static const char *const gap_text[GAP_MAX] = {
 	[GAP_NONE] = "",
@@ -18,18 +19,6 @@ static const char *const gap_text[GAP_MAX] = {
 	[GAP_NO_BOTTOM] = "the frame chain ends before the thread's first frame",
 	[GAP_TORN] = "the stack kept changing while it was read",
 };
-
-static void put_escaped(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\x%02x", ch);
-		else
-			fputc(ch, f);
-	}
-}
 
 int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_thread *t)
 {
@@ -48,12 +37,12 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 		const struct decoded_frame *fr = &st->frames[i];
 
 		fputs("  File \"", f);
-		put_escaped(f, strtab__get(strs, fr->filename));
+		text_safe__put(f, strtab__get(strs, fr->filename));
 		if (fr->line >= 0)
 			fprintf(f, "\", line %d, in ", fr->line);
 		else
 			fputs("\", line ?, in ", f);
-		put_escaped(f, strtab__get(strs, fr->qualname));
+		text_safe__put(f, strtab__get(strs, fr->qualname));
 		fputc('\n', f);
 	}
 	if (st && st->gap != GAP_NONE && st->gap < GAP_MAX)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "text_safe.h"
 
 static int read_file(const char *path, char *buf, size_t len)
 {
@@ -160,6 +161,7 @@ int proc__comm(pid_t pid, char *buf, size_t len)
 	}
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
+	text_safe__scrub(buf);	/* the target chose it (prctl PR_SET_NAME) */
 	return 0;
 }
 
@@ -203,6 +205,8 @@ int proc__cmdline(pid_t pid, char *buf, size_t len)
 		if (!buf[i] || buf[i] == '\n')
 			buf[i] = ' ';
 	buf[n] = 0;
+	/* Logged, labelled and shown: the target chose it. */
+	text_safe__scrub(buf);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "text_safe.h"
 #include "top_view.h"
 
 struct top_view {
@@ -257,29 +258,6 @@ uint64_t top_view__window(const struct top_view *v)
 /* ---- text ------------------------------------------------------------------------ */
 
 /*
- * The next character of @s: its length in bytes, and whether a terminal may be given
- * it as is. Names come from the target: a control character (C0, DEL, or C1 such as
- * CSI U+009B) could drive the terminal, and broken UTF-8 would be drawn at a width we
- * did not count. Either is shown as '?' (broken UTF-8 byte by byte).
- */
-static size_t next_char(const unsigned char *s, int *printable)
-{
-	size_t len = *s < 0x80 ? 1 : *s >= 0xc2 && *s <= 0xdf ? 2 : *s >= 0xe0 && *s <= 0xef ? 3
-		     : *s >= 0xf0 && *s <= 0xf4 ? 4 : 0;
-
-	*printable = len == 1 ? *s >= 0x20 && *s != 0x7f : len > 1;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80) {
-			*printable = 0;
-			return 1;
-		}
-	}
-	if (len == 2 && s[0] == 0xc2 && s[1] < 0xa0)
-		*printable = 0;	/* C1: one character, one '?' */
-	return len ? len : 1;
-}
-
-/*
  * Writes at most @maxcols characters of @s to @f (NULL: writes nothing), one column
  * each; returns the columns it took. Wide (East Asian) characters are counted as one:
  * the screen turns off line wrapping, so a miscount clips a line and never breaks the
@@ -291,7 +269,7 @@ static int put_text(FILE *f, const char *s, int maxcols)
 	int cols = 0, ok;
 
 	while (*u && cols < maxcols) {
-		size_t len = next_char(u, &ok);
+		size_t len = text_safe__next(u, &ok);
 
 		if (f && ok)
 			fwrite(u, 1, len, f);
@@ -315,7 +293,7 @@ static const char *skip_cols(const char *s, int cols)
 	int ok;
 
 	while (*u && cols-- > 0)
-		u += next_char(u, &ok);
+		u += text_safe__next(u, &ok);
 	return (const char *)u;
 }
 
