@@ -82,6 +82,13 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(O
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+# The readers of copied structs against a fake target (tests/unit/fake_mem.h).
+FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,offsets.o code_cache.o pyobj.o strtab.o \
+		linetable.o decode.o frame_cache.o mem_snapshot.o mem_live.o pythreads.o log.o)
+$(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # Every writer and what it links: the golden-file tests run each on a fixed profile.
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
 		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
@@ -131,7 +138,8 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http
 
-unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
+unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
+	$(OUT)/tests/test_writers \
 	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
