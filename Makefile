@@ -152,15 +152,34 @@ bench: all
 	$(Q)/usr/bin/python3 tools/bench/run.py --out $(OUT)/bench
 	$(Q)/usr/bin/python3 tools/bench/readme_perf.py $(OUT)/bench/report.md README.md
 
-fuzz: | $(OUT)/tests
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
-		-o $(OUT)/tests/fuzz_linetable tests/fuzz/fuzz_linetable.c user/linetable.c
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
-		-o $(OUT)/tests/fuzz_core tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c \
-		user/elf_syms.c user/proc.c user/offsets.c user/mem_live.c user/log.c -lelf -lz
+# libFuzzer targets, rebuilt every time (they track no header dependencies).
+FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
+FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode
+FUZZ_DECODE_SRCS := $(addprefix user/,offsets.c code_cache.c pyobj.c strtab.c linetable.c \
+	decode.c frame_cache.c mem_snapshot.c mem_live.c pythreads.c log.c)
+
+.PHONY: FORCE
+$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
+$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c user/elf_syms.c \
+		user/proc.c user/offsets.c user/mem_live.c user/log.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lelf -lz
+
+$(OUT)/tests/fuzz_decode: tests/fuzz/fuzz_decode.c $(FUZZ_DECODE_SRCS) FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
+# FUZZ_SECONDS each (default 60).
+fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
 	$(Q)$(OUT)/tests/fuzz_core -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=16384
+	$(Q)mkdir -p $(OUT)/fuzz-corpus/decode
+	$(Q)$(OUT)/tests/fuzz_decode -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
+		-max_len=4096 $(OUT)/fuzz-corpus/decode tests/fuzz/seeds/decode
 
 lint: $(OUT)/sample.skel.h
 	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \

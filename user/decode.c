@@ -78,12 +78,13 @@ static int read_frame(struct mem_source *m, const struct py_offsets *o, uint64_t
 		      struct frame_hdr *f)
 {
 	uint8_t hdr[PBP_FRAME_COPY_MAX];
-	const struct structbuf b = structbuf__of(hdr, o->fr_size);
+	struct structbuf b;
 
 	if (o->fr_size > sizeof(hdr))
 		return -EINVAL;
 	if (mem__read(m, frame, hdr, o->fr_size))
 		return -EFAULT;
+	b = structbuf__of(hdr, o->fr_size);
 	if (structbuf__u8(&b, o->fr_owner, &f->owner) ||
 	    structbuf__u64(&b, o->fr_previous, &f->previous) ||
 	    structbuf__u64(&b, o->fr_code, &f->code) || structbuf__u64(&b, o->fr_instr, &f->instr))
