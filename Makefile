@@ -87,6 +87,13 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(O
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+# The readers of copied structs against a fake target (tests/unit/fake_mem.h).
+FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,offsets.o code_cache.o pyobj.o strtab.o \
+		linetable.o decode.o frame_cache.o mem_snapshot.o mem_live.o pythreads.o log.o)
+$(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # Every writer and what it links: the golden-file tests run each on a fixed profile.
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
 		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
@@ -151,9 +158,9 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants
 
-unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
-	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(OUT)/tests/test_outfile \
-	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
+	$(OUT)/tests/test_writers $(OUT)/tests/test_json_out $(OUT)/tests/test_top_view \
+	$(OUT)/tests/test_outfile $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh
@@ -165,16 +172,35 @@ bench: all
 	$(Q)/usr/bin/python3 tools/bench/run.py --out $(OUT)/bench
 	$(Q)/usr/bin/python3 tools/bench/readme_perf.py $(OUT)/bench/report.md README.md
 
-fuzz: | $(OUT)/tests
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
-		-o $(OUT)/tests/fuzz_linetable tests/fuzz/fuzz_linetable.c user/linetable.c
-	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
-		-o $(OUT)/tests/fuzz_core tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c \
-		user/elf_syms.c user/hostile_file.c user/proc.c user/text_safe.c user/offsets.c user/mem_live.c \
-		user/log.c -lelf -lz
+# libFuzzer targets, rebuilt every time (they track no header dependencies).
+FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
+FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode
+FUZZ_DECODE_SRCS := $(addprefix user/,offsets.c code_cache.c pyobj.c strtab.c linetable.c \
+	decode.c frame_cache.c mem_snapshot.c mem_live.c pythreads.c log.c)
+
+.PHONY: FORCE
+$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
+$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c user/elf_syms.c \
+		user/hostile_file.c user/proc.c user/text_safe.c user/offsets.c user/mem_live.c \
+		user/log.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lelf -lz
+
+$(OUT)/tests/fuzz_decode: tests/fuzz/fuzz_decode.c $(FUZZ_DECODE_SRCS) FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
+# FUZZ_SECONDS each (default 60).
+fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
 	$(Q)$(OUT)/tests/fuzz_core -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=16384
+	$(Q)mkdir -p $(OUT)/fuzz-corpus/decode
+	$(Q)$(OUT)/tests/fuzz_decode -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
+		-max_len=4096 $(OUT)/fuzz-corpus/decode tests/fuzz/seeds/decode
 
 # clang's -Wshorten-64-to-32 finds 64-bit values narrowed on the way (a capability mask
 # tested through an int once hid CAP_BPF); gcc has no equivalent.

@@ -2,6 +2,8 @@
 """Proves user/offsets.c against real CPython headers and live interpreters.
 
 * test_offsets_unit: the host-only negative tests (tests/unit/test_offsets.c).
+* test_readers_stay_inside_their_copies: the readers of copied structs against
+  offsets that point outside the copies (tests/unit/test_field_bounds.c).
 * test_offsets_warning_free: offsets.c and the unit test build with -Werror.
 * test_offsets_match_headers: tests/unit/offsets_check.c, built once per version
   against that version's internal headers and libpython, compares every field that
@@ -164,6 +166,17 @@ def test_offsets_unit(build_dir):
     r = run([out])
     assert r.returncode == 0, r.stdout + r.stderr
     assert " 0 failed" in r.stdout, r.stdout
+
+
+def test_readers_stay_inside_their_copies():
+    """tests/unit/test_field_bounds.c: the code-object, frame and thread-state readers
+    refuse offsets that point past the bytes they copied (test_sanitizers.py runs it
+    under ASan too, where an over-read is reported rather than merely misread)."""
+    r = run(["make", "-C", REPO, "build/tests/test_field_bounds"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run([os.path.join(REPO, "build", "tests", "test_field_bounds")])
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "test_field_bounds: all passed" in r.stdout, r.stdout
 
 
 def test_offsets_warning_free(build_dir):

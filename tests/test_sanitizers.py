@@ -33,7 +33,7 @@ def assert_clean(p, what):
     assert p.returncode == 0, f"{what}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
 
 
-@pytest.mark.parametrize("name", ["test_linetable", "test_offsets"])
+@pytest.mark.parametrize("name", ["test_linetable", "test_offsets", "test_field_bounds"])
 def test_unit_tests_are_clean_under_sanitizers(name):
     p = subprocess.run([san_binary(f"tests/{name}")], capture_output=True, text=True,
                        timeout=300, env=SAN_ENV)

@@ -15,6 +15,7 @@
 #include "linetable.h"
 #include "log.h"
 #include "pyobj.h"
+#include "structbuf.h"
 
 struct code_cache {
 	struct code_cache_cfg cfg;
@@ -140,17 +141,21 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
  * memory, while we read; the old fingerprint then lingers until the constructor
  * overwrites it. So besides the fingerprint, the header must read the same before and
  * after the strings and line table are read, and every object must look alive.
+ *
+ * Fields are taken out of the copy only through structbuf: the offsets came from the
+ * target, and one that points past the bytes read makes the object invalid rather
+ * than a read of our own stack.
  */
 static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct code_info **out)
 {
 	const struct py_offsets *o = c->cfg.off;
-	uint8_t hdr[512], again[512];
-	struct code_info *ci;
-	uint64_t type, p, after, refcnt;
+	uint8_t hdr[PBP_CODE_COPY_MAX], again[PBP_CODE_COPY_MAX];
 	size_t hlen = o->co_size < sizeof(hdr) ? o->co_size : sizeof(hdr);
+	const struct structbuf b = structbuf__of(hdr, hlen);
+	struct code_info *ci;
+	uint64_t type, units, qualname, filename, linetable, after, refcnt;
+	uint32_t first;
 	size_t tlen;
-	int64_t units;
-	int32_t first;
 	int err;
 
 	if (addr & 7)
@@ -158,36 +163,34 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	err = mem__read(c->cfg.live, addr, hdr, hlen);
 	if (err)
 		return err;
-	memcpy(&refcnt, hdr, 8);
-	memcpy(&type, hdr + o->ob_type, 8);
+	/* PyCodeObject is a PyVarObject whose ob_size, after ob_type, counts code units. */
+	if (structbuf__u64(&b, 0, &refcnt) || structbuf__u64(&b, o->ob_type, &type) ||
+	    structbuf__u64(&b, o->ob_type + 8, &units) ||
+	    structbuf__u32(&b, o->co_firstlineno, &first) ||
+	    structbuf__u64(&b, o->co_qualname, &qualname) ||
+	    structbuf__u64(&b, o->co_filename, &filename) ||
+	    structbuf__u64(&b, o->co_linetable, &linetable))
+		return -EINVAL;
 	if (!plausible_refcnt(refcnt))
 		return -ESTALE;
 	if (c->cfg.code_type && type != c->cfg.code_type)
+		return -EINVAL;
+	if ((int64_t)units <= 0 || (int64_t)units > (1 << 24))
 		return -EINVAL;
 	ci = calloc(1, sizeof(*ci));
 	if (!ci)
 		return -ENOMEM;
 	ci->addr = addr;
 	ci->fp = fp;
-	memcpy(&first, hdr + o->co_firstlineno, 4);
-	ci->firstlineno = first;
-	/* PyCodeObject is a PyVarObject whose ob_size counts code units. */
-	memcpy(&units, hdr + o->ob_type + 8, 8);
-	if (units <= 0 || units > (1 << 24)) {
-		err = -EINVAL;
-		goto fail;
-	}
+	ci->firstlineno = (int32_t)first;
 	ci->ncodeunits = units;
-	memcpy(&p, hdr + o->co_qualname, 8);
-	err = intern_str(c, p, &ci->qualname);
+	err = intern_str(c, qualname, &ci->qualname);
 	if (err)
 		goto fail;
-	memcpy(&p, hdr + o->co_filename, 8);
-	err = intern_str(c, p, &ci->filename);
+	err = intern_str(c, filename, &ci->filename);
 	if (err)
 		goto fail;
-	memcpy(&p, hdr + o->co_linetable, 8);
-	err = pybytes__read(c->cfg.live, o, p, &ci->linetable, &tlen);
+	err = pybytes__read(c->cfg.live, o, linetable, &ci->linetable, &tlen);
 	if (err)
 		goto fail;
 	ci->linetable_len = tlen;

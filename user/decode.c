@@ -14,7 +14,10 @@
 #include "decode.h"
 #include "frame_cache.h"
 #include "hash.h"
+#include "structbuf.h"
 
+/* Every frame header field is read out of a copy the BPF program could also make. */
+_Static_assert(PBP_FRAME_COPY_MAX <= PBP_FRAME_HDR_MAX, "frame copy larger than BPF's");
 
 struct decoder {
 	struct decoder_cfg cfg;
@@ -60,12 +63,35 @@ void decoder__free(struct decoder *d)
 	free(d);
 }
 
-static uint64_t get_u64(const uint8_t *p)
-{
-	uint64_t v;
+/* The fields of one frame header that the walk uses. */
+struct frame_hdr {
+	uint8_t owner;
+	uint64_t previous, code, instr;
+};
 
-	memcpy(&v, p, 8);
-	return v;
+/*
+ * Reads the frame header at @frame through @m and takes its fields out of the copy.
+ * The offsets came from the target: one outside the copied fr_size bytes is a broken
+ * table, -EINVAL, and never a read past the buffer; -EFAULT if unreadable.
+ */
+static int read_frame(struct mem_source *m, const struct py_offsets *o, uint64_t frame,
+		      struct frame_hdr *f)
+{
+	uint8_t hdr[PBP_FRAME_COPY_MAX];
+	struct structbuf b;
+
+	if (o->fr_size > sizeof(hdr))
+		return -EINVAL;
+	if (mem__read(m, frame, hdr, o->fr_size))
+		return -EFAULT;
+	b = structbuf__of(hdr, o->fr_size);
+	if (structbuf__u8(&b, o->fr_owner, &f->owner) ||
+	    structbuf__u64(&b, o->fr_previous, &f->previous) ||
+	    structbuf__u64(&b, o->fr_code, &f->code) || structbuf__u64(&b, o->fr_instr, &f->instr))
+		return -EINVAL;
+	if (o->executable_tagged)
+		f->code &= ~(uint64_t)7;
+	return 0;
 }
 
 static int is_owner(const struct py_offsets *o, uint8_t owner)
@@ -101,7 +127,8 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	size_t left;
 
 	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
-	    s->len > len || s->nsegs > PBP_SPANS_MAX || s->nfps > PBP_FP_FRAMES)
+	    s->len > len || s->len < s->hdr_len || s->nsegs > PBP_SPANS_MAX ||
+	    s->nfps > PBP_FP_FRAMES)
 		return -EINVAL;
 	left = s->len - s->hdr_len;
 	mem_snapshot__clear(&d->snap);
@@ -128,26 +155,25 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 {
 	const struct py_offsets *o = d->off;
 	uint64_t frame = t->current_frame;
-	uint8_t hdr[256];
-	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
 	uint32_t depth = 0;
 	uint8_t owner = 0xff;
 
 	*n = 0;
-	if (o->fr_size > sizeof(hdr))
-		return GAP_BAD_RECORD;
 	while (frame) {
 		uint64_t before = d->cfg.live->stats.reads;
 		struct raw_frame *r = &d->raw[depth];
+		struct frame_hdr f;
+		int err;
 
 		if (frame & 7)
 			return GAP_BAD_FRAME;
 		/* Bounded even when every frame is a shim: a cycle ends here too. */
 		if (depth == DECODE_MAX_DEPTH)
 			return GAP_TOO_DEEP;
-		if (mem__read(t->mem, frame, hdr, o->fr_size))
-			return GAP_UNREADABLE;
-		owner = hdr[o->fr_owner];
+		err = read_frame(t->mem, o, frame, &f);
+		if (err)
+			return err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_RECORD;
+		owner = f.owner;
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
 		/* Read live while the target runs, a thread's own frame outside the
@@ -161,12 +187,12 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 			d->stats.frames_from_snapshot++;
 		r->addr = frame;
 		r->owner = owner;
-		r->previous = get_u64(hdr + o->fr_previous);
+		r->previous = f.previous;
 		r->code = 0;
 		r->instr = 0;
 		if (!is_shim(o, owner)) {
-			r->code = get_u64(hdr + o->fr_code) & mask;
-			r->instr = get_u64(hdr + o->fr_instr);
+			r->code = f.code;
+			r->instr = f.instr;
 			if (!r->code || (r->code & 7))
 				return GAP_BAD_FRAME;
 		}
@@ -191,19 +217,17 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, uint32_t n)
 {
 	const struct py_offsets *o = d->off;
-	uint64_t mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0;
-	uint8_t hdr[256];
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct raw_frame *r = &d->raw[i];
+		struct frame_hdr f;
 		int shim;
 
-		if (mem__read(t->verify, r->addr, hdr, o->fr_size))
+		if (read_frame(t->verify, o, r->addr, &f))
 			return GAP_TORN;
 		shim = is_shim(o, r->owner);
-		if (hdr[o->fr_owner] != r->owner || get_u64(hdr + o->fr_previous) != r->previous ||
-		    (!shim && (get_u64(hdr + o->fr_code) & mask) != r->code) ||
-		    (!shim && i && get_u64(hdr + o->fr_instr) != r->instr))
+		if (f.owner != r->owner || f.previous != r->previous ||
+		    (!shim && f.code != r->code) || (!shim && i && f.instr != r->instr))
 			return GAP_TORN;
 	}
 	return GAP_NONE;

@@ -20,7 +20,6 @@
 
 #define NONE			PBP_OFF_NONE
 #define NO_OWNER		0xff
-#define TS_COPY_MAX		2048	/* most tstate bytes the BPF side copies */
 #define OBJ_SIZE_MAX		4096	/* sanity bound for object layouts */
 
 #define PY_MAJOR(hex)		(((hex) >> 24) & 0xff)
@@ -522,7 +521,9 @@ struct struct_sizes {
 
 /*
  * The values came from another process: refuse a table that points outside the
- * structs it describes, so that nothing downstream trusts a corrupt table.
+ * structs it describes, so that nothing downstream trusts a corrupt table. Where a
+ * reader takes fields out of a bounded copy of a struct (PBP_*_COPY_MAX), the fields
+ * must lie inside that copy too, not merely inside the struct as the table sizes it.
  */
 static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s)
 {
@@ -545,21 +546,26 @@ static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s
 	    !fits_opt(o->ts_last_profiled_frame_seq, ptr, ts))
 		return -EINVAL;
 
-	if (o->fr_size > s->frame || !fits(o->fr_code, ptr, o->fr_size) ||
+	if (o->fr_size > s->frame || o->fr_size > PBP_FRAME_COPY_MAX ||
+	    !fits(o->fr_code, ptr, o->fr_size) ||
 	    !fits(o->fr_previous, ptr, o->fr_size) || !fits(o->fr_instr, ptr, o->fr_size) ||
 	    !fits(o->fr_owner, 1, o->fr_size))
 		return -EINVAL;
 
+	/* The code object is read up to co_size; ob_size follows ob_type. */
 	if (s->code > OBJ_SIZE_MAX || !fits(o->co_code_adaptive, 1, s->code) ||
+	    o->co_size > PBP_CODE_COPY_MAX || !fits(o->ob_type, 2 * ptr, o->co_size) ||
 	    !fits(o->co_filename, ptr, o->co_size) || !fits(o->co_name, ptr, o->co_size) ||
 	    !fits(o->co_qualname, ptr, o->co_size) ||
 	    !fits(o->co_linetable, ptr, o->co_size) ||
-	    !fits(o->co_firstlineno, sizeof(int32_t), o->co_size))
+	    !fits(o->co_firstlineno, sizeof(int32_t), o->co_size) ||
+	    !fits_opt(o->co_version, sizeof(uint32_t), o->co_size))
 		return -EINVAL;
 
+	/* The str's cached hash follows its length (the fingerprint before 3.13). */
 	if (o->unicode_ascii_data > OBJ_SIZE_MAX ||
 	    !fits(o->ob_type, ptr, o->unicode_ascii_data) ||
-	    !fits(o->unicode_length, ptr, o->unicode_ascii_data) ||
+	    !fits(o->unicode_length, 2 * ptr, o->unicode_ascii_data) ||
 	    !fits(o->unicode_state, sizeof(uint32_t), o->unicode_ascii_data) ||
 	    o->unicode_compact_data <= o->unicode_ascii_data ||
 	    o->unicode_compact_data > OBJ_SIZE_MAX)
@@ -586,7 +592,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	struct py_offsets o;
 	int ret;
 
-	if (ft > 1 || chunk > TS_COPY_MAX)
+	if (ft > 1 || chunk > PBP_TSTATE_COPY_MAX)
 		return -EINVAL;
 
 	memset(&o, 0, sizeof(o));
@@ -607,10 +613,10 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 
 	/*
 	 * Copy the whole public PyThreadState, which holds every field we read; a
-	 * larger one is cut at TS_COPY_MAX, and sanity_check() then insists that
-	 * every field still fits.
+	 * larger one is cut at PBP_TSTATE_COPY_MAX, and sanity_check() then insists
+	 * that every field still fits.
 	 */
-	o.ts_size = ts_struct < TS_COPY_MAX ? ts_struct : TS_COPY_MAX;
+	o.ts_size = ts_struct < PBP_TSTATE_COPY_MAX ? ts_struct : PBP_TSTATE_COPY_MAX;
 	o.ts_next = slot(buf, l->ts_next);
 	o.ts_interp = slot(buf, l->ts_interp);
 	o.ts_thread_id = slot(buf, l->ts_thread_id);

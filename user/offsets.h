@@ -117,4 +117,13 @@ int offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out);
 /* Bytes of _PyRuntime worth reading for offsets__from_debug(). */
 #define PBP_DEBUG_OFFSETS_MAX 4096
 
+/*
+ * The most bytes of each struct that a reader copies before taking fields out of the
+ * copy. offsets__from_debug() refuses a table with a field outside these, and the
+ * readers bound every field by what they hold as well.
+ */
+#define PBP_CODE_COPY_MAX 512		/* PyCodeObject up to co_code_adaptive: code_cache */
+#define PBP_FRAME_COPY_MAX 128		/* _PyInterpreterFrame header: decode, BPF */
+#define PBP_TSTATE_COPY_MAX 2048	/* PyThreadState: pythreads, BPF */
+
 #endif

@@ -5,18 +5,19 @@
  * as a claim to check, and every loop has a fixed bound.
  */
 #include <errno.h>
-#include <string.h>
 
 #include "pbp_abi.h"
 #include "pythreads.h"
+#include "structbuf.h"
 
+/* A field of the copied thread state; 0 for one this version lacks (PBP_OFF_NONE) or
+ * that lies outside the copy. */
 static uint64_t ts_u64(const uint8_t *ts, uint32_t len, uint64_t off)
 {
-	uint64_t v = 0;
+	const struct structbuf b = structbuf__of(ts, len);
+	uint64_t v;
 
-	if (off != PBP_OFF_NONE && off + sizeof(v) <= len)
-		memcpy(&v, ts + off, sizeof(v));
-	return v;
+	return structbuf__u64(&b, off, &v) ? 0 : v;
 }
 
 /* The state of the GIL of @interp: its lock word and last holder. */

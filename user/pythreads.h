@@ -13,7 +13,7 @@
 #include "interp.h"
 #include "mem.h"
 
-#define PYTHREADS_TS_MAX 2048	/* bytes of a thread state kept, as in BPF */
+#define PYTHREADS_TS_MAX PBP_TSTATE_COPY_MAX	/* bytes of a thread state kept */
 
 enum pythread_gil {
 	PYTHREAD_GIL_UNKNOWN = -1,	/* this version's GIL state is not known to us */

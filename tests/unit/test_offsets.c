@@ -6,7 +6,10 @@
  * pre-releases), truncated and random tables must be refused with the documented
  * errno, never crash and never touch *out. Buffers are placed so that they end at
  * a PROT_NONE page: reading one byte past @len faults. The real tables of 3.13+
- * are proven by offsets_check, which reads them from live interpreters.
+ * are proven by offsets_check, which reads them from live interpreters; here they
+ * are the seeds of hostile ones. Whatever is accepted must keep every field that a
+ * reader takes out of a bounded copy (thread state, frame header, code object)
+ * inside that copy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include <unistd.h>
 
 #include "../../user/offsets.h"
+#include "debug_tables.h"
 
 #define HEX(maj, min, mic, lvl, ser) \
 	((uint32_t)(maj) << 24 | (uint32_t)(min) << 16 | (uint32_t)(mic) << 8 | \
@@ -74,6 +78,58 @@ static int from_debug(const uint8_t *buf, size_t len)
 	return ret;
 }
 
+/* [@off, @off + @width) inside @size bytes, without wrapping around. */
+static int inside(uint64_t off, uint64_t width, uint64_t size)
+{
+	return off < size && width <= size - off;
+}
+
+/*
+ * Every field a reader takes out of a bounded copy lies inside that copy: the thread
+ * state (pythreads, BPF), the frame header (decode, BPF), the code object up to
+ * co_size (code_cache, where ob_size follows ob_type). Absent fields need no room.
+ */
+static int fits_readers(const struct py_offsets *o)
+{
+	const uint64_t ts[] = {
+		o->ts_next, o->ts_interp, o->ts_thread_id, o->ts_native_thread_id, o->ts_cframe,
+		o->ts_current_frame, o->ts_datastack_chunk, o->ts_datastack_top,
+		o->ts_datastack_limit, o->ts_base_frame, o->ts_last_profiled_frame,
+		o->ts_last_profiled_frame_seq,
+	};
+	const uint64_t fr[] = { o->fr_code, o->fr_previous, o->fr_instr };
+	const uint64_t co[] = { o->co_filename, o->co_name, o->co_qualname, o->co_linetable };
+
+	if (o->ts_size > PBP_TSTATE_COPY_MAX || o->fr_size > PBP_FRAME_COPY_MAX ||
+	    o->co_size > PBP_CODE_COPY_MAX)
+		return 0;
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		if (ts[i] != PBP_OFF_NONE && !inside(ts[i], 8, o->ts_size))
+			return 0;
+	for (size_t i = 0; i < sizeof(fr) / sizeof(fr[0]); i++)
+		if (!inside(fr[i], 8, o->fr_size))
+			return 0;
+	for (size_t i = 0; i < sizeof(co) / sizeof(co[0]); i++)
+		if (!inside(co[i], 8, o->co_size))
+			return 0;
+	return inside(o->fr_owner, 1, o->fr_size) && inside(o->ob_type, 16, o->co_size) &&
+	       inside(o->co_firstlineno, 4, o->co_size) &&
+	       (o->co_version == PBP_OFF_NONE || inside(o->co_version, 4, o->co_size));
+}
+
+/* @t's slots as a table of @len bytes (zero past the layout), in @buf. */
+static size_t put_table(uint8_t *buf, size_t len, const struct debug_table *t)
+{
+	memset(buf, 0, len);
+	memcpy(buf, t->slots, t->nslots * sizeof(uint64_t));
+	return t->nslots * sizeof(uint64_t);
+}
+
+static void set_slot(uint8_t *buf, unsigned int slot, uint64_t v)
+{
+	memcpy(buf + slot * sizeof(v), &v, sizeof(v));
+}
+
 static void test_builtin(void)
 {
 	struct py_offsets o, before;
@@ -94,6 +150,9 @@ static void test_builtin(void)
 	expect(o.owner_cstack == 3, "3.12 shim owner", o.owner_cstack);
 	expect(o.ts_size <= 2048 && o.ts_datastack_limit + 8 <= o.ts_size,
 	       "3.12 ts_size covers fields", (long)o.ts_size);
+	expect(fits_readers(&o), "3.12 fits the readers' copies", (long)o.co_size);
+	offsets__builtin(HEX(3, 11, 2, FINAL, 0), &o);
+	expect(fits_readers(&o), "3.11 fits the readers' copies", (long)o.co_size);
 
 	const uint32_t refused[] = {
 		HEX(3, 10, 13, FINAL, 0), HEX(3, 11, 0, BETA, 1), HEX(3, 12, 0, RC, 3),
@@ -151,6 +210,73 @@ static void test_debug_refusals(void)
 		make_table(buf, sizeof(buf), "xdebugpy", known[i]);
 		ret = from_debug(at_guard(buf, sizeof(buf)), sizeof(buf));
 		expect(ret == -EINVAL, "empty table -> -EINVAL", (long)known[i]);
+	}
+}
+
+/* The real tables are accepted, and fit the readers' copies. */
+static void test_real_tables(void)
+{
+	static uint8_t buf[PBP_DEBUG_OFFSETS_MAX];
+
+	for (size_t i = 0; i < DEBUG_TABLES; i++) {
+		size_t len = put_table(buf, sizeof(buf), &debug_tables[i]);
+		struct py_offsets o;
+		int ret;
+
+		ret = offsets__from_debug(at_guard(buf, len), len, &o);
+		expect(ret == 0, "real table accepted", (long)debug_tables[i].slots[1]);
+		if (ret)
+			continue;
+		expect(o.version_hex == debug_tables[i].slots[1], "real table's version",
+		       (long)o.version_hex);
+		expect(fits_readers(&o), "real table fits the readers' copies", (long)o.co_size);
+	}
+}
+
+/*
+ * Code-object and frame fields that lie inside the structs as the table sizes them but
+ * outside what the readers copy (512 bytes of code object, 128 of frame header). The
+ * first is a measured out-of-bounds read: a "3.13.0 final" table whose fields point
+ * 3000 bytes into a code object made read_code() read past its 512-byte stack buffer.
+ */
+static void test_outside_copies(void)
+{
+	static uint8_t buf[PBP_DEBUG_OFFSETS_MAX];
+	const struct {
+		const char *what;
+		unsigned int slot[4];
+		uint64_t value[4];
+	} cases[] = {
+		{ "co_filename=3000 co_qualname=3016 co_code_adaptive=3900 ob_type=2000",
+		  { SLOT_313_CO_FILENAME, SLOT_313_CO_QUALNAME, SLOT_313_CO_CODE_ADAPTIVE,
+		    SLOT_313_OB_TYPE },
+		  { 3000, 3016, 3900, 2000 } },
+		{ "co_code_adaptive=600", { SLOT_313_CO_CODE_ADAPTIVE }, { 600 } },
+		{ "ob_type=520", { SLOT_313_OB_TYPE, SLOT_313_CO_CODE_ADAPTIVE }, { 520, 600 } },
+		{ "ob_size past co_size", { SLOT_313_OB_TYPE }, { 192 } },
+		{ "co_qualname=508 co_code_adaptive=520", { SLOT_313_CO_QUALNAME,
+		  SLOT_313_CO_CODE_ADAPTIVE }, { 508, 520 } },
+		{ "frame header of 200 bytes", { SLOT_313_FR_LOCALSPLUS }, { 200 } },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = put_table(buf, sizeof(buf), &debug_tables[0]);
+		int ret;
+
+		set_slot(buf, 1, HEX(3, 13, 0, FINAL, 0));
+		/* Structs large enough by the table's own account, so that only the
+		 * readers' copies are too small. */
+		set_slot(buf, SLOT_313_CODE_SIZE, 4096);
+		set_slot(buf, SLOT_313_UNI_ASCII_SIZE, 4000);
+		set_slot(buf, SLOT_313_FRAME_SIZE, 4096);
+		ret = from_debug(at_guard(buf, len), len);
+		expect(ret == 0, "3.13.0 table with room accepted", ret);
+		for (size_t k = 0; k < 4 && cases[i].slot[k]; k++)
+			set_slot(buf, cases[i].slot[k], cases[i].value[k]);
+		ret = from_debug(at_guard(buf, len), len);
+		if (ret != -EINVAL)
+			printf("accepted: %s\n", cases[i].what);
+		expect(ret == -EINVAL, "field outside the reader's copy refused", (long)i);
 	}
 }
 
@@ -220,12 +346,67 @@ static void test_random(void)
 		accepted++;
 		if (o.ts_size > 2048 || o.ts_current_frame + 8 > o.ts_size ||
 		    o.ts_datastack_limit + 8 > o.ts_size || o.fr_owner >= o.fr_size ||
-		    o.free_threaded > 1)
+		    o.free_threaded > 1 || !fits_readers(&o))
 			inconsistent++;
 	}
 	expect(badret == 0, "random tables: only -EINVAL/-ENOTSUP", badret);
 	expect(inconsistent == 0, "random tables: accepted ones consistent", inconsistent);
 	printf("random tables: %u of 200000 accepted\n", accepted);
+}
+
+/* A value for a mutated slot: near the old one, small, within a struct, or anything. */
+static uint64_t mutate(uint64_t old)
+{
+	switch (rnd() % 5) {
+	case 0:
+		return old + rnd() % 33 - 16;
+	case 1:
+		return rnd() % 600;
+	case 2:
+		return rnd() % 4200;
+	case 3:
+		return UINT64_MAX - rnd() % 16;
+	default:
+		return rnd();
+	}
+}
+
+/*
+ * Real tables with one to four slots changed: close enough to pass most checks, so
+ * that many are accepted, and every accepted one must still fit the readers.
+ */
+static void test_mutated(void)
+{
+	static uint8_t buf[PBP_DEBUG_OFFSETS_MAX];
+	unsigned int accepted = 0, changed = 0, unfit = 0, badret = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		const struct debug_table *t = &debug_tables[rnd() % DEBUG_TABLES];
+		size_t len = put_table(buf, sizeof(buf), t);
+		unsigned int n = 1 + rnd() % 4;
+		struct py_offsets o;
+		int ret;
+
+		for (unsigned int k = 0; k < n; k++) {
+			unsigned int slot = 2 + rnd() % (t->nslots - 2);
+
+			set_slot(buf, slot, mutate(t->slots[slot]));
+		}
+		ret = offsets__from_debug(at_guard(buf, len), len, &o);
+		if (ret && ret != -EINVAL && ret != -ENOTSUP)
+			badret++;
+		if (ret)
+			continue;
+		accepted++;
+		changed += memcmp(buf, t->slots, len) != 0;
+		if (!fits_readers(&o))
+			unfit++;
+	}
+	expect(badret == 0, "mutated tables: only -EINVAL/-ENOTSUP", badret);
+	expect(unfit == 0, "mutated tables: accepted ones fit the readers", unfit);
+	/* Not vacuous: many mutations are harmless (unused slots, sizes) and pass. */
+	expect(changed > 1000, "mutated tables: changed ones accepted", changed);
+	printf("mutated tables: %u of 200000 accepted, %u of them changed\n", accepted, changed);
 }
 
 int main(void)
@@ -243,8 +424,11 @@ int main(void)
 
 	test_builtin();
 	test_debug_refusals();
+	test_real_tables();
+	test_outside_copies();
 	test_truncated();
 	test_random();
+	test_mutated();
 	expect(touched == 0, "failed calls leave *out untouched", touched);
 
 	printf("test_offsets: %u passed, %u failed\n", passed, failed);
