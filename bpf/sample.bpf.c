@@ -108,8 +108,12 @@ static long walk_step(__u32 index, void *arg)
 	const struct pbp_target *t = w->t;
 
 	if (!w->ts) {
-		w->interp = index ? read_u64(w->interp + t->interp_next) : w->interp;
-		if (!w->interp || (index && !t->interp_next))
+		if (index) {
+			if (t->interp_next == PBP_OFF_ABSENT)
+				return 1;
+			w->interp = read_u64(w->interp + t->interp_next);
+		}
+		if (!w->interp)
 			return 1;
 		w->ts = read_u64(w->interp + t->interp_threads_head);
 		w->steps_in_interp = 0;
@@ -337,14 +341,23 @@ static __always_inline int top_in_chunk(const struct pbp_target *t, __u64 chunk,
 	       top <= chunk + read_u64(chunk + t->chunk_size);
 }
 
-/* Whether @ts holds the GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if unknown. */
-static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts)
+/*
+ * Whether @ts holds its interpreter's GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if
+ * unknown. @tsbuf holds the first @tlen bytes of @ts, as copied into the record.
+ */
+static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts, const __u8 *tsbuf,
+				       __u32 tlen)
 {
+	__u64 gil = t->gil, interp;
 	__s32 locked = 0;
 
-	if (!t->gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(t->gil + t->gil_locked)))
+	if (!gil && t->interp_gil != PBP_OFF_ABSENT && t->ts_interp + sizeof(interp) <= tlen) {
+		interp = *(const __u64 *)(tsbuf + (t->ts_interp & (PBP_TSTATE_MAX - 1)));
+		gil = read_u64(interp + t->interp_gil);
+	}
+	if (!gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(gil + t->gil_locked)))
 		return 0;
-	if (locked > 0 && read_u64(t->gil + t->gil_holder) == ts)
+	if (locked > 0 && read_u64(gil + t->gil_holder) == ts)
 		return PBP_TS_GIL_KNOWN | PBP_TS_GIL;
 	return PBP_TS_GIL_KNOWN;
 }
@@ -431,7 +444,6 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = cpu;
 	s->tstate = ts;
 	s->current_frame = frame;
-	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts);
 
 	tlen = t->ts_copy_len;
 	if (tlen > PBP_TSTATE_MAX)
@@ -442,6 +454,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 		tlen = 0;
 	}
 	s->tstate_len = tlen;
+	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts, sc->buf + sizeof(*s), tlen);
 
 	cc.t = t;
 	cc.s = s;

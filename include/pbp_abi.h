@@ -116,7 +116,7 @@ enum pbp_fp_mode {
 struct pbp_target {
 	pbp_u64 runtime;		/* address of _PyRuntime */
 	pbp_u32 rt_interp_head;
-	pbp_u32 interp_next;
+	pbp_u32 interp_next;		/* PBP_OFF_ABSENT: walk the first only */
 	pbp_u32 interp_threads_head;
 	pbp_u32 ts_next;
 	pbp_u32 ts_native_tid;
@@ -140,16 +140,28 @@ struct pbp_target {
 	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
 	pbp_u32 ts_anchor;		/* last_profiled_frame; PBP_OFF_ABSENT before 3.15 */
 	pbp_u32 ts_anchor_seq;		/* last_profiled_frame_seq */
-	pbp_u64 gil;			/* address of the GIL's state, 0 if unknown */
+	/*
+	 * The GIL: at a fixed address (3.11, one GIL for every interpreter), or behind
+	 * the sampled thread's interpreter (3.12+, where a subinterpreter may have its
+	 * own): gil is then 0 and interp_gil is the offset of the GIL pointer in
+	 * PyInterpreterState, found through the tstate's interp at ts_interp.
+	 */
+	pbp_u64 gil;			/* address of the GIL's state, 0 if per interpreter */
 	pbp_u32 gil_locked;		/* int */
 	pbp_u32 gil_holder;		/* PyThreadState * */
+	pbp_u32 ts_interp;		/* PyInterpreterState *; PBP_OFF_ABSENT with gil */
+	pbp_u32 interp_gil;		/* struct _gil_runtime_state *; likewise */
 };
 
+/*
+ * An offset the target's CPython does not have. 0 is a real offset (interp_next on
+ * 3.11/3.12, _PyStackChunk.previous, ...), never "absent".
+ */
 #define PBP_OFF_ABSENT 0xffffffffu
 
 _Static_assert(sizeof(struct pbp_sample) == 88 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
-_Static_assert(sizeof(struct pbp_target) == 128, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 136, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample

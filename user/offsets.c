@@ -114,10 +114,10 @@ static const struct py_offsets builtin_312 = {
 	.runtime_interpreters_head	= 40,
 	.interp_threads_head		= 72,
 	.interp_next			= 0,
-	.runtime_gil			= NONE,	/* not derived for 3.12: no GIL state */
-	.interp_gil_ptr			= NONE,
-	.gil_locked			= NONE,
-	.gil_last_holder		= NONE,
+	.runtime_gil			= NONE,
+	.interp_gil_ptr			= 384,	/* ceval.gil: own or the main one's */
+	.gil_locked			= 16,
+	.gil_last_holder		= 8,
 
 	.ts_size			= 288,
 	.ts_next			= 8,
