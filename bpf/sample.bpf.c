@@ -221,8 +221,8 @@ static __always_inline int in_chunks(const struct pbp_sample *s, __u32 nchunks, 
 struct copy_ctx {
 	const struct pbp_target *t;
 	struct pbp_sample *s;
-	__u8 *buf;
-	__u32 off;		/* where payload bytes go in buf */
+	struct scratch *sc;
+	__u32 off;		/* where payload bytes go in sc->buf */
 	__u32 used;		/* payload bytes written so far */
 	__u32 left;		/* stack bytes still allowed */
 	__u32 nchunks;
@@ -232,6 +232,30 @@ struct copy_ctx {
 	__u64 frame;
 	__u64 stop;		/* the cached anchor: copy no older bytes than this */
 };
+
+/*
+ * Copies @len bytes from @src to @at in the record. The verifier checks the write
+ * against the largest @at plus the largest @len, which it tracks apart: lengths are
+ * taken in bands, and within a band @at is checked against the room the band's
+ * shortest length leaves. Spans then end at most one band past the record's chunk
+ * bytes in the verifier's eyes, never in fact: the copy keeps at + len within
+ * PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX. Global, so that it is verified once, on its
+ * own, and its bands do not multiply the states of its callers.
+ */
+__noinline int read_span(struct scratch *sc, __u64 at, __u64 len, __u64 src)
+{
+	if (!sc)
+		return -1;
+#pragma unroll
+	for (__u32 k = 1; k <= PBP_STACK_BANDS; k++) {
+		if (len > k * PBP_STACK_BAND)
+			continue;
+		if (at > PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX - (k - 1) * PBP_STACK_BAND)
+			return -1;
+		return bpf_probe_read_user(sc->buf + at, len, (void *)src);
+	}
+	return -1;
+}
 
 /*
  * One chunk: copies its live part (data start up to datastack_top for the current
@@ -245,7 +269,6 @@ static long copy_chunk(__u32 i, void *arg)
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
 	__u64 start, len, top = c->top;
-	__u8 *dst;
 
 	if (!c->chunk || !c->left)
 		return 1;
@@ -263,17 +286,13 @@ static long copy_chunk(__u32 i, void *arg)
 		len = c->left;
 		s->flags |= PBP_SF_STACK_TRUNCATED;
 	}
-	/* Bounds the verifier can follow: off + used < header + tstate + PBP_STACK_MAX
-	 * and len < PBP_STACK_MAX, all inside PBP_SCRATCH_SIZE. */
-	len &= PBP_STACK_MAX - 1;
-	dst = c->buf + (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX - 1));
-	if (len && bpf_probe_read_user(dst, len, (void *)start)) {
+	if (len && read_span(c->sc, c->off + c->used, len, start)) {
 		/* The innermost frame's value stack may end on a page it has not written
 		 * yet, which cannot be read here; no frame header lies on such a page. */
 		__u64 cut = top & ~(__u64)(PAGE_BYTES - 1);
 
-		len = (cut - start) & (PBP_STACK_MAX - 1);
-		if (i || cut <= start || bpf_probe_read_user(dst, len, (void *)start)) {
+		len = cut - start;
+		if (i || cut <= start || read_span(c->sc, c->off + c->used, len, start)) {
 			s->flags |= PBP_SF_STACK_FAULT;
 			count(PBP_C_STACK_FAULTS);
 			return 1;
@@ -302,19 +321,19 @@ static long capture_frame(__u32 i, void *arg)
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
 	__u64 frame = c->frame, code, fp;
-	__u32 span = s->nsegs;
+	__u32 span = s->nsegs, off = c->off, used = c->used, hlen = c->hlen;
 
 	if (!frame)
 		return 1;
-	if (c->hlen && span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, c->hlen)) {
-		__u32 at = (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX * 2 - 1));
-
-		if (!bpf_probe_read_user(c->buf + at, c->hlen & (PBP_FRAME_HDR_MAX * 2 - 1),
-					 (void *)frame)) {
+	/* Bounds the verifier can see; the record's layout keeps to them anyway. */
+	if (hlen && hlen <= PBP_FRAME_HDR_MAX && off <= PBP_PAYLOAD_OFF_MAX &&
+	    used <= PBP_STACK_MAX + (PBP_FP_FRAMES - 1) * PBP_FRAME_HDR_MAX &&
+	    span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, hlen)) {
+		if (!bpf_probe_read_user(c->sc->buf + off + used, hlen, (void *)frame)) {
 			s->seg[span & (PBP_SPANS_MAX - 1)].addr = frame;
-			s->seg[span & (PBP_SPANS_MAX - 1)].len = c->hlen;
+			s->seg[span & (PBP_SPANS_MAX - 1)].len = hlen;
 			s->nsegs = span + 1;
-			c->used += c->hlen;
+			c->used = used + hlen;
 		}
 	}
 	c->frame = read_u64(frame + t->fr_previous);
@@ -402,7 +421,8 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct scratch *sc;
 	__u64 ts, frame;
-	__u32 tlen, total;
+	__u64 total;
+	__u32 tlen;
 
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
@@ -458,7 +478,7 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 
 	cc.t = t;
 	cc.s = s;
-	cc.buf = sc->buf;
+	cc.sc = sc;
 	cc.off = sizeof(*s) + tlen;
 	cc.left = t->stack_cap < PBP_STACK_MAX ? t->stack_cap : PBP_STACK_MAX;
 	cc.chunk = read_u64(ts + t->ts_chunk);
@@ -486,10 +506,9 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	cc.frame = frame;
 	bpf_loop(PBP_FP_FRAMES, capture_frame, &cc, 0);
 
-	total = sizeof(*s) + tlen + cc.used;
-	if (total >= PBP_SCRATCH_SIZE)
+	total = sizeof(*s) + (__u64)tlen + cc.used;
+	if (total > PBP_RECORD_MAX)
 		return 0;
-	total &= PBP_SCRATCH_SIZE - 1;	/* no-op; the verifier wants a visible bound */
 	s->len = total;
 	if (bpf_ringbuf_output(&samples, sc->buf, total,
 			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes

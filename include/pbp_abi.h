@@ -36,9 +36,6 @@ typedef uint64_t pbp_u64;
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_TARGETS_MAX 1024		/* processes sampled at once */
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
-/* Scratch space per CPU: header + tstate + two stack spans (a loose bound the
- * verifier can prove without tracking the running offset exactly). */
-#define PBP_SCRATCH_SIZE (512 * 1024)
 
 /* pbp_sample.flags */
 #define PBP_SF_TSTATE_FAULT	(1u << 0)	/* thread state could not be copied */
@@ -161,6 +158,27 @@ struct pbp_target {
 
 _Static_assert(sizeof(struct pbp_sample) == 88 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
+
+/*
+ * The largest record: the header, the copied thread state, the capped chunk bytes,
+ * then the headers of the innermost frames that live outside the chunks.
+ */
+#define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
+#define PBP_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
+/*
+ * The verifier bounds a copy into the record by the largest offset plus the largest
+ * length, not by their sum; the program copies chunks by bands of lengths so that
+ * the two together overshoot by at most one band (see read_span() there).
+ */
+#define PBP_STACK_BANDS 32
+#define PBP_STACK_BAND (PBP_STACK_MAX / PBP_STACK_BANDS)
+/* Scratch space per CPU, where a record is built. */
+#define PBP_SCRATCH_SIZE (PBP_RECORD_MAX + PBP_STACK_BAND)
+
+_Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands");
+_Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
+	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
+_Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
 _Static_assert(sizeof(struct pbp_target) == 136, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
