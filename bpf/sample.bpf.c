@@ -100,6 +100,14 @@ struct walk_ctx {
 	__u32 steps_in_interp;
 };
 
+/* The frame @ts is executing; 0 if it runs no Python code now. */
+static __always_inline __u64 current_frame(const struct pbp_target *t, __u64 ts)
+{
+	if (t->ts_cframe != PBP_OFF_ABSENT)
+		return read_u64(read_u64(ts + t->ts_cframe) + t->cframe_current_frame);
+	return read_u64(ts + t->ts_current_frame);
+}
+
 /* One step of the thread-list walk. A callback of bpf_loop() is verified once, where
  * an unrolled nested loop over interpreters and threads would exhaust the verifier. */
 static long walk_step(__u32 index, void *arg)
@@ -120,8 +128,15 @@ static long walk_step(__u32 index, void *arg)
 		return 0;
 	}
 	if (read_u64(w->ts + t->ts_native_tid) == w->tid) {
-		w->found = w->ts;
-		return 1;
+		/* A thread has a state in every interpreter it entered (and 3.11/3.12
+		 * leave a subinterpreter's behind): the one running code is the one
+		 * wanted, an idle one only if there is no other. */
+		if (current_frame(t, w->ts)) {
+			w->found = w->ts;
+			return 1;
+		}
+		if (!w->found)
+			w->found = w->ts;
 	}
 	w->ts = read_u64(w->ts + t->ts_next);
 	/* A cycle in a list that is being modified must not pin us to one interpreter. */
@@ -165,21 +180,30 @@ static __always_inline __u32 own_tid(struct task_struct *task, __u32 tid)
 
 /* The cached tstate is checked against the thread id on every sample: a thread can
  * swap its PyThreadState (PyGILState_Ensure from foreign threads), and a tid can be
- * reused after an exit the tracepoint below did not see. */
-static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid, __u32 ns_tid)
+ * reused after an exit the tracepoint below did not see. One that runs no code may
+ * be the thread's state in an interpreter it has left: it is looked for afresh at
+ * retry_ns. Sets @frame to the state's current frame. */
+static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid, __u32 ns_tid,
+					   __u64 *frame)
 {
 	struct pbp_thread *th = bpf_map_lookup_elem(&threads, &tid);
 	struct pbp_thread fresh = {};
 	__u64 now = bpf_ktime_get_ns();
 
+	*frame = 0;
 	if (th) {
-		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == ns_tid)
-			return th->tstate;
-		if (!th->tstate && now < th->retry_ns)
+		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == ns_tid) {
+			*frame = current_frame(t, th->tstate);
+			if (*frame || now < th->retry_ns)
+				return th->tstate;
+		} else if (!th->tstate && now < th->retry_ns) {
 			return 0;
+		}
 	}
 	fresh.tstate = find_tstate(t, ns_tid);
-	if (!fresh.tstate)
+	if (fresh.tstate)
+		*frame = current_frame(t, fresh.tstate);
+	if (!*frame)
 		fresh.retry_ns = now + PBP_THREAD_RETRY_NS;
 	bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
 	return fresh.tstate;
@@ -434,15 +458,11 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	count(PBP_C_TARGET_EVENTS);
 
-	ts = lookup_tstate(t, tid, own_tid(task, tid));
+	ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
 	if (!ts) {
 		count(PBP_C_NO_TSTATE);
 		return 0;
 	}
-	if (t->ts_cframe != PBP_OFF_ABSENT)
-		frame = read_u64(read_u64(ts + t->ts_cframe) + t->cframe_current_frame);
-	else
-		frame = read_u64(ts + t->ts_current_frame);
 	if (!frame) {
 		count(PBP_C_NO_FRAME);
 		return 0;

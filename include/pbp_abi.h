@@ -183,7 +183,9 @@ _Static_assert(sizeof(struct pbp_target) == 136, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample
- * and a new Python thread is found within PBP_THREAD_RETRY_NS. */
+ * and a new Python thread is found within PBP_THREAD_RETRY_NS. A tstate that runs
+ * no code is looked up again after retry_ns too: the thread may have moved to its
+ * state in another interpreter. */
 struct pbp_thread {
 	pbp_u64 tstate;
 	pbp_u64 retry_ns;

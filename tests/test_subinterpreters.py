@@ -7,6 +7,10 @@ in BPF mode with their own interpreter's stacks, at the burn lines the workload 
 heads the list: a walk that takes offset 0 for "no next" sees only the subinterpreter.
 3.12 is the pyenv shared-library build at PBP_PY312 (a missing one fails, never skips).
 
+A thread that leaves a subinterpreter keeps its thread state there (3.11/3.12 keep the
+one run_string() borrowed): its samples must follow it back to its main-interpreter
+state, not stop at the idle one.
+
 --gil: a subinterpreter with a GIL of its own (3.12+) holds that GIL, not the main
 one, while it runs; its samples must be kept, as must those of the main interpreter's
 thread under the main GIL.
@@ -107,3 +111,31 @@ def test_gil_keeps_subinterpreter_holding_its_gil(pyv, gil):
         assert total(sub) >= total(main) / 4, (
             f"--gil kept {total(sub)} samples of the subinterpreter's thread against "
             f"{total(main)} of the main interpreter's\n{show(prof)}")
+
+
+SUB_SECONDS = 4          # the profiler attaches well within this, even when loaded
+BACK_DURATION = 8
+
+
+@pytest.fixture(scope="module")
+def back(pyv, module_tmp, profiler_bin):
+    return Once(lambda: profile_workload(
+        module_tmp / f"{pyv.id}-back", profiler_bin, pyv, "subinterp",
+        workload_args=("--config", "legacy", "--sub-seconds", SUB_SECONDS), rate=RATE,
+        duration=BACK_DURATION, threads=True))
+
+
+def test_thread_back_from_subinterpreter_sampled(pyv, back):
+    profiled = back.get()
+    prof = profiled.run.check_ok()
+    truth = profiled.truth
+    tid = truth["threads"]["sub"]
+    script = truth["stacks"]["subinterp_busy"][-1]["filename"]
+    _, _, in_sub, _ = exact(prof, truth, "sub")
+    after = Frame("after_sub", script, truth["lines"]["after_burn"])
+    back_home = [s for s in prof if s.thread == tid and not s.incomplete and s.leaf == after]
+    # The profile must span both phases for the test to mean anything.
+    assert total(in_sub) > 0, f"no sample in the subinterpreter\n{show(prof)}"
+    assert total(back_home) > 0, (
+        f"thread {tid}: no sample in after_sub() once back from the subinterpreter "
+        f"(stats: {profiled.run.stats()})\n{show(prof)}")

@@ -6,7 +6,9 @@ GIL (3.12+), --config legacy shares the main one (the only kind 3.11 has).
 Truth: threads.main / threads.sub (native thread id), stacks main_busy /
 subinterp_busy (the subinterpreter's frames only: its thread state is a separate one,
 whose frame chain starts at the string run_string() executes), lines *_burn, and
-"gil": "own" or "shared" as the subinterpreter was configured.
+"gil": "own" or "shared" as the subinterpreter was configured. With --sub-seconds
+the main thread leaves the subinterpreter early and burns in after_sub() (line
+after_burn), the subinterpreter and its thread state still in place.
 """
 
 import json
@@ -58,6 +60,13 @@ def main_busy(ready, box):
     return i
 
 
+def after_sub(deadline):
+    """The main thread, back from the subinterpreter, which is still there."""
+    i = 0
+    while time.monotonic() < deadline: i += 1; i % 512 or time.sleep(1e-4)  # BURN:after
+    return i
+
+
 def create(config):
     """A subinterpreter with the given config: (run(code), destroy(), gil kind)."""
     if sys.version_info >= (3, 13):
@@ -83,10 +92,14 @@ def main():
 
     def extra(p):
         p.add_argument("--config", choices=["own", "legacy"], default="legacy")
+        p.add_argument("--sub-seconds", type=float, default=None,
+                       help="leave the subinterpreter after this long, burn in "
+                            "after_sub() for the rest")
 
     args = parse_args(extra)
     t = Truth(args.truth)
     deadline = time.monotonic() + args.seconds
+    sub_deadline = min(deadline, time.monotonic() + (args.sub_seconds or args.seconds))
     wl_dir = os.path.dirname(os.path.abspath(__file__))
     report = (args.truth or "/tmp/subinterp") + ".sub.%d" % os.getpid()
 
@@ -109,13 +122,15 @@ def main():
         t.data["stacks"]["subinterp_busy"] = info["stack"]
         t.line("main_burn", box["stack"][-1]["line"])
         t.line("sub_burn", info["stack"][-1]["line"])
+        t.line("after_burn", burn_line(after_sub, "after"))
         t.write()
 
     threading.Thread(target=witness, name="witness", daemon=True).start()
     # The thread that created the subinterpreter runs it: 3.11/3.12's run_string()
     # borrows the thread state Py_NewInterpreter() made for the creating thread, so
     # on any other thread that state would name the wrong native thread id.
-    run(SUB_CODE.format(wl_dir=wl_dir, report=report, deadline=deadline))
+    run(SUB_CODE.format(wl_dir=wl_dir, report=report, deadline=sub_deadline))
+    after_sub(deadline)
     destroy()
     RUNNING = False
     busy.join()
