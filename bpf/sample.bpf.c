@@ -109,6 +109,14 @@ struct walk_ctx {
 	__u32 steps_in_interp;
 };
 
+/* The frame @ts is executing; 0 if it runs no Python code now. */
+static __always_inline __u64 current_frame(const struct pbp_target *t, __u64 ts)
+{
+	if (t->ts_cframe != PBP_OFF_ABSENT)
+		return read_u64(read_u64(ts + t->ts_cframe) + t->cframe_current_frame);
+	return read_u64(ts + t->ts_current_frame);
+}
+
 /* One step of the thread-list walk. A callback of bpf_loop() is verified once, where
  * an unrolled nested loop over interpreters and threads would exhaust the verifier. */
 static long walk_step(__u32 index, void *arg)
@@ -117,16 +125,27 @@ static long walk_step(__u32 index, void *arg)
 	const struct pbp_target *t = w->t;
 
 	if (!w->ts) {
-		w->interp = index ? read_u64(w->interp + t->interp_next) : w->interp;
-		if (!w->interp || (index && !t->interp_next))
+		if (index) {
+			if (t->interp_next == PBP_OFF_ABSENT)
+				return 1;
+			w->interp = read_u64(w->interp + t->interp_next);
+		}
+		if (!w->interp)
 			return 1;
 		w->ts = read_u64(w->interp + t->interp_threads_head);
 		w->steps_in_interp = 0;
 		return 0;
 	}
 	if (read_u64(w->ts + t->ts_native_tid) == w->tid) {
-		w->found = w->ts;
-		return 1;
+		/* A thread has a state in every interpreter it entered (and 3.11/3.12
+		 * leave a subinterpreter's behind): the one running code is the one
+		 * wanted, an idle one only if there is no other. */
+		if (current_frame(t, w->ts)) {
+			w->found = w->ts;
+			return 1;
+		}
+		if (!w->found)
+			w->found = w->ts;
 	}
 	w->ts = read_u64(w->ts + t->ts_next);
 	/* A cycle in a list that is being modified must not pin us to one interpreter. */
@@ -170,21 +189,30 @@ static __always_inline __u32 own_tid(struct task_struct *task, __u32 tid)
 
 /* The cached tstate is checked against the thread id on every sample: a thread can
  * swap its PyThreadState (PyGILState_Ensure from foreign threads), and a tid can be
- * reused after an exit the tracepoint below did not see. */
-static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid, __u32 ns_tid)
+ * reused after an exit the tracepoint below did not see. One that runs no code may
+ * be the thread's state in an interpreter it has left: it is looked for afresh at
+ * retry_ns. Sets @frame to the state's current frame. */
+static __always_inline __u64 lookup_tstate(const struct pbp_target *t, __u32 tid, __u32 ns_tid,
+					   __u64 *frame)
 {
 	struct pbp_thread *th = bpf_map_lookup_elem(&threads, &tid);
 	struct pbp_thread fresh = {};
 	__u64 now = bpf_ktime_get_ns();
 
+	*frame = 0;
 	if (th) {
-		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == ns_tid)
-			return th->tstate;
-		if (!th->tstate && now < th->retry_ns)
+		if (th->tstate && read_u64(th->tstate + t->ts_native_tid) == ns_tid) {
+			*frame = current_frame(t, th->tstate);
+			if (*frame || now < th->retry_ns)
+				return th->tstate;
+		} else if (!th->tstate && now < th->retry_ns) {
 			return 0;
+		}
 	}
 	fresh.tstate = find_tstate(t, ns_tid);
-	if (!fresh.tstate)
+	if (fresh.tstate)
+		*frame = current_frame(t, fresh.tstate);
+	if (!*frame)
 		fresh.retry_ns = now + PBP_THREAD_RETRY_NS;
 	bpf_map_update_elem(&threads, &tid, &fresh, BPF_ANY);
 	return fresh.tstate;
@@ -226,8 +254,8 @@ static __always_inline int in_chunks(const struct pbp_sample *s, __u32 nchunks, 
 struct copy_ctx {
 	const struct pbp_target *t;
 	struct pbp_sample *s;
-	__u8 *buf;
-	__u32 off;		/* where payload bytes go in buf */
+	struct scratch *sc;
+	__u32 off;		/* where payload bytes go in sc->buf */
 	__u32 used;		/* payload bytes written so far */
 	__u32 left;		/* stack bytes still allowed */
 	__u32 nchunks;
@@ -237,6 +265,30 @@ struct copy_ctx {
 	__u64 frame;
 	__u64 stop;		/* the cached anchor: copy no older bytes than this */
 };
+
+/*
+ * Copies @len bytes from @src to @at in the record. The verifier checks the write
+ * against the largest @at plus the largest @len, which it tracks apart: lengths are
+ * taken in bands, and within a band @at is checked against the room the band's
+ * shortest length leaves. Spans then end at most one band past the record's chunk
+ * bytes in the verifier's eyes, never in fact: the copy keeps at + len within
+ * PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX. Global, so that it is verified once, on its
+ * own, and its bands do not multiply the states of its callers.
+ */
+__noinline int read_span(struct scratch *sc, __u64 at, __u64 len, __u64 src)
+{
+	if (!sc)
+		return -1;
+#pragma unroll
+	for (__u32 k = 1; k <= PBP_STACK_BANDS; k++) {
+		if (len > k * PBP_STACK_BAND)
+			continue;
+		if (at > PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX - (k - 1) * PBP_STACK_BAND)
+			return -1;
+		return bpf_probe_read_user(sc->buf + at, len, (void *)src);
+	}
+	return -1;
+}
 
 /*
  * One chunk: copies its live part (data start up to datastack_top for the current
@@ -250,7 +302,6 @@ static long copy_chunk(__u32 i, void *arg)
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
 	__u64 start, len, top = c->top;
-	__u8 *dst;
 
 	if (!c->chunk || !c->left)
 		return 1;
@@ -268,17 +319,13 @@ static long copy_chunk(__u32 i, void *arg)
 		len = c->left;
 		s->flags |= PBP_SF_STACK_TRUNCATED;
 	}
-	/* Bounds the verifier can follow: off + used < header + tstate + PBP_STACK_MAX
-	 * and len < PBP_STACK_MAX, all inside PBP_SCRATCH_SIZE. */
-	len &= PBP_STACK_MAX - 1;
-	dst = c->buf + (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX - 1));
-	if (len && bpf_probe_read_user(dst, len, (void *)start)) {
+	if (len && read_span(c->sc, c->off + c->used, len, start)) {
 		/* The innermost frame's value stack may end on a page it has not written
 		 * yet, which cannot be read here; no frame header lies on such a page. */
 		__u64 cut = top & ~(__u64)(PAGE_BYTES - 1);
 
-		len = (cut - start) & (PBP_STACK_MAX - 1);
-		if (i || cut <= start || bpf_probe_read_user(dst, len, (void *)start)) {
+		len = cut - start;
+		if (i || cut <= start || read_span(c->sc, c->off + c->used, len, start)) {
 			s->flags |= PBP_SF_STACK_FAULT;
 			count(PBP_C_STACK_FAULTS);
 			return 1;
@@ -307,19 +354,19 @@ static long capture_frame(__u32 i, void *arg)
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
 	__u64 frame = c->frame, code, fp;
-	__u32 span = s->nsegs;
+	__u32 span = s->nsegs, off = c->off, used = c->used, hlen = c->hlen;
 
 	if (!frame)
 		return 1;
-	if (c->hlen && span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, c->hlen)) {
-		__u32 at = (c->off & (PBP_TSTATE_MAX * 2 - 1)) + (c->used & (PBP_STACK_MAX * 2 - 1));
-
-		if (!bpf_probe_read_user(c->buf + at, c->hlen & (PBP_FRAME_HDR_MAX * 2 - 1),
-					 (void *)frame)) {
+	/* Bounds the verifier can see; the record's layout keeps to them anyway. */
+	if (hlen && hlen <= PBP_FRAME_HDR_MAX && off <= PBP_PAYLOAD_OFF_MAX &&
+	    used <= PBP_STACK_MAX + (PBP_FP_FRAMES - 1) * PBP_FRAME_HDR_MAX &&
+	    span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, hlen)) {
+		if (!bpf_probe_read_user(c->sc->buf + off + used, hlen, (void *)frame)) {
 			s->seg[span & (PBP_SPANS_MAX - 1)].addr = frame;
-			s->seg[span & (PBP_SPANS_MAX - 1)].len = c->hlen;
+			s->seg[span & (PBP_SPANS_MAX - 1)].len = hlen;
 			s->nsegs = span + 1;
-			c->used += c->hlen;
+			c->used = used + hlen;
 		}
 	}
 	c->frame = read_u64(frame + t->fr_previous);
@@ -346,14 +393,23 @@ static __always_inline int top_in_chunk(const struct pbp_target *t, __u64 chunk,
 	       top <= chunk + read_u64(chunk + t->chunk_size);
 }
 
-/* Whether @ts holds the GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if unknown. */
-static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts)
+/*
+ * Whether @ts holds its interpreter's GIL: PBP_TS_GIL_KNOWN and PBP_TS_GIL, or 0 if
+ * unknown. @tsbuf holds the first @tlen bytes of @ts, as copied into the record.
+ */
+static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts, const __u8 *tsbuf,
+				       __u32 tlen)
 {
+	__u64 gil = t->gil, interp;
 	__s32 locked = 0;
 
-	if (!t->gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(t->gil + t->gil_locked)))
+	if (!gil && t->interp_gil != PBP_OFF_ABSENT && t->ts_interp + sizeof(interp) <= tlen) {
+		interp = *(const __u64 *)(tsbuf + (t->ts_interp & (PBP_TSTATE_MAX - 1)));
+		gil = read_u64(interp + t->interp_gil);
+	}
+	if (!gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(gil + t->gil_locked)))
 		return 0;
-	if (locked > 0 && read_u64(t->gil + t->gil_holder) == ts)
+	if (locked > 0 && read_u64(gil + t->gil_holder) == ts)
 		return PBP_TS_GIL_KNOWN | PBP_TS_GIL;
 	return PBP_TS_GIL_KNOWN;
 }
@@ -399,7 +455,8 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 	struct task_struct *task;
 	struct scratch *sc;
 	__u64 ts, frame;
-	__u32 tlen, total;
+	__u64 total;
+	__u32 tlen;
 
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t)
@@ -411,15 +468,11 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 		return 0;
 	count(PBP_C_TARGET_EVENTS);
 
-	ts = lookup_tstate(t, tid, own_tid(task, tid));
+	ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
 	if (!ts) {
 		count(PBP_C_NO_TSTATE);
 		return 0;
 	}
-	if (t->ts_cframe != PBP_OFF_ABSENT)
-		frame = read_u64(read_u64(ts + t->ts_cframe) + t->cframe_current_frame);
-	else
-		frame = read_u64(ts + t->ts_current_frame);
 	if (!frame) {
 		count(PBP_C_NO_FRAME);
 		return 0;
@@ -441,7 +494,6 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 	s->cpu = cpu;
 	s->tstate = ts;
 	s->current_frame = frame;
-	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts);
 
 	tlen = t->ts_copy_len;
 	if (tlen > PBP_TSTATE_MAX)
@@ -452,10 +504,11 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 		tlen = 0;
 	}
 	s->tstate_len = tlen;
+	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts, sc->buf + sizeof(*s), tlen);
 
 	cc.t = t;
 	cc.s = s;
-	cc.buf = sc->buf;
+	cc.sc = sc;
 	cc.off = sizeof(*s) + tlen;
 	cc.left = t->stack_cap < PBP_STACK_MAX ? t->stack_cap : PBP_STACK_MAX;
 	cc.chunk = read_u64(ts + t->ts_chunk);
@@ -483,10 +536,9 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 	cc.frame = frame;
 	bpf_loop(PBP_FP_FRAMES, capture_frame, &cc, 0);
 
-	total = sizeof(*s) + tlen + cc.used;
-	if (total >= PBP_SCRATCH_SIZE)
+	total = sizeof(*s) + (__u64)tlen + cc.used;
+	if (total > PBP_RECORD_MAX)
 		return 0;
-	total &= PBP_SCRATCH_SIZE - 1;	/* no-op; the verifier wants a visible bound */
 	s->len = total;
 	if (bpf_ringbuf_output(&samples, sc->buf, total,
 			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes

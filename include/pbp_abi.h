@@ -36,9 +36,6 @@ typedef uint64_t pbp_u64;
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_TARGETS_MAX 1024		/* processes sampled at once */
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
-/* Scratch space per CPU: header + tstate + two stack spans (a loose bound the
- * verifier can prove without tracking the running offset exactly). */
-#define PBP_SCRATCH_SIZE (512 * 1024)
 
 /* pbp_sample.flags */
 #define PBP_SF_TSTATE_FAULT	(1u << 0)	/* thread state could not be copied */
@@ -116,7 +113,7 @@ enum pbp_fp_mode {
 struct pbp_target {
 	pbp_u64 runtime;		/* address of _PyRuntime */
 	pbp_u32 rt_interp_head;
-	pbp_u32 interp_next;
+	pbp_u32 interp_next;		/* PBP_OFF_ABSENT: walk the first only */
 	pbp_u32 interp_threads_head;
 	pbp_u32 ts_next;
 	pbp_u32 ts_native_tid;
@@ -140,20 +137,55 @@ struct pbp_target {
 	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
 	pbp_u32 ts_anchor;		/* last_profiled_frame; PBP_OFF_ABSENT before 3.15 */
 	pbp_u32 ts_anchor_seq;		/* last_profiled_frame_seq */
-	pbp_u64 gil;			/* address of the GIL's state, 0 if unknown */
+	/*
+	 * The GIL: at a fixed address (3.11, one GIL for every interpreter), or behind
+	 * the sampled thread's interpreter (3.12+, where a subinterpreter may have its
+	 * own): gil is then 0 and interp_gil is the offset of the GIL pointer in
+	 * PyInterpreterState, found through the tstate's interp at ts_interp.
+	 */
+	pbp_u64 gil;			/* address of the GIL's state, 0 if per interpreter */
 	pbp_u32 gil_locked;		/* int */
 	pbp_u32 gil_holder;		/* PyThreadState * */
+	pbp_u32 ts_interp;		/* PyInterpreterState *; PBP_OFF_ABSENT with gil */
+	pbp_u32 interp_gil;		/* struct _gil_runtime_state *; likewise */
 };
 
+/*
+ * An offset the target's CPython does not have. 0 is a real offset (interp_next on
+ * 3.11/3.12, _PyStackChunk.previous, ...), never "absent".
+ */
 #define PBP_OFF_ABSENT 0xffffffffu
 
 _Static_assert(sizeof(struct pbp_sample) == 88 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
-_Static_assert(sizeof(struct pbp_target) == 128, "pbp_target layout");
+
+/*
+ * The largest record: the header, the copied thread state, the capped chunk bytes,
+ * then the headers of the innermost frames that live outside the chunks.
+ */
+#define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
+#define PBP_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
+/*
+ * The verifier bounds a copy into the record by the largest offset plus the largest
+ * length, not by their sum; the program copies chunks by bands of lengths so that
+ * the two together overshoot by at most one band (see read_span() there).
+ */
+#define PBP_STACK_BANDS 32
+#define PBP_STACK_BAND (PBP_STACK_MAX / PBP_STACK_BANDS)
+/* Scratch space per CPU, where a record is built. */
+#define PBP_SCRATCH_SIZE (PBP_RECORD_MAX + PBP_STACK_BAND)
+
+_Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands");
+_Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
+	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
+_Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
+_Static_assert(sizeof(struct pbp_target) == 136, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample
- * and a new Python thread is found within PBP_THREAD_RETRY_NS. */
+ * and a new Python thread is found within PBP_THREAD_RETRY_NS. A tstate that runs
+ * no code is looked up again after retry_ns too: the thread may have moved to its
+ * state in another interpreter. */
 struct pbp_thread {
 	pbp_u64 tstate;
 	pbp_u64 retry_ns;

@@ -113,8 +113,8 @@ static const struct py_offsets builtin_312 = {
 	.runtime_interpreters_head	= 40,
 	.interp_threads_head		= 72,
 	.interp_next			= 0,
-	.runtime_gil			= NONE,	/* 3.12: each interpreter points to its GIL */
-	.interp_gil_ptr			= 384,	/* ceval.gil */
+	.runtime_gil			= NONE,
+	.interp_gil_ptr			= 384,	/* ceval.gil: own or the main one's */
 	.gil_locked			= 16,
 	.gil_last_holder		= 8,
 

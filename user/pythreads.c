@@ -150,7 +150,8 @@ int pythreads__walk(struct mem_source *m, const struct py_interp *in, pythread_f
 		err = walk_threads(m, in, interp, fn, arg);
 		if (err)
 			return err;
-		if (mem__read_u64(m, interp + o->interp_next, &interp))
+		if (o->interp_next == PBP_OFF_NONE ||
+		    mem__read_u64(m, interp + o->interp_next, &interp))
 			return 0;
 	}
 	return 0;

@@ -50,8 +50,10 @@ int pythreads__walk(struct mem_source *m, const struct py_interp *in, pythread_f
  * -ESRCH if it now belongs to another thread. */
 int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct pythread *t);
 
-/* Address of the GIL's state of the first interpreter in the list (the main one in a
- * process without subinterpreters); -ENOTSUP where this version's layout is unknown. */
+/* Address of the GIL's state of the first interpreter in the list (the newest one);
+ * -ENOTSUP where this version's layout is unknown. From 3.12 on a subinterpreter may
+ * have a GIL of its own: pythreads__walk() reads each interpreter's, and so does
+ * the BPF program, which only needs to know here that the GIL can be read. */
 int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr);
 
 #endif

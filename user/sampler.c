@@ -238,12 +238,22 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.fp_off = o->co_name;
 		t.fp_off2 = o->unicode_length + 8;	/* the str's cached hash */
 	}
-	if (t.interp_next == PBP_OFF_ABSENT)
-		t.interp_next = 0;
 	if (!s->cfg.frame_cache)
 		t.ts_anchor = t.ts_anchor_seq = PBP_OFF_ABSENT;
-	if (t.gil_locked == PBP_OFF_ABSENT || t.gil_holder == PBP_OFF_ABSENT)
+	/* From 3.12 on every interpreter points at its GIL, its own or the main one's:
+	 * the program follows the sampled thread's interpreter to it. */
+	t.ts_interp = t.interp_gil = PBP_OFF_ABSENT;
+	if (o->runtime_gil == PBP_OFF_NONE && gil) {
 		t.gil = 0;
+		t.ts_interp = off32(o->ts_interp);
+		t.interp_gil = off32(o->interp_gil_ptr);
+		if (t.ts_interp == PBP_OFF_ABSENT || t.ts_interp + 8 > t.ts_copy_len)
+			t.interp_gil = PBP_OFF_ABSENT;
+	}
+	if (t.gil_locked == PBP_OFF_ABSENT || t.gil_holder == PBP_OFF_ABSENT) {
+		t.gil = 0;
+		t.interp_gil = PBP_OFF_ABSENT;
+	}
 	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY))
 		return -errno;
 	return 0;

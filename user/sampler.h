@@ -34,7 +34,9 @@ struct sampler;
 int sampler__new(const struct sampler_cfg *cfg, struct sampler **out);
 void sampler__free(struct sampler *s);
 
-/* @gil: address of the GIL's state in the target (pythreads__gil), 0 if unknown. */
+/* @gil: address of the GIL's state in the target (pythreads__gil), 0 if unknown.
+ * Where each interpreter points at its own (3.12+), non-zero only says the GIL can be
+ * read: the program follows each sampled thread's interpreter to its GIL. */
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil);
 
 /* Stops sampling process @pid; its records already in the ring buffer stay there. */
