@@ -254,14 +254,24 @@ def test_process_table_and_maps_return_after_exits(py315, tmp_path, profiler_bin
                                     "--container", group.name])
         time.sleep(1.5)
         base = agent.metrics()
-        ws = [sysburn(h, in_group, fname(f"agent_short{i}"), 2, wait=False) for i in range(5)]
+        # They live until the agent has profiled all five and written a profile of
+        # each, however long a busy machine makes that; then they exit.
+        ws = [sysburn(h, in_group, fname(f"agent_short{i}"), 300, wait=False)
+              for i in range(5)]
         for w in ws:
             h.wait_truth(w)
         m = agent.wait(lambda: (lambda m: m if m["pybpfprof_processes"] == 5 else None)(
-            agent.metrics()), 30, "the new processes to be profiled")
+            agent.metrics()), 60, "the new processes to be profiled")
+        agent.wait(lambda: all(any(f"-{w.truth['pid']}-" in p.name for p in out_dir.iterdir())
+                               for w in ws), 60, "a profile of each")
+        for w in ws:
+            w.proc.terminate()
         for w in ws:
             w.proc.wait(30)
-        time.sleep(2.5)
+        # The map gauge is counted once a period.
+        agent.wait(lambda: (lambda m: m["pybpfprof_processes"] == 0 and
+                            m['pybpfprof_bpf_map_entries{map="targets"}'] == 0)(
+            agent.metrics()), 30, "the exits to be noticed")
         after = agent.metrics()
         rc, _ = agent.stop()
     finally:
