@@ -185,7 +185,6 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 		s.current_frame = t->current_frame;
 		/* dump walks live memory page by page; the frame headers it used are
 		 * read twice and compared (decode.c: verify). */
-		s.verify_frame = t->current_frame;
 		s.anchor = t->anchor;
 		s.anchor_seq = t->anchor_seq;
 		s.ts_ns = c->core ? 0 : clock__mono_ns();
