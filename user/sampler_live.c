@@ -16,6 +16,7 @@
 #include "proc.h"
 #include "pythreads.h"
 #include "sampler_live.h"
+#include "tid_map.h"
 
 /* Readings of one thread per sample, at most. */
 #define LIVE_READINGS 4
@@ -31,6 +32,7 @@ struct live_sampler {
 	uint8_t *buf[2];
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
+	struct tid_map tids;	/* the target's thread ids as /proc names them */
 };
 
 int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out)
@@ -51,6 +53,7 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 	mem_snapshot__init(&ls->snap[0], &cfg->live->base);
 	mem_snapshot__init(&ls->snap[1], &cfg->live->base);
 	ls->next_ns = clock__mono_ns();
+	tid_map__init(&ls->tids, cfg->interp->pid);
 	*out = ls;
 	return 0;
 }
@@ -288,11 +291,14 @@ static int sample_thread(const struct pythread *t, void *arg)
 {
 	struct live_sampler *ls = arg;
 	uint32_t flags = 0;
+	pid_t host;
 	char state;
 	int running;
 
-	if (proc__thread_state(ls->cfg.interp->pid, (pid_t)t->tid, &state))
-		return 0;	/* the thread ended since the list was read */
+	/* The thread ended since the list was read (or its id is not yet in /proc). */
+	if (tid_map__host(&ls->tids, t->tid, &host) ||
+	    proc__thread_state(ls->cfg.interp->pid, host, &state))
+		return 0;
 	running = state == 'R';
 	if (running)
 		flags |= PBP_TS_ON_CPU;
