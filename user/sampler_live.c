@@ -75,13 +75,15 @@ struct spans {
 	unsigned int n;
 	uint64_t addr[LIVE_SPANS];
 	uint32_t len[LIVE_SPANS];
+	uint32_t slack;		/* bytes at the end of the first span above the listed top */
 };
 
 /*
  * The live part of the current chunk (and a little room above it) and of the older
- * ones below it, newest bytes first, within the cap; the copy stops at the frame cache's anchor (@stop), below
- * which the cache holds the frames. An older chunk's header is frozen while a newer
- * chunk is in use, and the two readings catch one that changed in between.
+ * ones below it, newest bytes first, within the cap; the copy stops at the frame
+ * cache's anchor (@stop), below which the cache holds the frames. An older chunk's
+ * header is frozen while a newer chunk is in use; one that changed since shows as a
+ * current frame outside the copy or as copies that disagree.
  */
 static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t,
 			 uint64_t stop, struct spans *sp)
@@ -89,12 +91,15 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 	const struct py_offsets *o = &ls->cfg.interp->off;
 	struct mem_source *m = &ls->cfg.live->base;
 	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap, prev = 0, hdr[3];
+	uint64_t slack = 0;
 	int have_prev = 0;
 
 	sp->n = 0;
+	sp->slack = 0;
 	/* Room above the top, up to the chunk's end, for a stack that grew since. */
 	if (t->limit > top && t->limit - top < (1ull << 30))
-		top += t->limit - top < GROWTH_SLACK ? t->limit - top : GROWTH_SLACK;
+		slack = t->limit - top < GROWTH_SLACK ? t->limit - top : GROWTH_SLACK;
+	top += slack;
 	while (chunk && left && sp->n < LIVE_SPANS) {
 		uint64_t data = chunk + o->chunk_data, start;
 
@@ -105,6 +110,8 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 			start = stop;
 		sp->addr[sp->n] = start;
 		sp->len[sp->n] = (uint32_t)(top - start);
+		if (!sp->n)
+			sp->slack = (uint32_t)(slack < top - start ? slack : top - start);
 		left -= top - start;
 		sp->n++;
 		if (start != data || (!have_prev && mem__read_u64(m, chunk + o->chunk_previous, &prev)))
@@ -126,48 +133,136 @@ struct ts_words {
 	uint64_t anchor, seq;	/* 3.15+ */
 };
 
+/* Offset in a copy's buffer of span @i. */
+static size_t span_off(const struct spans *sp, unsigned int i)
+{
+	size_t off = 0;
+
+	for (unsigned int k = 0; k < i; k++)
+		off += sp->len[k];
+	return off;
+}
+
+/* Span @i without the room above the listed top (in span 0 only). */
+static size_t span_live(const struct spans *sp, unsigned int i)
+{
+	return sp->len[i] - (i ? 0 : sp->slack);
+}
+
 /*
- * One reading, in one system call: the chunk (into snapshot 0), then the thread
- * state's words, then the chunk again (into snapshot 1). process_vm_readv copies its
- * pieces in order, so every byte of the first copy was read before the current frame
- * and every byte of the second after it: a slot equal in both held that value when
- * the current frame was read (docs/live-sampling.md). -EAGAIN: the 3.11/3.12 C frame
- * is no longer the one the thread list showed.
+ * The pieces of the copy before the current frame, in the order they are read: the
+ * room above the top first, then the chunks from the oldest up, each bottom up. The
+ * copy after it (pieces_after) goes top down. So for a slot at depth d below the top,
+ * the two copies are about 2d bytes apart, whatever the depth of the whole stack: the
+ * slots a running thread rewrites most often are the ones copied closest together.
+ */
+static unsigned int pieces_before(const struct spans *sp, uint8_t *buf, uint64_t *addr,
+				  void **dst, size_t *lens)
+{
+	unsigned int n = 0;
+
+	if (sp->n && sp->slack) {
+		addr[n] = sp->addr[0] + span_live(sp, 0);
+		dst[n] = buf + span_live(sp, 0);
+		lens[n++] = sp->slack;
+	}
+	for (unsigned int i = sp->n; i-- > 0;) {
+		if (!span_live(sp, i))
+			continue;
+		addr[n] = sp->addr[i], dst[n] = buf + span_off(sp, i);
+		lens[n++] = span_live(sp, i);
+	}
+	return n;
+}
+
+/* Pieces of @len bytes at @start, top down, cut at multiples of @piece. */
+static unsigned int count_down(uint64_t start, size_t len, uint64_t piece)
+{
+	return len ? (unsigned int)(((start + len - 1) / piece) - start / piece + 1) : 0;
+}
+
+static unsigned int pieces_after(const struct spans *sp, uint8_t *buf, unsigned int room,
+				 uint64_t *addr, void **dst, size_t *lens)
+{
+	uint64_t piece = 4096;
+	unsigned int n = 0, need;
+
+	/* Whole pages, unless there are too many: then larger pieces. */
+	for (;;) {
+		need = sp->slack ? 1 : 0;
+		for (unsigned int i = 0; i < sp->n; i++)
+			need += count_down(sp->addr[i], span_live(sp, i), piece);
+		if (need <= room)
+			break;
+		piece *= 2;
+	}
+	for (unsigned int i = 0; i < sp->n; i++) {
+		uint64_t lo, hi = sp->addr[i] + span_live(sp, i);
+		uint8_t *base = buf + span_off(sp, i);
+
+		while (hi > sp->addr[i]) {
+			lo = (hi - 1) / piece * piece;
+			if (lo < sp->addr[i])
+				lo = sp->addr[i];
+			addr[n] = lo, dst[n] = base + (lo - sp->addr[i]), lens[n++] = hi - lo;
+			hi = lo;
+		}
+	}
+	if (sp->n && sp->slack) {
+		addr[n] = sp->addr[0] + span_live(sp, 0);
+		dst[n] = buf + span_live(sp, 0);
+		lens[n++] = sp->slack;
+	}
+	return n;
+}
+
+/*
+ * One reading, in one system call: the chunk (into snapshot 0), then the current
+ * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
+ * pieces_after give. process_vm_readv copies its pieces
+ * in order, so every byte of the first copy was read before the current frame and
+ * every byte of the second after it: a slot equal in both held that value when the
+ * current frame was read (docs/live-sampling.md). Nothing else is read between the
+ * copies, so that they are as close in time as they can be. On 3.11/3.12 the current
+ * frame is read through the C frame, whose address must be the thread list's both
+ * before the first copy and after the second (-EAGAIN if not: the thread entered or
+ * left a nested eval loop). On 3.15+ the anchor and its sequence are read after the
+ * second copy: the sequence only grows, so if it is still the thread list's it was at
+ * the current frame's moment too.
  */
 static int read_once(struct live_sampler *ls, const struct pythread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[4 + 2 * LIVE_SPANS];
-	void *dst[4 + 2 * LIVE_SPANS];
-	size_t lens[4 + 2 * LIVE_SPANS], off = 0;
+	uint64_t addr[MEM_READV_MAX], cframe_after = 0;
+	void *dst[MEM_READV_MAX];
+	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
+	int via_cframe = o->ts_current_frame == PBP_OFF_NONE;
 
 	memset(w, 0, sizeof(*w));
-	for (unsigned int i = 0; i < sp->n; i++) {
-		addr[n] = sp->addr[i], dst[n] = ls->buf[0] + off, lens[n++] = sp->len[i];
-		off += sp->len[i];
-	}
-	if (o->ts_current_frame != PBP_OFF_NONE) {
-		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
-	} else {
+	if (via_cframe) {
 		if (!t->ts_cframe)
 			return -EFAULT;
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
-		addr[n] = t->ts_cframe + o->cframe_current_frame, dst[n] = &w->frame, lens[n++] = 8;
 	}
+	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
+	if (via_cframe)
+		addr[n] = t->ts_cframe + o->cframe_current_frame;
+	else
+		addr[n] = t->tstate + o->ts_current_frame;
+	dst[n] = &w->frame, lens[n++] = 8;
+	/* Room is left for the three words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 3, addr + n, dst + n, lens + n);
+	if (via_cframe)
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
 	}
-	off = 0;
-	for (unsigned int i = 0; i < sp->n; i++) {
-		addr[n] = sp->addr[i], dst[n] = ls->buf[1] + off, lens[n++] = sp->len[i];
-		off += sp->len[i];
-	}
 	if (mem_live__readv(ls->cfg.live, n, addr, dst, lens))
 		return -EFAULT;
-	if (o->ts_current_frame == PBP_OFF_NONE && w->cframe != t->ts_cframe)
+	if (via_cframe && (w->cframe != t->ts_cframe || cframe_after != t->ts_cframe))
 		return -EAGAIN;
 	for (int k = 0; k < 2; k++) {
 		mem_snapshot__clear(&ls->snap[k]);
@@ -250,6 +345,20 @@ static void decode_reading(struct live_sampler *ls, const struct pythread *t, ui
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 }
 
+static int broken_walk(enum decode_gap gap)
+{
+	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
+}
+
+static int copies_differ(const struct live_sampler *ls, const struct spans *sp)
+{
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < sp->n; i++)
+		len += sp->len[i];
+	return memcmp(ls->buf[0], ls->buf[1], len) != 0;
+}
+
 /*
  * One sample of @t: readings until one is consistent, each taken anew; a reading
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
@@ -274,7 +383,11 @@ static void sample_stack(struct live_sampler *ls, const struct pythread *t, uint
 			continue;
 		}
 		decode_reading(ls, &cur, flags, &p, &w);
-		if (ls->stack->gap != GAP_TORN)
+		/* A chain that broke off where the copies differ met a frame being
+		 * written: read again rather than report it cut. */
+		if (ls->stack->gap == GAP_NONE ||
+		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
+						      copies_differ(ls, &p.sp))))
 			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
