@@ -10,19 +10,22 @@ Every case runs in both memory modes: "bpf" (the BPF snapshot plus live reads) a
 "live" (`--no-bpf`: live memory only, the target keeps running while it is read). The
 aba chains switch every few microseconds, so in live mode the stack moves during
 nearly every reading: at most 5 % of samples may be incomplete, also with busy loops
-beside the target, and no complete sample may be anything but a cut of one chain. The
+beside the target and with chains switching ten times as fast while the target has a
+CPU to itself, and no complete sample may be anything but a cut of one chain. The
 rate and durations are chosen so that the file collects at least 100,000 samples,
 with room for a target that gets only part of a CPU on a busy machine.
 """
 
 import math
 import numbers
+import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import VERSIONS, fraction, Once, profile_workload, show, total, truth_frames
+from conftest import (VERSIONS, Harness, Once, Profiled, fraction, profile_workload, show,
+                      total, truth_frames)
 
 MODES = ["bpf", "live"]
 RATE = 1999
@@ -40,6 +43,7 @@ ABA_THREADS = 3
 MAX_INCOMPLETE = {"bpf": 0.05, "live": 0.05}
 MAX_INCOMPLETE_WALK = {"bpf": 0.05, "live": 0.80}
 LOADED_SECONDS = 4
+FAST_ITERS = 30   # aba's loop iterations per level: a tenth of its default
 BUSY_LOOPS = 2
 MIN_CHAIN_SHARE = 0.20
 # Every aba and depth_walk run must bring its share of the file's 100,000 samples.
@@ -302,6 +306,29 @@ def test_aba_live_beside_busy_loops(py, module_tmp, profiler_bin):
             b.kill()
             b.wait()
     check_aba("aba beside busy loops", py, "live", p)
+
+
+def test_aba_live_fast_chains_on_two_cpus(py, module_tmp, profiler_bin):
+    """Live mode against chains that switch ten times as fast (a call or a return
+    every microsecond or less), the target and the profiler on different CPUs so that
+    the target runs all the time it is read: at most 5 % incomplete, and every
+    complete sample a cut of one chain."""
+    cpus = sorted(os.sched_getaffinity(0))
+    mine = set(cpus)
+    h = Harness(module_tmp / f"aba-fast-{py.id}", profiler_bin)
+    try:
+        w = h.start_workload(py, "aba", "--iters", FAST_ITERS, seconds=LOADED_SECONDS + 30)
+        os.sched_setaffinity(w.pid, {cpus[-1]})
+        os.sched_setaffinity(0, {cpus[0]})   # the profiler inherits it
+        try:
+            run = h.record_pid(w.pid, rate=RATE, duration=LOADED_SECONDS,
+                               extra=["--no-bpf"])
+        finally:
+            os.sched_setaffinity(0, mine)
+        run.check_ok()
+    finally:
+        h.close()
+    check_aba("aba --iters %d on two CPUs" % FAST_ITERS, py, "live", Profiled(w.truth, run, w))
 
 
 def test_aba_without_frame_cache(py, module_tmp, profiler_bin):

@@ -19,7 +19,7 @@
 #include "tid_map.h"
 
 /* Readings of one thread per sample, at most. */
-#define LIVE_READINGS 4
+#define LIVE_READINGS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
  * deeper since the list was read is still in the copy. */
 #define GROWTH_SLACK 2048
