@@ -210,9 +210,12 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 /*
  * Live memory read while the target runs can tear: a frame copied before the thread
  * returned and one copied after it called again describe no stack that ever existed.
- * Reading every used header a second time and finding the same code, links and owner
- * (and, below the innermost frame, the same instruction) means both readings saw one
- * stack; a tear would have to repeat itself exactly to pass.
+ * @t->verify is a reading taken entirely before the current frame of @t->mem was read,
+ * and @t->mem's frames were copied after it. A slot whose header (code, link, owner
+ * and, below the innermost frame, instruction) is the same in both held it at that
+ * instant too, unless it was replaced twice in between and the second time restored
+ * every byte compared; so the chain walked is the thread's stack at that instant.
+ * docs/live-sampling.md has the whole argument and its limits.
  */
 static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, uint32_t n)
 {
@@ -223,6 +226,11 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 		struct frame_hdr f;
 		int shim;
 
+		/* A thread-owned frame the earlier reading did not copy would be read now,
+		 * after the instant, and bracket nothing. */
+		if (t->verify_copy && r->owner == o->owner_thread &&
+		    !mem_snapshot__covers(t->verify_copy, r->addr, o->fr_size))
+			return GAP_TORN;
 		if (read_frame(t->verify, o, r->addr, &f))
 			return GAP_TORN;
 		shim = is_shim(o, r->owner);
@@ -318,11 +326,12 @@ static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 	d->stats.ns += thread_cpu_ns() - t0;
 }
 
+/* The anchor's sequence only grows: the same (anchor, seq) in both readings means it
+ * held throughout, at the instant the frames stand for too. */
 static int torn(const struct thread_sample *t)
 {
-	return t->verify && (t->verify_frame != t->current_frame ||
-			     (t->from_anchor && (t->verify_anchor != t->anchor ||
-						 t->verify_seq != t->anchor_seq)));
+	return t->torn || (t->verify && t->from_anchor &&
+			   (t->verify_anchor != t->anchor || t->verify_seq != t->anchor_seq));
 }
 
 /* A sample copied down to the anchor: the walk ends there and the cache supplies the

@@ -70,9 +70,9 @@ struct decode_stats {
 /*
  * One thread at one instant, from any memory source: a BPF record, live memory, a core
  * file. @mem serves the frames. When @verify is set, every frame header the walk used
- * is read again through it and must agree, and so must the current frame read after
- * the copies (@verify_frame): live memory is read while the target runs, and a
- * disagreement makes the stack GAP_TORN.
+ * is read again through it and must agree, or the stack is GAP_TORN: the live sampler
+ * passes the reading taken just before the one in @mem (docs/live-sampling.md says
+ * why agreement of the two is enough).
  */
 struct thread_sample {
 	uint32_t pid, tid;
@@ -91,8 +91,9 @@ struct thread_sample {
 	struct mem_source *mem;
 	const struct mem_snapshot *copy;	/* if set: thread-owned frames must be in it */
 	struct mem_source *verify;
-	uint64_t verify_frame;	/* with @verify: the current frame read after @mem, */
-	uint64_t verify_anchor, verify_seq;	/* and the anchor and its sequence */
+	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
+	uint64_t verify_anchor, verify_seq;	/* with @verify: the anchor in that reading */
+	int torn;		/* the caller already saw the readings disagree */
 };
 
 struct decoder;

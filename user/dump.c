@@ -23,6 +23,7 @@
 #include "pythreads.h"
 #include "strtab.h"
 #include "target_error.h"
+#include "tid_map.h"
 
 #define DUMP_MAX_THREADS (PBP_INTERPS_MAX * PBP_THREADS_MAX)
 #define TORN_RETRIES 3
@@ -38,6 +39,7 @@ struct dump_ctx {
 	struct stack *stack;
 	struct pythread *threads;
 	unsigned int nthreads;
+	struct tid_map tids;	/* live: the target's thread ids as /proc names them */
 };
 
 static int core_open_error(const char *path, int err)
@@ -185,7 +187,6 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 		s.current_frame = t->current_frame;
 		/* dump walks live memory page by page; the frame headers it used are
 		 * read twice and compared (decode.c: verify). */
-		s.verify_frame = t->current_frame;
 		s.anchor = t->anchor;
 		s.anchor_seq = t->anchor_seq;
 		s.ts_ns = c->core ? 0 : clock__mono_ns();
@@ -196,11 +197,13 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 	return c->stack;
 }
 
-static enum tb_cpu cpu_state(const struct dump_ctx *c, uint32_t tid)
+static enum tb_cpu cpu_state(struct dump_ctx *c, uint32_t tid)
 {
 	char state;
+	pid_t host;
 
-	if (c->core || proc__thread_state(c->interp.pid, (pid_t)tid, &state))
+	if (c->core || tid_map__host(&c->tids, tid, &host) ||
+	    proc__thread_state(c->interp.pid, host, &state))
 		return TB_CPU_UNKNOWN;
 	return state == 'R' ? TB_CPU_ON : TB_CPU_IDLE;
 }
@@ -259,6 +262,8 @@ static int run(struct dump_ctx *c)
 	}
 	dc.live = c->mem;
 	dc.strs = c->strs;
+	if (!c->core)
+		tid_map__init(&c->tids, c->interp.pid);
 	err = decoder__new(&dc, &c->dec);
 	if (err) {
 		pr_warn("cannot set up the decoder: %s\n", strerror(-err));

@@ -323,3 +323,77 @@ int proc__thread_state(pid_t pid, pid_t tid, char *state)
 	*state = *f;
 	return 0;
 }
+
+/* The last id on the NSpid line of the status file @path (the innermost namespace's)
+ * and how many there are; @self and 1 where the kernel has no such line. */
+static int status_ns_id(const char *path, pid_t self, pid_t *id, int *nids)
+{
+	char buf[4096];
+	const char *p;
+	char *end;
+	long v = -1;
+	int err = read_file(path, buf, sizeof(buf));
+
+	if (err)
+		return err;
+	*nids = 0;
+	p = strstr(buf, "\nNSpid:");
+	if (!p) {
+		*id = self;
+		*nids = 1;
+		return 0;
+	}
+	p += 7;
+	for (;;) {
+		long x = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		v = x;
+		p = end;
+		++*nids;
+	}
+	if (v <= 0 || v > INT32_MAX)
+		return -EINVAL;
+	*id = (pid_t)v;
+	return 0;
+}
+
+int proc__ns_nested(pid_t pid)
+{
+	char path[64];
+	pid_t id;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return !status_ns_id(path, pid, &id, &n) && n > 1;
+}
+
+int proc__tasks_ns(pid_t pid, int (*fn)(pid_t tid, pid_t ns_tid, void *arg), void *arg)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (!ret && (e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		pid_t ns;
+		int n;
+
+		if (*end || tid <= 0 || tid > INT32_MAX)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", (int)pid, tid);
+		/* A thread that ended since the listing is simply not there. */
+		if (status_ns_id(path, (pid_t)tid, &ns, &n))
+			continue;
+		ret = fn((pid_t)tid, ns, arg);
+	}
+	closedir(d);
+	return ret;
+}

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The live-memory sampler. Each thread's current chunk is read twice, and the decoder
- * compares every frame header it used across the two readings (decode.c: verify), so
- * a stack torn by the running thread is read again instead of being reported.
+ * The live-memory sampler. Each reading of a thread copies its chunk, its current
+ * frame, and its chunk again, in one system call; the decoder walks the stack from
+ * that current frame in the second copy and requires every frame header to be the
+ * same in the first (decode.c: verify). docs/live-sampling.md argues why that proves
+ * the stack at the instant the current frame was read, without the thread holding
+ * still; a reading that fails it is taken again, and then reported incomplete.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,17 +16,23 @@
 #include "proc.h"
 #include "pythreads.h"
 #include "sampler_live.h"
+#include "tid_map.h"
 
-#define TORN_RETRIES 3
+/* Readings of one thread per sample, at most. */
+#define LIVE_READINGS 8
+/* Bytes above the listed top of the current chunk copied too: a thread that called
+ * deeper since the list was read is still in the copy. */
+#define GROWTH_SLACK 2048
 
 struct live_sampler {
 	struct live_sampler_cfg cfg;
 	struct live_sampler_stats stats;
 	uint64_t period_ns, next_ns;
-	struct mem_snapshot first, second;
+	struct mem_snapshot snap[2];	/* one reading's copies: before, after */
 	uint8_t *buf[2];
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
+	struct tid_map tids;	/* the target's thread ids as /proc names them */
 };
 
 int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out)
@@ -41,9 +50,10 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 		return -ENOMEM;
 	}
 	ls->period_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 100);
-	mem_snapshot__init(&ls->first, &cfg->live->base);
-	mem_snapshot__init(&ls->second, &cfg->live->base);
+	mem_snapshot__init(&ls->snap[0], &cfg->live->base);
+	mem_snapshot__init(&ls->snap[1], &cfg->live->base);
 	ls->next_ns = clock__mono_ns();
+	tid_map__init(&ls->tids, cfg->interp->pid);
 	*out = ls;
 	return 0;
 }
@@ -65,13 +75,15 @@ struct spans {
 	unsigned int n;
 	uint64_t addr[LIVE_SPANS];
 	uint32_t len[LIVE_SPANS];
+	uint32_t slack;		/* bytes at the end of the first span above the listed top */
 };
 
 /*
- * The live part of the current chunk and of the older ones below it, newest bytes
- * first, within the cap; the copy stops at the frame cache's anchor (@stop), below
- * which the cache holds the frames. An older chunk's header is frozen while a newer
- * chunk is in use, and the two readings catch one that changed in between.
+ * The live part of the current chunk (and a little room above it) and of the older
+ * ones below it, newest bytes first, within the cap; the copy stops at the frame
+ * cache's anchor (@stop), below which the cache holds the frames. An older chunk's
+ * header is frozen while a newer chunk is in use; one that changed since shows as a
+ * current frame outside the copy or as copies that disagree.
  */
 static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t,
 			 uint64_t stop, struct spans *sp)
@@ -79,9 +91,15 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 	const struct py_offsets *o = &ls->cfg.interp->off;
 	struct mem_source *m = &ls->cfg.live->base;
 	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap, prev = 0, hdr[3];
+	uint64_t slack = 0;
 	int have_prev = 0;
 
 	sp->n = 0;
+	sp->slack = 0;
+	/* Room above the top, up to the chunk's end, for a stack that grew since. */
+	if (t->limit > top && t->limit - top < (1ull << 30))
+		slack = t->limit - top < GROWTH_SLACK ? t->limit - top : GROWTH_SLACK;
+	top += slack;
 	while (chunk && left && sp->n < LIVE_SPANS) {
 		uint64_t data = chunk + o->chunk_data, start;
 
@@ -92,6 +110,8 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 			start = stop;
 		sp->addr[sp->n] = start;
 		sp->len[sp->n] = (uint32_t)(top - start);
+		if (!sp->n)
+			sp->slack = (uint32_t)(slack < top - start ? slack : top - start);
 		left -= top - start;
 		sp->n++;
 		if (start != data || (!have_prev && mem__read_u64(m, chunk + o->chunk_previous, &prev)))
@@ -113,105 +133,285 @@ struct ts_words {
 	uint64_t anchor, seq;	/* 3.15+ */
 };
 
+/* Offset in a copy's buffer of span @i. */
+static size_t span_off(const struct spans *sp, unsigned int i)
+{
+	size_t off = 0;
+
+	for (unsigned int k = 0; k < i; k++)
+		off += sp->len[k];
+	return off;
+}
+
+/* Span @i without the room above the listed top (in span 0 only). */
+static size_t span_live(const struct spans *sp, unsigned int i)
+{
+	return sp->len[i] - (i ? 0 : sp->slack);
+}
+
 /*
- * One reading: the thread state's words and then the chunk, in one system call, so
- * the current frame and the frames below it are taken microseconds apart, not across
- * the whole sample. The walk starts at the frame this reading saw.
+ * The pieces of the copy before the current frame, in the order they are read: the
+ * room above the top first, then the chunks from the oldest up, each bottom up. The
+ * copy after it (pieces_after) goes top down. So for a slot at depth d below the top,
+ * the two copies are about 2d bytes apart, whatever the depth of the whole stack: the
+ * slots a running thread rewrites most often are the ones copied closest together.
  */
-static int read_once(struct live_sampler *ls, const struct pythread *t, int which,
+static unsigned int pieces_before(const struct spans *sp, uint8_t *buf, uint64_t *addr,
+				  void **dst, size_t *lens)
+{
+	unsigned int n = 0;
+
+	if (sp->n && sp->slack) {
+		addr[n] = sp->addr[0] + span_live(sp, 0);
+		dst[n] = buf + span_live(sp, 0);
+		lens[n++] = sp->slack;
+	}
+	for (unsigned int i = sp->n; i-- > 0;) {
+		if (!span_live(sp, i))
+			continue;
+		addr[n] = sp->addr[i], dst[n] = buf + span_off(sp, i);
+		lens[n++] = span_live(sp, i);
+	}
+	return n;
+}
+
+/* Pieces of @len bytes at @start, top down, cut at multiples of @piece. */
+static unsigned int count_down(uint64_t start, size_t len, uint64_t piece)
+{
+	return len ? (unsigned int)(((start + len - 1) / piece) - start / piece + 1) : 0;
+}
+
+static unsigned int pieces_after(const struct spans *sp, uint8_t *buf, unsigned int room,
+				 uint64_t *addr, void **dst, size_t *lens)
+{
+	uint64_t piece = 4096;
+	unsigned int n = 0, need;
+
+	/* Whole pages, unless there are too many: then larger pieces. */
+	for (;;) {
+		need = sp->slack ? 1 : 0;
+		for (unsigned int i = 0; i < sp->n; i++)
+			need += count_down(sp->addr[i], span_live(sp, i), piece);
+		if (need <= room)
+			break;
+		piece *= 2;
+	}
+	for (unsigned int i = 0; i < sp->n; i++) {
+		uint64_t lo, hi = sp->addr[i] + span_live(sp, i);
+		uint8_t *base = buf + span_off(sp, i);
+
+		while (hi > sp->addr[i]) {
+			lo = (hi - 1) / piece * piece;
+			if (lo < sp->addr[i])
+				lo = sp->addr[i];
+			addr[n] = lo, dst[n] = base + (lo - sp->addr[i]), lens[n++] = hi - lo;
+			hi = lo;
+		}
+	}
+	if (sp->n && sp->slack) {
+		addr[n] = sp->addr[0] + span_live(sp, 0);
+		dst[n] = buf + span_live(sp, 0);
+		lens[n++] = sp->slack;
+	}
+	return n;
+}
+
+/*
+ * One reading, in one system call: the chunk (into snapshot 0), then the current
+ * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
+ * pieces_after give. process_vm_readv copies its pieces
+ * in order, so every byte of the first copy was read before the current frame and
+ * every byte of the second after it: a slot equal in both held that value when the
+ * current frame was read (docs/live-sampling.md). Nothing else is read between the
+ * copies, so that they are as close in time as they can be. On 3.11/3.12 the current
+ * frame is read through the C frame, whose address must be the thread list's both
+ * before the first copy and after the second (-EAGAIN if not: the thread entered or
+ * left a nested eval loop). On 3.15+ the anchor and its sequence are read after the
+ * second copy: the sequence only grows, so if it is still the thread list's it was at
+ * the current frame's moment too.
+ */
+static int read_once(struct live_sampler *ls, const struct pythread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	struct mem_snapshot *snap = which ? &ls->second : &ls->first;
-	uint64_t addr[4 + LIVE_SPANS];
-	void *dst[4 + LIVE_SPANS];
-	size_t lens[4 + LIVE_SPANS], off = 0;
+	uint64_t addr[MEM_READV_MAX], cframe_after = 0;
+	void *dst[MEM_READV_MAX];
+	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
+	int via_cframe = o->ts_current_frame == PBP_OFF_NONE;
 
 	memset(w, 0, sizeof(*w));
-	if (o->ts_current_frame != PBP_OFF_NONE) {
-		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
-	} else {
+	if (via_cframe) {
 		if (!t->ts_cframe)
 			return -EFAULT;
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
-		addr[n] = t->ts_cframe + o->cframe_current_frame, dst[n] = &w->frame, lens[n++] = 8;
 	}
+	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
+	if (via_cframe)
+		addr[n] = t->ts_cframe + o->cframe_current_frame;
+	else
+		addr[n] = t->tstate + o->ts_current_frame;
+	dst[n] = &w->frame, lens[n++] = 8;
+	/* Room is left for the three words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 3, addr + n, dst + n, lens + n);
+	if (via_cframe)
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
 	}
-	for (unsigned int i = 0; i < sp->n; i++) {
-		addr[n] = sp->addr[i], dst[n] = ls->buf[which] + off, lens[n++] = sp->len[i];
-		off += sp->len[i];
-	}
 	if (mem_live__readv(ls->cfg.live, n, addr, dst, lens))
 		return -EFAULT;
-	if (o->ts_current_frame == PBP_OFF_NONE && w->cframe != t->ts_cframe)
+	if (via_cframe && (w->cframe != t->ts_cframe || cframe_after != t->ts_cframe))
 		return -EAGAIN;
-	mem_snapshot__clear(snap);
-	for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
-		mem_snapshot__add(snap, sp->addr[i], ls->buf[which] + at, sp->len[i]);
+	for (int k = 0; k < 2; k++) {
+		mem_snapshot__clear(&ls->snap[k]);
+		for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
+			mem_snapshot__add(&ls->snap[k], sp->addr[i], ls->buf[k] + at, sp->len[i]);
+	}
 	return 0;
 }
 
-/* One sample of @t: two readings, decoded from the first and checked against the
- * second (decode.c: verify); GAP_TORN in the stack when they disagree. */
-static void sample_once(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+/* @t's sample when no reading was consistent: incomplete, no frames. */
+static void set_torn(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+{
+	ls->stack->gap = GAP_TORN;
+	ls->stack->depth = 0;
+	ls->stack->pid = (uint32_t)ls->cfg.interp->pid;
+	ls->stack->tid = t->tid;
+	ls->stack->flags = flags;
+}
+
+/* Where one sample's readings copy from, fixed until the thread is read again. */
+struct plan {
+	struct spans sp;
+	int from_anchor;
+	uint32_t cache_gen, cache_depth;
+};
+
+static void plan_reading(struct live_sampler *ls, const struct pythread *t, struct plan *p)
+{
+	p->from_anchor = 0;
+	if (ls->cfg.fcache &&
+	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
+				    &p->cache_gen, &p->cache_depth))
+		p->from_anchor = 1;
+	chunk_ranges(ls, t, p->from_anchor ? t->anchor : 0, &p->sp);
+}
+
+/*
+ * Does reading @w fit the plan made from the thread list? Its current frame must be
+ * in the copy if it is in the current chunk at all (a frame above the copy means the
+ * stack grew past it), and a copy cut at the anchor needs that very anchor.
+ */
+static int fits_plan(const struct live_sampler *ls, const struct pythread *t,
+		     const struct plan *p, const struct ts_words *w)
+{
+	if (w->frame >= t->chunk && w->frame < t->limit &&
+	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
+		return 0;
+	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
+}
+
+/*
+ * Decodes a reading: the frames are walked from its current frame in the copy taken
+ * after it, and each must be the same in the copy taken before it (decode.c:
+ * verify). The anchor's sequence only grows, so the anchor, read once, is checked
+ * against the thread list's (fits_plan) rather than against itself.
+ */
+static void decode_reading(struct live_sampler *ls, const struct pythread *t, uint32_t flags,
+			   const struct plan *p, const struct ts_words *w)
 {
 	struct thread_sample s = {
 		.pid = (uint32_t)ls->cfg.interp->pid,
 		.tid = t->tid,
 		.flags = flags,
 		.tstate = t->tstate,
-		.mem = &ls->first.base,
-		.copy = &ls->first,
-		.verify = &ls->second.base,
+		.ts_ns = clock__mono_ns(),
+		.current_frame = w->frame,
+		.anchor = w->anchor,
+		.anchor_seq = w->seq,
+		.from_anchor = p->from_anchor,
+		.cache_gen = p->cache_gen,
+		.cache_depth = p->cache_depth,
+		.mem = &ls->snap[1].base,
+		.copy = &ls->snap[1],
+		.verify = &ls->snap[0].base,
+		.verify_copy = &ls->snap[0],
+		.verify_anchor = w->anchor,
+		.verify_seq = w->seq,
 	};
-	struct ts_words w1, w2;
-	struct spans sp;
 
-	if (ls->cfg.fcache &&
-	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
-				    &s.cache_gen, &s.cache_depth))
-		s.from_anchor = 1;
-	chunk_ranges(ls, t, s.from_anchor ? t->anchor : 0, &sp);
-	if (read_once(ls, t, 0, &sp, &w1) || read_once(ls, t, 1, &sp, &w2)) {
-		ls->stack->gap = GAP_TORN;
-		ls->stack->depth = 0;
-		ls->stack->pid = s.pid;
-		ls->stack->tid = t->tid;
-		ls->stack->flags = flags;
-		return;
-	}
-	s.ts_ns = clock__mono_ns();
-	s.current_frame = w1.frame;
-	s.anchor = w1.anchor;
-	s.anchor_seq = w1.seq;
-	s.verify_frame = w2.frame;
-	s.verify_anchor = w2.anchor;
-	s.verify_seq = w2.seq;
-	/* The copy was cut at the anchor the thread list showed: the readings must
-	 * show the same one, or the cut proves nothing. And a current frame in the
-	 * chunk but above the copy means the stack grew since the list was read: its
-	 * frames would come from page reads of other moments. */
-	if ((s.from_anchor && (w1.anchor != t->anchor || w1.seq != t->anchor_seq)) ||
-	    (w1.frame >= t->chunk && w1.frame < t->limit &&
-	     !mem_snapshot__covers(&ls->first, w1.frame, 8)))
-		s.verify_frame = ~w1.frame;
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
+}
+
+static int broken_walk(enum decode_gap gap)
+{
+	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
+}
+
+static int copies_differ(const struct live_sampler *ls, const struct spans *sp)
+{
+	size_t len = 0;
+
+	for (unsigned int i = 0; i < sp->n; i++)
+		len += sp->len[i];
+	return memcmp(ls->buf[0], ls->buf[1], len) != 0;
+}
+
+/*
+ * One sample of @t: readings until one is consistent, each taken anew; a reading
+ * that no longer fits the copy's plan (the stack left the copied range, the anchor
+ * moved) has the thread state read again first. GAP_TORN when the budget runs out.
+ */
+static void sample_stack(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+{
+	struct pythread cur = *t;
+	struct ts_words w;
+	struct plan p;
+
+	set_torn(ls, t, flags);
+	plan_reading(ls, &cur, &p);
+	for (int i = 0; i < LIVE_READINGS; i++) {
+		if (i)
+			ls->stats.torn_retries++;
+		if (read_once(ls, &cur, &p.sp, &w) || !fits_plan(ls, &cur, &p, &w)) {
+			/* The stack has moved out of the plan: read the thread again. */
+			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
+				return;
+			plan_reading(ls, &cur, &p);
+			continue;
+		}
+		decode_reading(ls, &cur, flags, &p, &w);
+		/* A chain that broke off where the copies differ met a frame being
+		 * written: read again rather than report it cut. */
+		if (ls->stack->gap == GAP_NONE ||
+		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
+						      copies_differ(ls, &p.sp))))
+			return;
+		set_torn(ls, t, flags);
+		/* A current frame outside the copy (a new chunk, say) will not be in
+		 * the next one either unless the thread is read again. */
+		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
+			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
+				return;
+			plan_reading(ls, &cur, &p);
+		}
+	}
 }
 
 static int sample_thread(const struct pythread *t, void *arg)
 {
 	struct live_sampler *ls = arg;
-	struct pythread cur = *t;
 	uint32_t flags = 0;
+	pid_t host;
 	char state;
 	int running;
 
-	if (proc__thread_state(ls->cfg.interp->pid, (pid_t)t->tid, &state))
-		return 0;	/* the thread ended since the list was read */
+	/* The thread ended since the list was read (or its id is not yet in /proc). */
+	if (tid_map__host(&ls->tids, t->tid, &host) ||
+	    proc__thread_state(ls->cfg.interp->pid, host, &state))
+		return 0;
 	running = state == 'R';
 	if (running)
 		flags |= PBP_TS_ON_CPU;
@@ -221,17 +421,7 @@ static int sample_thread(const struct pythread *t, void *arg)
 		ls->stats.threads_idle_skipped++;
 		return 0;
 	}
-	for (int i = 0; i <= TORN_RETRIES; i++) {
-		if (i) {
-			/* Read it again from the thread state: the stack has moved. */
-			ls->stats.torn_retries++;
-			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				break;
-		}
-		sample_once(ls, &cur, flags);
-		if (ls->stack->gap != GAP_TORN)
-			break;
-	}
+	sample_stack(ls, t, flags);
 	ls->stats.threads_sampled++;
 	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);
 	return ls->err;

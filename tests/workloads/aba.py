@@ -91,12 +91,12 @@ LINE_WORK = burn_line(work, "work")
 ENTRIES = (a1, b1)
 
 
-def alternate(deadline):
+def alternate(deadline, iters):
     # One call site for both chains: the parent frame is the same for a and b, only
     # the chain's own frames differ.
     k = 0
     while True:
-        ENTRIES[k & 1](ITERS)
+        ENTRIES[k & 1](iters)
         k += 1
         if k % CHECK_EVERY == 0 and time.monotonic() >= deadline:
             return k
@@ -115,9 +115,13 @@ def describe(funcs):
 
 def main():
     global T, NTHREADS
-    args = parse_args(lambda p: p.add_argument(
-        "--threads", type=int, default=0,
-        help="run the alternation in N new threads (0: in the main thread)"))
+    def extra(p):
+        p.add_argument("--threads", type=int, default=0,
+                       help="run the alternation in N new threads (0: in the main thread)")
+        p.add_argument("--iters", type=int, default=ITERS,
+                       help="loop iterations burned per level and call")
+
+    args = parse_args(extra)
     T = Truth(args.truth)
     T["threads"] = {}
     T["chains"] = {"a": ["a1", "a2", "a3"], "b": ["b1", "b2", "b3"]}
@@ -131,11 +135,12 @@ def main():
     if args.threads <= 0:
         NTHREADS = 1
         T["nthreads"] = 0
-        alternate(deadline)
+        alternate(deadline, args.iters)
     else:
         NTHREADS = args.threads
         T["nthreads"] = NTHREADS
-        threads = [threading.Thread(target=alternate, args=(deadline,), name=f"aba_{k}")
+        threads = [threading.Thread(target=alternate, args=(deadline, args.iters),
+                                    name=f"aba_{k}")
                    for k in range(NTHREADS)]
         for t in threads:
             t.start()
