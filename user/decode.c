@@ -296,7 +296,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 		 * unit before the start is a frame that has not run yet (3.11/3.12 start
 		 * prev_instr there), which CPython reports on its first line. */
 		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
-			f->line = code_cache__line(ci, (r->instr - start) / 2);
+			f->line = code_cache__line(ci, (uint32_t)((r->instr - start) / 2));
 		else if (r->instr == start - 2)
 			f->line = ci->firstlineno;
 		else

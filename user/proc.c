@@ -2,6 +2,7 @@
 /* /proc readers. Every one tolerates the process vanishing between two reads. */
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +156,7 @@ int proc__comm(pid_t pid, char *buf, size_t len)
 	f = fopen(path, "re");
 	if (!f)
 		return -ESRCH;
-	if (!fgets(buf, len, f)) {
+	if (len > INT_MAX || !fgets(buf, (int)len, f)) {
 		fclose(f);
 		return -ESRCH;
 	}

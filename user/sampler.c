@@ -71,7 +71,7 @@ static int open_clock(int cpu, uint32_t rate_hz)
 		 * and the expected sample count would drift. */
 		.sample_period = 1000000000ull / rate_hz,
 	};
-	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -212,14 +212,14 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.ts_current_frame = off32(o->ts_current_frame),
 		.ts_chunk = off32(o->ts_datastack_chunk),
 		.ts_top = off32(o->ts_datastack_top),
-		.ts_copy_len = o->ts_size < PBP_TSTATE_MAX ? o->ts_size : PBP_TSTATE_MAX,
+		.ts_copy_len = o->ts_size < PBP_TSTATE_MAX ? (pbp_u32)o->ts_size : PBP_TSTATE_MAX,
 		.chunk_previous = off32(o->chunk_previous),
 		.chunk_size = off32(o->chunk_size),
 		.chunk_top = off32(o->chunk_top),
 		.chunk_data = off32(o->chunk_data),
 		.fr_code = off32(o->fr_code),
 		.fr_previous = off32(o->fr_previous),
-		.fr_hdr_len = o->fr_size <= PBP_FRAME_HDR_MAX ? o->fr_size : 0,
+		.fr_hdr_len = o->fr_size <= PBP_FRAME_HDR_MAX ? (pbp_u32)o->fr_size : 0,
 		.code_mask = o->executable_tagged ? ~(uint64_t)7 : ~(uint64_t)0,
 		.stack_cap = s->cfg.stack_cap,
 		.ts_anchor = off32(o->ts_last_profiled_frame),
@@ -232,11 +232,11 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 
 	if (o->co_version != PBP_OFF_NONE) {
 		t.fp_mode = PBP_FP_U32;
-		t.fp_off = o->co_version;
+		t.fp_off = (pbp_u32)o->co_version;	/* below OBJ_SIZE_MAX: offsets.c */
 	} else {
 		t.fp_mode = PBP_FP_PTR_U64;
-		t.fp_off = o->co_name;
-		t.fp_off2 = o->unicode_length + 8;	/* the str's cached hash */
+		t.fp_off = (pbp_u32)o->co_name;
+		t.fp_off2 = (pbp_u32)o->unicode_length + 8;	/* the str's cached hash */
 	}
 	if (!s->cfg.frame_cache)
 		t.ts_anchor = t.ts_anchor_seq = PBP_OFF_ABSENT;

@@ -1038,12 +1038,12 @@ void session__status(const struct session *s, struct session_status *st)
 		.samples = s->aggregated,
 		.incomplete = s->incomplete,
 		.drops = drops,
-		.processes = s->ntargets,
+		.processes = (uint32_t)s->ntargets,	/* at most PBP_TARGETS_MAX */
 		.processes_seen = s->processes_seen,
 		.processes_skipped = s->processes_skipped,
 	};
 	thread_table__all(s->threads, &nthreads);
-	st->threads = nthreads;
+	st->threads = (uint32_t)nthreads;
 }
 
 void session__profile(const struct session *s, struct profile *p)

@@ -7,18 +7,10 @@
 
 #include "proc.h"
 #include "pythreads.h"
+#include "structbuf.h"
 #include "target.h"
 
 /* Reads the u64 at @off of the thread state bytes @ts (@len of them). */
-static uint64_t ts_field(const uint8_t *ts, uint32_t len, uint64_t off)
-{
-	uint64_t v = 0;
-
-	if (off != PBP_OFF_NONE && off + sizeof(v) <= len)
-		memcpy(&v, ts + off, sizeof(v));
-	return v;
-}
-
 /*
  * Whether @tstate is, right now, a thread state of this very process linked into its
  * interpreter's thread list, and that of thread @ns_tid (as the target's namespace
@@ -35,7 +27,8 @@ static int tstate_live(struct target *t, uint32_t ns_tid, uint64_t tstate)
 {
 	const struct py_offsets *o = &t->interp.off;
 	uint8_t ts[1024];
-	uint64_t need = 0, prev, back, link;
+	uint64_t need = 0, prev, back, link, native, interp;
+	struct structbuf b;
 	const uint64_t fields[] = { o->ts_next, o->ts_interp, o->ts_native_thread_id };
 
 	if (proc__same(t->interp.pid, &t->ident))
@@ -51,13 +44,15 @@ static int tstate_live(struct target *t, uint32_t ns_tid, uint64_t tstate)
 	}
 	if (need > sizeof(ts) || mem__read(&t->live.base, tstate, ts, need))
 		return -ESRCH;
-	if (ts_field(ts, need, o->ts_native_thread_id) != ns_tid)
+	b = structbuf__of(ts, need);
+	if (structbuf__u64(&b, o->ts_native_thread_id, &native) || native != ns_tid ||
+	    structbuf__u64(&b, o->ts_next - 8, &prev) ||
+	    structbuf__u64(&b, o->ts_interp, &interp))
 		return -ESRCH;
-	prev = ts_field(ts, need, o->ts_next - 8);
 	if (prev)
 		link = prev + o->ts_next;
-	else if (o->interp_threads_head != PBP_OFF_NONE && ts_field(ts, need, o->ts_interp))
-		link = ts_field(ts, need, o->ts_interp) + o->interp_threads_head;
+	else if (o->interp_threads_head != PBP_OFF_NONE && interp)
+		link = interp + o->interp_threads_head;
 	else
 		return -ESRCH;
 	if ((prev & 7) || mem__read_u64(&t->live.base, link, &back) || back != tstate)
