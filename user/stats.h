@@ -33,6 +33,10 @@ struct run_stats {
 	int command_status;		/* wait status of the "--" command, -1 if none */
 	uint64_t processes;		/* every process that was a target */
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
+	/* Memory held now (gauges): code caches, and the string table. */
+	uint64_t code_cache_bytes, code_cache_entries, frame_cache_bytes;
+	uint64_t strings, string_bytes;
+	uint64_t string_rebuilds;	/* times the string table was rebuilt smaller */
 };
 
 int stats__write_json(const char *path, const struct run_stats *s);
