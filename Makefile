@@ -43,7 +43,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test demo bench fuzz lint format clean unit-tests
+.PHONY: all test demo bench soak fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -143,6 +143,11 @@ demo:
 bench: all
 	$(Q)/usr/bin/python3 tools/bench/run.py --out $(OUT)/bench
 	$(Q)/usr/bin/python3 tools/bench/readme_perf.py $(OUT)/bench/report.md README.md
+
+# The agent under 10 minutes of process churn: RSS must level off (tools/soak/).
+soak: all
+	$(Q)/usr/bin/python3 tools/soak/agent_churn.py --binary $(OUT)/pybpfprof --seconds 600 \
+		--json $(OUT)/soak.json
 
 fuzz: | $(OUT)/tests
 	$(Q)$(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS) \
