@@ -121,6 +121,12 @@ $(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/expor
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
 
+$(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cache.o \
+		$(OUT)/user/strtab.o $(OUT)/user/pyobj.o $(OUT)/user/linetable.o \
+		$(OUT)/user/mem_live.o $(OUT)/user/log.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
 		export_queue.o metrics_http.o log.o)
@@ -129,7 +135,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
-	test_export_http
+	test_export_http test_code_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
 	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)

@@ -8,7 +8,11 @@ An agent that keeps any of it after the process is gone grows by about half a Mi
 process, which the rule (no growth over the second half beyond a few % of the mean,
 and at most 3 MiB) catches many times over; a bounded one levels off in the first
 half. The run must churn enough processes for such growth to show, or it proves
-nothing and fails."""
+nothing and fails.
+
+The unit test_code_cache checks the code cache's byte budgets (its own and the
+session's), that a hot entry outlives cold ones, and the string table's rebuild,
+plain and under ASan/UBSan."""
 
 import shutil
 import sys
@@ -19,10 +23,16 @@ from conftest import REPO
 
 sys.path.insert(0, str(REPO / "tools" / "soak"))
 import agent_churn  # noqa: E402
+from test_agent_export import BUILDS, run_unit  # noqa: E402
 
 SECONDS = 90
 # Below this many processes over the run, per-process growth could hide in the noise.
 MIN_PROCESSES = 30
+
+
+@pytest.mark.parametrize("build", BUILDS)
+def test_code_cache_budgets_and_string_rebuild(build):
+    assert run_unit("test_code_cache", build).stdout.strip() == "ok"
 
 
 def python311():
