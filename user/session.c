@@ -746,6 +746,7 @@ int session__start(const struct session_opts *o, struct session **out)
 	if (s->spawned)
 		spawn__release(&s->spawn);
 started:
+	free(first);	/* -a: never used (the other way, the session's now and NULL) */
 	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
