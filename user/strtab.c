@@ -179,13 +179,14 @@ static void shrink(struct strtab *t)
 	if (cap >= t->cap)
 		return;
 	strs = realloc(t->strs, cap * sizeof(*strs));
-	if (strs)
-		t->strs = strs;
+	if (!strs)
+		return;
+	t->strs = strs;
+	/* If this one fails, the old array is larger than @cap: still right. */
 	lens = realloc(t->lens, cap * sizeof(*lens));
 	if (lens)
 		t->lens = lens;
-	if (strs && lens)
-		t->cap = cap;
+	t->cap = cap;
 }
 
 void strtab_remap__finish(struct strtab_remap *r)
