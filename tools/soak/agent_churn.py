@@ -217,7 +217,9 @@ def run(agent_argv, seconds, workdir, python=sys.executable, concurrency=4, nfun
     outdir = os.path.join(workdir, "profiles")
     os.makedirs(outdir, exist_ok=True)
     err_path = os.path.join(workdir, "agent.stderr")
-    argv = list(agent_argv) + ["agent", "--output-dir", outdir, "--output-max-mb", "32",
+    # A small cap on the files: the sink scans the directory at every write, and that
+    # scan's (transient) size should reach its steady state early, not creep all run.
+    argv = list(agent_argv) + ["agent", "--output-dir", outdir, "--output-max-mb", "4",
                                "--period", period, "--metrics-addr", f"127.0.0.1:{port}",
                                "--container", cg_name]
     churn = Churn(python, workdir, concurrency, nfuncs, namelen, lines, child_seconds,
@@ -299,7 +301,8 @@ def main():
     summary = {"ok": ok, "reasons": reasons, "processes": res["processes"],
                "profiles": res["profiles"], **nums,
                "metrics": {k: v for k, v in res["metrics"].items()
-                           if k.startswith(("pybpfprof_code_cache", "pybpfprof_string",
+                           if k.startswith(("pybpfprof_code_cache", "pybpfprof_frame_cache",
+                                            "pybpfprof_string",
                                             "pybpfprof_resident", "pybpfprof_processes"))}}
     print(json.dumps(summary, indent=2))
     if a.json:
