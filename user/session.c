@@ -954,6 +954,7 @@ int session__reset_profile(struct session *s)
 	s->agg = agg;
 	s->threads = threads;
 	s->ntimeline = 0;
+	s->timeline_full = 0;
 	s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	compact_strings(s);
