@@ -127,6 +127,11 @@ $(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cach
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_frame_cache: tests/unit/test_frame_cache.c $(OUT)/user/frame_cache.o \
+		$(OUT)/user/strtab.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
 		export_queue.o metrics_http.o log.o)
@@ -135,7 +140,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
-	test_export_http test_code_cache
+	test_export_http test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_writers \
 	$(OUT)/tests/test_json_out $(OUT)/tests/test_top_view $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)

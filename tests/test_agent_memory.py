@@ -10,9 +10,9 @@ and at most 3 MiB) catches many times over; a bounded one levels off in the firs
 half. The run must churn enough processes for such growth to show, or it proves
 nothing and fails.
 
-The unit test_code_cache checks the code cache's byte budgets (its own and the
-session's), that a hot entry outlives cold ones, and the string table's rebuild,
-plain and under ASan/UBSan."""
+The units test_code_cache and test_frame_cache check the caches' byte budgets (each
+cache's own and the session's), that a hot code entry outlives cold ones, and the
+string table's rebuild through both, plain and under ASan/UBSan."""
 
 import shutil
 import sys
@@ -31,8 +31,9 @@ MIN_PROCESSES = 30
 
 
 @pytest.mark.parametrize("build", BUILDS)
-def test_code_cache_budgets_and_string_rebuild(build):
-    assert run_unit("test_code_cache", build).stdout.strip() == "ok"
+@pytest.mark.parametrize("name", ["test_code_cache", "test_frame_cache"])
+def test_cache_budgets_and_string_rebuild(name, build):
+    assert run_unit(name, build).stdout.strip() == "ok"
 
 
 def python311():

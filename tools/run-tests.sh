@@ -24,7 +24,7 @@ step "building with -fsanitize=address,undefined"
 make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests/test_linetable build/san/tests/test_offsets build/san/tests/test_writers \
 	build/san/tests/test_json_out build/san/tests/test_top_view build/san/tests/test_cgroup_labels \
 	build/san/tests/test_export_queue build/san/tests/test_agent_config \
-	build/san/tests/test_export_files build/san/tests/test_export_http build/san/tests/test_code_cache
+	build/san/tests/test_export_files build/san/tests/test_export_http build/san/tests/test_code_cache build/san/tests/test_frame_cache
 
 step "preparing CPython 3.11 (host) and 3.13, 3.14, 3.15 (Debian sid chroot)"
 bash tools/test-interpreters.sh >/dev/null
