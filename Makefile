@@ -48,7 +48,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test demo bench fuzz lint format clean unit-tests
+.PHONY: all test demo bench soak fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -148,6 +148,17 @@ $(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descend
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cache.o \
+		$(OUT)/user/strtab.o $(OUT)/user/pyobj.o $(OUT)/user/linetable.o \
+		$(OUT)/user/mem_live.o $(OUT)/user/log.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+$(OUT)/tests/test_frame_cache: tests/unit/test_frame_cache.c $(OUT)/user/frame_cache.o \
+		$(OUT)/user/strtab.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
 EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
 		outfile.o export_queue.o metrics_http.o worker.o log.o)
@@ -156,7 +167,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
-	test_export_http test_agent_procs test_descendants
+	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json_out $(OUT)/tests/test_top_view \
@@ -171,6 +182,11 @@ demo:
 bench: all
 	$(Q)/usr/bin/python3 tools/bench/run.py --out $(OUT)/bench
 	$(Q)/usr/bin/python3 tools/bench/readme_perf.py $(OUT)/bench/report.md README.md
+
+# The agent under 10 minutes of process churn: RSS must level off (tools/soak/).
+soak: all
+	$(Q)/usr/bin/python3 tools/soak/agent_churn.py --binary $(OUT)/pybpfprof --seconds 600 \
+		--json $(OUT)/soak.json
 
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)

@@ -438,6 +438,22 @@ static int render(void *ctx, FILE *f)
 			     "Config reloads refused (the old config stayed)", c->reload_failures);
 	metrics_http__metric(f, "pybpfprof_resident_memory_bytes", "gauge",
 			     "Resident memory of the agent", rss_bytes());
+	metrics_http__metric(f, "pybpfprof_code_cache_hits_total", "counter",
+			     "Code objects found in the code caches", rs.codes.hits);
+	metrics_http__metric(f, "pybpfprof_code_cache_misses_total", "counter",
+			     "Code objects looked for in the code caches and read", rs.codes.misses);
+	metrics_http__metric(f, "pybpfprof_code_cache_evictions_total", "counter",
+			     "Code cache entries dropped to stay within the byte budgets",
+			     rs.codes.evictions);
+	metrics_http__metric(f, "pybpfprof_code_cache_bytes", "gauge",
+			     "Bytes the code caches hold, line tables included", rs.code_cache_bytes);
+	metrics_http__metric(f, "pybpfprof_frame_cache_bytes", "gauge",
+			     "Bytes the frame caches hold", rs.frame_cache_bytes);
+	metrics_http__metric(f, "pybpfprof_strings", "gauge",
+			     "Strings interned (function, file, process and thread names)",
+			     rs.strings);
+	metrics_http__metric(f, "pybpfprof_string_bytes", "gauge",
+			     "Bytes the string table holds", rs.string_bytes);
 	exporter__print_metrics(&em, f);
 	return 0;
 }

@@ -2,13 +2,14 @@
 /*
  * The code-object cache; see code_cache.h for the validation rule. The table is open
  * addressing; it starts small and doubles up to a fixed capacity (system-wide, most
- * of hundreds of processes run little code), and when that fills up it is emptied,
- * which costs a burst of re-reads but keeps memory bounded in a process that makes
- * code forever.
+ * of hundreds of processes run little code). Entries are evicted by a clock (second
+ * chance) when the table is full or a byte budget is exceeded: the cache's own, or
+ * the session's over every cache, which takes from the largest cache.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "code_cache.h"
 #include "hash.h"
@@ -21,10 +22,23 @@ struct code_cache {
 	struct code_cache_cfg cfg;
 	struct code_info **slots;
 	uint32_t nslots, used, max_slots;
+	uint32_t hand;		/* the clock's */
+	size_t bytes;		/* entries and slot table */
+	struct code_budget own;	/* when the config gives none */
+	struct code_budget *budget;
+	struct code_cache *next, **pprev;	/* in budget->caches */
 	struct code_cache_stats stats;
 };
 
 #define FIRST_SLOTS 256u
+/* What malloc keeps beside each block, as glibc does on 64-bit hosts. */
+#define MALLOC_OVERHEAD 16
+
+static void count_bytes(struct code_cache *c, ssize_t delta)
+{
+	c->bytes += delta;
+	c->budget->bytes += delta;
+}
 
 int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 {
@@ -43,6 +57,15 @@ int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 		free(c);
 		return -ENOMEM;
 	}
+	c->own = (struct code_budget){ .per_cache = CODE_CACHE_BYTES_DEFAULT,
+				       .total = CODE_CACHE_TOTAL_DEFAULT };
+	c->budget = cfg->budget ? cfg->budget : &c->own;
+	c->next = c->budget->caches;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &c->budget->caches;
+	c->budget->caches = c;
+	count_bytes(c, sizeof(*c) + c->nslots * sizeof(*c->slots) + MALLOC_OVERHEAD * 2);
 	*out = c;
 	return 0;
 }
@@ -55,20 +78,20 @@ static void info_free(struct code_info *ci)
 	}
 }
 
-static void clear(struct code_cache *c)
-{
-	for (uint32_t i = 0; i < c->nslots; i++) {
-		info_free(c->slots[i]);
-		c->slots[i] = NULL;
-	}
-	c->used = 0;
-}
-
 void code_cache__free(struct code_cache *c)
 {
 	if (!c)
 		return;
-	clear(c);
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		if (c->slots[i]) {
+			c->budget->entries--;
+			info_free(c->slots[i]);
+		}
+	}
+	count_bytes(c, -(ssize_t)c->bytes);
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
 	free(c->slots);
 	free(c);
 }
@@ -213,6 +236,74 @@ fail:
 	return err;
 }
 
+/* Empties slot @i, moving later entries of its probe run back (no tombstones). */
+static void remove_at(struct code_cache *c, uint32_t i)
+{
+	uint32_t mask = c->nslots - 1, j = i, k;
+
+	count_bytes(c, -(ssize_t)c->slots[i]->bytes);
+	info_free(c->slots[i]);
+	c->slots[i] = NULL;
+	c->used--;
+	c->budget->entries--;
+	c->stats.evictions++;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!c->slots[j])
+			return;
+		k = slot_of(c, c->slots[j]->addr, c->slots[j]->fp);
+		/* An entry whose home lies cyclically in (i, j] is still reachable. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		c->slots[i] = c->slots[j];
+		c->slots[j] = NULL;
+		i = j;
+	}
+}
+
+/* Evicts one entry not looked up since the hand last passed; 0 if there was none. */
+static int evict_one(struct code_cache *c)
+{
+	if (!c->used)
+		return 0;
+	for (;;) {
+		uint32_t i = c->hand;
+		struct code_info *ci = c->slots[i];
+
+		c->hand = (c->hand + 1) & (c->nslots - 1);
+		if (!ci)
+			continue;
+		if (ci->used) {
+			ci->used = 0;
+			continue;
+		}
+		remove_at(c, i);
+		return 1;
+	}
+}
+
+static struct code_cache *largest(const struct code_budget *b)
+{
+	struct code_cache *big = NULL;
+
+	for (struct code_cache *c = b->caches; c; c = c->next)
+		if (c->used && (!big || c->bytes > big->bytes))
+			big = c;
+	return big;
+}
+
+/* Makes room for @need more bytes in @c under both limits. */
+static void make_room(struct code_cache *c, size_t need)
+{
+	struct code_budget *b = c->budget;
+	struct code_cache *big;
+
+	while (b->per_cache && c->bytes + need > b->per_cache && evict_one(c))
+		;
+	while (b->total && b->bytes + need > b->total && (big = largest(b)) && evict_one(big))
+		;
+}
+
 /* Twice the slots, same entries; -ENOMEM leaves the table as it was. */
 static int grow(struct code_cache *c)
 {
@@ -232,8 +323,10 @@ static int grow(struct code_cache *c)
 		slots[i] = ci;
 	}
 	free(c->slots);
+	count_bytes(c, (n - c->nslots) * sizeof(*slots));
 	c->slots = slots;
 	c->nslots = n;
+	c->hand = 0;
 	return 0;
 }
 
@@ -248,6 +341,7 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1)) {
 		if (c->slots[i]->addr == addr && c->slots[i]->fp == fp) {
 			c->stats.hits++;
+			c->slots[i]->used = 1;
 			*out = c->slots[i];
 			return 0;
 		}
@@ -270,14 +364,20 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 			c->stats.stale++;
 		return err;
 	}
-	if ((c->used + 1) * 2 > c->nslots && (c->nslots >= c->max_slots || grow(c))) {
-		c->stats.evictions += c->used;
-		clear(c);
-	}
+	/* Its strings count as its own: shared ones are counted more than once, so the
+	 * string table's part is bounded by the budget too. */
+	ci->bytes = sizeof(*ci) + ci->linetable_len + 2 * MALLOC_OVERHEAD +
+		    strlen(strtab__get(c->cfg.strs, ci->qualname)) +
+		    strlen(strtab__get(c->cfg.strs, ci->filename)) + 2;
+	if ((c->used + 1) * 2 > c->nslots && (c->nslots >= c->max_slots || grow(c)))
+		evict_one(c);
+	make_room(c, ci->bytes);
 	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1))
 		;
 	c->slots[i] = ci;
 	c->used++;
+	c->budget->entries++;
+	count_bytes(c, ci->bytes);
 	*out = ci;
 	return 0;
 }
@@ -303,4 +403,14 @@ int code_cache__line(const struct code_info *ci, uint32_t instr)
 const struct code_cache_stats *code_cache__stats(const struct code_cache *c)
 {
 	return &c->stats;
+}
+
+void code_cache__remap_strings(struct code_cache *c, struct strtab_remap *map)
+{
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		if (c->slots[i]) {
+			strtab_remap__id(map, &c->slots[i]->qualname);
+			strtab_remap__id(map, &c->slots[i]->filename);
+		}
+	}
 }

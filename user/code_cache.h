@@ -31,14 +31,35 @@ struct code_info {
 	uint32_t ncodeunits;
 	uint8_t *linetable;
 	uint32_t linetable_len;
+	uint32_t bytes;		/* what the entry costs, counted against the budget */
+	uint8_t used;		/* looked up since the clock hand last passed */
 	/* instruction -> line memo: call sites of parent frames repeat sample after sample */
 	uint32_t memo_instr[CODE_LINE_SLOTS];
 	int32_t memo_line[CODE_LINE_SLOTS];
 };
 
+/* Counters, summed over targets; the bytes held now are the budget's. */
 struct code_cache_stats {
 	uint64_t hits, misses, stale, evictions, invalid;
 };
+
+/*
+ * The bytes code caches may hold: each cache on its own, and all the caches of a
+ * session together. An entry counts its line table (up to 1 MiB each), its names and
+ * its bookkeeping, a cache its slot table. Over a limit, entries not looked up lately go
+ * first (a clock): hot code stays, and a target that keeps making code costs at most
+ * its share.
+ */
+struct code_budget {
+	size_t per_cache;	/* 0: no limit */
+	size_t total;		/* 0: no limit */
+	size_t bytes;		/* held now by every cache counting against it */
+	size_t entries;
+	struct code_cache *caches;	/* every such cache, to take from the largest */
+};
+
+#define CODE_CACHE_BYTES_DEFAULT (16u << 20)
+#define CODE_CACHE_TOTAL_DEFAULT (48u << 20)
 
 struct code_cache_cfg {
 	const struct py_offsets *off;
@@ -46,6 +67,7 @@ struct code_cache_cfg {
 	struct mem_source *live;
 	struct strtab *strs;
 	uint32_t max_entries;
+	struct code_budget *budget;	/* NULL: the cache's own, with the defaults */
 };
 
 struct code_cache;
@@ -68,5 +90,8 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 int code_cache__line(const struct code_info *ci, uint32_t instr);
 
 const struct code_cache_stats *code_cache__stats(const struct code_cache *c);
+
+/* Rewrites the string ids every entry holds through @map (see strtab.h). */
+void code_cache__remap_strings(struct code_cache *c, struct strtab_remap *map);
 
 #endif

@@ -25,8 +25,7 @@ struct decoder {
 	struct code_cache *codes;
 	struct mem_snapshot snap;
 	struct decode_stats stats;
-	struct raw_frame raw[DECODE_MAX_DEPTH];
-	struct decoded_frame reused[DECODE_MAX_DEPTH];
+	struct decode_scratch *scratch, *own_scratch;
 };
 
 int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
@@ -37,6 +36,7 @@ int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
 		.live = cfg->live,
 		.strs = cfg->strs,
 		.max_entries = cfg->code_cache_entries ? cfg->code_cache_entries : 16384,
+		.budget = cfg->code_budget,
 	};
 	struct decoder *d = calloc(1, sizeof(*d));
 	int err;
@@ -45,8 +45,12 @@ int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
 		return -ENOMEM;
 	d->cfg = *cfg;
 	d->off = &cfg->interp->off;
-	err = code_cache__new(&cc, &d->codes);
+	d->scratch = cfg->scratch;
+	if (!d->scratch)
+		d->scratch = d->own_scratch = malloc(sizeof(*d->scratch));
+	err = d->scratch ? code_cache__new(&cc, &d->codes) : -ENOMEM;
 	if (err) {
+		free(d->own_scratch);
 		free(d);
 		return err;
 	}
@@ -60,6 +64,7 @@ void decoder__free(struct decoder *d)
 	if (!d)
 		return;
 	code_cache__free(d->codes);
+	free(d->own_scratch);
 	free(d);
 }
 
@@ -161,7 +166,7 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 	*n = 0;
 	while (frame) {
 		uint64_t before = d->cfg.live->stats.reads;
-		struct raw_frame *r = &d->raw[depth];
+		struct raw_frame *r = &d->scratch->raw[depth];
 		struct frame_hdr f;
 		int err;
 
@@ -222,7 +227,7 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 	const struct py_offsets *o = d->off;
 
 	for (uint32_t i = 0; i < n; i++) {
-		const struct raw_frame *r = &d->raw[i];
+		const struct raw_frame *r = &d->scratch->raw[i];
 		struct frame_hdr f;
 		int shim;
 
@@ -269,7 +274,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 
 	st->depth = 0;
 	for (uint32_t i = 0; i < n; i++) {
-		struct raw_frame *r = &d->raw[i];
+		struct raw_frame *r = &d->scratch->raw[i];
 		struct decoded_frame *f = &st->frames[st->depth];
 		uint64_t start, fp;
 		int err;
@@ -358,12 +363,13 @@ static enum decode_gap decode_anchored(struct decoder *d, const struct thread_sa
 	}
 	if (gap != GAP_NONE)
 		return gap;
-	if (frame_cache__splice(d->cfg.fcache, t, stop, d->raw + n, DECODE_MAX_DEPTH - n, &nraw,
+	if (frame_cache__splice(d->cfg.fcache, t, stop, d->scratch->raw + n,
+				DECODE_MAX_DEPTH - n, &nraw,
 				st->frames + st->depth, DECODE_MAX_DEPTH - st->depth, &ndec))
 		return GAP_CACHE_LOST;
 	st->depth += ndec;
 	d->stats.frames_from_cache += ndec;
-	frame_cache__after_hit(d->cfg.fcache, t, d->raw, n);
+	frame_cache__after_hit(d->cfg.fcache, t, d->scratch->raw, n);
 	return GAP_NONE;
 }
 
@@ -379,7 +385,8 @@ static enum decode_gap decode_full(struct decoder *d, const struct thread_sample
 		return gap;
 	/* The outermost frames identical to the last chain keep their names. */
 	if (d->cfg.fcache && gap == GAP_NONE)
-		m = frame_cache__reuse(d->cfg.fcache, t, d->raw, n, d->reused, &nreused);
+		m = frame_cache__reuse(d->cfg.fcache, t, d->scratch->raw, n, d->scratch->reused,
+				       &nreused);
 	/* Name what was walked even when the walk broke off: the partial stack is still
 	 * reported, marked incomplete. */
 	{
@@ -388,11 +395,12 @@ static enum decode_gap decode_full(struct decoder *d, const struct thread_sample
 		if (g != GAP_NONE)
 			return g;
 	}
-	memcpy(st->frames + st->depth, d->reused, nreused * sizeof(*d->reused));
+	memcpy(st->frames + st->depth, d->scratch->reused,
+	       nreused * sizeof(*d->scratch->reused));
 	st->depth += nreused;
 	d->stats.frames_from_cache += nreused;
 	if (gap == GAP_NONE && d->cfg.fcache)
-		frame_cache__store(d->cfg.fcache, t, d->raw, n, st->frames, st->depth);
+		frame_cache__store(d->cfg.fcache, t, d->scratch->raw, n, st->frames, st->depth);
 	return gap;
 }
 
@@ -480,4 +488,9 @@ const struct code_cache_stats *decoder__code_stats(const struct decoder *d)
 const struct mem_stats *decoder__mem_stats(const struct decoder *d)
 {
 	return &d->cfg.live->stats;
+}
+
+void decoder__remap_strings(struct decoder *d, struct strtab_remap *map)
+{
+	code_cache__remap_strings(d->codes, map);
 }

@@ -100,12 +100,21 @@ struct decoder;
 
 struct frame_cache;
 
+/* A walk's working space (about 256 KiB). Decoding is single-threaded, so the
+ * decoders of a session share one. */
+struct decode_scratch {
+	struct raw_frame raw[DECODE_MAX_DEPTH];
+	struct decoded_frame reused[DECODE_MAX_DEPTH];
+};
+
 struct decoder_cfg {
 	const struct py_interp *interp;
 	struct mem_source *live;
 	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
 	struct strtab *strs;
 	uint32_t code_cache_entries;
+	struct code_budget *code_budget;	/* NULL: the code cache's own */
+	struct decode_scratch *scratch;		/* NULL: the decoder's own */
 };
 
 int decoder__new(const struct decoder_cfg *cfg, struct decoder **out);
@@ -121,5 +130,7 @@ int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, str
 const struct decode_stats *decoder__stats(const struct decoder *d);
 const struct code_cache_stats *decoder__code_stats(const struct decoder *d);
 const struct mem_stats *decoder__mem_stats(const struct decoder *d);
+/* Passes every string id the decoder keeps through @map (see strtab.h). */
+void decoder__remap_strings(struct decoder *d, struct strtab_remap *map);
 
 #endif

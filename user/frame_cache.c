@@ -65,6 +65,8 @@ struct fc_entry {
 
 struct frame_cache {
 	const struct py_offsets *off;
+	struct frame_cache_budget own, *budget;
+	size_t bytes;
 	int anchors;
 	struct frame_cache_hooks hooks;
 	struct frame_cache_stats stats;
@@ -72,13 +74,34 @@ struct frame_cache {
 	uint32_t n, cap;
 };
 
+#define FRAME_BYTES (sizeof(struct raw_frame) + sizeof(struct decoded_frame))
+
+static void count_bytes(struct frame_cache *fc, size_t add, size_t sub)
+{
+	fc->bytes += add - sub;
+	fc->budget->bytes += add - sub;
+}
+
+/* Whether @more bytes fit under both limits. */
+static int fits(const struct frame_cache *fc, size_t more)
+{
+	const struct frame_cache_budget *b = fc->budget;
+
+	return (!b->per_cache || fc->bytes + more <= b->per_cache) &&
+	       (!b->total || b->bytes + more <= b->total);
+}
+
 int frame_cache__new(const struct py_offsets *off, int anchors,
-		     const struct frame_cache_hooks *hooks, struct frame_cache **out)
+		     const struct frame_cache_hooks *hooks, struct frame_cache_budget *budget,
+		     struct frame_cache **out)
 {
 	struct frame_cache *fc = calloc(1, sizeof(*fc));
 
 	if (!fc)
 		return -ENOMEM;
+	fc->own = (struct frame_cache_budget){ .per_cache = FRAME_CACHE_BYTES_DEFAULT,
+					       .total = FRAME_CACHE_TOTAL_DEFAULT };
+	fc->budget = budget ? budget : &fc->own;
 	fc->off = off;
 	fc->anchors = anchors && hooks && hooks->write_anchor;
 	if (hooks)
@@ -87,18 +110,20 @@ int frame_cache__new(const struct py_offsets *off, int anchors,
 	return 0;
 }
 
-static void chain_free(struct chain *c)
+static void chain_free(struct frame_cache *fc, struct chain *c)
 {
+	count_bytes(fc, 0, c->cap * FRAME_BYTES);
 	free(c->raw);
 	free(c->dec);
 	memset(c, 0, sizeof(*c));
 }
 
-static void entry_free(struct fc_entry *e)
+static void entry_free(struct frame_cache *fc, struct fc_entry *e)
 {
-	chain_free(&e->last);
-	chain_free(&e->cur.chain);
-	chain_free(&e->prev.chain);
+	chain_free(fc, &e->last);
+	chain_free(fc, &e->cur.chain);
+	chain_free(fc, &e->prev.chain);
+	count_bytes(fc, 0, sizeof(*e));
 	free(e);
 }
 
@@ -107,7 +132,8 @@ void frame_cache__free(struct frame_cache *fc)
 	if (!fc)
 		return;
 	for (uint32_t i = 0; i < fc->n; i++)
-		entry_free(fc->entries[i]);
+		entry_free(fc, fc->entries[i]);
+	count_bytes(fc, 0, fc->bytes);
 	free(fc->entries);
 	free(fc);
 }
@@ -143,40 +169,47 @@ static struct fc_entry *get(struct frame_cache *fc, uint32_t tid, uint64_t tstat
 		if (e->tstate != tstate) {
 			if (e->valid)
 				publish(fc, e, NULL);
-			chain_free(&e->last);
-			chain_free(&e->cur.chain);
-			chain_free(&e->prev.chain);
+			chain_free(fc, &e->last);
+			chain_free(fc, &e->cur.chain);
+			chain_free(fc, &e->prev.chain);
 			memset(e, 0, sizeof(*e));
 			e->tid = tid;
 			e->tstate = tstate;
 		}
 		return e;
 	}
+	if (!fits(fc, sizeof(*e) + (fc->n == fc->cap ? fc->cap * sizeof(*grown) : 0)))
+		return NULL;
 	if (fc->n == fc->cap) {
 		uint32_t cap = fc->cap ? fc->cap * 2 : 16;
 
 		grown = realloc(fc->entries, cap * sizeof(*grown));
 		if (!grown)
 			return NULL;
+		count_bytes(fc, (cap - fc->cap) * sizeof(*grown), 0);
 		fc->entries = grown;
 		fc->cap = cap;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
+	count_bytes(fc, sizeof(*e), 0);
 	e->tid = tid;
 	e->tstate = tstate;
 	fc->entries[fc->n++] = e;
 	return e;
 }
 
-static int chain_set(struct chain *c, const struct raw_frame *raw, uint32_t n,
-		     const struct decoded_frame *dec, uint32_t ndec)
+static int chain_set(struct frame_cache *fc, struct chain *c, const struct raw_frame *raw,
+		     uint32_t n, const struct decoded_frame *dec, uint32_t ndec)
 {
 	if (n > c->cap) {
-		struct raw_frame *r = realloc(c->raw, n * sizeof(*r));
+		struct raw_frame *r;
 		struct decoded_frame *d;
 
+		if (!fits(fc, (n - c->cap) * FRAME_BYTES))
+			return -ENOSPC;
+		r = realloc(c->raw, n * sizeof(*r));
 		if (!r)
 			return -ENOMEM;
 		c->raw = r;
@@ -184,6 +217,7 @@ static int chain_set(struct chain *c, const struct raw_frame *raw, uint32_t n,
 		if (!d)
 			return -ENOMEM;
 		c->dec = d;
+		count_bytes(fc, (n - c->cap) * FRAME_BYTES, 0);
 		c->cap = n;
 	}
 	memcpy(c->raw, raw, n * sizeof(*raw));
@@ -337,7 +371,7 @@ static void establish(struct frame_cache *fc, struct fc_entry *e, const struct t
 	e->prev = e->cur;
 	e->cur.chain = swap.chain;
 	e->valid = 0;
-	if (chain_set(&e->cur.chain, raw, n, dec, ndec))
+	if (chain_set(fc, &e->cur.chain, raw, n, dec, ndec))
 		return;
 	e->cur.gen = e->prev.gen + 1;
 	e->cur.seq = t->anchor_seq;
@@ -433,7 +467,7 @@ void frame_cache__store(struct frame_cache *fc, const struct thread_sample *t,
 		return;
 	e->seen_ns = clock__mono_ns();
 	e->ns_tid = t->ns_tid ? t->ns_tid : t->tid;
-	if (chain_set(&e->last, raw, n, dec, ndec))
+	if (chain_set(fc, &e->last, raw, n, dec, ndec))
 		e->last.n = 0;
 	if (fc->anchors)
 		move_anchor(fc, e, t, raw, n, dec, ndec);
@@ -486,7 +520,7 @@ void frame_cache__expire(struct frame_cache *fc, uint64_t before_ns)
 		}
 		if (e->valid)
 			publish(fc, e, NULL);
-		entry_free(e);
+		entry_free(fc, e);
 	}
 	fc->n = w;
 }
@@ -494,4 +528,21 @@ void frame_cache__expire(struct frame_cache *fc, uint64_t before_ns)
 const struct frame_cache_stats *frame_cache__stats(const struct frame_cache *fc)
 {
 	return &fc->stats;
+}
+
+static void chain_remap(struct chain *c, struct strtab_remap *map)
+{
+	for (uint32_t i = 0; i < c->ndec; i++) {
+		strtab_remap__id(map, &c->dec[i].qualname);
+		strtab_remap__id(map, &c->dec[i].filename);
+	}
+}
+
+void frame_cache__remap_strings(struct frame_cache *fc, struct strtab_remap *map)
+{
+	for (uint32_t i = 0; i < fc->n; i++) {
+		chain_remap(&fc->entries[i]->last, map);
+		chain_remap(&fc->entries[i]->cur.chain, map);
+		chain_remap(&fc->entries[i]->prev.chain, map);
+	}
 }

@@ -48,10 +48,26 @@ struct frame_cache_stats {
 
 struct frame_cache;
 
+/*
+ * The bytes frame caches may hold: each on its own and all of a session's together.
+ * An entry costs up to 3 chains x 4096 frames x 64 bytes; past a limit, new threads
+ * and longer chains go uncached (decoded in full, as with --no-frame-cache) until
+ * entries expire.
+ */
+struct frame_cache_budget {
+	size_t per_cache, total;	/* 0: no limit */
+	size_t bytes;			/* held now by every cache counting against it */
+};
+
+#define FRAME_CACHE_BYTES_DEFAULT (8u << 20)
+#define FRAME_CACHE_TOTAL_DEFAULT (32u << 20)
+
 /* @anchors: the interpreter keeps last_profiled_frame (3.15+) and the hooks may write
- * it; otherwise only validation is used. */
+ * it; otherwise only validation is used. @budget: NULL for the cache's own, with the
+ * defaults. */
 int frame_cache__new(const struct py_offsets *off, int anchors,
-		     const struct frame_cache_hooks *hooks, struct frame_cache **out);
+		     const struct frame_cache_hooks *hooks, struct frame_cache_budget *budget,
+		     struct frame_cache **out);
 void frame_cache__free(struct frame_cache *fc);
 
 /*
@@ -100,5 +116,8 @@ int frame_cache__anchor_hit(struct frame_cache *fc, uint32_t tid, uint64_t tstat
 void frame_cache__expire(struct frame_cache *fc, uint64_t before_ns);
 
 const struct frame_cache_stats *frame_cache__stats(const struct frame_cache *fc);
+
+/* Passes every string id the cached decoded frames hold through @map (strtab.h). */
+void frame_cache__remap_strings(struct frame_cache *fc, struct strtab_remap *map);
 
 #endif

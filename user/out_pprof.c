@@ -14,6 +14,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "hash.h"
 #include "out_pprof.h"
 #include "pb_encode.h"
 #include "profile_index.h"
@@ -58,9 +59,13 @@ enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NANOSECONDS, S_PID, S_THREAD_ID,
 struct pprof_ctx {
 	const struct profile *p;
 	struct profile_index ix;
-	/* strtab id -> string table index (0: not used yet), and the strtab ids in
-	 * string table order from str_base on. */
+	/* strtab id -> string table index for the strings used so far, in a hash
+	 * table sized by what this profile can use (two per function, one per thread),
+	 * not by the strtab, which holds every process's strings; and the strtab ids
+	 * in string table order from str_base on. */
+	uint64_t *str_key;	/* strtab id + 1; 0: empty */
 	uint64_t *str_index;
+	size_t str_mask;
 	uint32_t *str_order;
 	size_t nstr;
 	/* The profile-wide labels' key and value string table indices (0: label left
@@ -78,13 +83,33 @@ struct pprof_ctx {
 /* A strtab id as a string table index, added on first use. */
 static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 {
-	if (!c->str_index[id]) {
+	size_t i = hash_u64(id) & c->str_mask;
+
+	while (c->str_key[i] && c->str_key[i] != id + 1ull)
+		i = (i + 1) & c->str_mask;
+	if (!c->str_key[i]) {
 		if (!*strtab__get(c->p->strs, id))
 			return S_EMPTY;
+		c->str_key[i] = id + 1ull;
 		c->str_order[c->nstr] = id;
-		c->str_index[id] = c->str_base + c->nstr++;
+		c->str_index[i] = c->str_base + c->nstr++;
 	}
-	return c->str_index[id];
+	return c->str_index[i];
+}
+
+/* Room for every string the profile can name: its functions' names and files (at
+ * most two per distinct frame) and its threads' names. */
+static int index_strings(struct pprof_ctx *c)
+{
+	size_t most = 2 * profile_index__nframes(&c->ix) + c->ix.nthreads + 1, n = 16;
+
+	while (n < 2 * most)
+		n *= 2;
+	c->str_mask = n - 1;
+	c->str_key = calloc(n, sizeof(*c->str_key));
+	c->str_index = calloc(n, sizeof(*c->str_index));
+	c->str_order = calloc(most, sizeof(*c->str_order));
+	return c->str_key && c->str_index && c->str_order ? 0 : -ENOMEM;
 }
 
 /* One string table index per distinct label string; a label with an empty key or
@@ -294,18 +319,14 @@ out:
 int out_pprof__write(FILE *f, const struct profile *p)
 {
 	struct pprof_ctx c = { .p = p };
-	size_t nstrs = strtab__count(p->strs);
 	struct pb parts[3] = { { 0 } };
 	int err = profile_index__build(&c.ix, p);
 
 	if (err)
 		return err;
-	err = -ENOMEM;
-	c.str_index = calloc(nstrs ? nstrs : 1, sizeof(*c.str_index));
-	c.str_order = calloc(nstrs ? nstrs : 1, sizeof(*c.str_order));
-	if (!c.str_index || !c.str_order)
-		goto out;
-	err = index_labels(&c);
+	err = index_strings(&c);
+	if (!err)
+		err = index_labels(&c);
 	if (!err)
 		err = index_functions(&c);
 	if (!err)
@@ -314,9 +335,9 @@ int out_pprof__write(FILE *f, const struct profile *p)
 		err = gzip_write(f, parts, 3);
 	if (!err && ferror(f))
 		err = -EIO;
-out:
 	for (size_t i = 0; i < 3; i++)
 		pb__free(&parts[i]);
+	free(c.str_key);
 	free(c.str_index);
 	free(c.str_order);
 	free(c.function_of);

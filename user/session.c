@@ -39,6 +39,13 @@
 #include "thread_table.h"
 
 #define FCACHE_EXPIRE_S 10.0
+/* The table is rebuilt once it holds this much more than 1.5 times what the last
+ * rebuild kept (see compact_strings()). */
+#define STRS_SLACK_BYTES (1u << 20)
+/* The timeline keeps its first samples up to this size (16 bytes each). */
+#define TIMELINE_MAX_BYTES (64u << 20)
+/* A burst of process events grows their array; past this it is given back. */
+#define EVENTS_KEEP 1024
 /* System-wide, exits come as events; this sweep catches any whose event was lost. */
 #define SWEEP_NS 1000000000ull
 
@@ -53,6 +60,12 @@ static void on_stop_signal(int sig)
 struct session {
 	struct session_opts opts;
 	struct strtab *strs;
+	size_t strs_kept;	/* its size after the last rebuild */
+	struct code_budget codes;	/* every target's caches count against these */
+	struct frame_cache_budget fcaches;
+	struct target_shared shared;
+	int timeline_full;
+	uint64_t strs_rebuilds;
 	struct aggregate *agg;
 	struct thread_table *threads;
 	struct profile_sample *timeline;
@@ -133,6 +146,14 @@ static int32_t frame_line(const struct session_opts *o, const struct decoded_fra
 
 static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 {
+	if (s->ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->timeline)) {
+		if (!s->timeline_full)
+			pr_warn("the timeline holds its first %zu samples (%u MiB): later ones "
+				"count in the profile but are not placed in time\n", s->ntimeline,
+				TIMELINE_MAX_BYTES >> 20);
+		s->timeline_full = 1;
+		return 0;
+	}
 	if (s->ntimeline == s->timeline_cap) {
 		size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
 		struct profile_sample *t = realloc(s->timeline, cap * sizeof(*t));
@@ -440,7 +461,7 @@ static int choose_sampler(struct session *s, struct target *first)
 		return EXIT_UNSUPPORTED;
 	}
 	first->session = s;
-	err = target__prepare(first, s->strs, !o->no_frame_cache, publish_anchor);
+	err = target__prepare(first, &s->shared, !o->no_frame_cache, publish_anchor);
 	if (err)
 		goto fail;
 	if (!o->no_bpf) {
@@ -566,7 +587,7 @@ static int adopt(pid_t pid, void *arg)
 	}
 	pythreads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
-	err = target__prepare(t, s->strs, !s->opts.no_frame_cache, publish_anchor);
+	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache, publish_anchor);
 	if (!err)
 		err = target_enrol(s, t, gil);
 	if (err) {
@@ -630,7 +651,17 @@ static int setup(struct session *s)
 	s->threads = thread_table__new();
 	s->stack = malloc(sizeof(*s->stack));
 	s->frames = calloc(DECODE_MAX_DEPTH + 3, sizeof(*s->frames));
-	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames)
+	s->codes = (struct code_budget){ .per_cache = CODE_CACHE_BYTES_DEFAULT,
+					 .total = CODE_CACHE_TOTAL_DEFAULT };
+	s->fcaches = (struct frame_cache_budget){ .per_cache = FRAME_CACHE_BYTES_DEFAULT,
+						  .total = FRAME_CACHE_TOTAL_DEFAULT };
+	s->shared = (struct target_shared){
+		.strs = s->strs,
+		.codes = &s->codes,
+		.frames = &s->fcaches,
+		.scratch = malloc(sizeof(*s->shared.scratch)),
+	};
+	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch)
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
 	s->children = s->opts.system_wide ? descendants__new(is_target, consider, s, 0)
@@ -860,6 +891,11 @@ static int follow_host(struct session *s)
 		err = descendants__watch(s->children, ev.pid);
 	}
 	s->nevents = 0;
+	if (s->events_cap > EVENTS_KEEP) {
+		free(s->events);
+		s->events = NULL;
+		s->events_cap = 0;
+	}
 	if (!err)
 		err = descendants__step(s->children);
 	now = clock__mono_ns();
@@ -985,6 +1021,34 @@ void session__stop(struct session *s)
 		spawn__stop(&s->spawn, stop_signal, 3000);
 }
 
+/*
+ * Between two profiles only the targets hold string ids (their names, code caches and
+ * frame caches). Once the table has grown by half since the last rebuild it is rebuilt
+ * from theirs, so the strings of processes gone and of code evicted go too; growth by
+ * a factor keeps the cost, a pass over what is kept, in proportion to what was added.
+ */
+static void compact_strings(struct session *s)
+{
+	struct strtab_remap map;
+	size_t before = strtab__bytes(s->strs);
+
+	if (before <= s->strs_kept + s->strs_kept / 2 + STRS_SLACK_BYTES)
+		return;
+	if (strtab_remap__init(&map, s->strs)) {
+		pr_debug("no memory to rebuild the string table: it stays as it is\n");
+		return;
+	}
+	/* The fixed names first: they keep ids 0 and 1. */
+	strtab_remap__id(&map, &s->incomplete_name);
+	strtab_remap__id(&map, &s->no_python_name);
+	for (size_t i = 0; i < s->ntargets; i++)
+		target__remap_strings(s->targets[i], &map);
+	strtab_remap__finish(&map);
+	s->strs_kept = strtab__bytes(s->strs);
+	s->strs_rebuilds++;
+	pr_debug("string table rebuilt: %zu bytes, was %zu\n", s->strs_kept, before);
+}
+
 int session__reset_profile(struct session *s)
 {
 	struct aggregate *agg = aggregate__new();
@@ -1000,8 +1064,10 @@ int session__reset_profile(struct session *s)
 	s->agg = agg;
 	s->threads = threads;
 	s->ntimeline = 0;
+	s->timeline_full = 0;
 	s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
+	compact_strings(s);
 	return 0;
 }
 
@@ -1084,6 +1150,12 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->processes_skipped = s->processes_skipped;
 	if (s->children)
 		descendants__counts(s->children, &st->process_looks, &st->process_looks_deferred);
+	st->code_cache_bytes = s->codes.bytes;
+	st->code_cache_entries = s->codes.entries;
+	st->frame_cache_bytes = s->fcaches.bytes;
+	st->strings = s->strs ? strtab__count(s->strs) : 0;
+	st->string_bytes = s->strs ? strtab__bytes(s->strs) : 0;
+	st->string_rebuilds = s->strs_rebuilds;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
@@ -1132,6 +1204,7 @@ void session__free(struct session *s)
 	aggregate__free(s->agg);
 	thread_table__free(s->threads);
 	free(s->timeline);
+	free(s->shared.scratch);
 	strtab__free(s->strs);
 	free(s->stack);
 	free(s->frames);

@@ -90,6 +90,13 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		(unsigned long long)s->fcache.anchors_established);
 	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
 	fprintf(f, "  \"code_cache_misses\": %llu,\n", (unsigned long long)s->codes.misses);
+	fprintf(f, "  \"code_cache_evictions\": %llu,\n", (unsigned long long)s->codes.evictions);
+	fprintf(f, "  \"code_cache_bytes\": %llu,\n", (unsigned long long)s->code_cache_bytes);
+	fprintf(f, "  \"code_cache_entries\": %llu,\n", (unsigned long long)s->code_cache_entries);
+	fprintf(f, "  \"frame_cache_bytes\": %llu,\n", (unsigned long long)s->frame_cache_bytes);
+	fprintf(f, "  \"strings\": %llu,\n", (unsigned long long)s->strings);
+	fprintf(f, "  \"string_bytes\": %llu,\n", (unsigned long long)s->string_bytes);
+	fprintf(f, "  \"string_rebuilds\": %llu,\n", (unsigned long long)s->string_rebuilds);
 	/* Cached facts found no longer true: code objects freed and reused, and frame
 	 * cache entries whose anchor left the cached path. */
 	fprintf(f, "  \"stale_invalidations\": %llu,\n",

@@ -35,6 +35,10 @@ struct run_stats {
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
 	uint64_t process_looks;		/* new processes looked at for an interpreter */
 	uint64_t process_looks_deferred;	/* ... put off for the budget of looks */
+	/* Memory held now (gauges): code caches, and the string table. */
+	uint64_t code_cache_bytes, code_cache_entries, frame_cache_bytes;
+	uint64_t strings, string_bytes;
+	uint64_t string_rebuilds;	/* times the string table was rebuilt smaller */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

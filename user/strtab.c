@@ -13,7 +13,11 @@ struct strtab {
 	size_t n, cap;
 	uint32_t *slots;	/* id + 1, 0 = empty */
 	size_t nslots;
+	size_t str_bytes;	/* the strings' own allocations */
 };
+
+/* What malloc keeps beside each block, as glibc does on 64-bit hosts. */
+#define MALLOC_OVERHEAD 16
 
 struct strtab *strtab__new(void)
 {
@@ -32,9 +36,8 @@ void strtab__free(struct strtab *t)
 	free(t);
 }
 
-static int rehash(struct strtab *t)
+static int rehash(struct strtab *t, size_t nslots)
 {
-	size_t nslots = t->nslots ? t->nslots * 2 : 1024;
 	uint32_t *slots = calloc(nslots, sizeof(*slots));
 
 	if (!slots)
@@ -59,7 +62,7 @@ int64_t strtab__intern(struct strtab *t, const char *s, size_t len)
 	int err;
 
 	if ((t->n + 1) * 2 > t->nslots) {
-		err = rehash(t);
+		err = rehash(t, t->nslots ? t->nslots * 2 : 1024);
 		if (err)
 			return err;
 	}
@@ -89,6 +92,7 @@ int64_t strtab__intern(struct strtab *t, const char *s, size_t len)
 		return -ENOMEM;
 	memcpy(copy, s, len);
 	copy[len] = '\0';
+	t->str_bytes += len + 1 + MALLOC_OVERHEAD;
 	t->strs[t->n] = copy;
 	t->lens[t->n] = len;
 	t->slots[i] = t->n + 1;
@@ -103,4 +107,96 @@ const char *strtab__get(const struct strtab *t, uint32_t id)
 size_t strtab__count(const struct strtab *t)
 {
 	return t->n;
+}
+
+size_t strtab__bytes(const struct strtab *t)
+{
+	return sizeof(*t) + t->str_bytes + t->cap * (sizeof(*t->strs) + sizeof(*t->lens)) +
+	       t->nslots * sizeof(*t->slots);
+}
+
+int strtab_remap__init(struct strtab_remap *r, struct strtab *t)
+{
+	size_t cap = t->n ? t->n : 1, nslots = 1024;
+
+	/* Room for every string now, so that nothing later allocates (or fails). */
+	while (nslots < 2 * (cap + 1))
+		nslots *= 2;
+	*r = (struct strtab_remap){ .from = t, .n = t->n };
+	r->to = strtab__new();
+	r->map = calloc(cap, sizeof(*r->map));
+	if (r->to) {
+		r->to->strs = calloc(cap, sizeof(*r->to->strs));
+		r->to->lens = calloc(cap, sizeof(*r->to->lens));
+		r->to->slots = calloc(nslots, sizeof(*r->to->slots));
+		r->to->cap = cap;
+		r->to->nslots = nslots;
+	}
+	if (!r->to || !r->map || !r->to->strs || !r->to->lens || !r->to->slots) {
+		strtab__free(r->to);
+		free(r->map);
+		*r = (struct strtab_remap){ 0 };
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void strtab_remap__id(struct strtab_remap *r, uint32_t *id)
+{
+	struct strtab *to = r->to, *from = r->from;
+	size_t i, len;
+
+	if (*id >= r->n)
+		return;
+	if (!r->map[*id]) {
+		/* Old strings are distinct: no need to look for this one in @to. */
+		len = from->lens[*id];
+		i = hash_bytes(from->strs[*id], len) & (to->nslots - 1);
+		while (to->slots[i])
+			i = (i + 1) & (to->nslots - 1);
+		to->strs[to->n] = from->strs[*id];
+		to->lens[to->n] = len;
+		to->str_bytes += len + 1 + MALLOC_OVERHEAD;
+		from->strs[*id] = NULL;
+		to->slots[i] = to->n + 1;
+		r->map[*id] = ++to->n;
+	}
+	*id = r->map[*id] - 1;
+}
+
+/* After a rebuild the arrays are sized for the old table: fit them to what was kept,
+ * as far as memory allows (a failure leaves them larger, and still right). */
+static void shrink(struct strtab *t)
+{
+	size_t cap = t->n > 256 ? t->n : 256, nslots = 1024;
+	char **strs;
+	size_t *lens;
+
+	while (nslots < 2 * (t->n + 1))
+		nslots *= 2;
+	if (nslots < t->nslots)
+		(void)rehash(t, nslots);
+	if (cap >= t->cap)
+		return;
+	strs = realloc(t->strs, cap * sizeof(*strs));
+	if (!strs)
+		return;
+	t->strs = strs;
+	/* If this one fails, the old array is larger than @cap: still right. */
+	lens = realloc(t->lens, cap * sizeof(*lens));
+	if (lens)
+		t->lens = lens;
+	t->cap = cap;
+}
+
+void strtab_remap__finish(struct strtab_remap *r)
+{
+	struct strtab old = *r->from;
+
+	shrink(r->to);
+	*r->from = *r->to;
+	*r->to = old;
+	strtab__free(r->to);	/* the strings nobody kept */
+	free(r->map);
+	*r = (struct strtab_remap){ 0 };
 }

@@ -95,10 +95,14 @@ static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)
 	return t->publish(t, tid, fc);
 }
 
-int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
+int target__prepare(struct target *t, const struct target_shared *shared, int frame_cache,
 		    target_publish_fn publish)
 {
-	struct decoder_cfg dc = { 0 };
+	struct decoder_cfg dc = {
+		.strs = shared->strs,
+		.code_budget = shared->codes,
+		.scratch = shared->scratch,
+	};
 	struct frame_cache_hooks hooks = {
 		.publish = publish_anchor,
 		.write_anchor = write_anchor,
@@ -113,7 +117,7 @@ int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
 	if (proc__cmdline(t->interp.pid, t->cmd, sizeof(t->cmd)))
 		snprintf(t->cmd, sizeof(t->cmd), "%.*s", (int)sizeof(t->cmd) - 1, t->interp.path);
 	n = snprintf(root, sizeof(root), "process %d %s", (int)t->interp.pid, t->cmd);
-	id = strtab__intern(strs, root, n < (int)sizeof(root) ? (size_t)n : sizeof(root) - 1);
+	id = strtab__intern(shared->strs, root, n < (int)sizeof(root) ? (size_t)n : sizeof(root) - 1);
 	if (id < 0)
 		return (int)id;
 	t->root_name = (uint32_t)id;
@@ -121,14 +125,14 @@ int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
 	if (frame_cache) {
 		t->anchors = t->interp.off.ts_last_profiled_frame != PBP_OFF_NONE &&
 			     t->interp.off.ts_last_profiled_frame_seq != PBP_OFF_NONE;
-		err = frame_cache__new(&t->interp.off, t->anchors, &hooks, &t->fcache);
+		err = frame_cache__new(&t->interp.off, t->anchors, &hooks, shared->frames,
+				       &t->fcache);
 		if (err)
 			return err;
 		target__clear_anchors(t);
 	}
 	dc.interp = &t->interp;
 	dc.live = &t->live.base;
-	dc.strs = strs;
 	dc.fcache = t->fcache;
 	return decoder__new(&dc, &t->dec);
 }
@@ -162,6 +166,15 @@ void target__add_stats(const struct target *t, struct run_stats *sum)
 		ADD_STATS(&sum->fcache, frame_cache__stats(t->fcache));
 	if (t->live_sampler)
 		ADD_STATS(&sum->live, live_sampler__stats(t->live_sampler));
+}
+
+void target__remap_strings(struct target *t, struct strtab_remap *map)
+{
+	strtab_remap__id(map, &t->root_name);
+	if (t->dec)
+		decoder__remap_strings(t->dec, map);
+	if (t->fcache)
+		frame_cache__remap_strings(t->fcache, map);
 }
 
 void target__free(struct target *t)

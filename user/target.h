@@ -20,6 +20,15 @@
 struct session;
 struct target;
 
+/* What the targets of a session share (decoding is single-threaded): the strings, the
+ * code and frame caches' byte budgets, and the decoder's working space. */
+struct target_shared {
+	struct strtab *strs;
+	struct code_budget *codes;
+	struct frame_cache_budget *frames;
+	struct decode_scratch *scratch;
+};
+
 /* Hands a frame-cache entry of thread @tid of target @t to the sampler (NULL @fc: drop
  * it). */
 typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pbp_fcache *fc);
@@ -45,7 +54,7 @@ struct target {
  * Readies @t, whose interpreter was found, to be sampled: names it, and makes its
  * decoder and (with @frame_cache) its frame cache, clearing any anchors left behind.
  */
-int target__prepare(struct target *t, struct strtab *strs, int frame_cache,
+int target__prepare(struct target *t, const struct target_shared *shared, int frame_cache,
 		    target_publish_fn publish);
 /* Notes which process and program @t's PID names, before its interpreter is looked
  * for; every later write into it and every "is it still there" compares against it. */
@@ -53,6 +62,8 @@ int target__identify(struct target *t);
 /* 0 if @t's PID still names the process and program it was adopted as; -ESRCH if it is
  * gone or the PID was reused, -ENOEXEC if it exec'd another program. */
 int target__same(const struct target *t);
+/* Passes every string id the target keeps through @map (see strtab.h). */
+void target__remap_strings(struct target *t, struct strtab_remap *map);
 /* Leaves no anchor behind in the target's thread states. */
 void target__clear_anchors(struct target *t);
 /* Adds the target's decoding, cache and live-sampling counters to @sum. */
