@@ -351,7 +351,8 @@ static int cut(struct agent_ctx *c)
 	}
 	for (size_t i = 0; i < n; i++)
 		refs[i] = (struct stack_ref){ aggregate__stack(p.agg, i)->pid, (uint32_t)i };
-	qsort(refs, n, sizeof(*refs), by_pid);
+	if (n)	/* qsort's array may not be NULL, even when empty */
+		qsort(refs, n, sizeof(*refs), by_pid);
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && refs[j].pid == refs[i].pid; j++)
 			;

@@ -206,7 +206,7 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	ci->addr = addr;
 	ci->fp = fp;
 	ci->firstlineno = (int32_t)first;
-	ci->ncodeunits = units;
+	ci->ncodeunits = (uint32_t)units;	/* at most 2^24, checked above */
 	err = intern_str(c, qualname, &ci->qualname);
 	if (err)
 		goto fail;
@@ -216,7 +216,7 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	err = pybytes__read(c->cfg.live, o, linetable, &ci->linetable, &tlen);
 	if (err)
 		goto fail;
-	ci->linetable_len = tlen;
+	ci->linetable_len = (uint32_t)tlen;	/* at most PYBYTES_MAX */
 	err = mem__read(c->cfg.live, addr, again, hlen);
 	if (!err)
 		err = code_cache__live_fp(c, addr, &after);
@@ -366,9 +366,9 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 	}
 	/* Its strings count as its own: shared ones are counted more than once, so the
 	 * string table's part is bounded by the budget too. */
-	ci->bytes = sizeof(*ci) + ci->linetable_len + 2 * MALLOC_OVERHEAD +
-		    strlen(strtab__get(c->cfg.strs, ci->qualname)) +
-		    strlen(strtab__get(c->cfg.strs, ci->filename)) + 2;
+	ci->bytes = (uint32_t)(sizeof(*ci) + ci->linetable_len + 2 * MALLOC_OVERHEAD +
+			       strlen(strtab__get(c->cfg.strs, ci->qualname)) +
+			       strlen(strtab__get(c->cfg.strs, ci->filename)) + 2);
 	if ((c->used + 1) * 2 > c->nslots && (c->nslots >= c->max_slots || grow(c)))
 		evict_one(c);
 	make_room(c, ci->bytes);

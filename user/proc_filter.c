@@ -73,7 +73,7 @@ static int in_cgroup(const char *cgroups, const char *id)
 
 	if (strstr(cgroups, id))
 		return 1;
-	for (i = 0; id[i] && i < sizeof(alt) - 1; i++)
+	for (i = 0; i < sizeof(alt) - 1 && id[i]; i++)
 		alt[i] = id[i] == '-' ? '_' : id[i];
 	alt[i] = '\0';
 	return strstr(cgroups, alt) != NULL;

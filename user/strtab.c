@@ -47,7 +47,7 @@ static int rehash(struct strtab *t, size_t nslots)
 
 		while (slots[i])
 			i = (i + 1) & (nslots - 1);
-		slots[i] = id + 1;
+		slots[i] = (uint32_t)(id + 1);
 	}
 	free(t->slots);
 	t->slots = slots;
@@ -95,7 +95,7 @@ int64_t strtab__intern(struct strtab *t, const char *s, size_t len)
 	t->str_bytes += len + 1 + MALLOC_OVERHEAD;
 	t->strs[t->n] = copy;
 	t->lens[t->n] = len;
-	t->slots[i] = t->n + 1;
+	t->slots[i] = (uint32_t)(t->n + 1);
 	return t->n++;
 }
 
@@ -158,8 +158,8 @@ void strtab_remap__id(struct strtab_remap *r, uint32_t *id)
 		to->lens[to->n] = len;
 		to->str_bytes += len + 1 + MALLOC_OVERHEAD;
 		from->strs[*id] = NULL;
-		to->slots[i] = to->n + 1;
-		r->map[*id] = ++to->n;
+		to->slots[i] = (uint32_t)(to->n + 1);
+		r->map[*id] = (uint32_t)++to->n;
 	}
 	*id = r->map[*id] - 1;
 }
