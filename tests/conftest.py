@@ -463,14 +463,14 @@ class Harness:
 
     # -- workloads -----------------------------------------------------------------
     def start_workload(self, interp: Interp, name, *args, seconds=60.0, user=None,
-                       wait=True):
+                       wait=True, first_args=()):
         interp.require()
         tag = f"{name}-{interp.version}-{uuid.uuid4().hex[:8]}"
         truth_target = f"{RUN_DIR}/{tag}.json"
         truth_host = interp.host_path(truth_target)
         log = self.tmp / f"{tag}.log"
-        argv = interp.argv + [interp.script(name), "--truth", truth_target,
-                              "--seconds", str(seconds)] + [str(a) for a in args]
+        argv = interp.argv + [interp.script(name)] + [str(a) for a in first_args] + \
+            ["--truth", truth_target, "--seconds", str(seconds)] + [str(a) for a in args]
         if user and interp.root != "/":
             # chroot needs root: enter it first, then become the user (by id: the
             # chroot's passwd does not know the host's users).
