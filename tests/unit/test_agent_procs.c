@@ -7,19 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
 #include "agent_procs.h"
 
-static int failures;
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
 
 static const char *cmd_of(const struct agent_procs *t, pid_t pid)
 {
@@ -35,34 +26,34 @@ int main(void)
 	struct agent_procs t = { 0 };
 	int r;
 
-	CHECK(agent_procs__seen(&t, a, 100, "first", "3.13.1") == 0, "first sight");
-	CHECK(agent_procs__seen(&t, b, 100, "other", "3.13.1") == 0, "another pid");
+	CHECK_MSG(agent_procs__seen(&t, a, 100, "first", "3.13.1") == 0, "first sight");
+	CHECK_MSG(agent_procs__seen(&t, b, 100, "other", "3.13.1") == 0, "another pid");
 	/* An exec: the same process (same start), a new program. */
-	CHECK(agent_procs__seen(&t, a, 100, "first-execd", "3.14.0") == 0, "exec");
-	CHECK(!strcmp(cmd_of(&t, a), "first-execd"), "exec takes over: %s", cmd_of(&t, a));
+	CHECK_MSG(agent_procs__seen(&t, a, 100, "first-execd", "3.14.0") == 0, "exec");
+	CHECK_MSG(!strcmp(cmd_of(&t, a), "first-execd"), "exec takes over: %s", cmd_of(&t, a));
 
 	/* The process exits and its PID is reused in the same period. */
 	agent_procs__gone(&t, a);
 	r = agent_procs__seen(&t, a, 200, "second", "3.11.2");
-	CHECK(r == 1, "a reused pid asks for a cut first: %d", r);
-	CHECK(!strcmp(cmd_of(&t, a), "first-execd"),
+	CHECK_MSG(r == 1, "a reused pid asks for a cut first: %d", r);
+	CHECK_MSG(!strcmp(cmd_of(&t, a), "first-execd"),
 	      "until the cut, the pid's stacks are labelled as the first process's: %s",
 	      cmd_of(&t, a));
 	agent_procs__forget_gone(&t);
-	CHECK(!strcmp(cmd_of(&t, a), "second"), "after the cut, the new process: %s",
+	CHECK_MSG(!strcmp(cmd_of(&t, a), "second"), "after the cut, the new process: %s",
 	      cmd_of(&t, a));
-	CHECK(agent_procs__find(&t, a)->start == 200, "its start time");
-	CHECK(!strcmp(cmd_of(&t, b), "other"), "the other pid is untouched: %s", cmd_of(&t, b));
+	CHECK_MSG(agent_procs__find(&t, a)->start == 200, "its start time");
+	CHECK_MSG(!strcmp(cmd_of(&t, b), "other"), "the other pid is untouched: %s", cmd_of(&t, b));
 
 	/* A reuse whose exit was never reported: the old entry is let go at the cut. */
 	r = agent_procs__seen(&t, b, 300, "third", "3.15.0");
-	CHECK(r == 1, "reuse without an exit asks for a cut too: %d", r);
+	CHECK_MSG(r == 1, "reuse without an exit asks for a cut too: %d", r);
 	agent_procs__forget_gone(&t);
-	CHECK(!strcmp(cmd_of(&t, b), "third"), "after the cut: %s", cmd_of(&t, b));
-	CHECK(t.n == 2, "two entries, not %zu", t.n);
+	CHECK_MSG(!strcmp(cmd_of(&t, b), "third"), "after the cut: %s", cmd_of(&t, b));
+	CHECK_MSG(t.n == 2, "two entries, not %zu", t.n);
 
 	agent_procs__free(&t);
-	if (failures)
+	if (check_failures)
 		return 1;
 	printf("agent_procs: ok\n");
 	return 0;

@@ -13,23 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "descendants.h"
 
 #define LIVE 8
 #define GONE 5000
 
-static int failures;
 static unsigned adopt_calls;
 
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);               \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
 
 static int known(pid_t pid, void *arg)
 {
@@ -79,42 +70,42 @@ int main(void)
 		live[i] = sleeper();
 	/* PIDs above pid_max cannot exist: they are found gone at the first look. */
 	for (int i = 0; i < GONE; i++) {
-		CHECK(!descendants__watch(d, 5000000 + i * 7), "watch gone %d", i);
+		CHECK_MSG(!descendants__watch(d, 5000000 + i * 7), "watch gone %d", i);
 		if (i % 625 == 0)
-			CHECK(!descendants__watch(d, live[i / 625]), "watch live %d", i / 625);
+			CHECK_MSG(!descendants__watch(d, live[i / 625]), "watch live %d", i / 625);
 	}
 	for (int i = 0; i < LIVE; i++)
-		CHECK(!descendants__watch(d, live[i]), "watch live %d again", i);
-	CHECK(descendants__pending(d) == GONE + LIVE, "pending before a step: %zu",
+		CHECK_MSG(!descendants__watch(d, live[i]), "watch live %d again", i);
+	CHECK_MSG(descendants__pending(d) == GONE + LIVE, "pending before a step: %zu",
 	      descendants__pending(d));
 	/* A program not named python is first looked at after 50 ms: step until all
 	 * are due (bounded; a slow machine only takes more turns). */
 	for (int i = 0; i < 5000 && descendants__pending(d) > LIVE; i++) {
 		nanosleep(&ms, NULL);
-		CHECK(!descendants__step(d), "step");
+		CHECK_MSG(!descendants__step(d), "step");
 	}
-	CHECK(descendants__pending(d) == LIVE, "pending after the gone were seen: %zu "
+	CHECK_MSG(descendants__pending(d) == LIVE, "pending after the gone were seen: %zu "
 	      "(want %d live)", descendants__pending(d), LIVE);
 	/* Watched again, and gone ones again: still each live one once. */
 	for (int i = 0; i < LIVE; i++)
-		CHECK(!descendants__watch(d, live[i]), "rewatch %d", i);
+		CHECK_MSG(!descendants__watch(d, live[i]), "rewatch %d", i);
 	for (int i = 0; i < 100; i++)
-		CHECK(!descendants__watch(d, 6000000 + i), "watch gone again %d", i);
+		CHECK_MSG(!descendants__watch(d, 6000000 + i), "watch gone again %d", i);
 	for (int i = 0; i < 5000 && descendants__pending(d) > LIVE; i++) {
 		nanosleep(&ms, NULL);
-		CHECK(!descendants__step(d), "second step");
+		CHECK_MSG(!descendants__step(d), "second step");
 	}
-	CHECK(descendants__pending(d) == LIVE, "pending after rewatch: %zu",
+	CHECK_MSG(descendants__pending(d) == LIVE, "pending after rewatch: %zu",
 	      descendants__pending(d));
 	/* The live ones are sleepers, not named python: looked at 50 ms after they
 	 * were first watched, then 250 ms later, then at most once a second. */
 	t0 = now_s();
 	for (int i = 0; i < 300; i++) {
 		nanosleep(&ms, NULL);
-		CHECK(!descendants__step(d), "step %d", i);
+		CHECK_MSG(!descendants__step(d), "step %d", i);
 	}
 	descendants__counts(d, &looks, &deferred);
-	CHECK(adopt_calls >= LIVE && adopt_calls <= LIVE * (3 + (now_s() - t0 + 1)),
+	CHECK_MSG(adopt_calls >= LIVE && adopt_calls <= LIVE * (3 + (now_s() - t0 + 1)),
 	      "%u looks at %d live processes in %.1f s", adopt_calls, LIVE, now_s() - t0);
 	for (int i = 0; i < LIVE; i++) {
 		kill(live[i], SIGKILL);
@@ -122,12 +113,12 @@ int main(void)
 	}
 	for (int i = 0; i < 5000 && descendants__pending(d); i++) {
 		nanosleep(&ms, NULL);
-		CHECK(!descendants__step(d), "last steps");
+		CHECK_MSG(!descendants__step(d), "last steps");
 	}
-	CHECK(descendants__pending(d) == 0, "pending after the sleepers died: %zu",
+	CHECK_MSG(descendants__pending(d) == 0, "pending after the sleepers died: %zu",
 	      descendants__pending(d));
 	descendants__free(d);
-	if (failures)
+	if (check_failures)
 		return 1;
 	printf("descendants: ok (%llu looks, %llu put off)\n", (unsigned long long)looks,
 	       (unsigned long long)deferred);
