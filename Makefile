@@ -99,7 +99,7 @@ WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/agg
 		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
 # Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
 WRITER_OBJS += $(filter $(OUT)/user/json_out.o $(OUT)/user/pb_encode.o \
-		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o,$(USER_OBJS))
+		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o $(OUT)/user/decode_gap.o,$(USER_OBJS))
 $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz

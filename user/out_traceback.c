@@ -5,20 +5,9 @@
  */
 #include <errno.h>
 
+#include "decode_gap.h"
 #include "out_traceback.h"
 #include "text_safe.h"
-
-static const char *const gap_text[GAP_MAX] = {
-	[GAP_NONE] = "",
-	[GAP_UNREADABLE] = "a frame could not be read",
-	[GAP_BAD_FRAME] = "a frame is not valid",
-	[GAP_BAD_CODE] = "a frame's code object is not valid",
-	[GAP_STALE_CODE] = "a code object was freed while being read",
-	[GAP_TOO_DEEP] = "the stack is deeper than the frames followed",
-	[GAP_BAD_RECORD] = "the thread state is malformed",
-	[GAP_NO_BOTTOM] = "the frame chain ends before the thread's first frame",
-	[GAP_TORN] = "the stack kept changing while it was read",
-};
 
 int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_thread *t)
 {
@@ -45,7 +34,7 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 		text_safe__put(f, strtab__get(strs, fr->qualname));
 		fputc('\n', f);
 	}
-	if (st && st->gap != GAP_NONE && st->gap < GAP_MAX)
-		fprintf(f, "  [incomplete: %s]\n", gap_text[st->gap]);
+	if (st && st->gap != GAP_NONE)
+		fprintf(f, "  [incomplete: %s]\n", decode_gap__text(st->gap));
 	return ferror(f) ? -EIO : 0;
 }

@@ -4,27 +4,13 @@
 #include <stdio.h>
 #include <sys/wait.h>
 
+#include "decode_gap.h"
 #include "stats.h"
 
 static double ratio(double num, double den)
 {
 	return den > 0 ? num / den : 0;
 }
-
-static const char *const gap_names[GAP_MAX] = {
-	[GAP_NONE] = "complete",
-	[GAP_UNREADABLE] = "unreadable_frame",
-	[GAP_BAD_FRAME] = "invalid_frame",
-	[GAP_BAD_CODE] = "invalid_code",
-	[GAP_STALE_CODE] = "code_freed_before_decode",
-	[GAP_TOO_DEEP] = "too_deep",
-	[GAP_BAD_RECORD] = "bad_record",
-	[GAP_NO_BOTTOM] = "chain_ended_early",
-	[GAP_TORN] = "torn_live_read",
-	[GAP_CACHE_LOST] = "frame_cache_entry_gone",
-	[GAP_NOT_COPIED] = "stack_not_copied",
-	[GAP_MOVING] = "stack_between_chunks",
-};
 
 int stats__write_json(FILE *f, const struct run_stats *s)
 {
@@ -108,7 +94,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	fprintf(f, "  \"live_torn_retries\": %llu,\n", (unsigned long long)s->live.torn_retries);
 	fprintf(f, "  \"incomplete_reasons\": {");
 	for (int g = 1; g < GAP_MAX; g++)
-		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", gap_names[g],
+		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", decode_gap__key(g),
 			(unsigned long long)s->decode.gaps[g]);
 	fprintf(f, "},\n");
 	if (s->command_status >= 0 && WIFEXITED(s->command_status))
