@@ -129,6 +129,8 @@ static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t
 /* What a reading takes from the thread state, besides the chunk. */
 struct ts_words {
 	uint64_t frame;		/* current frame (3.11/3.12: through the C frame) */
+	uint64_t frame_pre;	/* ... read before the first copy */
+	uint64_t frame_post;	/* ... read after the second copy */
 	uint64_t cframe;	/* 3.11/3.12: tstate->cframe, must not have changed */
 	uint64_t anchor, seq;	/* 3.15+ */
 };
@@ -234,7 +236,7 @@ static int read_once(struct live_sampler *ls, const struct pythread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[MEM_READV_MAX], cframe_after = 0;
+	uint64_t addr[MEM_READV_MAX], cframe_after = 0, cur;
 	void *dst[MEM_READV_MAX];
 	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
@@ -246,14 +248,14 @@ static int read_once(struct live_sampler *ls, const struct pythread *t,
 			return -EFAULT;
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
 	}
+	cur = via_cframe ? t->ts_cframe + o->cframe_current_frame
+			 : t->tstate + o->ts_current_frame;
+	addr[n] = cur, dst[n] = &w->frame_pre, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
-	if (via_cframe)
-		addr[n] = t->ts_cframe + o->cframe_current_frame;
-	else
-		addr[n] = t->tstate + o->ts_current_frame;
-	dst[n] = &w->frame, lens[n++] = 8;
-	/* Room is left for the three words read after the copy. */
-	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 3, addr + n, dst + n, lens + n);
+	addr[n] = cur, dst[n] = &w->frame, lens[n++] = 8;
+	/* Room is left for the four words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 4, addr + n, dst + n, lens + n);
+	addr[n] = cur, dst[n] = &w->frame_post, lens[n++] = 8;
 	if (via_cframe)
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
@@ -311,6 +313,25 @@ static int fits_plan(const struct live_sampler *ls, const struct pythread *t,
 	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
 		return 0;
 	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
+}
+
+/*
+ * Was every frame of the chain from @w's current frame on the stack both when the
+ * first copy began and when the second ended? Within a chunk the stack is contiguous,
+ * newer frames higher, so that holds when the current frame is not above the current
+ * frame of either end; older chunks lie below all three. Without it, a slot that was
+ * a dead frame in both copies (popped before the first, pushed and popped again
+ * between) would pass the comparison with the header it had before it was reused,
+ * and callers that had already returned would be reported as calling.
+ */
+static int live_at_both_ends(const struct pythread *t, const struct ts_words *w)
+{
+	int in = w->frame >= t->chunk && w->frame < t->limit;
+
+	if (!in)
+		return w->frame_pre == w->frame && w->frame_post == w->frame;
+	return w->frame_pre >= t->chunk && w->frame_pre < t->limit && w->frame <= w->frame_pre &&
+	       w->frame_post >= t->chunk && w->frame_post < t->limit && w->frame <= w->frame_post;
 }
 
 /*
@@ -382,6 +403,8 @@ static void sample_stack(struct live_sampler *ls, const struct pythread *t, uint
 			plan_reading(ls, &cur, &p);
 			continue;
 		}
+		if (!live_at_both_ends(&cur, &w))
+			continue;	/* the stack moved up through the reading: again */
 		decode_reading(ls, &cur, flags, &p, &w);
 		/* A chain that broke off where the copies differ met a frame being
 		 * written: read again rather than report it cut. */
