@@ -25,6 +25,7 @@ import pwd
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -709,6 +710,16 @@ def wait_asleep(pid, tid=None, timeout=TRUTH_TIMEOUT):
         if time.monotonic() > deadline:
             pytest.fail(f"process {pid} did not reach its sleep within {timeout}s")
         time.sleep(0.02)
+
+
+def program_headers(data):
+    """(type, offset, file size) of each program header of a 64-bit little-endian ELF
+    file's bytes."""
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        ptype, _, off, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        yield ptype, off, filesz
 
 
 def fraction(part, whole):

@@ -31,7 +31,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import Frame, Harness, Once, truth_frames, wait_asleep
+from conftest import Frame, Harness, Once, program_headers, truth_frames, wait_asleep
 
 QUICK = 60           # seconds a dump may take before we call it a hang
 GCORE_TIMEOUT = 120
@@ -162,10 +162,7 @@ def kernel_core(proc, cwd_host, dest):
 def core_paths(core):
     """The paths a core's NT_FILE note names (for assertion messages)."""
     data = Path(core).read_bytes()
-    phoff, = struct.unpack_from("<Q", data, 0x20)
-    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
-    for i in range(phnum):
-        ptype, _, off, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+    for ptype, off, filesz in program_headers(data):
         pos = off
         while ptype == 4 and pos + 12 <= off + filesz:
             namesz, descsz, ntype = struct.unpack_from("<III", data, pos)

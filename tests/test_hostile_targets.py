@@ -12,14 +12,13 @@
 import gzip
 import os
 import shutil
-import struct
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RUN_DIR, UNPRIV_USER, Interp, Harness, unpriv_prefix
+from conftest import REPO, RUN_DIR, UNPRIV_USER, Interp, Harness, program_headers, unpriv_prefix
 from test_agent import Agent
 from test_agent_export import http_get
 from test_system_wide import cgroup2_root, fname, remove_cgroups, sysburn, wait_for
@@ -35,10 +34,7 @@ QUICK = 30  # seconds a refusal may take before we call it a hang
 def elf_interpreter(path):
     """PT_INTERP of a 64-bit little-endian ELF executable: its dynamic loader."""
     data = Path(path).read_bytes()
-    phoff, = struct.unpack_from("<Q", data, 32)
-    phentsize, phnum = struct.unpack_from("<HH", data, 54)
-    for i in range(phnum):
-        typ, _, off, _, _, size = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+    for typ, off, size in program_headers(data):
         if typ == 3:
             return data[off:off + size].rstrip(b"\0").decode()
     pytest.fail(f"{path} has no PT_INTERP")
