@@ -325,6 +325,33 @@ def test_container_pid_filter_and_exclude(three, tmp_path, profiler_bin):
     check_process(prof, b.truth)
 
 
+def test_filters_that_take_nothing_say_so(three, tmp_path, profiler_bin):
+    """-a whose filters take no process for the whole run writes no empty profile and
+    exits 3, counting the Python processes it could have taken."""
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        ws = [sysburn(h, py, fname(f"none{i}"), 60) for i, py in enumerate(three)]
+        runs = {
+            "container": record_all(h, tmp_path, 1, ["--container", uuid.uuid4().hex]),
+            # PID 1 runs no CPython here; this test's own process does, and
+            # --exclude leaves it out.
+            "pids": record_all(h, tmp_path, 1, ["--pid-filter", f"1,{os.getpid()}",
+                                                "--exclude", "*pytest*"]),
+        }
+    finally:
+        h.close()
+    for what, run in runs.items():
+        line = run.check_error(3)
+        m = re.search(r"no Python process passed the filters \((.*)\) during the run "
+                      r"\((\d+) Python process(?:es)? runs? on the host now\); nothing written",
+                      line)
+        assert m, f"{what}: {line}"
+        assert int(m.group(2)) >= len(ws), f"{what}: {len(ws)} workloads run: {line}"
+        assert not run.out_path.exists(), f"{what}: an empty profile was left behind"
+        assert run.stats()["processes"] == 0
+    assert runs["pids"].stderr.count("--pid-filter 1,") == 1, runs["pids"].stderr
+
+
 def test_max_processes_says_so(three, tmp_path, profiler_bin):
     h = Harness(tmp_path, profiler_bin)
     try:

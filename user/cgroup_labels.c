@@ -8,7 +8,8 @@
  *   cgroupfs: /kubepods/burstable/pod<uid>/<id>
  * A guaranteed pod sits directly under kubepods (no QoS level). Container runtimes
  * name the container's own cgroup "<runtime>-<id>.scope" (systemd) or plainly "<id>";
- * plain docker uses /docker/<id> and /system.slice/docker-<id>.scope. Ids are always
+ * plain docker uses /docker/<id> and /system.slice/docker-<id>.scope, rootful podman
+ * /libpod_parent/libpod-<id> and /machine.slice/libpod-<id>.scope. Ids are always
  * 64 hex digits here, and nothing shorter is taken for one: a short hex string in a
  * path is far more often something else (a unit instance, a hash) than an id.
  *
@@ -60,20 +61,33 @@ static void copy_id(char *dst, const char *src)
 	dst[CONTAINER_ID_LEN] = '\0';
 }
 
-/* "<64hex>" or "<anything>-<64hex>.scope": the container's own cgroup. */
+/*
+ * The container's own cgroup: "<64hex>" (docker and containerd under cgroupfs),
+ * "<runtime>-<64hex>" (podman's libpod-, CRI-O's crio- under cgroupfs) or
+ * "<runtime>-<64hex>.scope" (every runtime under the systemd driver). The runtime's
+ * monitor sits beside the container as "libpod-conmon-<id>.scope" or
+ * "crio-conmon-<id>": it runs outside the container, so it names none.
+ */
 static int container_id(struct span c, char *out)
 {
+	static const char conmon[] = "conmon-";
+	const char *id;
+
 	if (c.n == CONTAINER_ID_LEN && all_hex(c.p, c.n)) {
 		copy_id(out, c.p);
 		return 1;
 	}
-	if (!span_ends(c, ".scope") || c.n < CONTAINER_ID_LEN + 7)
+	if (span_ends(c, ".scope"))
+		c.n -= 6;
+	if (c.n < CONTAINER_ID_LEN + 2)
 		return 0;
-	c.n -= 6;
-	if (c.p[c.n - CONTAINER_ID_LEN - 1] != '-' ||
-	    !all_hex(c.p + c.n - CONTAINER_ID_LEN, CONTAINER_ID_LEN))
+	id = c.p + c.n - CONTAINER_ID_LEN;
+	if (id[-1] != '-' || !all_hex(id, CONTAINER_ID_LEN))
 		return 0;
-	copy_id(out, c.p + c.n - CONTAINER_ID_LEN);
+	if ((size_t)(id - c.p) >= sizeof(conmon) - 1 &&
+	    !memcmp(id - (sizeof(conmon) - 1), conmon, sizeof(conmon) - 1))
+		return 0;
+	copy_id(out, id);
 	return 1;
 }
 
@@ -174,11 +188,6 @@ static void from_span(struct span path, struct cgroup_labels *out)
 		}
 		p = slash ? slash + 1 : end;
 	}
-}
-
-void cgroup_labels__from_path(const char *path, struct cgroup_labels *out)
-{
-	from_span((struct span){ path, strlen(path) }, out);
 }
 
 /* "ID:CONTROLLERS:PATH" -> its parts; 0 if the line is not of that form. */

@@ -24,7 +24,5 @@ struct cgroup_labels {
 int cgroup_labels__parse(const char *text, struct cgroup_labels *out);
 /* Reads /proc/@pid/cgroup and parses it; a negative errno when it cannot be read. */
 int cgroup_labels__read(pid_t pid, struct cgroup_labels *out);
-/* Only the path part: fills container_id, pod_uid and qos from @path. */
-void cgroup_labels__from_path(const char *path, struct cgroup_labels *out);
 
 #endif

@@ -4,6 +4,7 @@
  * signal says stop, then write what was sampled in the chosen format.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,11 @@
 #include <unistd.h>
 
 #include "exitcodes.h"
+#include "host_pythons.h"
 #include "log.h"
 #include "outfile.h"
 #include "proc.h"
+#include "proc_filter.h"
 #include "record.h"
 #include "session.h"
 #include "stats.h"
@@ -122,6 +125,56 @@ static int write_results(struct record_ctx *c)
 	return EXIT_OK;
 }
 
+/* snprintf at @at of @buf, truncating quietly; returns the new end. */
+__attribute__((format(printf, 4, 5)))
+static size_t append(char *buf, size_t len, size_t at, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (at >= len - 1)
+		return at;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + at, len - at, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return at;
+	return (size_t)n >= len - at ? len - 1 : at + (size_t)n;
+}
+
+/*
+ * -a that took no process for the whole run: an empty profile with status 0 would look
+ * like an idle host, so nothing is written but the stats file, and the user hears why.
+ */
+static int report_none_taken(struct record_ctx *c)
+{
+	const struct proc_filter *f = c->opts->session.filter;
+	uint32_t now = 0;
+	char which[160] = "";
+	size_t n = 0;
+
+	for (size_t i = 0; f && i < f->npids; i++)
+		n = append(which, sizeof(which), n, i ? ",%d" : " --pid-filter %d", (int)f->pids[i]);
+	for (size_t i = 0; f && i < f->ncontainers; i++)
+		n = append(which, sizeof(which), n, " --container %s", f->containers[i]);
+	for (size_t i = 0; f && i < f->nexcludes; i++)
+		n = append(which, sizeof(which), n, " --exclude %s", f->excludes[i]);
+	if (host_pythons__count(&now))
+		now = 0;
+	if (which[0])
+		pr_warn("no Python process passed the filters (%s) during the run (%u Python "
+			"process%s run%s on the host now); nothing written\n", which + 1, now,
+			now == 1 ? "" : "es", now == 1 ? "s" : "");
+	else
+		pr_warn("no Python process ran on the host during the run; nothing written\n");
+	if (c->opts->stats_file) {
+		stats__write_json(c->stats_file.f, &c->stats);
+		if (outfile__commit(&c->stats_file, 0))
+			return EXIT_RUNTIME;
+	}
+	return EXIT_NO_PROCESS;
+}
+
 static void report_end(struct record_ctx *c)
 {
 	const struct run_stats *s = &c->stats;
@@ -197,6 +250,10 @@ int record__run(const struct record_opts *o)
 	session__stats(c->session, &c->stats);
 	session__status(c->session, &st);
 	c->samples = st.samples;
+	if (o->session.system_wide && !c->stats.processes) {
+		code = report_none_taken(c);
+		goto out;
+	}
 	code = write_results(c);
 	report_end(c);
 	if (session__command_running(c->session)) {
