@@ -44,7 +44,6 @@ enum {
 	LINE_LINE = 2,
 	FUNCTION_ID = 1,
 	FUNCTION_NAME = 2,
-	FUNCTION_SYSTEM_NAME = 3,
 	FUNCTION_FILENAME = 4,
 };
 
@@ -229,8 +228,10 @@ static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
 	size_t m = pb__open(b);
 
 	pb__uint(b, FUNCTION_ID, fn + 1ull);
+	/* No system_name: Python names are not mangled, and a reader that sees the two
+	 * equal "demangles" the system name; Go's pprof does, and takes a name in angle
+	 * brackets (<module>, <lambda>) for C++ template arguments, leaving it empty. */
 	pb__uint(b, FUNCTION_NAME, name);
-	pb__uint(b, FUNCTION_SYSTEM_NAME, name);
 	if (fr->kind == AGG_PYTHON)
 		pb__uint(b, FUNCTION_FILENAME, str_id(c, fr->file));
 	pb__close(b, PROFILE_FUNCTION, m);
