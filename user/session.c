@@ -42,30 +42,10 @@
  * rebuild kept (see compact_strings()). */
 #define STRS_SLACK_BYTES (1u << 20)
 
-/* The one piece of process-wide state: set by the signal handler, read by the loop. */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
+/* The signal the caller's handler took to stop the run, or 0. */
+static int stop_signal(const struct session *s)
 {
-	stop_signal = sig;
-}
-
-void session__catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	/* No SA_RESTART: a poll must return so the loop sees the flag. A hang-up (the
-	 * SSH session dropped) ends the run like SIGTERM, with what was sampled
-	 * written; top and the agent give SIGHUP their own meaning after this. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
-int session__stop_signal(void)
-{
-	return stop_signal;
+	return s->opts.stop_signal ? *s->opts.stop_signal : 0;
 }
 
 static int target_error(pid_t pid, int err, const struct py_interp *in)
@@ -456,8 +436,8 @@ void session__stop(struct session *s)
 	for (size_t i = 0; i < s->ntargets; i++)
 		if (!session_targets__gone(s, s->targets[i]))
 			target__clear_anchors(s->targets[i]);
-	if (s->spawned && !s->spawn.exited && stop_signal)
-		spawn__stop(&s->spawn, stop_signal, 3000);
+	if (s->spawned && !s->spawn.exited && stop_signal(s))
+		spawn__stop(&s->spawn, stop_signal(s), 3000);
 }
 
 /*
@@ -614,8 +594,8 @@ int session__wait_command(struct session *s)
 		return -1;
 	while (!s->spawn.exited) {
 		/* A signal while we wait is meant for the command: pass it on. */
-		if (stop_signal) {
-			spawn__stop(&s->spawn, stop_signal, 3000);
+		if (stop_signal(s)) {
+			spawn__stop(&s->spawn, stop_signal(s), 3000);
 			break;
 		}
 		if (waitpid(s->spawn.pid, &s->spawn.status, 0) == s->spawn.pid ||
