@@ -126,7 +126,8 @@ static int choose_sampler(struct session *s, struct target *first)
 		return EXIT_UNSUPPORTED;
 	}
 	first->session = s;
-	err = target__prepare(first, &s->shared, !o->no_frame_cache, session_targets__publish_anchor);
+	err = target__prepare(first, &s->shared, !o->no_frame_cache,
+			      session_targets__publish_anchor);
 	if (err)
 		goto fail;
 	if (!o->no_bpf) {
@@ -220,8 +221,10 @@ static int setup(struct session *s)
 	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch)
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
-	s->children = s->opts.system_wide ? descendants__new(session_targets__is_target, session_targets__consider, s, 0)
-					  : descendants__new(session_targets__is_target, session_targets__adopt, s, s->opts.subprocesses);
+	s->children = s->opts.system_wide ?
+		descendants__new(session_targets__is_target, session_targets__consider, s, 0) :
+		descendants__new(session_targets__is_target, session_targets__adopt, s,
+				 s->opts.subprocesses);
 	if (!s->children)
 		return -ENOMEM;
 	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||

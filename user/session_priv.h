@@ -73,7 +73,8 @@ int session_sink__on_live_stack(void *arg, struct stack *st);
 /* session_targets.c: the targets, sorted by pid. */
 size_t session_targets__slot(const struct session *s, uint32_t pid);
 struct target *session_targets__of(const struct session *s, uint32_t pid);
-int session_targets__publish_anchor(struct target *t, uint32_t tid, const struct pbp_fcache *fc);
+int session_targets__publish_anchor(struct target *t, uint32_t tid,
+				    const struct pbp_fcache *fc);
 int session_targets__enrol(struct session *s, struct target *t, uint64_t gil);
 void session_targets__detach(struct session *s, size_t i);
 int session_targets__gone(struct session *s, struct target *t);

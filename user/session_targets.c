@@ -193,7 +193,8 @@ int session_targets__adopt(pid_t pid, void *arg)
 	}
 	pythreads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
-	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache, session_targets__publish_anchor);
+	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache,
+			      session_targets__publish_anchor);
 	if (!err)
 		err = session_targets__enrol(s, t, gil);
 	if (err) {
