@@ -31,8 +31,13 @@
 /* How stale /metrics may be: Prometheus scrapes every 15 s or more. */
 #define METRICS_PUBLISH_MS 1000
 
-/* Set by SIGHUP, read by the loop. */
-static volatile sig_atomic_t reload_asked;
+/* Set by the signal handlers, read by the loop: SIGINT or SIGTERM, and SIGHUP. */
+static volatile sig_atomic_t stop_signal, reload_asked;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
 
 static void on_hangup(int sig)
 {
@@ -535,7 +540,7 @@ static int run(struct agent_ctx *c)
 {
 	int err;
 
-	while (!session__stop_signal()) {
+	while (!stop_signal) {
 		err = session__poll(c->session, 20);
 		if (err < 0)
 			return err;
@@ -560,6 +565,7 @@ static int run(struct agent_ctx *c)
 
 int agent__run(const struct agent_config *cli, const char *config_path)
 {
+	struct sigaction stop = { .sa_handler = on_stop_signal };
 	struct sigaction sa = { .sa_handler = on_hangup };
 	struct agent_ctx *c = calloc(1, sizeof(*c));
 	int code, err;
@@ -571,7 +577,10 @@ int agent__run(const struct agent_config *cli, const char *config_path)
 	c->cli = cli;
 	c->config_path = config_path;
 	agent_config__init(&c->cfg);
-	session__catch_signals();
+	/* No SA_RESTART: a poll must return so the loop sees the flag. */
+	sigemptyset(&stop.sa_mask);
+	sigaction(SIGINT, &stop, NULL);
+	sigaction(SIGTERM, &stop, NULL);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -589,7 +598,7 @@ int agent__run(const struct agent_config *cli, const char *config_path)
 		code = EXIT_RUNTIME;
 	}
 	pr_warn("agent stopped%s: %llu profiles made\n",
-		session__stop_signal() ? " on a signal" : "", (unsigned long long)c->profiles_cut);
+		stop_signal ? " on a signal" : "", (unsigned long long)c->profiles_cut);
 out:
 	session__free(c->session);
 	exporter__free(c->exporter);

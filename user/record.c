@@ -4,6 +4,7 @@
  * signal says stop, then write what was sampled in the chosen format.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,27 @@
 #include "session.h"
 #include "stats.h"
 #include "status_line.h"
+
+/* The one piece of process-wide state: set by the signal handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	/* No SA_RESTART: a poll must return so the loop sees the flag. A hang-up (the
+	 * SSH session dropped) ends the run like SIGTERM, with what was sampled
+	 * written. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
 
 struct record_ctx {
 	const struct record_opts *opts;
@@ -207,6 +229,7 @@ static void report_end(struct record_ctx *c)
 int record__run(const struct record_opts *o)
 {
 	struct record_ctx *c = calloc(1, sizeof(*c));
+	struct session_opts so = o->session;
 	struct session_status st;
 	struct status_line sl;
 	int code, err = 0;
@@ -219,12 +242,13 @@ int record__run(const struct record_opts *o)
 	c->file.dirfd = c->stats_file.dirfd = -1;
 	/* First, so that a hang-up or Ctrl-C from here on ends the run through the
 	 * loop, which writes what was sampled and leaves no temporary behind. */
-	session__catch_signals();
+	catch_signals();
+	so.stop_signal = &stop_signal;
 	if (open_outputs(c)) {
 		code = EXIT_USAGE;
 		goto out;
 	}
-	code = session__start(&o->session, &c->session);
+	code = session__start(&so, &c->session);
 	if (code)
 		goto out;
 	if (name_output(c)) {
@@ -234,7 +258,7 @@ int record__run(const struct record_opts *o)
 	/* Not with a command: it writes to the same terminal, and \r would eat its
 	 * prompts. */
 	status_line__init(&sl, o->session.cmd ? -1 : STDERR_FILENO);
-	while (!session__stop_signal()) {
+	while (!stop_signal) {
 		err = session__poll(c->session, 20);
 		if (err)
 			break;

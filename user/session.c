@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The sampling session: find the target's interpreter, start the BPF sampler (or the
- * live one), decode and aggregate records as they arrive, follow the Python processes
- * the target starts when asked, and stop cleanly on every way out.
+ * The sampling session's life: find the target's interpreter, start the BPF sampler
+ * (or the live one), poll it, stop cleanly on every way out, and count the run. The
+ * targets, the processes followed and the sink for stacks have files of their own
+ * (session_priv.h).
  */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,11 +25,11 @@
 #include "bpf_features.h"
 #include "privs.h"
 #include "proc.h"
-#include "proc_filter.h"
 #include "pythreads.h"
 #include "sampler.h"
 #include "sampler_live.h"
 #include "session.h"
+#include "session_priv.h"
 #include "spawn.h"
 #include "stats.h"
 #include "strtab.h"
@@ -42,345 +41,11 @@
 /* The table is rebuilt once it holds this much more than 1.5 times what the last
  * rebuild kept (see compact_strings()). */
 #define STRS_SLACK_BYTES (1u << 20)
-/* The timeline keeps its first samples up to this size (16 bytes each). */
-#define TIMELINE_MAX_BYTES (64u << 20)
-/* A burst of process events grows their array; past this it is given back. */
-#define EVENTS_KEEP 1024
-/* System-wide, exits come as events; this sweep catches any whose event was lost. */
-#define SWEEP_NS 1000000000ull
 
-/* The one piece of process-wide state: set by the signal handler, read by the loop. */
-static volatile sig_atomic_t stop_signal;
-
-static void on_stop_signal(int sig)
+/* The signal the caller's handler took to stop the run, or 0. */
+static int stop_signal(const struct session *s)
 {
-	stop_signal = sig;
-}
-
-struct session {
-	struct session_opts opts;
-	struct strtab *strs;
-	size_t strs_kept;	/* its size after the last rebuild */
-	struct code_budget codes;	/* every target's caches count against these */
-	struct frame_cache_budget fcaches;
-	struct target_shared shared;
-	int timeline_full;
-	uint64_t strs_rebuilds;
-	struct aggregate *agg;
-	struct thread_table *threads;
-	struct profile_sample *timeline;
-	size_t ntimeline, timeline_cap;
-	struct target **targets;	/* by pid */
-	size_t ntargets;
-	struct pbp_event *events;	/* taken in during a poll, handled after it */
-	size_t nevents, events_cap;
-	uint64_t swept_ns;
-	uint64_t processes_seen, processes_skipped;
-	struct descendants *children;	/* --subprocesses */
-	struct sampler *sampler;
-	int live_mode;
-	struct spawn spawn;
-	int spawned;
-	struct stack *stack;
-	struct agg_frame *frames;
-	uint32_t incomplete_name, no_python_name;
-	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;
-	uint64_t lost;		/* records of a process we no longer follow */
-	int fatal;		/* a negative errno that ends the run */
-	uint64_t start_ns, expired_ns, gone_cpu_ns;
-	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
-	int64_t start_unix_ns;
-	double elapsed_s;	/* fixed at session__stop */
-	int stopped;
-	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
-	pid_t exec_pid;		/* the target asked for exec'd: watched for a new Python */
-	char exec_prog[128];	/* what it exec'd, for the notices */
-	char name[160];		/* "pid 123 (python3 app.py)" */
-	struct run_stats totals;	/* of targets already gone */
-};
-
-void session__catch_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop_signal };
-
-	/* No SA_RESTART: a poll must return so the loop sees the flag. A hang-up (the
-	 * SSH session dropped) ends the run like SIGTERM, with what was sampled
-	 * written; top and the agent give SIGHUP their own meaning after this. */
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
-int session__stop_signal(void)
-{
-	return stop_signal;
-}
-
-static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
-{
-	char buf[192];
-	va_list ap;
-	int64_t r;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	r = strtab__intern(s->strs, buf, n < (int)sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-	if (r < 0)
-		return (int)r;
-	*id = (uint32_t)r;
-	return 0;
-}
-
-static int32_t frame_line(const struct session_opts *o, const struct decoded_frame *f)
-{
-	if (o->nolineno)
-		return -1;
-	return o->function_lines ? f->first_line : f->line;
-}
-
-static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
-{
-	if (s->ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->timeline)) {
-		if (!s->timeline_full)
-			pr_warn("the timeline holds its first %zu samples (%u MiB): later ones "
-				"count in the profile but are not placed in time\n", s->ntimeline,
-				TIMELINE_MAX_BYTES >> 20);
-		s->timeline_full = 1;
-		return 0;
-	}
-	if (s->ntimeline == s->timeline_cap) {
-		size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
-		struct profile_sample *t = realloc(s->timeline, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		s->timeline = t;
-		s->timeline_cap = cap;
-	}
-	/* A record decoded late may predate the start by a tick: clamp, keep order. */
-	s->timeline[s->ntimeline++] = (struct profile_sample){
-		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,
-		.stack = index,
-	};
-	return 0;
-}
-
-/* One decoded stack in, one aggregated stack out, unless --gil/--idle leave it out. */
-static int add_stack(struct target *t, const struct stack *st)
-{
-	struct session *s = t->session;
-	uint32_t n = 0, index;
-	int err;
-
-	if ((s->opts.gil && !(st->flags & PBP_TS_GIL)) ||
-	    (!s->opts.idle && !(st->flags & PBP_TS_ON_CPU))) {
-		s->filtered++;
-		return 0;
-	}
-	if (s->opts.subprocesses || s->opts.system_wide)
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
-	if (s->opts.threads) {
-		s->frames[n].kind = AGG_THREAD;
-		err = intern_fmt(s, &s->frames[n].name, "thread %u", st->tid);
-		if (err)
-			goto fail;
-		n++;
-	}
-	if (st->gap != GAP_NONE)
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
-						     .name = s->incomplete_name };
-	else if (!st->depth)	/* only entry frames: the interpreter runs no Python code */
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
-						     .name = s->no_python_name };
-	for (uint32_t i = st->depth; i-- > 0;)
-		s->frames[n++] = (struct agg_frame){
-			.kind = AGG_PYTHON,
-			.name = st->frames[i].qualname,
-			.file = st->frames[i].filename,
-			.line = frame_line(&s->opts, &st->frames[i]),
-		};
-	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, 1, &index);
-	if (!err)
-		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
-	if (!err && s->opts.timeline)
-		err = add_to_timeline(s, st->ts_ns, index);
-	if (err)
-		goto fail;
-	s->aggregated++;
-	s->incomplete += st->gap != GAP_NONE;
-	return 0;
-fail:
-	s->fatal = err;
-	return err;
-}
-
-/* Where target @pid is in s->targets, or where it would go. */
-static size_t target_slot(const struct session *s, uint32_t pid)
-{
-	size_t lo = 0, hi = s->ntargets;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if ((uint32_t)s->targets[mid]->interp.pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* Every record asks this: a binary search, not a scan, for hundreds of processes. */
-static struct target *target_of(const struct session *s, uint32_t pid)
-{
-	size_t i = target_slot(s, pid);
-
-	return i < s->ntargets && (uint32_t)s->targets[i]->interp.pid == pid ? s->targets[i] : NULL;
-}
-
-/* Ring-buffer callback. */
-static int on_sample(void *arg, const void *rec, size_t len)
-{
-	const struct pbp_sample *hdr = rec;
-	struct session *s = arg;
-	struct target *t;
-
-	s->delivered++;
-	s->bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
-	t = len >= sizeof(*hdr) ? target_of(s, hdr->pid) : NULL;
-	if (!t) {
-		s->lost++;
-		return 0;
-	}
-	if (decoder__decode(t->dec, rec, len, s->stack))
-		return 0;
-	return add_stack(t, s->stack);
-}
-
-/* Ring-buffer callback for process events. Acting on one may drain the ring buffer,
- * which must not happen from inside its own callback: they wait for the poll's end. */
-static int on_event(void *arg, const struct pbp_event *ev)
-{
-	struct session *s = arg;
-
-	if (s->nevents == s->events_cap) {
-		size_t cap = s->events_cap ? s->events_cap * 2 : 256;
-		struct pbp_event *e = realloc(s->events, cap * sizeof(*e));
-
-		if (!e) {
-			s->fatal = -ENOMEM;
-			return -ENOMEM;
-		}
-		s->events = e;
-		s->events_cap = cap;
-	}
-	s->events[s->nevents++] = *ev;
-	return 0;
-}
-
-/* Live sampler callback. */
-static int on_live_stack(void *arg, struct stack *st)
-{
-	struct target *t = arg;
-
-	t->session->delivered++;
-	return add_stack(t, st);
-}
-
-/* The frame cache's entries go to the BPF map, where the sampler copies by them. */
-static int publish_anchor(struct target *t, uint32_t tid, const struct pbp_fcache *fc)
-{
-	struct sampler *sampler = t->session->sampler;
-
-	return sampler ? sampler__set_anchor(sampler, tid, fc) : 0;
-}
-
-static int start_live(struct target *t)
-{
-	struct live_sampler_cfg lc = {
-		.interp = &t->interp,
-		.live = &t->live,
-		.dec = t->dec,
-		.fcache = t->fcache,
-		.rate_hz = t->session->opts.rate_hz,
-		/* No verifier bounds user space: the whole stack, up to a sane size. */
-		.stack_cap = LIVE_STACK_BYTES,
-		.want_idle = t->session->opts.idle,
-		.on_stack = on_live_stack,
-		.ctx = t,
-	};
-
-	return live_sampler__new(&lc, &t->live_sampler);
-}
-
-/* Starts sampling prepared target @t, which the session then owns. */
-static void tell(struct session *s, const struct target *t, int gone)
-{
-	char version[32];
-	struct session_process p = {
-		.pid = t->interp.pid,
-		.cmd = t->cmd,
-		.python_version = version,
-		.root_name = t->root_name,
-		.start = t->ident.start,
-	};
-
-	if (!s->opts.on_process)
-		return;
-	interp__version_str(t->interp.version_hex, version, sizeof(version));
-	s->opts.on_process(s->opts.on_process_ctx, &p, gone);
-}
-
-static int target_enrol(struct session *s, struct target *t, uint64_t gil)
-{
-	struct target **targets;
-	size_t at;
-	int err;
-
-	if (s->ntargets == PBP_TARGETS_MAX)
-		return -ENOSPC;
-	targets = realloc(s->targets, (s->ntargets + 1) * sizeof(*targets));
-	if (!targets)
-		return -ENOMEM;
-	s->targets = targets;
-	proc__cpu_ns(t->interp.pid, &t->cpu0);
-	t->cpu = t->cpu0;
-	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil);
-	if (err)
-		return err;
-	at = target_slot(s, t->interp.pid);
-	memmove(&s->targets[at + 1], &s->targets[at], (s->ntargets - at) * sizeof(*s->targets));
-	s->targets[at] = t;
-	s->ntargets++;
-	s->processes_seen++;
-	tell(s, t, 0);
-	return 0;
-}
-
-/* Stops following target @i, which has exited: what it sampled stays. */
-static void target_detach(struct session *s, size_t i)
-{
-	struct target *t = s->targets[i];
-
-	if (s->sampler) {
-		sampler__remove_target(s->sampler, t->interp.pid);
-		/* Its records still in flight are decoded while its decoder lives. */
-		sampler__drain(s->sampler);
-	}
-	tell(s, t, 1);
-	target__add_stats(t, &s->totals);
-	s->gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
-	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
-	s->ntargets--;
-	pr_info("stopped following pid %d: %zu processes profiled now\n", (int)t->interp.pid,
-		s->ntargets);
-	target__free(t);
+	return s->opts.stop_signal ? *s->opts.stop_signal : 0;
 }
 
 static int target_error(pid_t pid, int err, const struct py_interp *in)
@@ -435,10 +100,10 @@ static int new_sampler(struct session *s)
 		.ringbuf_bytes = s->opts.ringbuf_mb << 20,
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
-		.on_sample = on_sample,
+		.on_sample = session_sink__on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
 		 * forking target; outside -a only a target's exec is acted on. */
-		.on_event = on_event,
+		.on_event = session_follow__on_event,
 		.ctx = s,
 	};
 
@@ -461,7 +126,8 @@ static int choose_sampler(struct session *s, struct target *first)
 		return EXIT_UNSUPPORTED;
 	}
 	first->session = s;
-	err = target__prepare(first, &s->shared, !o->no_frame_cache, publish_anchor);
+	err = target__prepare(first, &s->shared, !o->no_frame_cache,
+			      session_targets__publish_anchor);
 	if (err)
 		goto fail;
 	if (!o->no_bpf) {
@@ -469,7 +135,7 @@ static int choose_sampler(struct session *s, struct target *first)
 		if (!why) {
 			err = s->sampler ? 0 : new_sampler(s);
 			if (!err)
-				err = target_enrol(s, first, gil);
+				err = session_targets__enrol(s, first, gil);
 			if (!err) {
 				if (o->idle)
 					pr_warn("--idle has no effect with BPF sampling, which sees "
@@ -487,7 +153,7 @@ static int choose_sampler(struct session *s, struct target *first)
 			"with --no-bpf\n", why);
 	}
 	s->live_mode = 1;
-	err = target_enrol(s, first, gil);
+	err = session_targets__enrol(s, first, gil);
 	if (!err)
 		return 0;
 fail:
@@ -528,120 +194,11 @@ static int find_first(struct session *s, struct target *t)
 	return err ? target_error(s->spawn.pid, err, &t->interp) : 0;
 }
 
-/* ---- children ------------------------------------------------------------------ */
-
-static int is_target(pid_t pid, void *arg)
-{
-	return target_of(arg, pid) != NULL;
-}
-
-/* Whether there is room for one more target; says once when there is not. */
-static int room_for(struct session *s, pid_t pid)
-{
-	uint32_t max = s->opts.max_processes ? s->opts.max_processes : PBP_TARGETS_MAX;
-	char cmd[128];
-
-	if (s->ntargets < max)
-		return 1;
-	if (!s->processes_skipped++) {
-		if (proc__cmdline(pid, cmd, sizeof(cmd)))
-			snprintf(cmd, sizeof(cmd), "?");
-		pr_warn("%u processes are being profiled, the most %s: pid %d (%s) and "
-			"further new ones are not, until some exit\n", max,
-			s->opts.max_processes ? "--max-processes allows" : "one run can follow",
-			(int)pid, cmd);
-	}
-	return 0;
-}
-
-/* Makes @pid a target if it runs a CPython we can read; 1 if it does now (or never
- * will: no room), 0 if not (yet). */
-static int adopt(pid_t pid, void *arg)
-{
-	struct session *s = arg;
-	struct target *t = calloc(1, sizeof(*t));
-	char version[32];
-	uint64_t gil = 0;
-	int err;
-
-	if (!t)
-		return -ENOMEM;
-	mem_live__init(&t->live, pid);
-	target__identify(t);
-	t->found_ns = clock__mono_ns();
-	err = interp__find(pid, &t->live.base, &t->interp);
-	if (err) {
-		if (err == -ENOTSUP) {
-			interp__version_str(t->interp.version_hex, version, sizeof(version));
-			pr_info("pid %d runs CPython %s, which pybpfprof does not read\n",
-				(int)pid, version);
-		}
-		target__free(t);
-		return 0;	/* not (yet) Python */
-	}
-	/* The command line is read once, by target__prepare(), unless it is for the
-	 * notice that there is no room. */
-	if (s->opts.system_wide && !room_for(s, pid)) {
-		target__free(t);
-		return 1;
-	}
-	pythreads__gil(&t->live.base, &t->interp, &gil);
-	t->session = s;
-	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache, publish_anchor);
-	if (!err)
-		err = target_enrol(s, t, gil);
-	if (err) {
-		pr_warn("cannot follow pid %d: %s\n", (int)pid, strerror(-err));
-		target__free(t);
-		return err == -ENOMEM ? err : 1;	/* 1: not to be tried again */
-	}
-	pr_info("following pid %d (%s)\n", (int)pid, t->cmd);
-	if (pid == s->exec_pid) {
-		pr_warn("pid %d exec'd %s, a Python: profiling it on\n", (int)pid, s->exec_prog);
-		s->exec_pid = 0;
-	}
-	if (s->opts.system_wide) {
-		interp__version_str(t->interp.version_hex, version, sizeof(version));
-		if (!s->totals.python_version[0])
-			snprintf(s->totals.python_version, sizeof(s->totals.python_version), "%s",
-				 version);
-		else if (strcmp(s->totals.python_version, version))
-			snprintf(s->totals.python_version, sizeof(s->totals.python_version),
-				 "several");
-	}
-	return 1;
-}
-
-/* System-wide: @pid is adopted if the filters take it. */
-static int consider(pid_t pid, void *arg)
-{
-	struct session *s = arg;
-	int r;
-
-	if (pid == getpid() || target_of(s, pid))
-		return 1;
-	r = proc_filter__match(s->opts.filter, pid);
-	if (r != 1)
-		return 1;	/* not wanted, or gone; an exec brings it back */
-	return adopt(pid, s);
-}
-
 static int scan_one(pid_t pid, void *arg)
 {
-	int r = consider(pid, arg);
+	int r = session_targets__consider(pid, arg);
 
 	return r < 0 ? r : 0;
-}
-
-static int watch_children(struct session *s)
-{
-	int err = 0;
-
-	if (s->spawned && !s->spawn.exited)
-		err = descendants__scan(s->children, s->spawn.pid);
-	for (size_t i = 0; !err && i < s->ntargets; i++)
-		err = descendants__scan(s->children, s->targets[i]->interp.pid);
-	return err ? err : descendants__step(s->children);
 }
 
 static int setup(struct session *s)
@@ -664,8 +221,10 @@ static int setup(struct session *s)
 	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch)
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
-	s->children = s->opts.system_wide ? descendants__new(is_target, consider, s, 0)
-					  : descendants__new(is_target, adopt, s, s->opts.subprocesses);
+	s->children = s->opts.system_wide ?
+		descendants__new(session_targets__is_target, session_targets__consider, s, 0) :
+		descendants__new(session_targets__is_target, session_targets__adopt, s,
+				 s->opts.subprocesses);
 	if (!s->children)
 		return -ENOMEM;
 	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||
@@ -808,38 +367,6 @@ fail:
 	return code;
 }
 
-/* ---- the loop ------------------------------------------------------------------ */
-
-static int target_gone(struct session *s, struct target *t)
-{
-	if (s->spawned && t->interp.pid == s->spawn.pid && spawn__reap(&s->spawn))
-		return 1;
-	return target__same(t) == -ESRCH;
-}
-
-/*
- * Target @i exec'd another program: its interpreter (and every address we know in it)
- * is gone, though the process is not. What it sampled stays; the new image is watched
- * like a new process and adopted if it is a Python, else the run ends when the watch
- * gives up on it (see session__poll).
- */
-static int follow_exec(struct session *s, size_t i)
-{
-	pid_t pid = s->targets[i]->interp.pid;
-	char path[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, s->exec_prog, sizeof(s->exec_prog) - 1);
-	s->exec_prog[n > 0 ? n : 0] = '\0';
-	if (n <= 0)
-		snprintf(s->exec_prog, sizeof(s->exec_prog), "another program");
-	pr_info("pid %d exec'd %s\n", (int)pid, s->exec_prog);
-	target_detach(s, i);
-	s->exec_pid = pid;
-	return descendants__watch(s->children, pid);
-}
-
 static int poll_live(struct session *s, int timeout_ms)
 {
 	struct timespec ts;
@@ -862,55 +389,6 @@ static int poll_live(struct session *s, int timeout_ms)
 	return nanosleep(&ts, NULL) ? -errno : 0;
 }
 
-/* System-wide: acts on the process events the poll took in, and sweeps for exits
- * now and then. */
-static int follow_host(struct session *s)
-{
-	uint64_t now;
-	int err = 0;
-
-	/* Detaching drains the ring buffer, which may add events: index, don't point. */
-	for (size_t i = 0; !err && i < s->nevents; i++) {
-		struct pbp_event ev = s->events[i];
-		size_t at = target_slot(s, ev.pid);
-		int known = at < s->ntargets && (uint32_t)s->targets[at]->interp.pid == ev.pid;
-
-		if (ev.type == PBP_EV_EXIT) {
-			if (known && target_gone(s, s->targets[at]))
-				target_detach(s, at);
-			continue;
-		}
-		/* A target's exec takes its interpreter away; the new image may have one.
-		 * But the watch may have found that image's interpreter already, before
-		 * the event was read: an exec older than the look changes nothing. */
-		if (known && ev.type == PBP_EV_EXEC) {
-			if (ev.ts_ns < s->targets[at]->found_ns)
-				continue;
-			target_detach(s, at);
-		}
-		err = descendants__watch(s->children, ev.pid);
-	}
-	s->nevents = 0;
-	if (s->events_cap > EVENTS_KEEP) {
-		free(s->events);
-		s->events = NULL;
-		s->events_cap = 0;
-	}
-	if (!err)
-		err = descendants__step(s->children);
-	now = clock__mono_ns();
-	if (err || now - s->swept_ns < SWEEP_NS)
-		return err;
-	s->swept_ns = now;
-	for (size_t i = s->ntargets; i-- > 0;) {
-		if (target_gone(s, s->targets[i]))
-			target_detach(s, i);
-		else
-			proc__cpu_ns(s->targets[i]->interp.pid, &s->targets[i]->cpu);
-	}
-	return 0;
-}
-
 int session__poll(struct session *s, int timeout_ms)
 {
 	int err = 0;
@@ -928,71 +406,15 @@ int session__poll(struct session *s, int timeout_ms)
 		return err;
 	}
 	if (s->opts.system_wide) {
-		err = follow_host(s);
+		err = session_follow__host(s);
 		if (err) {
 			pr_warn("following processes: %s\n", strerror(-err));
 			return err;
 		}
 	}
-	for (size_t i = 0; !s->opts.system_wide && i < s->nevents; i++) {
-		/* Detaching drains the ring buffer, which may add events: copy, don't point. */
-		struct pbp_event ev = s->events[i];
-		size_t at = target_slot(s, ev.pid);
-
-		/* A target's exec: its addresses are gone (an exec older than the target's
-		 * adoption is the one that made it). */
-		if (ev.type == PBP_EV_EXEC && at < s->ntargets &&
-		    (uint32_t)s->targets[at]->interp.pid == ev.pid &&
-		    ev.ts_ns >= s->targets[at]->found_ns) {
-			err = follow_exec(s, at);
-			if (err)
-				return err;
-		}
-	}
-	if (!s->opts.system_wide)
-		s->nevents = 0;
-	for (size_t i = 0; !s->opts.system_wide && i < s->ntargets;) {
-		struct target *t = s->targets[i];
-
-		if (!target_gone(s, t)) {
-			if (target__same(t) == -ENOEXEC) {
-				err = follow_exec(s, i);
-				if (err)
-					return err;
-				continue;
-			}
-			proc__cpu_ns(t->interp.pid, &t->cpu);
-			i++;
-			continue;
-		}
-		/* The first target's decoder stays for the end: its last records are
-		 * drained at the stop, and its stats name the run. */
-		if (!s->opts.subprocesses)
-			return 1;
-		target_detach(s, i);
-	}
-	if (s->opts.subprocesses) {
-		err = watch_children(s);
-		if (err) {
-			pr_warn("following child processes: %s\n", strerror(-err));
-			return err;
-		}
-		if (!s->ntargets && !descendants__pending(s->children))
-			return 1;
-	} else if (s->exec_pid) {
-		err = descendants__step(s->children);
-		if (err)
-			return err;
-		if (!s->ntargets && !descendants__pending(s->children)) {
-			if (proc__alive(s->exec_pid) != 0)
-				pr_warn("pid %d exec'd %s and exited before any Python showed in "
-					"it\n", (int)s->exec_pid, s->exec_prog);
-			else
-				pr_warn("pid %d exec'd %s, which is not a Python pybpfprof "
-					"reads: stopping\n", (int)s->exec_pid, s->exec_prog);
-			return 1;
-		}
-	}
+	err = session_follow__targets(s);
+	if (err)
+		return err;
 	/* Threads come and go in long runs: forget those gone quiet. */
 	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
 		s->expired_ns = clock__mono_ns();
@@ -1015,10 +437,10 @@ void session__stop(struct session *s)
 		sampler__drain(s->sampler);
 	}
 	for (size_t i = 0; i < s->ntargets; i++)
-		if (!target_gone(s, s->targets[i]))
+		if (!session_targets__gone(s, s->targets[i]))
 			target__clear_anchors(s->targets[i]);
-	if (s->spawned && !s->spawn.exited && stop_signal)
-		spawn__stop(&s->spawn, stop_signal, 3000);
+	if (s->spawned && !s->spawn.exited && stop_signal(s))
+		spawn__stop(&s->spawn, stop_signal(s), 3000);
 }
 
 /*
@@ -1175,8 +597,8 @@ int session__wait_command(struct session *s)
 		return -1;
 	while (!s->spawn.exited) {
 		/* A signal while we wait is meant for the command: pass it on. */
-		if (stop_signal) {
-			spawn__stop(&s->spawn, stop_signal, 3000);
+		if (stop_signal(s)) {
+			spawn__stop(&s->spawn, stop_signal(s), 3000);
 			break;
 		}
 		if (waitpid(s->spawn.pid, &s->spawn.status, 0) == s->spawn.pid ||

@@ -8,6 +8,7 @@
 #ifndef PBP_SESSION_H
 #define PBP_SESSION_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -47,6 +48,9 @@ struct session_opts {
 	uint32_t max_processes;	/* -a: at most this many at once; 0: as many as fit */
 	session_process_fn on_process;	/* optional */
 	void *on_process_ctx;
+	/* Set by the caller's handler to the signal that asked it to stop; the command
+	 * after "--" gets that signal too. NULL: the caller catches none. */
+	const volatile sig_atomic_t *stop_signal;
 };
 
 struct session_status {
@@ -72,7 +76,8 @@ int session__start(const struct session_opts *o, struct session **out);
  * every target has exited, or a negative errno that ends the session (printed).
  */
 int session__poll(struct session *s, int timeout_ms);
-/* Stops sampling and takes in whatever is still in flight. */
+/* Stops sampling and takes in whatever is still in flight; passes a stop signal on to
+ * the command. */
 void session__stop(struct session *s);
 /* Seconds since sampling began (fixed at session__stop()); cheap, unlike the status. */
 double session__elapsed(const struct session *s);
@@ -92,14 +97,9 @@ pid_t session__pid(const struct session *s);
 /* The run's statistics (after session__stop(): final). */
 void session__stats(const struct session *s, struct run_stats *st);
 /* Whether the command after "--" still runs; its wait status once it has ended (waits
- * for it), -1 if there is none. */
+ * for it, or for as long as a stop signal gives it), -1 if there is none. */
 int session__command_running(const struct session *s);
 int session__wait_command(struct session *s);
 void session__free(struct session *s);
-
-/* SIGINT, SIGTERM and SIGHUP end the session's loop instead of the process. */
-void session__catch_signals(void);
-/* The signal that asked us to stop, or 0. */
-int session__stop_signal(void);
 
 #endif

@@ -32,12 +32,12 @@
  * can log without end. */
 #define HELD_MAX (64 * 1024)
 
-/* SIGHUP: the terminal went away; end as for SIGTERM. */
-static volatile sig_atomic_t top_hangup;
+/* The one piece of process-wide state: set by the signal handler, read by the loop. */
+static volatile sig_atomic_t stop_signal;
 
-static void on_hangup(int sig)
+static void on_stop_signal(int sig)
 {
-	top_hangup = sig;
+	stop_signal = sig;
 }
 
 struct top_ctx {
@@ -217,7 +217,7 @@ static int run(struct top_ctx *c)
 	uint64_t next = clock__mono_ns() + (c->screen ? FIRST_REFRESH_NS : REFRESH_NS);
 	int err = 0, redraw = c->screen;
 
-	while (!c->quit && !session__stop_signal() && !top_hangup) {
+	while (!c->quit && !stop_signal) {
 		if (redraw) {
 			err = draw_screen(c);
 			if (err)
@@ -318,13 +318,16 @@ static void leave_screen(struct top_ctx *c)
 
 int top__run(const struct top_opts *o)
 {
-	struct sigaction sa = { .sa_handler = on_hangup };
+	struct sigaction sa = { .sa_handler = on_stop_signal };
 	struct top_ctx c = { .opts = o, .key = TOP_BY_OWN };
 	struct session_opts so;
 	int code, err;
 
-	session__catch_signals();
+	/* No SA_RESTART: a poll must return so the loop sees the flag. SIGHUP (the
+	 * terminal went away) ends the view as SIGTERM does. */
 	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	session_opts_of(o, &so);
 	code = session__start(&so, &c.session);

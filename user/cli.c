@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The command-line parsing every subcommand shares (cli.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "exitcodes.h"
+#include "log.h"
+#include "pbp_abi.h"
+
+int cli__usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+	fputs("pybpfprof: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see 'pybpfprof %s --help')\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return errno || end == s || *end || *s == '-' || *v < min || *v > max ? -EINVAL : 0;
+}
+
+int cli__common_option(const char *cmd, const char *help, int opt, char **argv, int *verbose)
+{
+	switch (opt) {
+	case 'v':
+		(*verbose)++;
+		return CLI_GO_ON;
+	case 'h':
+		fputs(help, stdout);
+		return EXIT_OK;
+	case ':':
+		return cli__usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+	default:
+		return cli__usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+	}
+}
+
+void cli__set_verbosity(int verbose)
+{
+	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
+}
+
+int cli__select_option(const char *cmd, int opt, struct cli_select *sel)
+{
+	int err = 0;
+
+	switch (opt) {
+	case 'a':
+		sel->all = 1;
+		return 1;
+	case CLI_OPT_PID_FILTER:
+		err = proc_filter__add_pids(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return cli__usage_error(cmd, "invalid --pid-filter '%s': expected "
+						"PID[,PID...]", optarg);
+		break;
+	case CLI_OPT_CONTAINER:
+		err = proc_filter__add_container(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return cli__usage_error(cmd, "invalid --container '%s': expected a "
+						"container id (4 characters or more), a pod UID "
+						"or a cgroup name", optarg);
+		break;
+	case CLI_OPT_EXCLUDE:
+		err = proc_filter__add_exclude(&sel->filter, optarg);
+		if (err == -EINVAL)
+			return cli__usage_error(cmd, "%s", "empty --exclude pattern");
+		break;
+	case CLI_OPT_MAX_PROCESSES:
+		if (cli__parse_uint(optarg, 1, PBP_TARGETS_MAX, &sel->max_processes))
+			return cli__usage_error(cmd, "invalid --max-processes '%s': expected 1 to "
+						CLI_STR(PBP_TARGETS_MAX), optarg);
+		return 1;
+	default:
+		return 0;
+	}
+	if (err) {
+		fprintf(stderr, "pybpfprof: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	return 1;
+}
+
+int cli__select_check(const char *cmd, const struct cli_select *sel)
+{
+	if (!sel->all && (!proc_filter__empty(&sel->filter) || sel->max_processes))
+		return cli__usage_error(cmd, "%s", "--pid-filter, --container, --exclude and "
+					"--max-processes narrow -a: add -a");
+	return 0;
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `pybpfprof dump`: its options, its --help, and the checks that the options name one
+ * process or core; dump.c runs it.
+ */
+#include <stdio.h>
+
+#include "cli.h"
+#include "dump.h"
+#include "exitcodes.h"
+
+static const char dump_help[] =
+	"Usage:\n"
+	"  pybpfprof dump -p PID\n"
+	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
+	"\n"
+	"Prints the current stack of every Python thread once, like a traceback but most\n"
+	"recent call first:\n"
+	"\n"
+	"  Thread 4242 (idle, holds the GIL):\n"
+	"    File \"/srv/app.py\", line 12, in Worker.poll\n"
+	"    File \"/srv/app.py\", line 30, in main\n"
+	"\n"
+	"Each thread is 'on CPU' (running or runnable) or 'idle', as /proc says; a core\n"
+	"does not record it. '(no Python frames)' is a thread outside Python code; a last\n"
+	"line '[incomplete: WHY]' marks a stack that could not be read to its first frame.\n"
+	"A running process is not stopped: its stacks are read twice and read again if\n"
+	"they changed in between.\n"
+	"\n"
+	"Target:\n"
+	"  -p, --pid PID          a running process (needs ptrace access to it)\n"
+	"      --core CORE        an ELF core file (kernel core dump or gdb's gcore); the\n"
+	"                         files it maps are read where the core does not hold them\n"
+	"      --exe PYTHON       the core's executable on this host, when it is not at the\n"
+	"                         path the core names\n"
+	"      --sysroot DIR      look up the paths the core names under DIR (a core from a\n"
+	"                         container or chroot, or from another machine)\n"
+	"  -v, --verbose          more diagnostics (twice: debug)\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 dump written; 2 bad command line; 3 no such process; 4 not a\n"
+	"CPython process (or core); 5 unsupported CPython version; 6 missing privileges;\n"
+	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
+	"names is not on this host or differs from the one the process ran. See\n"
+	"'pybpfprof --help'.\n";
+
+int dump_cli__main(int argc, char **argv)
+{
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "core", required_argument, NULL, OPT_CORE },
+		{ "exe", required_argument, NULL, OPT_EXE },
+		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct dump_opts o = { 0 };
+	unsigned long v;
+	int opt, verbose = 0, code;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:vh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (cli__parse_uint(optarg, 1, 0x7fffffff, &v))
+				return cli__usage_error("dump", "invalid PID '%s'", optarg);
+			o.pid = (pid_t)v;
+			break;
+		case OPT_CORE:
+			o.core = optarg;
+			break;
+		case OPT_EXE:
+			o.exe = optarg;
+			break;
+		case OPT_SYSROOT:
+			o.sysroot = optarg;
+			break;
+		default:
+			code = cli__common_option("dump", dump_help, opt, argv, &verbose);
+			if (code != CLI_GO_ON)
+				return code;
+		}
+	}
+	cli__set_verbosity(verbose);
+	if (optind < argc)
+		return cli__usage_error("dump", "unexpected argument '%s'", argv[optind]);
+	if (o.pid && o.core)
+		return cli__usage_error("dump", "%s",
+					"give either -p PID or --core CORE, not both");
+	if (!o.pid && !o.core)
+		return cli__usage_error("dump", "%s",
+					"nothing to dump: give -p PID or --core CORE");
+	if (!o.core && (o.exe || o.sysroot))
+		return cli__usage_error("dump", "%s",
+					"--exe and --sysroot apply to --core only");
+	if ((o.core && !*o.core) || (o.exe && !*o.exe) || (o.sysroot && !*o.sysroot))
+		return cli__usage_error("dump", "%s", "empty path given");
+	return dump__run(&o);
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Inside a sampling session: the state its files share and what each offers the
+ * others. session.c starts, polls, stops and counts; session_targets.c keeps the
+ * table of targets and takes processes in; session_follow.c follows the processes
+ * the targets start, exec and end; session_sink.c turns decoded stacks into the
+ * aggregate and the timeline. Nothing outside these files includes it.
+ */
+#ifndef PBP_SESSION_PRIV_H
+#define PBP_SESSION_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "aggregate.h"
+#include "descendants.h"
+#include "pbp_abi.h"
+#include "profile.h"
+#include "sampler.h"
+#include "session.h"
+#include "spawn.h"
+#include "stats.h"
+#include "target.h"
+#include "thread_table.h"
+
+struct session {
+	struct session_opts opts;
+	struct strtab *strs;
+	size_t strs_kept;	/* its size after the last rebuild */
+	struct code_budget codes;	/* every target's caches count against these */
+	struct frame_cache_budget fcaches;
+	struct target_shared shared;
+	int timeline_full;
+	uint64_t strs_rebuilds;
+	struct aggregate *agg;
+	struct thread_table *threads;
+	struct profile_sample *timeline;
+	size_t ntimeline, timeline_cap;
+	struct target **targets;	/* by pid */
+	size_t ntargets;
+	struct pbp_event *events;	/* taken in during a poll, handled after it */
+	size_t nevents, events_cap;
+	uint64_t swept_ns;
+	uint64_t processes_seen, processes_skipped;
+	struct descendants *children;	/* --subprocesses */
+	struct sampler *sampler;
+	int live_mode;
+	struct spawn spawn;
+	int spawned;
+	struct stack *stack;
+	struct agg_frame *frames;
+	uint32_t incomplete_name, no_python_name;
+	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;
+	uint64_t lost;		/* records of a process we no longer follow */
+	int fatal;		/* a negative errno that ends the run */
+	uint64_t start_ns, expired_ns, gone_cpu_ns;
+	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
+	int64_t start_unix_ns;
+	double elapsed_s;	/* fixed at session__stop */
+	int stopped;
+	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
+	pid_t exec_pid;		/* the target asked for exec'd: watched for a new Python */
+	char exec_prog[128];	/* what it exec'd, for the notices */
+	char name[160];		/* "pid 123 (python3 app.py)" */
+	struct run_stats totals;	/* of targets already gone */
+};
+
+/* session_sink.c: the sampler callbacks that decode a record and aggregate it. */
+int session_sink__on_sample(void *arg, const void *rec, size_t len);
+int session_sink__on_live_stack(void *arg, struct stack *st);
+
+/* session_targets.c: the targets, sorted by pid. */
+size_t session_targets__slot(const struct session *s, uint32_t pid);
+struct target *session_targets__of(const struct session *s, uint32_t pid);
+int session_targets__publish_anchor(struct target *t, uint32_t tid,
+				    const struct pbp_fcache *fc);
+int session_targets__enrol(struct session *s, struct target *t, uint64_t gil);
+void session_targets__detach(struct session *s, size_t i);
+int session_targets__gone(struct session *s, struct target *t);
+/* The descendants callbacks (descendants.h); @arg is the session. */
+int session_targets__is_target(pid_t pid, void *arg);
+int session_targets__adopt(pid_t pid, void *arg);
+int session_targets__consider(pid_t pid, void *arg);
+
+/* session_follow.c: processes coming, exec'ing and going. */
+int session_follow__on_event(void *arg, const struct pbp_event *ev);
+int session_follow__host(struct session *s);
+/* Without -a, after each poll: 0 to go on, 1 once the run is over, or a negative errno. */
+int session_follow__targets(struct session *s);
+
+#endif

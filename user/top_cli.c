@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * `pybpfprof top`: its options, its --help, and the checks that the options make one
+ * view; top.c runs it.
+ */
+#include <stdio.h>
+
+#include "cli.h"
+#include "exitcodes.h"
+#include "top.h"
+
+static const char top_help[] =
+	"Usage:\n"
+	"  pybpfprof top -p PID [options]\n"
+	"  pybpfprof top -a [options]\n"
+	"\n"
+	"Shows, refreshed every second, the functions a running Python process spends its\n"
+	"time in, busiest first:\n"
+	"\n"
+	"    %Own %Total   Own(s) Total(s)  Function (file)\n"
+	"    74.8   74.8    22.41    22.41  fa (/srv/ratio.py)\n"
+	"     0.0  100.0     0.00    29.96  parent (/srv/ratio.py)\n"
+	"\n"
+	"%Own is the share of the last second's samples in which the function itself ran,\n"
+	"%Total the share in which it was anywhere on the stack (once per sample, however\n"
+	"deep it recurses); Own(s) and Total(s) add up the sampled time since the start.\n"
+	"A function is a qualified name in a file, whatever the line. With -a, each\n"
+	"process is a row too, 'process PID COMMAND', whose %Total is its share.\n"
+	"\n"
+	"Keys: o or 1 sort by %Own (the default), t or 2 by %Total, Tab switches;\n"
+	"q or Ctrl-C quits, Ctrl-Z suspends, Ctrl-L redraws. The view fits the terminal\n"
+	"and follows its size; 80x24 is enough.\n"
+	"\n"
+	"When standard output is not a terminal, top prints a plain block every second\n"
+	"instead: a time stamp line, the counts and the 20 busiest functions, with no\n"
+	"escape codes.\n"
+	"\n"
+	"top ends on q, Ctrl-C, SIGTERM or when the target exits, then prints one line on\n"
+	"stderr: the samples taken and the function with the most own time.\n"
+	"\n"
+	"Options:\n"
+	"  -p, --pid PID          the running process to watch\n"
+	"  -a, --all              every CPython process on the host instead; narrowed by\n"
+	"                         --pid-filter, --container, --exclude and\n"
+	"                         --max-processes as for 'record -a'\n"
+	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
+	"      --no-bpf           sample from user space, as for record (see 'pybpfprof\n"
+	"                         record --help'); chosen with a notice when BPF is\n"
+	"                         unavailable\n"
+	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
+	"      --gil              count only the thread holding the GIL\n"
+	"  -v, --verbose          more diagnostics, shown after the view closes\n"
+	"  -h, --help             this help\n"
+	"\n"
+	"Exit status: 0 ended by q, Ctrl-C, SIGTERM or the target's exit; 1 unexpected\n"
+	"failure; 2 bad command line; 3 no such process; 4 not a CPython process;\n"
+	"5 unsupported CPython version; 6 missing privileges; 7 the kernel lacks BPF\n"
+	"support. See 'pybpfprof --help'.\n"
+	"\n"
+	"Example:\n"
+	"  sudo pybpfprof top -p 1234\n";
+
+static int top_with(int argc, char **argv, struct cli_select *sel)
+{
+	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL };
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+		{ "idle", no_argument, NULL, OPT_IDLE },
+		{ "gil", no_argument, NULL, OPT_GIL },
+		CLI_SELECT_LONGOPTS,
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct top_opts o = { .rate_hz = 100 };
+	unsigned long v;
+	int opt, verbose = 0, code;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":ap:r:vh", longopts, NULL)) != -1) {
+		code = cli__select_option("top", opt, sel);
+		if (code > 1)
+			return code;
+		if (code)
+			continue;
+		switch (opt) {
+		case 'p':
+			if (cli__parse_uint(optarg, 1, 0x7fffffff, &v))
+				return cli__usage_error("top", "invalid PID '%s'", optarg);
+			o.pid = (pid_t)v;
+			break;
+		case 'r':
+			if (cli__parse_uint(optarg, 1, 10000, &v))
+				return cli__usage_error("top", "invalid rate '%s': expected 1 to "
+							"10000 Hz", optarg);
+			o.rate_hz = (uint32_t)v;
+			break;
+		case OPT_NO_BPF:
+			o.no_bpf = 1;
+			break;
+		case OPT_IDLE:
+			o.idle = 1;
+			break;
+		case OPT_GIL:
+			o.gil = 1;
+			break;
+		default:
+			code = cli__common_option("top", top_help, opt, argv, &verbose);
+			if (code != CLI_GO_ON)
+				return code;
+		}
+	}
+	cli__set_verbosity(verbose);
+	if (optind < argc)
+		return cli__usage_error("top", "unexpected argument '%s'", argv[optind]);
+	code = cli__select_check("top", sel);
+	if (code)
+		return code;
+	if (sel->all && o.pid)
+		return cli__usage_error("top", "%s", "give either -a or -p PID, not both");
+	if (sel->all && o.no_bpf)
+		return cli__usage_error("top", "%s", "-a needs BPF; --no-bpf cannot do that");
+	o.system_wide = sel->all;
+	o.filter = &sel->filter;
+	o.max_processes = (uint32_t)sel->max_processes;
+	if (!o.pid && !o.system_wide)
+		return cli__usage_error("top", "%s", "nothing to watch: give -p PID or -a");
+	return top__run(&o);
+}
+
+int top_cli__main(int argc, char **argv)
+{
+	struct cli_select sel = { 0 };
+	int code = top_with(argc, argv, &sel);
+
+	proc_filter__free(&sel.filter);
+	return code;
+}
