@@ -48,7 +48,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test demo bench soak fuzz lint format clean unit-tests
+.PHONY: all test demo bench soak container-load fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -187,6 +187,12 @@ bench: all
 soak: all
 	$(Q)/usr/bin/python3 tools/soak/agent_churn.py --binary $(OUT)/pybpfprof --seconds 600 \
 		--json $(OUT)/soak.json
+
+# The agent's image with the DaemonSet's privileges following 20 busy containers for a
+# minute: its CPU, memory and time to each container's first profile (tools/soak/).
+container-load: all
+	$(Q)/usr/bin/python3 tools/soak/container_load.py --containers 20 --seconds 60 \
+		--json $(OUT)/container-load.json
 
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)

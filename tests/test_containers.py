@@ -286,7 +286,7 @@ def podman_gateway():
 
 
 class AgentContainer:
-    def __init__(self, images, tmp, extra=(), drop=None, sink=None):
+    def __init__(self, images, tmp, extra=(), drop=None, sink=None, period=PERIOD_S):
         text = MANIFEST.read_text()
         security, granted = manifest_security(text)
         if drop:
@@ -296,7 +296,7 @@ class AgentContainer:
         conf_dir = tmp / f"conf-{uuid.uuid4().hex[:6]}"
         self.out.mkdir()
         conf_dir.mkdir()
-        conf = [f"app-name = {APP}", f"period = {PERIOD_S}s", "label = cluster=test",
+        conf = [f"app-name = {APP}", f"period = {period}s", "label = cluster=test",
                 "output-dir = /out"]
         rate = re.search(r"^\s*rate = (\d+)", text, re.M)
         conf += [f"rate = {rate.group(1)}"] if rate else []
