@@ -37,6 +37,7 @@
 #include "target.h"
 #include "target_error.h"
 #include "thread_table.h"
+#include "vec.h"
 
 #define FCACHE_EXPIRE_S 10.0
 /* The table is rebuilt once it holds this much more than 1.5 times what the last
@@ -154,15 +155,9 @@ static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 		s->timeline_full = 1;
 		return 0;
 	}
-	if (s->ntimeline == s->timeline_cap) {
-		size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
-		struct profile_sample *t = realloc(s->timeline, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		s->timeline = t;
-		s->timeline_cap = cap;
-	}
+	if (vec__reserve((void **)&s->timeline, &s->timeline_cap, s->ntimeline + 1,
+			 sizeof(*s->timeline), 4096))
+		return -ENOMEM;
 	/* A record decoded late may predate the start by a tick: clamp, keep order. */
 	s->timeline[s->ntimeline++] = (struct profile_sample){
 		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,
@@ -269,16 +264,10 @@ static int on_event(void *arg, const struct pbp_event *ev)
 {
 	struct session *s = arg;
 
-	if (s->nevents == s->events_cap) {
-		size_t cap = s->events_cap ? s->events_cap * 2 : 256;
-		struct pbp_event *e = realloc(s->events, cap * sizeof(*e));
-
-		if (!e) {
-			s->fatal = -ENOMEM;
-			return -ENOMEM;
-		}
-		s->events = e;
-		s->events_cap = cap;
+	if (vec__reserve((void **)&s->events, &s->events_cap, s->nevents + 1, sizeof(*s->events),
+			 256)) {
+		s->fatal = -ENOMEM;
+		return -ENOMEM;
 	}
 	s->events[s->nevents++] = *ev;
 	return 0;
