@@ -149,7 +149,7 @@ $(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_p
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descendants.o \
-		$(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
+		$(OUT)/user/hashmap.o $(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
