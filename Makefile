@@ -88,7 +88,7 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(O
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 # The readers of copied structs against a fake target (tests/unit/fake_mem.h).
-FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,offsets.o code_cache.o pyobj.o strtab.o \
+FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,offsets.o code_cache.o pyobj.o strtab.o hashmap.o \
 		linetable.o decode.o frame_cache.o mem_snapshot.o mem_live.o pythreads.o log.o)
 $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -96,7 +96,7 @@ $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OB
 
 # Every writer and what it links: the golden-file tests run each on a fixed profile.
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
-		$(OUT)/user/strtab.o $(OUT)/user/frame_class.o,$(USER_OBJS))
+		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/frame_class.o,$(USER_OBJS))
 # Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
 WRITER_OBJS += $(filter $(OUT)/user/json_out.o $(OUT)/user/pb_encode.o \
 		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o $(OUT)/user/decode_gap.o,$(USER_OBJS))
@@ -104,12 +104,17 @@ $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
 
+$(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 $(OUT)/tests/test_json_out: tests/unit/test_json_out.c $(OUT)/user/json_out.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
-		$(OUT)/user/text_safe.o $(OUT)/user/aggregate.o $(OUT)/user/strtab.o | $(OUT)/tests
+		$(OUT)/user/text_safe.o $(OUT)/user/aggregate.o $(OUT)/user/strtab.o \
+		$(OUT)/user/hashmap.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -144,18 +149,18 @@ $(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_p
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descendants.o \
-		$(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
+		$(OUT)/user/hashmap.o $(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cache.o \
-		$(OUT)/user/strtab.o $(OUT)/user/pyobj.o $(OUT)/user/linetable.o \
+		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/pyobj.o $(OUT)/user/linetable.o \
 		$(OUT)/user/mem_live.o $(OUT)/user/log.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_frame_cache: tests/unit/test_frame_cache.c $(OUT)/user/frame_cache.o \
-		$(OUT)/user/strtab.o | $(OUT)/tests
+		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -171,7 +176,7 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json_out $(OUT)/tests/test_top_view \
-	$(OUT)/tests/test_outfile $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh
@@ -197,7 +202,7 @@ container-load: all
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode
-FUZZ_DECODE_SRCS := $(addprefix user/,offsets.c code_cache.c pyobj.c strtab.c linetable.c \
+FUZZ_DECODE_SRCS := $(addprefix user/,offsets.c code_cache.c pyobj.c strtab.c hashmap.c linetable.c \
 	decode.c frame_cache.c mem_snapshot.c mem_live.c pythreads.c log.c)
 
 .PHONY: FORCE

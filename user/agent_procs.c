@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent_procs.h"
+#include "vec.h"
 
 /* Where @pid is in the table, or where it would go. */
 static size_t slot(const struct agent_procs *t, pid_t pid)
@@ -40,18 +41,7 @@ static void fill(struct agent_proc *p, pid_t pid, uint64_t start, const char *cm
 
 static int grow(struct agent_proc **v, size_t n, size_t *cap)
 {
-	struct agent_proc *g;
-	size_t c;
-
-	if (n < *cap)
-		return 0;
-	c = *cap ? *cap * 2 : 64;
-	g = realloc(*v, c * sizeof(*g));
-	if (!g)
-		return -ENOMEM;
-	*v = g;
-	*cap = c;
-	return 0;
+	return vec__reserve((void **)v, cap, n + 1, sizeof(**v), 64);
 }
 
 static int insert(struct agent_procs *t, const struct agent_proc *p)

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* The stack aggregate: an open-addressing table over frame arrays; see aggregate.h. */
+/* The stack aggregate: frame arrays indexed by a hashmap; see aggregate.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "aggregate.h"
 #include "hash.h"
+#include "hashmap.h"
+#include "vec.h"
 
 struct aggregate {
 	struct agg_stack *stacks;
-	uint64_t *hashes;
-	size_t n, cap;
-	uint32_t *slots;	/* index + 1; 0 = empty */
-	size_t nslots;
+	uint64_t *hashes;	/* per stack, for the index */
+	size_t n, cap, hashes_cap;
+	struct hashmap index;
 	uint64_t total;
 };
 
@@ -29,45 +30,31 @@ void aggregate__free(struct aggregate *a)
 		free(a->stacks[i].frames);
 	free(a->stacks);
 	free(a->hashes);
-	free(a->slots);
+	hashmap__free(&a->index);
 	free(a);
 }
 
-static int grow_slots(struct aggregate *a)
+struct stack_key {
+	uint64_t hash;
+	uint32_t pid, tid, depth;
+	const struct agg_frame *frames;
+};
+
+static uint64_t stack_hash(uint32_t idx, const void *ctx)
 {
-	size_t nslots = a->nslots ? a->nslots * 2 : 1024;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	const struct aggregate *a = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t k = 0; k < a->n; k++) {
-		size_t i = a->hashes[k] & (nslots - 1);
-
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = (uint32_t)(k + 1);
-	}
-	free(a->slots);
-	a->slots = slots;
-	a->nslots = nslots;
-	return 0;
+	return a->hashes[idx];
 }
 
-static int grow_stacks(struct aggregate *a)
+static bool stack_equal(uint32_t idx, const void *key, const void *ctx)
 {
-	size_t cap = a->cap ? a->cap * 2 : 256;
-	struct agg_stack *stacks = realloc(a->stacks, cap * sizeof(*stacks));
-	uint64_t *hashes;
+	const struct aggregate *a = ctx;
+	const struct stack_key *k = key;
+	const struct agg_stack *s = &a->stacks[idx];
 
-	if (!stacks)
-		return -ENOMEM;
-	a->stacks = stacks;
-	hashes = realloc(a->hashes, cap * sizeof(*hashes));
-	if (!hashes)
-		return -ENOMEM;
-	a->hashes = hashes;
-	a->cap = cap;
-	return 0;
+	return a->hashes[idx] == k->hash && s->depth == k->depth && s->pid == k->pid &&
+	       s->tid == k->tid && !memcmp(s->frames, k->frames, k->depth * sizeof(*k->frames));
 }
 
 int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
@@ -75,32 +62,32 @@ int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 		   uint32_t *index)
 {
 	size_t bytes = (size_t)depth * sizeof(*frames);
-	uint64_t h = hash_bytes(frames, bytes) ^ hash_u64((uint64_t)pid << 32 | tid) ^ depth;
+	const struct stack_key key = {
+		.hash = hash_bytes(frames, bytes) ^ hash_u64((uint64_t)pid << 32 | tid) ^ depth,
+		.pid = pid, .tid = tid, .depth = depth, .frames = frames,
+	};
 	struct agg_stack *s;
 	size_t i;
 	int err;
 
-	if ((a->n + 1) * 2 > a->nslots) {
-		err = grow_slots(a);
-		if (err)
-			return err;
+	err = hashmap__grow(&a->index, 1024, stack_hash, a);
+	if (err)
+		return err;
+	i = hashmap__probe(&a->index, key.hash, stack_equal, &key, a);
+	if (hashmap__used(&a->index, i)) {
+		s = &a->stacks[hashmap__at(&a->index, i)];
+		s->count += count;
+		a->total += count;
+		if (index)
+			*index = hashmap__at(&a->index, i);
+		return 0;
 	}
-	for (i = h & (a->nslots - 1); a->slots[i]; i = (i + 1) & (a->nslots - 1)) {
-		s = &a->stacks[a->slots[i] - 1];
-		if (a->hashes[a->slots[i] - 1] == h && s->depth == depth && s->pid == pid &&
-		    s->tid == tid && !memcmp(s->frames, frames, bytes)) {
-			s->count += count;
-			a->total += count;
-			if (index)
-				*index = a->slots[i] - 1;
-			return 0;
-		}
-	}
-	if (a->n == a->cap) {
-		err = grow_stacks(a);
-		if (err)
-			return err;
-	}
+	err = vec__reserve((void **)&a->stacks, &a->cap, a->n + 1, sizeof(*a->stacks), 256);
+	if (!err)
+		err = vec__reserve((void **)&a->hashes, &a->hashes_cap, a->n + 1,
+				   sizeof(*a->hashes), 256);
+	if (err)
+		return err;
 	s = &a->stacks[a->n];
 	s->frames = malloc(bytes ? bytes : 1);
 	if (!s->frames)
@@ -112,8 +99,8 @@ int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 	s->tid = tid;
 	if (index)
 		*index = (uint32_t)a->n;
-	a->hashes[a->n] = h;
-	a->slots[i] = (uint32_t)++a->n;
+	a->hashes[a->n] = key.hash;
+	hashmap__set(&a->index, i, (uint32_t)a->n++);
 	a->total += count;
 	return 0;
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The code-object cache; see code_cache.h for the validation rule. The table is open
- * addressing; it starts small and doubles up to a fixed capacity (system-wide, most
- * of hundreds of processes run little code). Entries are evicted by a clock (second
- * chance) when the table is full or a byte budget is exceeded: the cache's own, or
- * the session's over every cache, which takes from the largest cache.
+ * The code-object cache; see code_cache.h for the validation rule. Entries sit in a
+ * dense array indexed by a hashmap, which starts small and doubles up to a fixed
+ * capacity (system-wide, most of hundreds of processes run little code); the array
+ * has room for half the slots, the most the index holds. Entries are evicted by a
+ * clock (second chance) over the index's slots when the table is full or a byte
+ * budget is exceeded: the cache's own, or the session's over every cache, which takes
+ * from the largest cache.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,17 +15,21 @@
 
 #include "code_cache.h"
 #include "hash.h"
+#include "hashmap.h"
 #include "linetable.h"
 #include "log.h"
 #include "pyobj.h"
 #include "structbuf.h"
+#include "vec.h"
 
 struct code_cache {
 	struct code_cache_cfg cfg;
-	struct code_info **slots;
-	uint32_t nslots, used, max_slots;
-	uint32_t hand;		/* the clock's */
-	size_t bytes;		/* entries and slot table */
+	struct code_info **ents;	/* dense: deleting moves the last one in */
+	size_t ents_cap;
+	struct hashmap index;	/* (addr, fp) -> entry */
+	uint32_t max_slots;
+	uint32_t hand;		/* the clock's: a slot of the index */
+	size_t bytes;		/* entries, their array and the index */
 	struct code_budget own;	/* when the config gives none */
 	struct code_budget *budget;
 	struct code_cache *next, **pprev;	/* in budget->caches */
@@ -40,10 +46,34 @@ static void count_bytes(struct code_cache *c, ssize_t delta)
 	c->budget->bytes += delta;
 }
 
+struct code_key {
+	uint64_t addr, fp;
+};
+
+static uint64_t key_hash(uint64_t addr, uint64_t fp)
+{
+	return hash_u64(addr ^ hash_u64(fp));
+}
+
+static uint64_t entry_hash(uint32_t idx, const void *ctx)
+{
+	const struct code_cache *c = ctx;
+
+	return key_hash(c->ents[idx]->addr, c->ents[idx]->fp);
+}
+
+static bool entry_equal(uint32_t idx, const void *key, const void *ctx)
+{
+	const struct code_cache *c = ctx;
+	const struct code_key *k = key;
+
+	return c->ents[idx]->addr == k->addr && c->ents[idx]->fp == k->fp;
+}
+
 int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 {
 	struct code_cache *c = calloc(1, sizeof(*c));
-	uint32_t n = 64;
+	uint32_t n = 64, first;
 
 	if (!c)
 		return -ENOMEM;
@@ -51,9 +81,10 @@ int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 	while (n < cfg->max_entries * 2)
 		n *= 2;
 	c->max_slots = n;
-	c->nslots = n < FIRST_SLOTS ? n : FIRST_SLOTS;
-	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	if (!c->slots) {
+	first = n < FIRST_SLOTS ? n : FIRST_SLOTS;
+	if (vec__reserve((void **)&c->ents, &c->ents_cap, first / 2, sizeof(*c->ents), first / 2) ||
+	    hashmap__resize(&c->index, first, entry_hash, c)) {
+		free(c->ents);
 		free(c);
 		return -ENOMEM;
 	}
@@ -65,7 +96,8 @@ int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out)
 		c->next->pprev = &c->next;
 	c->pprev = &c->budget->caches;
 	c->budget->caches = c;
-	count_bytes(c, sizeof(*c) + c->nslots * sizeof(*c->slots) + MALLOC_OVERHEAD * 2);
+	count_bytes(c, sizeof(*c) + c->ents_cap * sizeof(*c->ents) + hashmap__bytes(&c->index) +
+			       MALLOC_OVERHEAD * 3);
 	*out = c;
 	return 0;
 }
@@ -82,28 +114,17 @@ void code_cache__free(struct code_cache *c)
 {
 	if (!c)
 		return;
-	for (uint32_t i = 0; i < c->nslots; i++) {
-		if (c->slots[i]) {
-			c->budget->entries--;
-			info_free(c->slots[i]);
-		}
+	for (size_t i = 0; i < c->index.n; i++) {
+		c->budget->entries--;
+		info_free(c->ents[i]);
 	}
 	count_bytes(c, -(ssize_t)c->bytes);
 	*c->pprev = c->next;
 	if (c->next)
 		c->next->pprev = c->pprev;
-	free(c->slots);
+	free(c->ents);
+	hashmap__free(&c->index);
 	free(c);
-}
-
-static uint32_t slot_in(uint32_t nslots, uint64_t addr, uint64_t fp)
-{
-	return hash_u64(addr ^ hash_u64(fp)) & (nslots - 1);
-}
-
-static uint32_t slot_of(const struct code_cache *c, uint64_t addr, uint64_t fp)
-{
-	return slot_in(c->nslots, addr, fp);
 }
 
 int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
@@ -236,43 +257,37 @@ fail:
 	return err;
 }
 
-/* Empties slot @i, moving later entries of its probe run back (no tombstones). */
+/* Evicts the entry in slot @i; the last entry of the array moves into its place. */
 static void remove_at(struct code_cache *c, uint32_t i)
 {
-	uint32_t mask = c->nslots - 1, j = i, k;
+	uint32_t k = hashmap__at(&c->index, i), last;
+	struct code_info *ci = c->ents[k];
 
-	count_bytes(c, -(ssize_t)c->slots[i]->bytes);
-	info_free(c->slots[i]);
-	c->slots[i] = NULL;
-	c->used--;
+	count_bytes(c, -(ssize_t)ci->bytes);
+	hashmap__delete_at(&c->index, i, entry_hash, c);
+	last = (uint32_t)c->index.n;
+	if (k != last) {
+		hashmap__renumber(&c->index, entry_hash(last, c), last, k);
+		c->ents[k] = c->ents[last];
+	}
+	info_free(ci);
 	c->budget->entries--;
 	c->stats.evictions++;
-	for (;;) {
-		j = (j + 1) & mask;
-		if (!c->slots[j])
-			return;
-		k = slot_of(c, c->slots[j]->addr, c->slots[j]->fp);
-		/* An entry whose home lies cyclically in (i, j] is still reachable. */
-		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
-			continue;
-		c->slots[i] = c->slots[j];
-		c->slots[j] = NULL;
-		i = j;
-	}
 }
 
 /* Evicts one entry not looked up since the hand last passed; 0 if there was none. */
 static int evict_one(struct code_cache *c)
 {
-	if (!c->used)
+	if (!c->index.n)
 		return 0;
 	for (;;) {
 		uint32_t i = c->hand;
-		struct code_info *ci = c->slots[i];
+		struct code_info *ci;
 
-		c->hand = (c->hand + 1) & (c->nslots - 1);
-		if (!ci)
+		c->hand = (c->hand + 1) & (c->index.nslots - 1);
+		if (!hashmap__used(&c->index, i))
 			continue;
+		ci = c->ents[hashmap__at(&c->index, i)];
 		if (ci->used) {
 			ci->used = 0;
 			continue;
@@ -287,7 +302,7 @@ static struct code_cache *largest(const struct code_budget *b)
 	struct code_cache *big = NULL;
 
 	for (struct code_cache *c = b->caches; c; c = c->next)
-		if (c->used && (!big || c->bytes > big->bytes))
+		if (c->index.n && (!big || c->bytes > big->bytes))
 			big = c;
 	return big;
 }
@@ -304,28 +319,20 @@ static void make_room(struct code_cache *c, size_t need)
 		;
 }
 
-/* Twice the slots, same entries; -ENOMEM leaves the table as it was. */
+/* Twice the slots, same entries; -ENOMEM leaves the index as it was. */
 static int grow(struct code_cache *c)
 {
-	uint32_t n = c->nslots * 2;
-	struct code_info **slots = calloc(n, sizeof(*slots));
+	size_t nslots = c->index.nslots, cap = c->ents_cap;
+	int err;
 
-	if (!slots)
-		return -ENOMEM;
-	for (uint32_t k = 0; k < c->nslots; k++) {
-		struct code_info *ci = c->slots[k];
-		uint32_t i;
-
-		if (!ci)
-			continue;
-		for (i = slot_in(n, ci->addr, ci->fp); slots[i]; i = (i + 1) & (n - 1))
-			;
-		slots[i] = ci;
-	}
-	free(c->slots);
-	count_bytes(c, (n - c->nslots) * sizeof(*slots));
-	c->slots = slots;
-	c->nslots = n;
+	err = vec__reserve((void **)&c->ents, &c->ents_cap, nslots, sizeof(*c->ents), nslots);
+	if (err)
+		return err;
+	count_bytes(c, (c->ents_cap - cap) * sizeof(*c->ents));
+	err = hashmap__resize(&c->index, nslots * 2, entry_hash, c);
+	if (err)
+		return err;
+	count_bytes(c, nslots * sizeof(*c->index.slots));
 	c->hand = 0;
 	return 0;
 }
@@ -333,18 +340,17 @@ static int grow(struct code_cache *c)
 int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 		    const struct code_info **out)
 {
+	const struct code_key key = { .addr = addr, .fp = fp };
 	struct code_info *ci;
 	uint64_t live;
-	uint32_t i;
+	uint32_t k;
 	int err;
 
-	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1)) {
-		if (c->slots[i]->addr == addr && c->slots[i]->fp == fp) {
-			c->stats.hits++;
-			c->slots[i]->used = 1;
-			*out = c->slots[i];
-			return 0;
-		}
+	if (!hashmap__find(&c->index, key_hash(addr, fp), entry_equal, &key, c, &k)) {
+		c->stats.hits++;
+		c->ents[k]->used = 1;
+		*out = c->ents[k];
+		return 0;
 	}
 	c->stats.misses++;
 	err = code_cache__live_fp(c, addr, &live);
@@ -369,13 +375,13 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 	ci->bytes = (uint32_t)(sizeof(*ci) + ci->linetable_len + 2 * MALLOC_OVERHEAD +
 			       strlen(strtab__get(c->cfg.strs, ci->qualname)) +
 			       strlen(strtab__get(c->cfg.strs, ci->filename)) + 2);
-	if ((c->used + 1) * 2 > c->nslots && (c->nslots >= c->max_slots || grow(c)))
+	if (hashmap__full(&c->index) && (c->index.nslots >= c->max_slots || grow(c)))
 		evict_one(c);
 	make_room(c, ci->bytes);
-	for (i = slot_of(c, addr, fp); c->slots[i]; i = (i + 1) & (c->nslots - 1))
-		;
-	c->slots[i] = ci;
-	c->used++;
+	/* At most half the slots are used, and the array has room for that many. */
+	k = (uint32_t)c->index.n;
+	c->ents[k] = ci;
+	hashmap__insert(&c->index, key_hash(addr, fp), k);
 	c->budget->entries++;
 	count_bytes(c, ci->bytes);
 	*out = ci;
@@ -407,10 +413,8 @@ const struct code_cache_stats *code_cache__stats(const struct code_cache *c)
 
 void code_cache__remap_strings(struct code_cache *c, struct strtab_remap *map)
 {
-	for (uint32_t i = 0; i < c->nslots; i++) {
-		if (c->slots[i]) {
-			strtab_remap__id(map, &c->slots[i]->qualname);
-			strtab_remap__id(map, &c->slots[i]->filename);
-		}
+	for (size_t i = 0; i < c->index.n; i++) {
+		strtab_remap__id(map, &c->ents[i]->qualname);
+		strtab_remap__id(map, &c->ents[i]->filename);
 	}
 }

@@ -46,9 +46,9 @@ struct code_cache_stats {
 /*
  * The bytes code caches may hold: each cache on its own, and all the caches of a
  * session together. An entry counts its line table (up to 1 MiB each), its names and
- * its bookkeeping, a cache its slot table. Over a limit, entries not looked up lately go
- * first (a clock): hot code stays, and a target that keeps making code costs at most
- * its share.
+ * its bookkeeping, a cache its index and entry array. Over a limit, entries not looked
+ * up lately go first (a clock): hot code stays, and a target that keeps making code
+ * costs at most its share.
  */
 struct code_budget {
 	size_t per_cache;	/* 0: no limit */

@@ -11,7 +11,9 @@
 #include "clock.h"
 #include "descendants.h"
 #include "hash.h"
+#include "hashmap.h"
 #include "proc.h"
+#include "vec.h"
 
 /* A new process is looked at for an interpreter at once, then again after 20 ms, and
  * twice as long after each further miss up to a second apart, ... */
@@ -44,9 +46,7 @@ struct watched {
 struct descendants {
 	struct watched *w;
 	size_t n, cap;
-	/* pid -> 1 + index in w; open addressing, linear probing, no tombstones */
-	uint32_t *slots;
-	size_t nslots;		/* a power of two, at least twice cap */
+	struct hashmap index;	/* pid -> index in w; at least twice cap slots */
 	size_t rr;		/* where the next step starts looking: turns for everyone */
 	uint64_t tokens_ns;	/* look budget, as time: LOOKS_PER_S per second */
 	uint64_t refill_ns;
@@ -59,74 +59,44 @@ struct descendants {
 
 #define LOOK_NS (1000000000ull / LOOKS_PER_S)
 
-static size_t home(const struct descendants *d, pid_t pid)
+static uint64_t pid_hash(pid_t pid)
 {
-	return hash_u64((uint64_t)(uint32_t)pid) & (d->nslots - 1);
+	return hash_u64((uint64_t)(uint32_t)pid);
 }
 
-/* The slot holding @pid, or the empty slot where it would go. */
-static size_t find_slot(const struct descendants *d, pid_t pid)
+static uint64_t watched_hash(uint32_t idx, const void *ctx)
 {
-	size_t i = home(d, pid);
+	const struct descendants *d = ctx;
 
-	while (d->slots[i] && d->w[d->slots[i] - 1].pid != pid)
-		i = (i + 1) & (d->nslots - 1);
-	return i;
+	return pid_hash(d->w[idx].pid);
+}
+
+static bool watched_equal(uint32_t idx, const void *key, const void *ctx)
+{
+	const struct descendants *d = ctx;
+
+	return d->w[idx].pid == *(const pid_t *)key;
 }
 
 static struct watched *find(const struct descendants *d, pid_t pid)
 {
-	size_t i;
+	uint32_t k;
 
-	if (!d->nslots)
+	if (hashmap__find(&d->index, pid_hash(pid), watched_equal, &pid, d, &k))
 		return NULL;
-	i = find_slot(d, pid);
-	return d->slots[i] ? &d->w[d->slots[i] - 1] : NULL;
-}
-
-static int rehash(struct descendants *d, size_t nslots)
-{
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	free(d->slots);
-	d->slots = slots;
-	d->nslots = nslots;
-	for (size_t k = 0; k < d->n; k++)
-		d->slots[find_slot(d, d->w[k].pid)] = (uint32_t)k + 1;
-	return 0;
-}
-
-/* Empties slot @i, moving later entries of its run back (no tombstones). */
-static void slot_delete(struct descendants *d, size_t i)
-{
-	size_t mask = d->nslots - 1, j = i;
-
-	d->slots[i] = 0;
-	for (;;) {
-		size_t h;
-
-		j = (j + 1) & mask;
-		if (!d->slots[j])
-			return;
-		h = home(d, d->w[d->slots[j] - 1].pid);
-		/* Entry j may fill the hole at i unless its home lies in (i, j]. */
-		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
-			d->slots[i] = d->slots[j];
-			d->slots[j] = 0;
-			i = j;
-		}
-	}
+	return &d->w[k];
 }
 
 /* Forgets w[k], moving the last entry into its place. */
 static void forget(struct descendants *d, size_t k)
 {
-	slot_delete(d, find_slot(d, d->w[k].pid));
+	hashmap__delete_at(&d->index,
+			   hashmap__probe(&d->index, pid_hash(d->w[k].pid), watched_equal,
+					  &d->w[k].pid, d),
+			   watched_hash, d);
 	if (k != --d->n) {
+		hashmap__renumber(&d->index, pid_hash(d->w[d->n].pid), (uint32_t)d->n, (uint32_t)k);
 		d->w[k] = d->w[d->n];
-		d->slots[find_slot(d, d->w[k].pid)] = (uint32_t)k + 1;
 	}
 }
 
@@ -148,7 +118,7 @@ void descendants__free(struct descendants *d)
 {
 	if (d) {
 		free(d->w);
-		free(d->slots);
+		hashmap__free(&d->index);
 	}
 	free(d);
 }
@@ -200,22 +170,16 @@ static int note(pid_t pid, void *arg)
 
 	if (d->known(pid, d->arg) || find(d, pid))
 		return 0;
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-
-		w = realloc(d->w, cap * sizeof(*w));
-		if (!w)
-			return -ENOMEM;
-		d->w = w;
-		d->cap = cap;
-	}
-	if (d->nslots < 2 * d->cap && rehash(d, 4 * d->cap))
+	if (vec__reserve((void **)&d->w, &d->cap, d->n + 1, sizeof(*d->w), 16))
+		return -ENOMEM;
+	if (d->index.nslots < 2 * d->cap &&
+	    hashmap__resize(&d->index, 4 * d->cap, watched_hash, d))
 		return -ENOMEM;
 	w = &d->w[d->n];
 	*w = (struct watched){ .pid = pid };
 	restart(w, pid, clock__mono_ns());
 	exe_id(pid, &w->exe_dev, &w->exe_ino);
-	d->slots[find_slot(d, pid)] = (uint32_t)++d->n;
+	hashmap__insert(&d->index, pid_hash(pid), (uint32_t)d->n++);
 	return 0;
 }
 

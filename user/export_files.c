@@ -13,6 +13,7 @@
 #include "export_files.h"
 #include "log.h"
 #include "outfile.h"
+#include "vec.h"
 
 #define SUFFIX ".pb.gz"
 #define STAMP_LEN 20		/* "YYYYMMDDTHHMMSS.mmmZ" */
@@ -160,7 +161,7 @@ static int older(const void *a, const void *b)
 /* Deletes our oldest files while their total is over the cap, sparing @keep. */
 static int enforce_cap(struct export_files *f, const char *keep)
 {
-	struct our_file *files = NULL, *grown;
+	struct our_file *files = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
 	struct dirent *de;
@@ -185,15 +186,9 @@ static int enforce_cap(struct export_files *f, const char *keep)
 			continue;
 		if (fstatat(f->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			grown = realloc(files, cap * sizeof(*files));
-			if (!grown) {
-				err = -ENOMEM;
-				goto cleanup;
-			}
-			files = grown;
-		}
+		err = vec__reserve((void **)&files, &cap, n + 1, sizeof(*files), 64);
+		if (err)
+			goto cleanup;
 		snprintf(files[n].name, sizeof(files[n].name), "%s", de->d_name);
 		files[n].mtime = st.st_mtim;
 		files[n].size = (uint64_t)st.st_size;

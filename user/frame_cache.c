@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "frame_cache.h"
+#include "vec.h"
 
 #define WRITE_INTERVAL_NS	(10ull * 1000 * 1000)
 /* Records reach the decoder up to a few tens of ms after BPF took them under some
@@ -160,7 +161,7 @@ static void publish(struct frame_cache *fc, struct fc_entry *e, const struct pbp
  * afresh. */
 static struct fc_entry *get(struct frame_cache *fc, uint32_t tid, uint64_t tstate)
 {
-	struct fc_entry *e, **grown;
+	struct fc_entry *e;
 
 	for (uint32_t i = 0; i < fc->n; i++) {
 		e = fc->entries[i];
@@ -178,17 +179,15 @@ static struct fc_entry *get(struct frame_cache *fc, uint32_t tid, uint64_t tstat
 		}
 		return e;
 	}
-	if (!fits(fc, sizeof(*e) + (fc->n == fc->cap ? fc->cap * sizeof(*grown) : 0)))
+	if (!fits(fc, sizeof(*e) + (fc->n == fc->cap ? fc->cap * sizeof(*fc->entries) : 0)))
 		return NULL;
 	if (fc->n == fc->cap) {
-		uint32_t cap = fc->cap ? fc->cap * 2 : 16;
+		size_t cap = fc->cap;
 
-		grown = realloc(fc->entries, cap * sizeof(*grown));
-		if (!grown)
+		if (vec__reserve((void **)&fc->entries, &cap, fc->n + 1, sizeof(*fc->entries), 16))
 			return NULL;
-		count_bytes(fc, (cap - fc->cap) * sizeof(*grown), 0);
-		fc->entries = grown;
-		fc->cap = cap;
+		count_bytes(fc, (cap - fc->cap) * sizeof(*fc->entries), 0);
+		fc->cap = (uint32_t)cap;
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e)

@@ -19,6 +19,7 @@
 #include "hostile_file.h"
 #include "log.h"
 #include "mem_core.h"
+#include "vec.h"
 
 #if defined(__x86_64__)
 #define CORE_MACHINE EM_X86_64
@@ -69,7 +70,8 @@ struct mem_core {
 	char *names;
 	pid_t pid;
 	pid_t *tids;
-	unsigned int ntids, cap_tids;
+	unsigned int ntids;
+	size_t cap_tids;
 	uint64_t at_phdr, at_entry;
 	int exe_file;		/* index into files, -1 if none */
 };
@@ -324,18 +326,13 @@ static const struct mem_ops core_ops = { .read = core_read };
 
 static int add_thread(struct mem_core *c, pid_t tid)
 {
-	if (c->ntids == c->cap_tids) {
-		unsigned int cap = c->cap_tids ? c->cap_tids * 2 : 16;
-		pid_t *t;
+	int err;
 
-		if (cap > CORE_MAX_THREADS)
-			return -EINVAL;
-		t = realloc(c->tids, cap * sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		c->tids = t;
-		c->cap_tids = cap;
-	}
+	if (c->ntids == CORE_MAX_THREADS)
+		return -EINVAL;
+	err = vec__reserve((void **)&c->tids, &c->cap_tids, c->ntids + 1, sizeof(*c->tids), 16);
+	if (err)
+		return err;
 	c->tids[c->ntids++] = tid;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include "json_out.h"
 #include "out_chrome.h"
 #include "profile_index.h"
+#include "vec.h"
 
 struct span {
 	uint64_t start, end;
@@ -83,15 +84,11 @@ static int close_frames(struct chrome_ctx *c, uint32_t keep, uint64_t at)
 {
 	while (c->nopen > keep) {
 		c->nopen--;
-		if (c->nspans == c->spans_cap) {
-			size_t cap = c->spans_cap ? c->spans_cap * 2 : 1024;
-			struct span *s = realloc(c->spans, cap * sizeof(*s));
+		int err = vec__reserve((void **)&c->spans, &c->spans_cap, c->nspans + 1,
+				       sizeof(*c->spans), 1024);
 
-			if (!s)
-				return -ENOMEM;
-			c->spans = s;
-			c->spans_cap = cap;
-		}
+		if (err)
+			return err;
 		c->spans[c->nspans++] = (struct span){
 			.start = c->open_start[c->nopen],
 			.end = at,

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "hash.h"
+#include "hashmap.h"
 #include "out_pprof.h"
 #include "pb_encode.h"
 #include "profile_index.h"
@@ -58,15 +59,13 @@ enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NANOSECONDS, S_PID, S_THREAD_ID,
 struct pprof_ctx {
 	const struct profile *p;
 	struct profile_index ix;
-	/* strtab id -> string table index for the strings used so far, in a hash
-	 * table sized by what this profile can use (two per function, one per thread),
-	 * not by the strtab, which holds every process's strings; and the strtab ids
-	 * in string table order from str_base on. */
-	uint64_t *str_key;	/* strtab id + 1; 0: empty */
-	uint64_t *str_index;
-	size_t str_mask;
+	/* The strtab ids of the strings used so far, in string table order from
+	 * str_base on, and their index, sized by what this profile can use (two per
+	 * function, one per thread), not by the strtab, which holds every process's
+	 * strings. */
 	uint32_t *str_order;
 	size_t nstr;
+	struct hashmap str_index;
 	/* The profile-wide labels' key and value string table indices (0: label left
 	 * out), and their distinct strings, which come right after the fixed ones;
 	 * the strtab's strings are numbered from str_base on. */
@@ -79,21 +78,32 @@ struct pprof_ctx {
 	uint32_t *function_of;	/* distinct frame -> function index */
 };
 
+static uint64_t used_str_hash(uint32_t k, const void *ctx)
+{
+	const struct pprof_ctx *c = ctx;
+
+	return hash_u64(c->str_order[k]);
+}
+
+static bool used_str_equal(uint32_t k, const void *key, const void *ctx)
+{
+	const struct pprof_ctx *c = ctx;
+
+	return c->str_order[k] == *(const uint32_t *)key;
+}
+
 /* A strtab id as a string table index, added on first use. */
 static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 {
-	size_t i = hash_u64(id) & c->str_mask;
+	size_t i = hashmap__probe(&c->str_index, hash_u64(id), used_str_equal, &id, c);
 
-	while (c->str_key[i] && c->str_key[i] != id + 1ull)
-		i = (i + 1) & c->str_mask;
-	if (!c->str_key[i]) {
+	if (!hashmap__used(&c->str_index, i)) {
 		if (!*strtab__get(c->p->strs, id))
 			return S_EMPTY;
-		c->str_key[i] = id + 1ull;
 		c->str_order[c->nstr] = id;
-		c->str_index[i] = c->str_base + c->nstr++;
+		hashmap__set(&c->str_index, i, (uint32_t)c->nstr++);
 	}
-	return c->str_index[i];
+	return c->str_base + hashmap__at(&c->str_index, i);
 }
 
 /* Room for every string the profile can name: its functions' names and files (at
@@ -104,11 +114,10 @@ static int index_strings(struct pprof_ctx *c)
 
 	while (n < 2 * most)
 		n *= 2;
-	c->str_mask = n - 1;
-	c->str_key = calloc(n, sizeof(*c->str_key));
-	c->str_index = calloc(n, sizeof(*c->str_index));
 	c->str_order = calloc(most, sizeof(*c->str_order));
-	return c->str_key && c->str_index && c->str_order ? 0 : -ENOMEM;
+	if (!c->str_order || hashmap__resize(&c->str_index, n, used_str_hash, c))
+		return -ENOMEM;
+	return 0;
 }
 
 /* One string table index per distinct label string; a label with an empty key or
@@ -338,8 +347,7 @@ int out_pprof__write(FILE *f, const struct profile *p)
 		err = -EIO;
 	for (size_t i = 0; i < 3; i++)
 		pb__free(&parts[i]);
-	free(c.str_key);
-	free(c.str_index);
+	hashmap__free(&c.str_index);
 	free(c.str_order);
 	free(c.function_of);
 	free(c.label_str);

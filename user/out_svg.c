@@ -22,6 +22,7 @@
 
 #include "frame_class.h"
 #include "out_svg.h"
+#include "vec.h"
 
 /* Geometry in CSS pixels; the script reads what it needs from the root element. */
 #define IMG_W	1200
@@ -56,15 +57,10 @@ struct text {
 
 static int text__put(struct text *t, const char *s, size_t n)
 {
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = 2 * (t->len + n + 1);
-		char *s2 = realloc(t->s, cap);
+	int err = vec__reserve((void **)&t->s, &t->cap, t->len + n + 1, 1, 2 * (t->len + n + 1));
 
-		if (!s2)
-			return -ENOMEM;
-		t->s = s2;
-		t->cap = cap;
-	}
+	if (err)
+		return err;
 	memcpy(t->s + t->len, s, n);
 	t->len += n;
 	t->s[t->len] = 0;
@@ -206,19 +202,15 @@ static int by_row_then_x(const void *a, const void *b)
 static int layout__add(struct layout *l, const struct agg_frame *fr, uint64_t x, uint64_t n,
 		       uint32_t depth)
 {
+	int err;
+
 	if ((double)n * PLOT_W < MIN_PX * (double)l->total) {
 		l->omitted++;
 		return 0;
 	}
-	if (l->len == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 256;
-		struct box *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	err = vec__reserve((void **)&l->v, &l->cap, l->len + 1, sizeof(*l->v), 256);
+	if (err)
+		return err;
 	l->v[l->len++] = (struct box){ .fr = fr, .x = x, .n = n, .depth = depth };
 	if (depth >= l->rows)
 		l->rows = depth + 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pb_encode.h"
+#include "vec.h"
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
 
@@ -16,23 +17,9 @@ void pb__free(struct pb *b)
 
 static int reserve(struct pb *b, size_t more)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	uint8_t *data;
-
-	if (b->err)
-		return b->err;
-	if (b->len + more <= b->cap)
-		return 0;
-	while (cap < b->len + more)
-		cap *= 2;
-	data = realloc(b->data, cap);
-	if (!data) {
-		b->err = -ENOMEM;
-		return b->err;
-	}
-	b->data = data;
-	b->cap = cap;
-	return 0;
+	if (!b->err)
+		b->err = vec__reserve((void **)&b->data, &b->cap, b->len + more, 1, 4096);
+	return b->err;
 }
 
 static size_t put_varint(uint8_t *out, uint64_t v)

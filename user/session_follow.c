@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "session_priv.h"
 #include "spawn.h"
+#include "vec.h"
 
 /* A burst of process events grows their array; past this it is given back. */
 #define EVENTS_KEEP 1024
@@ -29,16 +30,10 @@ int session_follow__on_event(void *arg, const struct pbp_event *ev)
 {
 	struct session *s = arg;
 
-	if (s->nevents == s->events_cap) {
-		size_t cap = s->events_cap ? s->events_cap * 2 : 256;
-		struct pbp_event *e = realloc(s->events, cap * sizeof(*e));
-
-		if (!e) {
-			s->fatal = -ENOMEM;
-			return -ENOMEM;
-		}
-		s->events = e;
-		s->events_cap = cap;
+	if (vec__reserve((void **)&s->events, &s->events_cap, s->nevents + 1, sizeof(*s->events),
+			 256)) {
+		s->fatal = -ENOMEM;
+		return -ENOMEM;
 	}
 	s->events[s->nevents++] = *ev;
 	return 0;

@@ -15,6 +15,7 @@
 #include "session_priv.h"
 #include "strtab.h"
 #include "thread_table.h"
+#include "vec.h"
 
 /* The timeline keeps its first samples up to this size (16 bytes each). */
 #define TIMELINE_MAX_BYTES (64u << 20)
@@ -56,15 +57,9 @@ static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 		s->timeline_full = 1;
 		return 0;
 	}
-	if (s->ntimeline == s->timeline_cap) {
-		size_t cap = s->timeline_cap ? s->timeline_cap * 2 : 4096;
-		struct profile_sample *t = realloc(s->timeline, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		s->timeline = t;
-		s->timeline_cap = cap;
-	}
+	if (vec__reserve((void **)&s->timeline, &s->timeline_cap, s->ntimeline + 1,
+			 sizeof(*s->timeline), 4096))
+		return -ENOMEM;
 	/* A record decoded late may predate the start by a tick: clamp, keep order. */
 	s->timeline[s->ntimeline++] = (struct profile_sample){
 		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,

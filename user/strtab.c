@@ -1,18 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Interned strings in an open-addressing hash table; see strtab.h. */
+/* Interned strings, indexed by a hashmap; see strtab.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "hashmap.h"
 #include "strtab.h"
+#include "vec.h"
+
+struct str {
+	char *s;
+	size_t len;
+};
 
 struct strtab {
-	char **strs;		/* id -> string */
-	size_t *lens;
+	struct str *strs;	/* id -> string */
 	size_t n, cap;
-	uint32_t *slots;	/* id + 1, 0 = empty */
-	size_t nslots;
+	struct hashmap index;	/* string -> id */
 	size_t str_bytes;	/* the strings' own allocations */
 };
 
@@ -29,79 +34,57 @@ void strtab__free(struct strtab *t)
 	if (!t)
 		return;
 	for (size_t i = 0; i < t->n; i++)
-		free(t->strs[i]);
+		free(t->strs[i].s);
 	free(t->strs);
-	free(t->lens);
-	free(t->slots);
+	hashmap__free(&t->index);
 	free(t);
 }
 
-static int rehash(struct strtab *t, size_t nslots)
+static uint64_t str_hash(uint32_t id, const void *ctx)
 {
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	const struct strtab *t = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t id = 0; id < t->n; id++) {
-		size_t i = hash_bytes(t->strs[id], t->lens[id]) & (nslots - 1);
+	return hash_bytes(t->strs[id].s, t->strs[id].len);
+}
 
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = (uint32_t)(id + 1);
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return 0;
+static bool str_equal(uint32_t id, const void *key, const void *ctx)
+{
+	const struct strtab *t = ctx;
+	const struct str *k = key;
+
+	return t->strs[id].len == k->len && !memcmp(t->strs[id].s, k->s, k->len);
 }
 
 int64_t strtab__intern(struct strtab *t, const char *s, size_t len)
 {
+	const struct str key = { .s = (char *)s, .len = len };
 	size_t i;
 	char *copy;
 	int err;
 
-	if ((t->n + 1) * 2 > t->nslots) {
-		err = rehash(t, t->nslots ? t->nslots * 2 : 1024);
-		if (err)
-			return err;
-	}
-	i = hash_bytes(s, len) & (t->nslots - 1);
-	for (; t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-		uint32_t id = t->slots[i] - 1;
-
-		if (t->lens[id] == len && !memcmp(t->strs[id], s, len))
-			return id;
-	}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		char **strs = realloc(t->strs, cap * sizeof(*strs));
-
-		if (!strs)
-			return -ENOMEM;
-		t->strs = strs;
-		size_t *lens = realloc(t->lens, cap * sizeof(*lens));
-
-		if (!lens)
-			return -ENOMEM;
-		t->lens = lens;
-		t->cap = cap;
-	}
+	err = hashmap__grow(&t->index, 1024, str_hash, t);
+	if (err)
+		return err;
+	i = hashmap__probe(&t->index, hash_bytes(s, len), str_equal, &key, t);
+	if (hashmap__used(&t->index, i))
+		return hashmap__at(&t->index, i);
+	err = vec__reserve((void **)&t->strs, &t->cap, t->n + 1, sizeof(*t->strs), 256);
+	if (err)
+		return err;
 	copy = malloc(len + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, s, len);
 	copy[len] = '\0';
 	t->str_bytes += len + 1 + MALLOC_OVERHEAD;
-	t->strs[t->n] = copy;
-	t->lens[t->n] = len;
-	t->slots[i] = (uint32_t)(t->n + 1);
+	t->strs[t->n] = (struct str){ .s = copy, .len = len };
+	hashmap__set(&t->index, i, (uint32_t)t->n);
 	return t->n++;
 }
 
 const char *strtab__get(const struct strtab *t, uint32_t id)
 {
-	return id < t->n ? t->strs[id] : "?";
+	return id < t->n ? t->strs[id].s : "?";
 }
 
 size_t strtab__count(const struct strtab *t)
@@ -111,8 +94,7 @@ size_t strtab__count(const struct strtab *t)
 
 size_t strtab__bytes(const struct strtab *t)
 {
-	return sizeof(*t) + t->str_bytes + t->cap * (sizeof(*t->strs) + sizeof(*t->lens)) +
-	       t->nslots * sizeof(*t->slots);
+	return sizeof(*t) + t->str_bytes + t->cap * sizeof(*t->strs) + hashmap__bytes(&t->index);
 }
 
 int strtab_remap__init(struct strtab_remap *r, struct strtab *t)
@@ -127,12 +109,10 @@ int strtab_remap__init(struct strtab_remap *r, struct strtab *t)
 	r->map = calloc(cap, sizeof(*r->map));
 	if (r->to) {
 		r->to->strs = calloc(cap, sizeof(*r->to->strs));
-		r->to->lens = calloc(cap, sizeof(*r->to->lens));
-		r->to->slots = calloc(nslots, sizeof(*r->to->slots));
 		r->to->cap = cap;
-		r->to->nslots = nslots;
 	}
-	if (!r->to || !r->map || !r->to->strs || !r->to->lens || !r->to->slots) {
+	if (!r->to || !r->map || !r->to->strs ||
+	    hashmap__resize(&r->to->index, nslots, str_hash, r->to)) {
 		strtab__free(r->to);
 		free(r->map);
 		*r = (struct strtab_remap){ 0 };
@@ -144,21 +124,17 @@ int strtab_remap__init(struct strtab_remap *r, struct strtab *t)
 void strtab_remap__id(struct strtab_remap *r, uint32_t *id)
 {
 	struct strtab *to = r->to, *from = r->from;
-	size_t i, len;
+	struct str *s;
 
 	if (*id >= r->n)
 		return;
 	if (!r->map[*id]) {
 		/* Old strings are distinct: no need to look for this one in @to. */
-		len = from->lens[*id];
-		i = hash_bytes(from->strs[*id], len) & (to->nslots - 1);
-		while (to->slots[i])
-			i = (i + 1) & (to->nslots - 1);
-		to->strs[to->n] = from->strs[*id];
-		to->lens[to->n] = len;
-		to->str_bytes += len + 1 + MALLOC_OVERHEAD;
-		from->strs[*id] = NULL;
-		to->slots[i] = (uint32_t)(to->n + 1);
+		s = &from->strs[*id];
+		hashmap__insert(&to->index, hash_bytes(s->s, s->len), (uint32_t)to->n);
+		to->strs[to->n] = *s;
+		to->str_bytes += s->len + 1 + MALLOC_OVERHEAD;
+		s->s = NULL;
 		r->map[*id] = (uint32_t)++to->n;
 	}
 	*id = r->map[*id] - 1;
@@ -169,23 +145,18 @@ void strtab_remap__id(struct strtab_remap *r, uint32_t *id)
 static void shrink(struct strtab *t)
 {
 	size_t cap = t->n > 256 ? t->n : 256, nslots = 1024;
-	char **strs;
-	size_t *lens;
+	struct str *strs;
 
 	while (nslots < 2 * (t->n + 1))
 		nslots *= 2;
-	if (nslots < t->nslots)
-		(void)rehash(t, nslots);
+	if (nslots < t->index.nslots)
+		(void)hashmap__resize(&t->index, nslots, str_hash, t);
 	if (cap >= t->cap)
 		return;
 	strs = realloc(t->strs, cap * sizeof(*strs));
 	if (!strs)
 		return;
 	t->strs = strs;
-	/* If this one fails, the old array is larger than @cap: still right. */
-	lens = realloc(t->lens, cap * sizeof(*lens));
-	if (lens)
-		t->lens = lens;
 	t->cap = cap;
 }
 

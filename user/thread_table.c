@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Threads seen, by (pid, tid): an open-addressing index over a dense array. */
+/* Threads seen, by (pid, tid): a hashmap over a dense array. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "hashmap.h"
 #include "thread_table.h"
+#include "vec.h"
 
 struct thread_table {
 	struct profile_thread *threads;
 	size_t n, cap;
-	uint32_t *slots;	/* index + 1; 0 = empty */
-	size_t nslots;
+	struct hashmap index;
 };
 
 struct thread_table *thread_table__new(void)
@@ -25,41 +26,28 @@ void thread_table__free(struct thread_table *t)
 	if (!t)
 		return;
 	free(t->threads);
-	free(t->slots);
+	hashmap__free(&t->index);
 	free(t);
 }
 
-static size_t slot_of(uint32_t pid, uint32_t tid, size_t nslots)
+static uint64_t key_hash(uint32_t pid, uint32_t tid)
 {
-	return hash_u64((uint64_t)pid << 32 | tid) & (nslots - 1);
+	return hash_u64((uint64_t)pid << 32 | tid);
 }
 
-static int grow(struct thread_table *t)
+static uint64_t thread_hash(uint32_t idx, const void *ctx)
 {
-	size_t nslots = t->nslots ? t->nslots * 2 : 64;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-	struct profile_thread *threads;
+	const struct thread_table *t = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	threads = realloc(t->threads, nslots / 2 * sizeof(*threads));
-	if (!threads) {
-		free(slots);
-		return -ENOMEM;
-	}
-	for (size_t k = 0; k < t->n; k++) {
-		size_t i = slot_of(threads[k].pid, threads[k].tid, nslots);
+	return key_hash(t->threads[idx].pid, t->threads[idx].tid);
+}
 
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = (uint32_t)(k + 1);
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	t->threads = threads;
-	t->cap = nslots / 2;
-	return 0;
+static bool thread_equal(uint32_t idx, const void *key, const void *ctx)
+{
+	const struct thread_table *t = ctx;
+	const struct profile_thread *k = key;
+
+	return t->threads[idx].pid == k->pid && t->threads[idx].tid == k->tid;
 }
 
 /* The kernel's name of the thread, or PROFILE_NO_NAME once it has gone. */
@@ -90,27 +78,26 @@ static int name_thread(struct strtab *strs, uint32_t pid, uint32_t tid, uint32_t
 
 int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid)
 {
+	const struct profile_thread key = { .pid = pid, .tid = tid };
 	struct profile_thread *th;
 	size_t i;
 	int err;
 
-	if (t->n == t->cap) {
-		err = grow(t);
-		if (err)
-			return err;
-	}
-	for (i = slot_of(pid, tid, t->nslots); t->slots[i]; i = (i + 1) & (t->nslots - 1)) {
-		th = &t->threads[t->slots[i] - 1];
-		if (th->pid == pid && th->tid == tid)
-			return 0;
-	}
+	err = hashmap__grow(&t->index, 64, thread_hash, t);
+	if (!err)
+		err = vec__reserve((void **)&t->threads, &t->cap, t->n + 1, sizeof(*t->threads), 32);
+	if (err)
+		return err;
+	i = hashmap__probe(&t->index, key_hash(pid, tid), thread_equal, &key, t);
+	if (hashmap__used(&t->index, i))
+		return 0;
 	th = &t->threads[t->n];
 	th->pid = pid;
 	th->tid = tid;
 	err = name_thread(strs, pid, tid, &th->name);
 	if (err)
 		return err;
-	t->slots[i] = (uint32_t)++t->n;
+	hashmap__set(&t->index, i, (uint32_t)t->n++);
 	return 0;
 }
 

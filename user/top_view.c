@@ -9,16 +9,17 @@
 #include <string.h>
 
 #include "hash.h"
+#include "hashmap.h"
 #include "text_safe.h"
 #include "top_view.h"
+#include "vec.h"
 
 struct top_view {
 	struct top_row *rows;
 	uint64_t *stamps;	/* per row: the last update step that counted its total */
 	uint32_t *order;	/* row indices, sorted */
-	size_t n, cap;
-	uint32_t *slots;	/* (name, file) -> row index + 1; 0 = empty */
-	size_t nslots;
+	size_t n, cap, stamps_cap, order_cap;
+	struct hashmap index;	/* (name, file) -> row */
 	uint64_t *seen;		/* per aggregate stack: the count already taken in */
 	size_t nseen, seen_cap;
 	const struct aggregate *agg;
@@ -42,7 +43,7 @@ void top_view__free(struct top_view *v)
 	free(v->rows);
 	free(v->stamps);
 	free(v->order);
-	free(v->slots);
+	hashmap__free(&v->index);
 	free(v->seen);
 	free(v);
 }
@@ -52,75 +53,45 @@ static uint64_t key_hash(uint32_t name, uint32_t file)
 	return hash_u64((uint64_t)name << 32 | file);
 }
 
-static int grow_slots(struct top_view *v)
+static uint64_t row_hash(uint32_t idx, const void *ctx)
 {
-	size_t nslots = v->nslots ? v->nslots * 2 : 256;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
+	const struct top_view *v = ctx;
 
-	if (!slots)
-		return -ENOMEM;
-	for (size_t k = 0; k < v->n; k++) {
-		size_t i = key_hash(v->rows[k].name, v->rows[k].file) & (nslots - 1);
-
-		while (slots[i])
-			i = (i + 1) & (nslots - 1);
-		slots[i] = (uint32_t)(k + 1);
-	}
-	free(v->slots);
-	v->slots = slots;
-	v->nslots = nslots;
-	return 0;
+	return key_hash(v->rows[idx].name, v->rows[idx].file);
 }
 
-static int grow_rows(struct top_view *v)
+static bool row_equal(uint32_t idx, const void *key, const void *ctx)
 {
-	size_t cap = v->cap ? v->cap * 2 : 64;
-	struct top_row *rows = realloc(v->rows, cap * sizeof(*rows));
-	uint64_t *stamps;
-	uint32_t *order;
+	const struct top_view *v = ctx;
+	const struct top_row *k = key;
 
-	if (!rows)
-		return -ENOMEM;
-	v->rows = rows;
-	stamps = realloc(v->stamps, cap * sizeof(*stamps));
-	if (!stamps)
-		return -ENOMEM;
-	v->stamps = stamps;
-	order = realloc(v->order, cap * sizeof(*order));
-	if (!order)
-		return -ENOMEM;
-	v->order = order;
-	v->cap = cap;
-	return 0;
+	return v->rows[idx].name == k->name && v->rows[idx].file == k->file;
 }
 
 /* The row of (@name, @file), added if new: its index, or a negative errno. */
 static int64_t row_of(struct top_view *v, uint32_t name, uint32_t file)
 {
-	size_t i;
+	const struct top_row key = { .name = name, .file = file };
+	size_t i, need = v->n + 1;
 	int err;
 
-	if (!v->nslots || (v->n + 1) * 2 > v->nslots) {
-		err = grow_slots(v);
-		if (err)
-			return err;
-	}
-	for (i = key_hash(name, file) & (v->nslots - 1); v->slots[i];
-	     i = (i + 1) & (v->nslots - 1)) {
-		const struct top_row *r = &v->rows[v->slots[i] - 1];
-
-		if (r->name == name && r->file == file)
-			return v->slots[i] - 1;
-	}
-	if (v->n == v->cap) {
-		err = grow_rows(v);
-		if (err)
-			return err;
-	}
-	v->rows[v->n] = (struct top_row){ .name = name, .file = file };
+	err = hashmap__grow(&v->index, 256, row_hash, v);
+	if (err)
+		return err;
+	i = hashmap__probe(&v->index, key_hash(name, file), row_equal, &key, v);
+	if (hashmap__used(&v->index, i))
+		return hashmap__at(&v->index, i);
+	err = vec__reserve((void **)&v->rows, &v->cap, need, sizeof(*v->rows), 64);
+	if (!err)
+		err = vec__reserve((void **)&v->stamps, &v->stamps_cap, need, sizeof(*v->stamps), 64);
+	if (!err)
+		err = vec__reserve((void **)&v->order, &v->order_cap, need, sizeof(*v->order), 64);
+	if (err)
+		return err;
+	v->rows[v->n] = key;
 	v->stamps[v->n] = 0;
 	v->order[v->n] = (uint32_t)v->n;
-	v->slots[i] = (uint32_t)(v->n + 1);
+	hashmap__set(&v->index, i, (uint32_t)v->n);
 	return v->n++;
 }
 
@@ -128,8 +99,7 @@ static void reset(struct top_view *v, const struct aggregate *agg)
 {
 	v->n = 0;
 	v->nseen = 0;
-	if (v->slots)
-		memset(v->slots, 0, v->nslots * sizeof(*v->slots));
+	hashmap__clear(&v->index);
 	v->agg = agg;
 }
 
