@@ -604,8 +604,11 @@ int mem_core__open(const char *path, const struct mem_core_opts *opts, struct me
 		err = read_headers(c);
 	if (err)
 		goto cleanup;
-	qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
-	qsort(c->maps, c->nmaps, sizeof(*c->maps), cmp_map);
+	/* An empty array is NULL, which qsort may not be given even with no elements. */
+	if (c->nsegs)
+		qsort(c->segs, c->nsegs, sizeof(*c->segs), cmp_seg);
+	if (c->nmaps)
+		qsort(c->maps, c->nmaps, sizeof(*c->maps), cmp_map);
 	find_exe(c);
 	if (!c->pid)
 		c->pid = c->tids[0];

@@ -232,8 +232,7 @@ static int on_thread(const struct pythread *pt, void *arg)
 		.pid = 1, .tid = pt->tid, .tstate = pt->tstate,
 		.current_frame = pt->current_frame, .anchor = pt->anchor,
 		.anchor_seq = pt->anchor_seq, .mem = c->mem,
-		.verify = c->mem, .verify_frame = pt->current_frame,
-		.verify_anchor = pt->anchor, .verify_seq = pt->anchor_seq,
+		.verify = c->mem, .verify_anchor = pt->anchor, .verify_seq = pt->anchor_seq,
 	};
 
 	if (!pt->current_frame)
@@ -252,6 +251,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct py_interp in = { .pid = 1, .runtime = RUNTIME, .code_type = CODE_TYPE };
 	struct decoder_cfg cfg = { .interp = &in, .code_cache_entries = 64 };
 	struct frame_cache *fc = NULL;
+	/* Small, so that the fuzzer reaches the eviction paths too. */
+	struct frame_cache_budget budget = { .per_cache = 4096, .total = 8192 };
 	struct fake_mem m;
 	struct ctx c = { .st = &stack_buf, .mem = &m.base };
 	size_t tlen, rlen = 0;
@@ -286,7 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.strs = strtab__new();
 	if (!cfg.strs)
 		return 0;
-	if (!(mode & 8) && frame_cache__new(&in.off, 0, NULL, &fc))
+	if (!(mode & 8) && frame_cache__new(&in.off, 0, NULL, &budget, &fc))
 		goto out;
 	cfg.fcache = fc;
 	if (decoder__new(&cfg, &c.d))
