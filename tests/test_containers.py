@@ -30,8 +30,15 @@ runtime gives its container id and host PID. Checked:
   with the full set;
 - `--container ID` takes exactly that container's processes; `record -a` on the
   host sees every container, and `-a --container` one;
+- docker and podman in cgroup v2 mode (this host is hybrid; a mount namespace whose
+  /sys/fs/cgroup is the cgroup2 hierarchy makes a runtime drive v2): the v2 forms
+  they write name the container too;
 - go tool pprof, the reader Pyroscope and Parca share, reads the agent's files:
-  functions, files, lines and labels."""
+  functions, files, lines and labels.
+The systemd cgroup driver needs systemd as PID 1, which this machine does not run: the
+forms it writes (docker-<id>.scope, libpod-<id>.scope, crio-<id>.scope,
+cri-containerd-<id>.scope under kubepods slices) are checked by
+tests/unit/test_cgroup_labels.c."""
 
 import gzip
 import json
@@ -50,7 +57,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PROFILER_GRACE, REPO, TRUTH_TIMEOUT, Harness, fraction, show, total
-from test_agent import pushes_for
+from test_agent import Agent, pushes_for
 from test_agent_export import Ingest
 from test_system_wide import by_process, wait_for
 
@@ -510,6 +517,114 @@ def test_record_all_on_the_host_sees_every_container(fleet, tmp_path, profiler_b
         assert fraction(total(hot), total(samples)) >= 0.5, f"{c.kind}:\n{show(samples)}"
     one = by_process(out["one"].check_ok())
     assert set(one) == {fleet.before[-1].pid}, sorted(one)
+
+
+# ---- the runtimes in cgroup v2 mode ------------------------------------------------
+
+# This host mounts cgroup v1 with cgroup2 beside it (hybrid). A runtime decides which
+# it drives by what /sys/fs/cgroup is: in a mount namespace where that is the cgroup2
+# hierarchy, dockerd and podman run as on a cgroup v2 host, and their containers' v1
+# lines stay "/", as where v1 is not mounted at all.
+V2_NS = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount -t cgroup2 none /sys/fs/cgroup && exec "$@"', "sh"]
+
+
+class DockerdV2:
+    """A second dockerd, in cgroup v2 mode, with state of its own, in a network
+    namespace of its own (with --bridge=none a dockerd deletes the host's docker0)."""
+
+    def __init__(self, tmp, base_root):
+        self.sock = tmp / "docker.sock"
+        self.log = tmp / "dockerd.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                ["unshare", "--net"] + V2_NS + ["/usr/sbin/dockerd", "--data-root", tmp / "data", "--exec-root",
+                         tmp / "exec", "-H", f"unix://{self.sock}", "--pidfile",
+                         tmp / "dockerd.pid", "--bridge=none", "--iptables=false"],
+                stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
+        wait_for(lambda: self.proc.poll() is not None or
+                 sh(self.cli("info"), timeout=30, check=False).returncode == 0,
+                 90, "the cgroup v2 dockerd", lambda: self.log.read_text()[-3000:])
+        info = sh(self.cli("info", "-f", "{{.CgroupVersion}} {{.CgroupDriver}}")).stdout
+        assert info.split() == ["2", "cgroupfs"], info
+        tar = subprocess.Popen(["tar", "-C", base_root, "--exclude=./proc", "--exclude=./sys",
+                                "--exclude=./dev", "-c", "."], stdout=subprocess.PIPE)
+        sh(self.cli("import", "-", "local/bookworm-python"), stdin=tar.stdout, timeout=300)
+        assert tar.wait() == 0
+
+    def cli(self, *args):
+        return [DOCKER, "-H", f"unix://{self.sock}"] + list(args)
+
+    def stop(self):
+        ids = sh(self.cli("ps", "-aq"), check=False).stdout.split()
+        if ids:
+            sh(self.cli("rm", "-f", *ids), check=False)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)
+
+
+def start_v2(fleet, argv, inspect, runtime):
+    """A sysburn container started by @argv (a v2-mode runtime's run command); @inspect
+    is that runtime's inspect command."""
+    name = f"c{uuid.uuid4().hex[:10]}"
+    cid = sh(argv + ["--network", "none", "-v", f"{fleet.wl}:/wl:ro",
+                     "-v", f"{fleet.truths}:/truth", "local/bookworm-python" if
+                     runtime == DOCKER else "localhost/local/bookworm-python",
+                     "python3", "/wl/sysburn.py", "--truth", f"/truth/{name}.json",
+                     "--seconds", "600", "--name", name]).stdout.split()[-1]
+    path = fleet.truths / f"{name}.json"
+    wait_for(path.exists, TRUTH_TIMEOUT, f"the truth of {name}")
+    truth = json.loads(path.read_text())
+    pid = int(sh(inspect + ["-f", "{{.State.Pid}}", cid]).stdout)
+    return Container(runtime, cid, pid, truth, name)
+
+
+def test_cgroup_v2_runtimes_name_their_containers(images, fleet, tmp_path, profiler_bin):
+    """docker and podman in cgroup v2 mode: each container's v2 cgroup, in the form its
+    runtime writes, gives its container_id label, and --container finds it."""
+    base_root = os.environ.get("PBP_CONTAINER_ROOT", str(REPO / ".cache" / "bookworm"))
+    d2 = DockerdV2(tmp_path, base_root)
+    podman_v2 = V2_NS + [PODMAN, "--cgroup-manager=cgroupfs"]
+    made = []
+    try:
+        made.append(start_v2(fleet, d2.cli("run", "-d"), d2.cli("inspect"), DOCKER))
+        made.append(start_v2(fleet, podman_v2 + ["run", "-d", "--label", LABEL,
+                                                 "--pids-limit", "0"] + PODMAN_LIMITS,
+                             [PODMAN, "inspect"], PODMAN))
+        forms = {DOCKER: "/docker/{}", PODMAN: "/libpod_parent/libpod-{}"}
+        for c in made:
+            lines = Path(f"/proc/{c.pid}/cgroup").read_text().splitlines()
+            assert f"0::{forms[c.runtime].format(c.id)}" in lines, lines
+        h = Harness(tmp_path, profiler_bin)
+        try:
+            out = tmp_path / "agent-out"
+            agent = Agent(h, tmp_path, ["--output-dir", str(out), "--period", "1s"] +
+                          [a for c in made for a in ("--container", c.id[:12])])
+            agent.wait(lambda: all(len(list(out.glob(f"*-{c.pid}-*.pb.gz"))) >= 2
+                                   for c in made), 60, "two profiles of each")
+            rc, _ = agent.stop()
+            one = tmp_path / "one.txt"
+            run = h.run_profiler(["record", "-a", "-d", "2", "--container", made[1].id[:16],
+                                  "-o", one], timeout=2 + PROFILER_GRACE, out=one)
+        finally:
+            h.close()
+    finally:
+        for c in made:
+            if c.runtime == PODMAN:
+                sh(podman_v2 + ["rm", "-f", "-t", "0", c.id], check=False)
+        d2.stop()
+    assert rc == 0, agent.stderr()
+    for c in made:
+        for path in out.glob(f"*-{c.pid}-*.pb.gz"):
+            labels = labels_of(Profile.load(path))
+            assert labels.get("container_id") == c.id, (c.runtime, labels)
+    pids = {int(p.name.split("-")[1]) for p in out.glob("*.pb.gz")}
+    assert pids == {c.pid for c in made}, pids
+    assert set(by_process(run.check_ok())) == {made[1].pid}
 
 
 def test_go_tool_pprof_reads_the_agents_profiles(agent_run, tmp_path):
