@@ -28,6 +28,8 @@ runtime gives its container id and host PID. Checked:
   CAP_DAC_READ_SEARCH it cannot open a CPython runtime library in another user's
   private directory (as a pyenv build in a home directory is), which it profiles
   with the full set;
+- under podman's default seccomp profile (the manifest runs Unconfined) the agent
+  exits 6 saying bpf() is refused by a seccomp profile, not that the kernel lacks BPF;
 - `--container ID` takes exactly that container's processes; `record -a` on the
   host sees every container, and `-a --container` one;
 - docker and podman in cgroup v2 mode (this host is hybrid; a mount namespace whose
@@ -293,9 +295,15 @@ def podman_gateway():
 
 
 class AgentContainer:
-    def __init__(self, images, tmp, extra=(), drop=None, sink=None, period=PERIOD_S):
+    def __init__(self, images, tmp, extra=(), drop=None, sink=None, period=PERIOD_S,
+                 runtime_seccomp=False):
+        """@drop: a granted capability left out; @runtime_seccomp: the runtime's
+        default seccomp profile instead of the manifest's."""
         text = MANIFEST.read_text()
         security, granted = manifest_security(text)
+        if runtime_seccomp:
+            at = security.index("seccomp=unconfined")
+            del security[at - 1:at + 1]
         if drop:
             security = [a for a in security if a != f"--cap-add={drop}"]
             security.append("--cap-add=" + ",".join(c for c in granted if c != drop))
@@ -482,6 +490,17 @@ def test_each_granted_capability_is_needed(images, fleet, tmp_path):
         assert agent.stop() == 0, agent.logs()[-3000:]
         got = {c.kind: len(agent.files(c.pid)) for c in unreadable if agent.files(c.pid)}
         assert not got, f"without CAP_{cap} profiled {got}:\n{agent.logs()[-2000:]}"
+
+
+def test_the_runtimes_default_seccomp_profile_is_why_the_pod_is_unconfined(images, tmp_path):
+    """podman's default profile refuses bpf() to a container without CAP_SYS_ADMIN:
+    the agent says so (not that the kernel lacks BPF) and exits 6."""
+    assert "type: Unconfined" in MANIFEST.read_text()
+    agent = AgentContainer(images, tmp_path, runtime_seccomp=True)
+    assert "seccomp=unconfined" not in agent.argv
+    wait_for(lambda: not agent.running(), 60, "the agent to exit", lambda: agent.logs())
+    assert agent.exit_code() == 6, (agent.exit_code(), agent.logs())
+    assert re.search(r"bpf\(\).* refused .*seccomp", agent.logs()), agent.logs()
 
 
 def test_container_filter_takes_exactly_one(images, fleet, tmp_path):

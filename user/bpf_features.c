@@ -5,9 +5,13 @@
  * verifier log. The list is every program type, map type and helper that
  * bpf/sample.bpf.c uses beyond those of Linux 5.8; keep it in step with that file.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf_features.h"
@@ -44,9 +48,32 @@ static int probe(const struct feature *f)
 	}
 }
 
+/*
+ * Whether bpf() may be called at all. With the capabilities in place, a refusal here is
+ * a seccomp filter (a container runtime's default profile) or a security module, and
+ * every probe below would fail the same way and read as a kernel without the feature.
+ */
+static int bpf_refused(void)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, NULL, 4, 4, 1, NULL);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == EPERM || errno == EACCES;
+}
+
 const char *bpf_features__missing(char *buf, size_t len)
 {
 	struct utsname u = {};
+
+	if (bpf_refused()) {
+		snprintf(buf, len, "missing permission to call bpf(): it is refused (%s) although "
+			 "the capabilities are there; a seccomp profile (a container's default "
+			 "one) or a security module forbids it", strerror(errno));
+		return buf;
+	}
 
 	for (size_t i = 0; i < sizeof(features) / sizeof(features[0]); i++) {
 		/* 1: present; 0: absent; < 0: the probe itself failed, which says nothing
