@@ -478,15 +478,24 @@ def test_each_granted_capability_is_needed(images, fleet, tmp_path):
                  lambda: agent.logs()[-2000:])
         assert agent.exit_code() == 6, (cap, agent.exit_code(), agent.logs())
         assert re.search(r"missing|CAP_BPF|CAP_PERFMON|privilege", agent.logs()), agent.logs()
+    said = {"SYS_PTRACE": r"without CAP_SYS_PTRACE, -a can read only processes of uid 0 ",
+            "DAC_READ_SEARCH": rf"pid {private.pid} maps /home/u/lib/libpython3\.13\.so\.1\.0, "
+                               r"which cannot be opened \(Permission denied\): .*"
+                               r"CAP_DAC_READ_SEARCH"}
     for cap, unreadable in (("SYS_PTRACE", fleet.before), ("DAC_READ_SEARCH", [private])):
         agent = AgentContainer(images, tmp_path, drop=cap)
         agent.wait_running()
+        wait_for(lambda: re.search(said[cap], agent.logs()), 60,
+                 f"the agent without CAP_{cap} to say why",
+                 lambda: agent.logs()[-3000:])
+        # Every container has been looked at by the first scan; the one it can read
+        # gets its profiles meanwhile, the others none.
         probe = plain[0] if cap == "DAC_READ_SEARCH" else None
-        # Three periods: time enough for every container to have been looked at.
-        time.sleep(3 * PERIOD_S)
         if probe:
             wait_for(lambda: len(agent.files(probe.pid)) >= 2, 60,
                      "profiles of the containers it can read", lambda: agent.logs()[-3000:])
+        else:
+            time.sleep(2 * PERIOD_S)
         assert agent.stop() == 0, agent.logs()[-3000:]
         got = {c.kind: len(agent.files(c.pid)) for c in unreadable if agent.files(c.pid)}
         assert not got, f"without CAP_{cap} profiled {got}:\n{agent.logs()[-2000:]}"

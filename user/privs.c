@@ -10,6 +10,7 @@
 
 #include "privs.h"
 
+#define CAP_SYS_PTRACE_BIT 19
 #define CAP_SYS_ADMIN_BIT 21
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
@@ -57,4 +58,9 @@ int privs__missing_bpf(char *buf, size_t len)
 		missing++;
 	}
 	return missing;
+}
+
+int privs__missing_ptrace(void)
+{
+	return !((effective_caps() >> CAP_SYS_PTRACE_BIT) & 1);
 }

@@ -10,5 +10,8 @@
  * Reading the target's memory needs ptrace access instead, which the kernel checks
  * per target. */
 int privs__missing_bpf(char *buf, size_t len);
+/* 1 if this process lacks CAP_SYS_PTRACE: it may then read only processes of its own
+ * user that hold no capability it lacks (the kernel's ptrace access check). */
+int privs__missing_ptrace(void);
 
 #endif

@@ -255,6 +255,10 @@ static int start_system_wide(struct session *s)
 		pr_warn("-a needs BPF, but %s\n", sampler_failure(err));
 		return err == -ENOMEM ? EXIT_RUNTIME : err == -EPERM ? EXIT_PRIVILEGES : EXIT_KERNEL;
 	}
+	if (privs__missing_ptrace())
+		pr_warn("without CAP_SYS_PTRACE, -a can read only processes of uid %d that hold "
+			"no capability it lacks: containers and other users' processes are left "
+			"out\n", (int)geteuid());
 	err = proc__pids(scan_one, s);
 	if (err) {
 		pr_warn("scanning /proc for Python processes: %s\n", strerror(-err));

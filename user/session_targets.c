@@ -181,6 +181,14 @@ int session_targets__adopt(pid_t pid, void *arg)
 			interp__version_str(t->interp.version_hex, version, sizeof(version));
 			pr_info("pid %d runs CPython %s, which pybpfprof does not read\n",
 				(int)pid, version);
+		} else if ((err == -EACCES || err == -EPERM) && t->interp.unopened) {
+			/* Permissions do not change as the process starts up: said once,
+			 * and not looked at again. */
+			pr_warn("pid %d maps %s, which cannot be opened (%s): for files in "
+				"other users' private directories root needs "
+				"CAP_DAC_READ_SEARCH\n", (int)pid, t->interp.path, strerror(-err));
+			target__free(t);
+			return 1;
 		}
 		target__free(t);
 		return 0;	/* not (yet) Python */
