@@ -88,6 +88,16 @@ def sh(argv, timeout=120, check=True, **kw):
 
 # ---- the runtimes and images -----------------------------------------------------
 
+def stop_daemon(proc):
+    """SIGTERM, and SIGKILL to its whole group if it has not ended within a minute."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
 class Dockerd:
     """dockerd, started here if none answers; stopped by its PID at the end."""
 
@@ -108,14 +118,8 @@ class Dockerd:
             f"dockerd exited {self.proc.returncode}:\n{self.log.read_text()[-3000:]}"
 
     def stop(self):
-        if not self.proc:
-            return
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
+        if self.proc:
+            stop_daemon(self.proc)
 
 
 @dataclass
@@ -587,12 +591,7 @@ class DockerdV2:
         ids = sh(self.cli("ps", "-aq"), check=False).stdout.split()
         if ids:
             sh(self.cli("rm", "-f", *ids), check=False)
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
+        stop_daemon(self.proc)
 
 
 def start_v2(fleet, argv, inspect, runtime):
