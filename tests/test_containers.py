@@ -42,7 +42,6 @@ forms it writes (docker-<id>.scope, libpod-<id>.scope, crio-<id>.scope,
 cri-containerd-<id>.scope under kubepods slices) are checked by
 tests/unit/test_cgroup_labels.c."""
 
-import gzip
 import json
 import os
 import re
