@@ -61,7 +61,10 @@ int proc__alive(pid_t pid)
 
 #define AT_RANDOM_TYPE 25	/* <elf.h> AT_RANDOM */
 
-static uint64_t auxv_random(pid_t pid)
+/* Where AT_RANDOM points in @pid's auxiliary vector; -EAGAIN if the vector is there
+ * but empty (an exec has put in a new image and not yet filled its stack), -ENOENT if
+ * it cannot be read. */
+static int auxv_random(pid_t pid, uint64_t *at)
 {
 	uint64_t v[2 * 64];
 	char path[64];
@@ -71,16 +74,20 @@ static uint64_t auxv_random(pid_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
+		return -ENOENT;
 	n = (ssize_t)fread(v, 1, sizeof(v), f);
 	fclose(f);
+	if (n <= 0)
+		return -ENOENT;
 	for (ssize_t i = 0; i + 1 < n / (ssize_t)sizeof(v[0]); i += 2) {
-		if (v[i] == AT_RANDOM_TYPE)
-			return v[i + 1];
+		if (v[i] == AT_RANDOM_TYPE) {
+			*at = v[i + 1];
+			return 0;
+		}
 		if (!v[i])
 			break;
 	}
-	return 0;
+	return -EAGAIN;
 }
 
 int proc__identity(pid_t pid, struct proc_identity *id)
@@ -106,8 +113,7 @@ int proc__identity(pid_t pid, struct proc_identity *id)
 		id->exe_dev = st.st_dev;
 		id->exe_ino = st.st_ino;
 	}
-	id->at_random = auxv_random(pid);
-	return 0;
+	return auxv_random(pid, &id->at_random) == -EAGAIN ? -EAGAIN : 0;
 }
 
 int proc__same(pid_t pid, const struct proc_identity *id)

@@ -23,7 +23,8 @@ int proc__alive(pid_t pid);
  * device and inode of its executable, and where the kernel put the AT_RANDOM bytes of
  * its auxiliary vector (on the new stack of every exec, at a random address under
  * ASLR: it tells an exec of the same file apart). A part that cannot be read is 0 and
- * is not compared.
+ * is not compared. -EAGAIN while an exec is building the new image (its auxiliary
+ * vector still empty): what is read then may not be the image that runs.
  */
 struct proc_identity {
 	uint64_t start;

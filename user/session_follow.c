@@ -73,6 +73,22 @@ static int follow_exec(struct session *s, size_t i)
 	return descendants__watch(s->children, pid);
 }
 
+/*
+ * Whether exec event @ev took away the image target @t was adopted in. The kernel
+ * reports an exec once it is done, but the new image shows in /proc before that, long
+ * before if the exec is preempted: a look in between may have adopted that very image,
+ * and the event, later than the adoption, is then of the exec that made it. Taking it
+ * for a new exec would drop the target and enrol the same image again. Its identity
+ * tells (AT_RANDOM moves with each exec under ASLR); without one, a later event is
+ * taken for a new exec.
+ */
+static int exec_replaced(const struct target *t, const struct pbp_event *ev)
+{
+	if (ev->ts_ns < t->found_ns)
+		return 0;
+	return !t->ident.at_random || target__same(t) != 0;
+}
+
 /* System-wide: acts on the process events the poll took in, and sweeps for exits
  * now and then. */
 int session_follow__host(struct session *s)
@@ -93,9 +109,9 @@ int session_follow__host(struct session *s)
 		}
 		/* A target's exec takes its interpreter away; the new image may have one.
 		 * But the watch may have found that image's interpreter already, before
-		 * the event was read: an exec older than the look changes nothing. */
+		 * the event was read: the exec that made it changes nothing. */
 		if (known && ev.type == PBP_EV_EXEC) {
-			if (ev.ts_ns < s->targets[at]->found_ns)
+			if (!exec_replaced(s->targets[at], &ev))
 				continue;
 			session_targets__detach(s, at);
 		}
@@ -136,11 +152,11 @@ int session_follow__targets(struct session *s)
 		struct pbp_event ev = s->events[i];
 		size_t at = session_targets__slot(s, ev.pid);
 
-		/* A target's exec: its addresses are gone (an exec older than the target's
-		 * adoption is the one that made it). */
+		/* A target's exec: its addresses are gone (unless it is the exec that
+		 * made the image adopted). */
 		if (ev.type == PBP_EV_EXEC && at < s->ntargets &&
 		    (uint32_t)s->targets[at]->interp.pid == ev.pid &&
-		    ev.ts_ns >= s->targets[at]->found_ns) {
+		    exec_replaced(s->targets[at], &ev)) {
 			err = follow_exec(s, at);
 			if (err)
 				return err;

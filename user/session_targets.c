@@ -173,7 +173,10 @@ int session_targets__adopt(pid_t pid, void *arg)
 	if (!t)
 		return -ENOMEM;
 	mem_live__init(&t->live, pid);
-	target__identify(t);
+	/* The interpreter found must be the image identified: not one an exec is still
+	 * building, nor one an exec replaced while it was looked for. */
+	if (target__identify(t) == -EAGAIN)
+		goto not_yet;
 	t->found_ns = clock__mono_ns();
 	err = interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
@@ -190,9 +193,10 @@ int session_targets__adopt(pid_t pid, void *arg)
 			target__free(t);
 			return 1;
 		}
-		target__free(t);
-		return 0;	/* not (yet) Python */
+		goto not_yet;
 	}
+	if (target__same(t))
+		goto not_yet;
 	/* The command line is read once, by target__prepare(), unless it is for the
 	 * notice that there is no room. */
 	if (s->opts.system_wide && !room_for(s, pid)) {
@@ -225,6 +229,10 @@ int session_targets__adopt(pid_t pid, void *arg)
 				 "several");
 	}
 	return 1;
+
+not_yet:
+	target__free(t);
+	return 0;	/* not (yet) Python */
 }
 
 /* System-wide: @pid is adopted if the filters take it. */
