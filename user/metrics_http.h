@@ -31,6 +31,8 @@ typedef int (*metrics_render_fn)(void *ctx, FILE *f);
 int metrics_http__new(const char *listen_addr, struct metrics_http **out);
 /* Stops serving (waits for the server thread) and closes every connection. */
 void metrics_http__free(struct metrics_http *m);
+/* The port listened on. A test hook: the agent never asks, but a test that listens on
+ * port 0 must learn which port it got. */
 int metrics_http__port(const struct metrics_http *m);
 /* Calls @render on the caller's thread and makes its text the /metrics answer from
  * now on. On an error the text before stays. */
