@@ -34,143 +34,80 @@
 /* Built-in tables: 3.11 and 3.12 (no _Py_DebugOffsets).                          */
 /* ------------------------------------------------------------------------------ */
 
-/* 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers. */
-static const struct py_offsets builtin_311 = {
-	.co_version			= NONE,	/* no per-code generation before 3.13 */
-	.tested				= 1,
-	.executable_tagged		= 0,
-	.free_threaded			= 0,
+/*
+ * 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers.
+ * 3.12.x: derived from the 3.12.1 and 3.12.10 headers; run live against a 3.12.1 build.
+ *
+ * One row per field and a column per minor, so that what changed between them is in
+ * one row. Neither has a per-code generation (co_version); fr_code is f_code and
+ * fr_instr prev_instr; 3.11 keeps the GIL in the runtime (ceval.gil) where 3.12 has
+ * each interpreter point to its own or the main one's; 3.11's PyASCIIObject still has
+ * wstr, hence its longer unicode headers.
+ */
+#define BUILTIN_OFFSETS(X)						\
+	/* field			3.11	3.12 */			\
+	X(co_version,			NONE,	NONE)			\
+	X(tested,			1,	1)			\
+	X(executable_tagged,		0,	0)			\
+	X(free_threaded,		0,	0)			\
+	X(runtime_interpreters_head,	40,	40)			\
+	X(interp_threads_head,		16,	72)			\
+	X(interp_next,			0,	0)			\
+	X(runtime_gil,			360,	NONE)			\
+	X(interp_gil_ptr,		NONE,	384)			\
+	X(gil_locked,			16,	16)			\
+	X(gil_last_holder,		8,	8)			\
+	X(ts_size,			360,	288)			\
+	X(ts_next,			8,	8)			\
+	X(ts_interp,			16,	16)			\
+	X(ts_thread_id,			152,	136)			\
+	X(ts_native_thread_id,		160,	144)			\
+	X(ts_cframe,			56,	56)			\
+	X(cframe_current_frame,		8,	0)			\
+	X(ts_current_frame,		NONE,	NONE)			\
+	X(ts_datastack_chunk,		296,	232)			\
+	X(ts_datastack_top,		304,	240)			\
+	X(ts_datastack_limit,		312,	248)			\
+	X(ts_base_frame,		NONE,	NONE)			\
+	X(ts_last_profiled_frame,	NONE,	NONE)			\
+	X(ts_last_profiled_frame_seq,	NONE,	NONE)			\
+	X(chunk_previous,		0,	0)			\
+	X(chunk_size,			8,	8)			\
+	X(chunk_top,			16,	16)			\
+	X(chunk_data,			24,	24)			\
+	X(fr_code,			32,	0)			\
+	X(fr_previous,			48,	8)			\
+	X(fr_instr,			56,	56)			\
+	X(fr_owner,			69,	70)			\
+	X(fr_size,			72,	72)			\
+	X(owner_thread,			0,	0)			\
+	X(owner_generator,		1,	1)			\
+	X(owner_frame_object,		2,	2)			\
+	X(owner_cstack,			NO_OWNER,	3)		\
+	X(owner_interpreter,		NO_OWNER,	NO_OWNER)	\
+	X(ob_type,			8,	8)			\
+	X(co_filename,			112,	112)			\
+	X(co_name,			120,	120)			\
+	X(co_qualname,			128,	128)			\
+	X(co_firstlineno,		72,	68)			\
+	X(co_linetable,			136,	136)			\
+	X(co_code_adaptive,		184,	192)			\
+	X(co_size,			184,	192)			\
+	X(unicode_length,		16,	16)			\
+	X(unicode_state,		32,	32)			\
+	X(unicode_ascii_data,		48,	40)			\
+	X(unicode_compact_data,		72,	56)			\
+	X(unicode_kind_shift,		2,	2)			\
+	X(unicode_compact_bit,		5,	5)			\
+	X(unicode_ascii_bit,		6,	6)			\
+	X(bytes_size,			16,	16)			\
+	X(bytes_sval,			32,	32)
 
-	.runtime_interpreters_head	= 40,
-	.interp_threads_head		= 16,
-	.interp_next			= 0,
-	.runtime_gil			= 360,	/* ceval.gil */
-	.interp_gil_ptr			= NONE,
-	.gil_locked			= 16,
-	.gil_last_holder		= 8,
+#define BUILTIN_311(field, v311, v312)	.field = v311,
+#define BUILTIN_312(field, v311, v312)	.field = v312,
 
-	.ts_size			= 360,
-	.ts_next			= 8,
-	.ts_interp			= 16,
-	.ts_thread_id			= 152,
-	.ts_native_thread_id		= 160,
-	.ts_cframe			= 56,
-	.cframe_current_frame		= 8,
-	.ts_current_frame		= NONE,
-	.ts_datastack_chunk		= 296,
-	.ts_datastack_top		= 304,
-	.ts_datastack_limit		= 312,
-	.ts_base_frame			= NONE,
-	.ts_last_profiled_frame		= NONE,
-	.ts_last_profiled_frame_seq	= NONE,
-
-	.chunk_previous			= 0,
-	.chunk_size			= 8,
-	.chunk_top			= 16,
-	.chunk_data			= 24,
-
-	.fr_code			= 32,	/* f_code */
-	.fr_previous			= 48,
-	.fr_instr			= 56,	/* prev_instr */
-	.fr_owner			= 69,
-	.fr_size			= 72,
-
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_cstack			= NO_OWNER,
-	.owner_interpreter		= NO_OWNER,
-
-	.ob_type			= 8,
-
-	.co_filename			= 112,
-	.co_name			= 120,
-	.co_qualname			= 128,
-	.co_firstlineno			= 72,
-	.co_linetable			= 136,
-	.co_code_adaptive		= 184,
-	.co_size			= 184,
-
-	.unicode_length			= 16,
-	.unicode_state			= 32,
-	.unicode_ascii_data		= 48,	/* PyASCIIObject still has wstr */
-	.unicode_compact_data		= 72,
-	.unicode_kind_shift		= 2,
-	.unicode_compact_bit		= 5,
-	.unicode_ascii_bit		= 6,
-
-	.bytes_size			= 16,
-	.bytes_sval			= 32,
-};
-
-/* 3.12.x: derived from the 3.12.1 and 3.12.10 headers; run live against a 3.12.1 build. */
-static const struct py_offsets builtin_312 = {
-	.co_version			= NONE,	/* no per-code generation before 3.13 */
-	.tested				= 1,
-	.executable_tagged		= 0,
-	.free_threaded			= 0,
-
-	.runtime_interpreters_head	= 40,
-	.interp_threads_head		= 72,
-	.interp_next			= 0,
-	.runtime_gil			= NONE,
-	.interp_gil_ptr			= 384,	/* ceval.gil: own or the main one's */
-	.gil_locked			= 16,
-	.gil_last_holder		= 8,
-
-	.ts_size			= 288,
-	.ts_next			= 8,
-	.ts_interp			= 16,
-	.ts_thread_id			= 136,
-	.ts_native_thread_id		= 144,
-	.ts_cframe			= 56,
-	.cframe_current_frame		= 0,
-	.ts_current_frame		= NONE,
-	.ts_datastack_chunk		= 232,
-	.ts_datastack_top		= 240,
-	.ts_datastack_limit		= 248,
-	.ts_base_frame			= NONE,
-	.ts_last_profiled_frame		= NONE,
-	.ts_last_profiled_frame_seq	= NONE,
-
-	.chunk_previous			= 0,
-	.chunk_size			= 8,
-	.chunk_top			= 16,
-	.chunk_data			= 24,
-
-	.fr_code			= 0,	/* f_code */
-	.fr_previous			= 8,
-	.fr_instr			= 56,	/* prev_instr */
-	.fr_owner			= 70,
-	.fr_size			= 72,
-
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_cstack			= 3,
-	.owner_interpreter		= NO_OWNER,
-
-	.ob_type			= 8,
-
-	.co_filename			= 112,
-	.co_name			= 120,
-	.co_qualname			= 128,
-	.co_firstlineno			= 68,
-	.co_linetable			= 136,
-	.co_code_adaptive		= 192,
-	.co_size			= 192,
-
-	.unicode_length			= 16,
-	.unicode_state			= 32,
-	.unicode_ascii_data		= 40,
-	.unicode_compact_data		= 56,
-	.unicode_kind_shift		= 2,
-	.unicode_compact_bit		= 5,
-	.unicode_ascii_bit		= 6,
-
-	.bytes_size			= 16,
-	.bytes_sval			= 32,
-};
+static const struct py_offsets builtin_311 = { BUILTIN_OFFSETS(BUILTIN_311) };
+static const struct py_offsets builtin_312 = { BUILTIN_OFFSETS(BUILTIN_312) };
 
 /* ------------------------------------------------------------------------------ */
 /* _Py_DebugOffsets layouts: 3.13+.                                               */
