@@ -395,71 +395,83 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static int render(void *ctx, FILE *f)
+static void print_metrics(FILE *f, const struct agent_ctx *c, const struct session_status *st,
+			  const struct run_stats *rs)
 {
-	struct agent_ctx *c = ctx;
-	struct session_status st;
-	struct exporter_metrics em;
 	const struct sampler_maps *maps = &c->maps;
-	struct run_stats rs;
+	const struct metric before[] = {
+		{ "pybpfprof_samples_total", "counter",
+		  "Stacks sampled and aggregated", st->samples },
+		{ "pybpfprof_samples_incomplete_total", "counter",
+		  "Stacks that could not be decoded to their first frame", st->incomplete },
+		{ "pybpfprof_decode_errors_total", "counter",
+		  "Records that could not be decoded at all",
+		  rs->samples_delivered > rs->decode.samples ?
+		  rs->samples_delivered - rs->decode.samples : 0 },
+		{ "pybpfprof_drops_total", "counter",
+		  "Samples lost before decoding (ring buffer full, process gone)", st->drops },
+		{ "pybpfprof_process_event_drops_total", "counter",
+		  "Process start/exit events lost", rs->bpf[PBP_C_EVENT_DROPS] },
+		{ "pybpfprof_processes", "gauge",
+		  "Python processes being profiled", st->processes },
+		{ "pybpfprof_processes_seen_total", "counter",
+		  "Python processes profiled since the start", st->processes_seen },
+		{ "pybpfprof_processes_skipped_total", "counter",
+		  "Python processes left out because max-processes was reached",
+		  st->processes_skipped },
+		{ "pybpfprof_threads", "gauge",
+		  "Threads sampled in the current period", st->threads },
+	};
+	/* After pybpfprof_bpf_map_entries, which has a line per map and so no row. */
+	const struct metric after[] = {
+		{ "pybpfprof_profiles_cut_total", "counter",
+		  "Per-process profiles made at period ends", c->profiles_cut },
+		{ "pybpfprof_profile_failures_total", "counter",
+		  "Per-process profiles that could not be made", c->cut_failures },
+		{ "pybpfprof_config_reloads_total", "counter",
+		  "Config reloads (SIGHUP) that took effect", c->reloads },
+		{ "pybpfprof_config_reload_failures_total", "counter",
+		  "Config reloads refused (the old config stayed)", c->reload_failures },
+		{ "pybpfprof_resident_memory_bytes", "gauge",
+		  "Resident memory of the agent", rss_bytes() },
+		{ "pybpfprof_code_cache_hits_total", "counter",
+		  "Code objects found in the code caches", rs->codes.hits },
+		{ "pybpfprof_code_cache_misses_total", "counter",
+		  "Code objects looked for in the code caches and read", rs->codes.misses },
+		{ "pybpfprof_code_cache_evictions_total", "counter",
+		  "Code cache entries dropped to stay within the byte budgets",
+		  rs->codes.evictions },
+		{ "pybpfprof_code_cache_bytes", "gauge",
+		  "Bytes the code caches hold, line tables included", rs->code_cache_bytes },
+		{ "pybpfprof_frame_cache_bytes", "gauge",
+		  "Bytes the frame caches hold", rs->frame_cache_bytes },
+		{ "pybpfprof_strings", "gauge",
+		  "Strings interned (function, file, process and thread names)", rs->strings },
+		{ "pybpfprof_string_bytes", "gauge",
+		  "Bytes the string table holds", rs->string_bytes },
+	};
 
-	session__status(c->session, &st);
-	session__stats(c->session, &rs);
-	exporter__metrics(c->exporter, &em);
-	metrics_http__metric(f, "pybpfprof_samples_total", "counter",
-			     "Stacks sampled and aggregated", st.samples);
-	metrics_http__metric(f, "pybpfprof_samples_incomplete_total", "counter",
-			     "Stacks that could not be decoded to their first frame", st.incomplete);
-	metrics_http__metric(f, "pybpfprof_decode_errors_total", "counter",
-			     "Records that could not be decoded at all",
-			     rs.samples_delivered > rs.decode.samples ?
-			     rs.samples_delivered - rs.decode.samples : 0);
-	metrics_http__metric(f, "pybpfprof_drops_total", "counter",
-			     "Samples lost before decoding (ring buffer full, process gone)",
-			     st.drops);
-	metrics_http__metric(f, "pybpfprof_process_event_drops_total", "counter",
-			     "Process start/exit events lost", rs.bpf[PBP_C_EVENT_DROPS]);
-	metrics_http__metric(f, "pybpfprof_processes", "gauge",
-			     "Python processes being profiled", st.processes);
-	metrics_http__metric(f, "pybpfprof_processes_seen_total", "counter",
-			     "Python processes profiled since the start", st.processes_seen);
-	metrics_http__metric(f, "pybpfprof_processes_skipped_total", "counter",
-			     "Python processes left out because max-processes was reached",
-			     st.processes_skipped);
-	metrics_http__metric(f, "pybpfprof_threads", "gauge",
-			     "Threads sampled in the current period", st.threads);
+	metrics_http__metrics(f, before, sizeof(before) / sizeof(before[0]));
 	fprintf(f, "# HELP pybpfprof_bpf_map_entries Entries in the BPF maps at the last period end\n"
 		"# TYPE pybpfprof_bpf_map_entries gauge\n"
 		"pybpfprof_bpf_map_entries{map=\"targets\"} %u\n"
 		"pybpfprof_bpf_map_entries{map=\"threads\"} %u\n"
 		"pybpfprof_bpf_map_entries{map=\"fcache\"} %u\n",
 		maps->targets, maps->threads, maps->fcache);
-	metrics_http__metric(f, "pybpfprof_profiles_cut_total", "counter",
-			     "Per-process profiles made at period ends", c->profiles_cut);
-	metrics_http__metric(f, "pybpfprof_profile_failures_total", "counter",
-			     "Per-process profiles that could not be made", c->cut_failures);
-	metrics_http__metric(f, "pybpfprof_config_reloads_total", "counter",
-			     "Config reloads (SIGHUP) that took effect", c->reloads);
-	metrics_http__metric(f, "pybpfprof_config_reload_failures_total", "counter",
-			     "Config reloads refused (the old config stayed)", c->reload_failures);
-	metrics_http__metric(f, "pybpfprof_resident_memory_bytes", "gauge",
-			     "Resident memory of the agent", rss_bytes());
-	metrics_http__metric(f, "pybpfprof_code_cache_hits_total", "counter",
-			     "Code objects found in the code caches", rs.codes.hits);
-	metrics_http__metric(f, "pybpfprof_code_cache_misses_total", "counter",
-			     "Code objects looked for in the code caches and read", rs.codes.misses);
-	metrics_http__metric(f, "pybpfprof_code_cache_evictions_total", "counter",
-			     "Code cache entries dropped to stay within the byte budgets",
-			     rs.codes.evictions);
-	metrics_http__metric(f, "pybpfprof_code_cache_bytes", "gauge",
-			     "Bytes the code caches hold, line tables included", rs.code_cache_bytes);
-	metrics_http__metric(f, "pybpfprof_frame_cache_bytes", "gauge",
-			     "Bytes the frame caches hold", rs.frame_cache_bytes);
-	metrics_http__metric(f, "pybpfprof_strings", "gauge",
-			     "Strings interned (function, file, process and thread names)",
-			     rs.strings);
-	metrics_http__metric(f, "pybpfprof_string_bytes", "gauge",
-			     "Bytes the string table holds", rs.string_bytes);
+	metrics_http__metrics(f, after, sizeof(after) / sizeof(after[0]));
+}
+
+static int render(void *ctx, FILE *f)
+{
+	struct agent_ctx *c = ctx;
+	struct session_status st;
+	struct exporter_metrics em;
+	struct run_stats rs;
+
+	session__status(c->session, &st);
+	session__stats(c->session, &rs);
+	exporter__metrics(c->exporter, &em);
+	print_metrics(f, c, &st, &rs);
 	exporter__print_metrics(&em, f);
 	return 0;
 }

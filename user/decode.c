@@ -14,6 +14,7 @@
 #include "decode.h"
 #include "frame_cache.h"
 #include "hash.h"
+#include "mem_snapshot.h"
 #include "structbuf.h"
 
 /* Every frame header field is read out of a copy the BPF program could also make. */

@@ -15,6 +15,8 @@
 #include "mem.h"
 #include "pbp_abi.h"
 
+struct mem_snapshot;
+
 #define DECODE_MAX_DEPTH 4096
 
 /* Why a stack is incomplete (0 = complete). */

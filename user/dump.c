@@ -18,6 +18,7 @@
 #include "interp.h"
 #include "log.h"
 #include "mem_core.h"
+#include "mem_live.h"
 #include "out_traceback.h"
 #include "proc.h"
 #include "pythreads.h"

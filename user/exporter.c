@@ -497,27 +497,29 @@ void exporter__metrics(struct exporter *e, struct exporter_metrics *m)
 
 void exporter__print_metrics(const struct exporter_metrics *m, FILE *f)
 {
-	metrics_http__metric(f, "pybpfprof_export_submitted_total", "counter",
-			     "Profiles handed to the exporter.", m->submitted);
-	metrics_http__metric(f, "pybpfprof_export_pushed_total", "counter",
-			     "Profiles accepted by the Pyroscope server.", m->pushed);
-	metrics_http__metric(f, "pybpfprof_export_push_failures_total", "counter",
-			     "Pyroscope push attempts that failed, retries included.",
-			     m->push_failures);
-	metrics_http__metric(f, "pybpfprof_export_files_written_total", "counter",
-			     "Profiles written to the output directory.", m->files_written);
-	metrics_http__metric(f, "pybpfprof_export_file_failures_total", "counter",
-			     "Profile files that could not be written.", m->file_failures);
-	metrics_http__metric(f, "pybpfprof_export_dropped_total", "counter",
-			     "Profiles dropped: queue full, unsendable, or flush timeout.",
-			     m->dropped);
-	metrics_http__metric(f, "pybpfprof_export_queue_depth", "gauge",
-			     "Profiles waiting to be exported.", m->queue_depth);
-	metrics_http__metric(f, "pybpfprof_export_queue_bytes", "gauge",
-			     "Memory held by the profiles waiting to be exported.", m->queue_bytes);
-	metrics_http__metric(f, "pybpfprof_export_last_http_status", "gauge",
-			     "Status of the Pyroscope server's last answer (0: none).",
-			     (uint64_t)(m->last_http_status > 0 ? m->last_http_status : 0));
+	const struct metric t[] = {
+		{ "pybpfprof_export_submitted_total", "counter",
+		  "Profiles handed to the exporter.", m->submitted },
+		{ "pybpfprof_export_pushed_total", "counter",
+		  "Profiles accepted by the Pyroscope server.", m->pushed },
+		{ "pybpfprof_export_push_failures_total", "counter",
+		  "Pyroscope push attempts that failed, retries included.", m->push_failures },
+		{ "pybpfprof_export_files_written_total", "counter",
+		  "Profiles written to the output directory.", m->files_written },
+		{ "pybpfprof_export_file_failures_total", "counter",
+		  "Profile files that could not be written.", m->file_failures },
+		{ "pybpfprof_export_dropped_total", "counter",
+		  "Profiles dropped: queue full, unsendable, or flush timeout.", m->dropped },
+		{ "pybpfprof_export_queue_depth", "gauge",
+		  "Profiles waiting to be exported.", m->queue_depth },
+		{ "pybpfprof_export_queue_bytes", "gauge",
+		  "Memory held by the profiles waiting to be exported.", m->queue_bytes },
+		{ "pybpfprof_export_last_http_status", "gauge",
+		  "Status of the Pyroscope server's last answer (0: none).",
+		  (uint64_t)(m->last_http_status > 0 ? m->last_http_status : 0) },
+	};
+
+	metrics_http__metrics(f, t, sizeof(t) / sizeof(t[0]));
 }
 
 void exporter__free(struct exporter *e)

@@ -8,7 +8,7 @@
 
 #include "host_pythons.h"
 #include "interp.h"
-#include "mem.h"
+#include "mem_live.h"
 #include "proc.h"
 
 static int count_one(pid_t pid, void *arg)

@@ -6,7 +6,7 @@
 
 #include "log.h"
 
-#include "mem.h"
+#include "mem_live.h"
 
 int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
 		    void *const *dst, const size_t *len)
@@ -61,9 +61,4 @@ static const struct mem_ops live_ops = { .read = live_read };
 void mem_live__init(struct mem_live *m, pid_t pid)
 {
 	*m = (struct mem_live){ .base = { .ops = &live_ops }, .pid = pid };
-}
-
-int mem__read_u64(struct mem_source *m, uint64_t addr, uint64_t *v)
-{
-	return mem__read(m, addr, v, sizeof(*v));
 }

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "mem.h"
+#include "mem_snapshot.h"
 
 static const struct mem_window *find_window(const struct mem_snapshot *m, uint64_t addr,
 					    size_t len)

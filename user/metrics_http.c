@@ -279,6 +279,12 @@ void metrics_http__metric(FILE *f, const char *name, const char *type, const cha
 		(unsigned long long)value);
 }
 
+void metrics_http__metrics(FILE *f, const struct metric *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		metrics_http__metric(f, m[i].name, m[i].type, m[i].help, m[i].value);
+}
+
 /* ---- the server thread ----------------------------------------------------------- */
 
 /* The whole answer into c->out (left NULL when out of memory). */

@@ -11,6 +11,7 @@
 #ifndef PBP_METRICS_HTTP_H
 #define PBP_METRICS_HTTP_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -31,6 +32,8 @@ typedef int (*metrics_render_fn)(void *ctx, FILE *f);
 int metrics_http__new(const char *listen_addr, struct metrics_http **out);
 /* Stops serving (waits for the server thread) and closes every connection. */
 void metrics_http__free(struct metrics_http *m);
+/* The port listened on. A test hook: the agent never asks, but a test that listens on
+ * port 0 must learn which port it got. */
 int metrics_http__port(const struct metrics_http *m);
 /* Calls @render on the caller's thread and makes its text the /metrics answer from
  * now on. On an error the text before stays. */
@@ -40,5 +43,14 @@ int metrics_http__publish(struct metrics_http *m, metrics_render_fn render, void
  * name value\n". */
 void metrics_http__metric(FILE *f, const char *name, const char *type, const char *help,
 			  uint64_t value);
+
+/* A row of a table of metrics: adding a metric is adding a row. */
+struct metric {
+	const char *name, *type, *help;
+	uint64_t value;
+};
+
+/* The @n metrics of @m in order, each as metrics_http__metric() writes it. */
+void metrics_http__metrics(FILE *f, const struct metric *m, size_t n);
 
 #endif

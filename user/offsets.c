@@ -34,143 +34,80 @@
 /* Built-in tables: 3.11 and 3.12 (no _Py_DebugOffsets).                          */
 /* ------------------------------------------------------------------------------ */
 
-/* 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers. */
-static const struct py_offsets builtin_311 = {
-	.co_version			= NONE,	/* no per-code generation before 3.13 */
-	.tested				= 1,
-	.executable_tagged		= 0,
-	.free_threaded			= 0,
+/*
+ * 3.11.x: checked against 3.11.2 (run live) and the 3.11.7 headers.
+ * 3.12.x: derived from the 3.12.1 and 3.12.10 headers; run live against a 3.12.1 build.
+ *
+ * One row per field and a column per minor, so that what changed between them is in
+ * one row. Neither has a per-code generation (co_version); fr_code is f_code and
+ * fr_instr prev_instr; 3.11 keeps the GIL in the runtime (ceval.gil) where 3.12 has
+ * each interpreter point to its own or the main one's; 3.11's PyASCIIObject still has
+ * wstr, hence its longer unicode headers.
+ */
+#define BUILTIN_OFFSETS(X)						\
+	/* field			3.11	3.12 */			\
+	X(co_version,			NONE,	NONE)			\
+	X(tested,			1,	1)			\
+	X(executable_tagged,		0,	0)			\
+	X(free_threaded,		0,	0)			\
+	X(runtime_interpreters_head,	40,	40)			\
+	X(interp_threads_head,		16,	72)			\
+	X(interp_next,			0,	0)			\
+	X(runtime_gil,			360,	NONE)			\
+	X(interp_gil_ptr,		NONE,	384)			\
+	X(gil_locked,			16,	16)			\
+	X(gil_last_holder,		8,	8)			\
+	X(ts_size,			360,	288)			\
+	X(ts_next,			8,	8)			\
+	X(ts_interp,			16,	16)			\
+	X(ts_thread_id,			152,	136)			\
+	X(ts_native_thread_id,		160,	144)			\
+	X(ts_cframe,			56,	56)			\
+	X(cframe_current_frame,		8,	0)			\
+	X(ts_current_frame,		NONE,	NONE)			\
+	X(ts_datastack_chunk,		296,	232)			\
+	X(ts_datastack_top,		304,	240)			\
+	X(ts_datastack_limit,		312,	248)			\
+	X(ts_base_frame,		NONE,	NONE)			\
+	X(ts_last_profiled_frame,	NONE,	NONE)			\
+	X(ts_last_profiled_frame_seq,	NONE,	NONE)			\
+	X(chunk_previous,		0,	0)			\
+	X(chunk_size,			8,	8)			\
+	X(chunk_top,			16,	16)			\
+	X(chunk_data,			24,	24)			\
+	X(fr_code,			32,	0)			\
+	X(fr_previous,			48,	8)			\
+	X(fr_instr,			56,	56)			\
+	X(fr_owner,			69,	70)			\
+	X(fr_size,			72,	72)			\
+	X(owner_thread,			0,	0)			\
+	X(owner_generator,		1,	1)			\
+	X(owner_frame_object,		2,	2)			\
+	X(owner_cstack,			NO_OWNER,	3)		\
+	X(owner_interpreter,		NO_OWNER,	NO_OWNER)	\
+	X(ob_type,			8,	8)			\
+	X(co_filename,			112,	112)			\
+	X(co_name,			120,	120)			\
+	X(co_qualname,			128,	128)			\
+	X(co_firstlineno,		72,	68)			\
+	X(co_linetable,			136,	136)			\
+	X(co_code_adaptive,		184,	192)			\
+	X(co_size,			184,	192)			\
+	X(unicode_length,		16,	16)			\
+	X(unicode_state,		32,	32)			\
+	X(unicode_ascii_data,		48,	40)			\
+	X(unicode_compact_data,		72,	56)			\
+	X(unicode_kind_shift,		2,	2)			\
+	X(unicode_compact_bit,		5,	5)			\
+	X(unicode_ascii_bit,		6,	6)			\
+	X(bytes_size,			16,	16)			\
+	X(bytes_sval,			32,	32)
 
-	.runtime_interpreters_head	= 40,
-	.interp_threads_head		= 16,
-	.interp_next			= 0,
-	.runtime_gil			= 360,	/* ceval.gil */
-	.interp_gil_ptr			= NONE,
-	.gil_locked			= 16,
-	.gil_last_holder		= 8,
+#define BUILTIN_311(field, v311, v312)	.field = v311,
+#define BUILTIN_312(field, v311, v312)	.field = v312,
 
-	.ts_size			= 360,
-	.ts_next			= 8,
-	.ts_interp			= 16,
-	.ts_thread_id			= 152,
-	.ts_native_thread_id		= 160,
-	.ts_cframe			= 56,
-	.cframe_current_frame		= 8,
-	.ts_current_frame		= NONE,
-	.ts_datastack_chunk		= 296,
-	.ts_datastack_top		= 304,
-	.ts_datastack_limit		= 312,
-	.ts_base_frame			= NONE,
-	.ts_last_profiled_frame		= NONE,
-	.ts_last_profiled_frame_seq	= NONE,
-
-	.chunk_previous			= 0,
-	.chunk_size			= 8,
-	.chunk_top			= 16,
-	.chunk_data			= 24,
-
-	.fr_code			= 32,	/* f_code */
-	.fr_previous			= 48,
-	.fr_instr			= 56,	/* prev_instr */
-	.fr_owner			= 69,
-	.fr_size			= 72,
-
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_cstack			= NO_OWNER,
-	.owner_interpreter		= NO_OWNER,
-
-	.ob_type			= 8,
-
-	.co_filename			= 112,
-	.co_name			= 120,
-	.co_qualname			= 128,
-	.co_firstlineno			= 72,
-	.co_linetable			= 136,
-	.co_code_adaptive		= 184,
-	.co_size			= 184,
-
-	.unicode_length			= 16,
-	.unicode_state			= 32,
-	.unicode_ascii_data		= 48,	/* PyASCIIObject still has wstr */
-	.unicode_compact_data		= 72,
-	.unicode_kind_shift		= 2,
-	.unicode_compact_bit		= 5,
-	.unicode_ascii_bit		= 6,
-
-	.bytes_size			= 16,
-	.bytes_sval			= 32,
-};
-
-/* 3.12.x: derived from the 3.12.1 and 3.12.10 headers; run live against a 3.12.1 build. */
-static const struct py_offsets builtin_312 = {
-	.co_version			= NONE,	/* no per-code generation before 3.13 */
-	.tested				= 1,
-	.executable_tagged		= 0,
-	.free_threaded			= 0,
-
-	.runtime_interpreters_head	= 40,
-	.interp_threads_head		= 72,
-	.interp_next			= 0,
-	.runtime_gil			= NONE,
-	.interp_gil_ptr			= 384,	/* ceval.gil: own or the main one's */
-	.gil_locked			= 16,
-	.gil_last_holder		= 8,
-
-	.ts_size			= 288,
-	.ts_next			= 8,
-	.ts_interp			= 16,
-	.ts_thread_id			= 136,
-	.ts_native_thread_id		= 144,
-	.ts_cframe			= 56,
-	.cframe_current_frame		= 0,
-	.ts_current_frame		= NONE,
-	.ts_datastack_chunk		= 232,
-	.ts_datastack_top		= 240,
-	.ts_datastack_limit		= 248,
-	.ts_base_frame			= NONE,
-	.ts_last_profiled_frame		= NONE,
-	.ts_last_profiled_frame_seq	= NONE,
-
-	.chunk_previous			= 0,
-	.chunk_size			= 8,
-	.chunk_top			= 16,
-	.chunk_data			= 24,
-
-	.fr_code			= 0,	/* f_code */
-	.fr_previous			= 8,
-	.fr_instr			= 56,	/* prev_instr */
-	.fr_owner			= 70,
-	.fr_size			= 72,
-
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_cstack			= 3,
-	.owner_interpreter		= NO_OWNER,
-
-	.ob_type			= 8,
-
-	.co_filename			= 112,
-	.co_name			= 120,
-	.co_qualname			= 128,
-	.co_firstlineno			= 68,
-	.co_linetable			= 136,
-	.co_code_adaptive		= 192,
-	.co_size			= 192,
-
-	.unicode_length			= 16,
-	.unicode_state			= 32,
-	.unicode_ascii_data		= 40,
-	.unicode_compact_data		= 56,
-	.unicode_kind_shift		= 2,
-	.unicode_compact_bit		= 5,
-	.unicode_ascii_bit		= 6,
-
-	.bytes_size			= 16,
-	.bytes_sval			= 32,
-};
+static const struct py_offsets builtin_311 = { BUILTIN_OFFSETS(BUILTIN_311) };
+static const struct py_offsets builtin_312 = { BUILTIN_OFFSETS(BUILTIN_312) };
 
 /* ------------------------------------------------------------------------------ */
 /* _Py_DebugOffsets layouts: 3.13+.                                               */
@@ -272,182 +209,101 @@ struct debug_layout {
 	.datastack_limit_after_chunk	= 16
 
 /*
+ * The layouts of 3.13 and later, one column per minor: a field that moved between
+ * versions is one number in one row, and a new version is one more column (and one
+ * more LAYOUT_ macro below). 0 is a field the version does not have. co_version is
+ * a byte offset in PyCodeObject, not a slot; the rows from executable_tagged on are
+ * facts of the structs that the table does not carry (compact_after_ascii is
+ * utf8_length and utf8; 3.15 has no shim frames, so no owner_cstack).
+ *
  * 3.13.x final (identical in 3.13.0 and 3.13.18). Sections, first slot: runtime 3,
  * interpreter 6, thread 19, frame 28, code 34, object 44, ..., bytes 64, unicode 67,
  * gc 71; 73 slots.
- */
-static const struct debug_layout layout_313 = {
-	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
-	.minor				= 13,
-	.tested				= 1,
-	.slots				= 73,
-	.free_threaded			= 2,
-	.rt_size			= 3,
-	.rt_interpreters_head		= 5,
-	.is_size			= 6,
-	.is_next			= 8,
-	.is_threads_head		= 9,
-	.is_ceval_gil			= 14,
-	.is_gil_state			= 15,
-	.is_gil_locked			= 17,
-	.is_gil_holder			= 18,
-	.ts_size			= 19,
-	.ts_next			= 21,
-	.ts_interp			= 22,
-	.ts_current_frame		= 23,
-	.ts_thread_id			= 24,
-	.ts_native_thread_id		= 25,
-	.ts_datastack_chunk		= 26,
-	.fr_size			= 28,
-	.fr_previous			= 29,
-	.fr_executable			= 30,
-	.fr_instr_ptr			= 31,
-	.fr_localsplus			= 32,
-	.fr_owner			= 33,
-	.co_size			= 34,
-	.co_filename			= 35,
-	.co_name			= 36,
-	.co_qualname			= 37,
-	.co_linetable			= 38,
-	.co_firstlineno			= 39,
-	.co_code_adaptive		= 43,
-	.ob_type			= 45,
-	.bytes_ob_size			= 65,
-	.bytes_ob_sval			= 66,
-	.uni_state			= 68,
-	.uni_length			= 69,
-	.uni_ascii_size			= 70,
-
-	.executable_tagged		= 0,
-	.compact_after_ascii		= 16,	/* utf8_length, utf8 */
-	STACK_CHUNK_FACTS,
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_cstack			= 3,
-	.owner_interpreter		= NO_OWNER,
-	.uni_bits			= UNICODE_BITS_DEFAULT,
-	.uni_bits_ft			= UNICODE_BITS_DEFAULT,
-};
-
-/*
+ *
  * 3.14.x final. Sections, first slot: runtime 3, interpreter 6, thread 22, frame 31,
  * code 39, object 50, ..., bytes 74, unicode 77, gc 81, gen 83, llist 87,
  * debugger 89; 95 slots.
- */
-static const struct debug_layout layout_314 = {
-	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
-	.minor				= 14,
-	.tested				= 1,
-	.slots				= 95,
-	.free_threaded			= 2,
-	.rt_size			= 3,
-	.rt_interpreters_head		= 5,
-	.is_size			= 6,
-	.is_next			= 8,
-	.is_threads_head		= 9,
-	.is_ceval_gil			= 15,
-	.is_gil_state			= 16,
-	.is_gil_locked			= 18,
-	.is_gil_holder			= 19,
-	.ts_size			= 22,
-	.ts_next			= 24,
-	.ts_interp			= 25,
-	.ts_current_frame		= 26,
-	.ts_thread_id			= 27,
-	.ts_native_thread_id		= 28,
-	.ts_datastack_chunk		= 29,
-	.fr_size			= 31,
-	.fr_previous			= 32,
-	.fr_executable			= 33,
-	.fr_instr_ptr			= 34,
-	.fr_localsplus			= 35,
-	.fr_owner			= 36,
-	.co_size			= 39,
-	.co_filename			= 40,
-	.co_name			= 41,
-	.co_qualname			= 42,
-	.co_linetable			= 43,
-	.co_firstlineno			= 44,
-	.co_code_adaptive		= 48,
-	.ob_type			= 51,
-	.bytes_ob_size			= 75,
-	.bytes_ob_sval			= 76,
-	.uni_state			= 78,
-	.uni_length			= 79,
-	.uni_ascii_size			= 80,
-
-	.executable_tagged		= 1,
-	.compact_after_ascii		= 16,
-	STACK_CHUNK_FACTS,
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_interpreter		= 3,
-	.owner_cstack			= 4,
-	.uni_bits			= UNICODE_BITS_DEFAULT,
-	.uni_bits_ft			= UNICODE_BITS_FT_BYTE,
-};
-
-/*
+ *
  * 3.15.x final, the layout with last_profiled_frame_seq (pre-releases before it
  * differ and are refused). Sections, first slot: runtime 3, interpreter 6,
  * thread 22, err_stackitem 38, frame 39, code 47, object 58, type 60, heap type 66,
  * ..., bytes 86, unicode 89, gc 94, gen 99, llist 103, debugger 105; 111 slots.
  */
-static const struct debug_layout layout_315 = {
-	.co_version			= 92,	/* offsetof(PyCodeObject, co_version) */
-	.minor				= 15,
-	.tested				= 1,
-	.slots				= 111,
-	.free_threaded			= 2,
-	.rt_size			= 3,
-	.rt_interpreters_head		= 5,
-	.is_size			= 6,
-	.is_next			= 8,
-	.is_threads_head		= 9,
-	.is_ceval_gil			= 15,
-	.is_gil_state			= 16,
-	.is_gil_locked			= 18,
-	.is_gil_holder			= 19,
-	.ts_size			= 22,
-	.ts_next			= 24,
-	.ts_interp			= 25,
-	.ts_current_frame		= 26,
-	.ts_base_frame			= 27,
-	.ts_last_profiled_frame		= 28,
-	.ts_last_profiled_frame_seq	= 29,
-	.ts_thread_id			= 30,
-	.ts_native_thread_id		= 31,
-	.ts_datastack_chunk		= 32,
-	.fr_size			= 39,
-	.fr_previous			= 40,
-	.fr_executable			= 41,
-	.fr_instr_ptr			= 42,
-	.fr_localsplus			= 43,
-	.fr_owner			= 44,
-	.co_size			= 47,
-	.co_filename			= 48,
-	.co_name			= 49,
-	.co_qualname			= 50,
-	.co_linetable			= 51,
-	.co_firstlineno			= 52,
-	.co_code_adaptive		= 56,
-	.ob_type			= 59,
-	.bytes_ob_size			= 87,
-	.bytes_ob_sval			= 88,
-	.uni_state			= 90,
-	.uni_length			= 91,
-	.uni_ascii_size			= 92,
-	.uni_compact_size		= 93,
+#define DEBUG_LAYOUTS(X)						\
+	/* field			3.13	3.14	3.15 */		\
+	X(minor,			13,	14,	15)		\
+	X(slots,			73,	95,	111)		\
+	X(tested,			1,	1,	1)		\
+	X(free_threaded,		2,	2,	2)		\
+	X(rt_size,			3,	3,	3)		\
+	X(rt_interpreters_head,		5,	5,	5)		\
+	X(is_size,			6,	6,	6)		\
+	X(is_next,			8,	8,	8)		\
+	X(is_threads_head,		9,	9,	9)		\
+	X(is_ceval_gil,			14,	15,	15)		\
+	X(is_gil_state,			15,	16,	16)		\
+	X(is_gil_locked,		17,	18,	18)		\
+	X(is_gil_holder,		18,	19,	19)		\
+	X(ts_size,			19,	22,	22)		\
+	X(ts_next,			21,	24,	24)		\
+	X(ts_interp,			22,	25,	25)		\
+	X(ts_current_frame,		23,	26,	26)		\
+	X(ts_base_frame,		0,	0,	27)		\
+	X(ts_last_profiled_frame,	0,	0,	28)		\
+	X(ts_last_profiled_frame_seq,	0,	0,	29)		\
+	X(ts_thread_id,			24,	27,	30)		\
+	X(ts_native_thread_id,		25,	28,	31)		\
+	X(ts_datastack_chunk,		26,	29,	32)		\
+	X(fr_size,			28,	31,	39)		\
+	X(fr_previous,			29,	32,	40)		\
+	X(fr_executable,		30,	33,	41)		\
+	X(fr_instr_ptr,			31,	34,	42)		\
+	X(fr_localsplus,		32,	35,	43)		\
+	X(fr_owner,			33,	36,	44)		\
+	X(co_size,			34,	39,	47)		\
+	X(co_filename,			35,	40,	48)		\
+	X(co_name,			36,	41,	49)		\
+	X(co_qualname,			37,	42,	50)		\
+	X(co_linetable,			38,	43,	51)		\
+	X(co_firstlineno,		39,	44,	52)		\
+	X(co_code_adaptive,		43,	48,	56)		\
+	X(ob_type,			45,	51,	59)		\
+	X(co_version,			92,	92,	92)		\
+	X(bytes_ob_size,		65,	75,	87)		\
+	X(bytes_ob_sval,		66,	76,	88)		\
+	X(uni_state,			68,	78,	90)		\
+	X(uni_length,			69,	79,	91)		\
+	X(uni_ascii_size,		70,	80,	92)		\
+	X(uni_compact_size,		0,	0,	93)		\
+	X(executable_tagged,		0,	1,	1)		\
+	X(compact_after_ascii,		16,	16,	0)		\
+	X(owner_thread,			0,	0,	0)		\
+	X(owner_generator,		1,	1,	1)		\
+	X(owner_frame_object,		2,	2,	2)		\
+	X(owner_cstack,			3,	4,	NO_OWNER)	\
+	X(owner_interpreter,		NO_OWNER,	3,	3)
 
-	.executable_tagged		= 1,
+#define LAYOUT_313(field, v313, v314, v315)	.field = v313,
+#define LAYOUT_314(field, v313, v314, v315)	.field = v314,
+#define LAYOUT_315(field, v313, v314, v315)	.field = v315,
+
+static const struct debug_layout layout_313 = {
+	DEBUG_LAYOUTS(LAYOUT_313)
 	STACK_CHUNK_FACTS,
-	.owner_thread			= 0,
-	.owner_generator		= 1,
-	.owner_frame_object		= 2,
-	.owner_interpreter		= 3,
-	.owner_cstack			= NO_OWNER,	/* no shim frames any more */
+	.uni_bits			= UNICODE_BITS_DEFAULT,
+	.uni_bits_ft			= UNICODE_BITS_DEFAULT,
+};
+
+static const struct debug_layout layout_314 = {
+	DEBUG_LAYOUTS(LAYOUT_314)
+	STACK_CHUNK_FACTS,
+	.uni_bits			= UNICODE_BITS_DEFAULT,
+	.uni_bits_ft			= UNICODE_BITS_FT_BYTE,
+};
+
+static const struct debug_layout layout_315 = {
+	DEBUG_LAYOUTS(LAYOUT_315)
+	STACK_CHUNK_FACTS,
 	.uni_bits			= UNICODE_BITS_DEFAULT,
 	.uni_bits_ft			= UNICODE_BITS_FT_BYTE,
 };

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "mem_snapshot.h"
 #include "proc.h"
 #include "pythreads.h"
 #include "sampler_live.h"

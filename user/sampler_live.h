@@ -13,7 +13,7 @@
 #include "decode.h"
 #include "frame_cache.h"
 #include "interp.h"
-#include "mem.h"
+#include "mem_live.h"
 
 #define LIVE_STACK_BYTES (1u << 20)	/* data stack read per sample, at most */
 

@@ -12,86 +12,109 @@ static double ratio(double num, double den)
 	return den > 0 ? num / den : 0;
 }
 
+/* One member of the JSON object; the kind says which value and how it is printed. */
+struct field {
+	const char *key;
+	enum { FIELD_STR, FIELD_U64, FIELD_DEC1, FIELD_DEC3 } kind;
+	const char *str;
+	uint64_t u;
+	double d;
+};
+
+static void put_field(FILE *f, const struct field *fl)
+{
+	fprintf(f, "  \"%s\": ", fl->key);
+	switch (fl->kind) {
+	case FIELD_STR:
+		fprintf(f, "\"%s\",\n", fl->str);
+		break;
+	case FIELD_U64:
+		fprintf(f, "%llu,\n", (unsigned long long)fl->u);
+		break;
+	case FIELD_DEC1:
+		fprintf(f, "%.1f,\n", fl->d);
+		break;
+	case FIELD_DEC3:
+		fprintf(f, "%.3f,\n", fl->d);
+		break;
+	}
+}
+
 int stats__write_json(FILE *f, const struct run_stats *s)
 {
+	const struct field fields[] = {
+		{ "python_version", FIELD_STR, .str = s->python_version },
+		{ "mode", FIELD_STR, .str = s->mode },
+		{ "pid", FIELD_U64, .u = s->pid },
+		{ "processes", FIELD_U64, .u = s->processes },
+		{ "processes_skipped", FIELD_U64, .u = s->processes_skipped },
+		{ "process_event_drops", FIELD_U64, .u = s->bpf[PBP_C_EVENT_DROPS] },
+		{ "process_looks", FIELD_U64, .u = s->process_looks },
+		{ "process_looks_deferred", FIELD_U64, .u = s->process_looks_deferred },
+		{ "rate_hz", FIELD_U64, .u = s->rate_hz },
+		{ "duration_s", FIELD_DEC3, .d = s->duration_s },
+		{ "samples_expected", FIELD_U64, .u = s->samples_expected },
+		{ "samples_delivered", FIELD_U64, .u = s->samples_delivered },
+		{ "samples_filtered", FIELD_U64, .u = s->samples_filtered },
+		{ "samples_decoded", FIELD_U64, .u = s->samples_decoded },
+		{ "samples_incomplete", FIELD_U64, .u = s->samples_incomplete },
+		{ "ringbuf_drops", FIELD_U64, .u = s->bpf[PBP_C_RINGBUF_DROPS] },
+		{ "bpf_ns_per_sample", FIELD_DEC1, .d = ratio(s->bpf_run_ns, s->bpf_run_cnt) },
+		/* run_cnt counts every tick on every CPU, most of which return at the PID check;
+		 * per target tick is the cost a sampled thread pays (an upper bound). */
+		{ "bpf_ns_per_target_sample", FIELD_DEC1,
+		  .d = ratio(s->bpf_run_ns, s->bpf[PBP_C_TARGET_EVENTS]) },
+		{ "bpf_run_time_ns", FIELD_U64, .u = s->bpf_run_ns },
+		{ "bpf_run_cnt", FIELD_U64, .u = s->bpf_run_cnt },
+		{ "bpf_bytes_copied_per_sample", FIELD_DEC1,
+		  .d = ratio(s->bpf_bytes_copied, s->samples_delivered) },
+		{ "bpf_target_events", FIELD_U64, .u = s->bpf[PBP_C_TARGET_EVENTS] },
+		{ "bpf_no_thread_state", FIELD_U64, .u = s->bpf[PBP_C_NO_TSTATE] },
+		{ "bpf_no_frame", FIELD_U64, .u = s->bpf[PBP_C_NO_FRAME] },
+		{ "bpf_thread_walks", FIELD_U64, .u = s->bpf[PBP_C_THREAD_WALKS] },
+		{ "bpf_tstate_faults", FIELD_U64, .u = s->bpf[PBP_C_TSTATE_FAULTS] },
+		{ "bpf_stack_faults", FIELD_U64, .u = s->bpf[PBP_C_STACK_FAULTS] },
+		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
+		{ "live_reads_per_sample", FIELD_DEC3,
+		  .d = ratio(s->mem.reads, s->decode.samples) },
+		{ "memory_reads", FIELD_U64, .u = s->mem.reads },
+		{ "memory_bytes_read", FIELD_U64, .u = s->mem.bytes },
+		{ "frames_from_snapshot", FIELD_U64, .u = s->decode.frames_from_snapshot },
+		{ "frames_read_live", FIELD_U64, .u = s->decode.frames_read_live },
+		{ "frames_from_cache", FIELD_U64, .u = s->decode.frames_from_cache },
+		{ "frame_cache_hits", FIELD_U64, .u = s->fcache.hits },
+		{ "frame_cache_partial_hits", FIELD_U64, .u = s->fcache.partial_hits },
+		{ "frame_cache_misses", FIELD_U64, .u = s->fcache.misses },
+		{ "frame_cache_anchor_writes", FIELD_U64, .u = s->fcache.anchor_writes },
+		/* Writes not made: the record was too old to decide one, or the thread state
+		 * was no longer the sampled thread's, linked in its interpreter. */
+		{ "frame_cache_anchor_writes_stale", FIELD_U64,
+		  .u = s->fcache.anchor_writes_stale },
+		{ "frame_cache_anchor_writes_refused", FIELD_U64,
+		  .u = s->fcache.anchor_writes_refused },
+		{ "frame_cache_anchors_established", FIELD_U64,
+		  .u = s->fcache.anchors_established },
+		{ "code_cache_hits", FIELD_U64, .u = s->codes.hits },
+		{ "code_cache_misses", FIELD_U64, .u = s->codes.misses },
+		{ "code_cache_evictions", FIELD_U64, .u = s->codes.evictions },
+		{ "code_cache_bytes", FIELD_U64, .u = s->code_cache_bytes },
+		{ "code_cache_entries", FIELD_U64, .u = s->code_cache_entries },
+		{ "frame_cache_bytes", FIELD_U64, .u = s->frame_cache_bytes },
+		{ "strings", FIELD_U64, .u = s->strings },
+		{ "string_bytes", FIELD_U64, .u = s->string_bytes },
+		{ "string_rebuilds", FIELD_U64, .u = s->string_rebuilds },
+		/* Cached facts found no longer true: code objects freed and reused, and frame
+		 * cache entries whose anchor left the cached path. */
+		{ "stale_invalidations", FIELD_U64, .u = s->codes.stale + s->fcache.invalidations },
+		{ "live_ticks", FIELD_U64, .u = s->live.ticks },
+		{ "live_ticks_missed", FIELD_U64, .u = s->live.ticks_missed },
+		{ "live_idle_skipped", FIELD_U64, .u = s->live.threads_idle_skipped },
+		{ "live_torn_retries", FIELD_U64, .u = s->live.torn_retries },
+	};
+
 	fprintf(f, "{\n");
-	fprintf(f, "  \"python_version\": \"%s\",\n", s->python_version);
-	fprintf(f, "  \"mode\": \"%s\",\n", s->mode);
-	fprintf(f, "  \"pid\": %u,\n", s->pid);
-	fprintf(f, "  \"processes\": %llu,\n", (unsigned long long)s->processes);
-	fprintf(f, "  \"processes_skipped\": %llu,\n", (unsigned long long)s->processes_skipped);
-	fprintf(f, "  \"process_event_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_EVENT_DROPS]);
-	fprintf(f, "  \"process_looks\": %llu,\n", (unsigned long long)s->process_looks);
-	fprintf(f, "  \"process_looks_deferred\": %llu,\n",
-		(unsigned long long)s->process_looks_deferred);
-	fprintf(f, "  \"rate_hz\": %u,\n", s->rate_hz);
-	fprintf(f, "  \"duration_s\": %.3f,\n", s->duration_s);
-	fprintf(f, "  \"samples_expected\": %llu,\n", (unsigned long long)s->samples_expected);
-	fprintf(f, "  \"samples_delivered\": %llu,\n", (unsigned long long)s->samples_delivered);
-	fprintf(f, "  \"samples_filtered\": %llu,\n", (unsigned long long)s->samples_filtered);
-	fprintf(f, "  \"samples_decoded\": %llu,\n", (unsigned long long)s->samples_decoded);
-	fprintf(f, "  \"samples_incomplete\": %llu,\n", (unsigned long long)s->samples_incomplete);
-	fprintf(f, "  \"ringbuf_drops\": %llu,\n", (unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS]);
-	fprintf(f, "  \"bpf_ns_per_sample\": %.1f,\n",
-		ratio(s->bpf_run_ns, s->bpf_run_cnt));
-	/* run_cnt counts every tick on every CPU, most of which return at the PID check;
-	 * per target tick is the cost a sampled thread pays (an upper bound). */
-	fprintf(f, "  \"bpf_ns_per_target_sample\": %.1f,\n",
-		ratio(s->bpf_run_ns, s->bpf[PBP_C_TARGET_EVENTS]));
-	fprintf(f, "  \"bpf_run_time_ns\": %llu,\n", (unsigned long long)s->bpf_run_ns);
-	fprintf(f, "  \"bpf_run_cnt\": %llu,\n", (unsigned long long)s->bpf_run_cnt);
-	fprintf(f, "  \"bpf_bytes_copied_per_sample\": %.1f,\n",
-		ratio(s->bpf_bytes_copied, s->samples_delivered));
-	fprintf(f, "  \"bpf_target_events\": %llu,\n",
-		(unsigned long long)s->bpf[PBP_C_TARGET_EVENTS]);
-	fprintf(f, "  \"bpf_no_thread_state\": %llu,\n", (unsigned long long)s->bpf[PBP_C_NO_TSTATE]);
-	fprintf(f, "  \"bpf_no_frame\": %llu,\n", (unsigned long long)s->bpf[PBP_C_NO_FRAME]);
-	fprintf(f, "  \"bpf_thread_walks\": %llu,\n", (unsigned long long)s->bpf[PBP_C_THREAD_WALKS]);
-	fprintf(f, "  \"bpf_tstate_faults\": %llu,\n", (unsigned long long)s->bpf[PBP_C_TSTATE_FAULTS]);
-	fprintf(f, "  \"bpf_stack_faults\": %llu,\n", (unsigned long long)s->bpf[PBP_C_STACK_FAULTS]);
-	fprintf(f, "  \"decode_ns_per_sample\": %.1f,\n",
-		ratio(s->decode.ns, s->decode.samples));
-	fprintf(f, "  \"live_reads_per_sample\": %.3f,\n",
-		ratio(s->mem.reads, s->decode.samples));
-	fprintf(f, "  \"memory_reads\": %llu,\n", (unsigned long long)s->mem.reads);
-	fprintf(f, "  \"memory_bytes_read\": %llu,\n", (unsigned long long)s->mem.bytes);
-	fprintf(f, "  \"frames_from_snapshot\": %llu,\n",
-		(unsigned long long)s->decode.frames_from_snapshot);
-	fprintf(f, "  \"frames_read_live\": %llu,\n", (unsigned long long)s->decode.frames_read_live);
-	fprintf(f, "  \"frames_from_cache\": %llu,\n",
-		(unsigned long long)s->decode.frames_from_cache);
-	fprintf(f, "  \"frame_cache_hits\": %llu,\n", (unsigned long long)s->fcache.hits);
-	fprintf(f, "  \"frame_cache_partial_hits\": %llu,\n",
-		(unsigned long long)s->fcache.partial_hits);
-	fprintf(f, "  \"frame_cache_misses\": %llu,\n", (unsigned long long)s->fcache.misses);
-	fprintf(f, "  \"frame_cache_anchor_writes\": %llu,\n",
-		(unsigned long long)s->fcache.anchor_writes);
-	/* Writes not made: the record was too old to decide one, or the thread state
-	 * was no longer the sampled thread's, linked in its interpreter. */
-	fprintf(f, "  \"frame_cache_anchor_writes_stale\": %llu,\n",
-		(unsigned long long)s->fcache.anchor_writes_stale);
-	fprintf(f, "  \"frame_cache_anchor_writes_refused\": %llu,\n",
-		(unsigned long long)s->fcache.anchor_writes_refused);
-	fprintf(f, "  \"frame_cache_anchors_established\": %llu,\n",
-		(unsigned long long)s->fcache.anchors_established);
-	fprintf(f, "  \"code_cache_hits\": %llu,\n", (unsigned long long)s->codes.hits);
-	fprintf(f, "  \"code_cache_misses\": %llu,\n", (unsigned long long)s->codes.misses);
-	fprintf(f, "  \"code_cache_evictions\": %llu,\n", (unsigned long long)s->codes.evictions);
-	fprintf(f, "  \"code_cache_bytes\": %llu,\n", (unsigned long long)s->code_cache_bytes);
-	fprintf(f, "  \"code_cache_entries\": %llu,\n", (unsigned long long)s->code_cache_entries);
-	fprintf(f, "  \"frame_cache_bytes\": %llu,\n", (unsigned long long)s->frame_cache_bytes);
-	fprintf(f, "  \"strings\": %llu,\n", (unsigned long long)s->strings);
-	fprintf(f, "  \"string_bytes\": %llu,\n", (unsigned long long)s->string_bytes);
-	fprintf(f, "  \"string_rebuilds\": %llu,\n", (unsigned long long)s->string_rebuilds);
-	/* Cached facts found no longer true: code objects freed and reused, and frame
-	 * cache entries whose anchor left the cached path. */
-	fprintf(f, "  \"stale_invalidations\": %llu,\n",
-		(unsigned long long)(s->codes.stale + s->fcache.invalidations));
-	fprintf(f, "  \"live_ticks\": %llu,\n", (unsigned long long)s->live.ticks);
-	fprintf(f, "  \"live_ticks_missed\": %llu,\n", (unsigned long long)s->live.ticks_missed);
-	fprintf(f, "  \"live_idle_skipped\": %llu,\n",
-		(unsigned long long)s->live.threads_idle_skipped);
-	fprintf(f, "  \"live_torn_retries\": %llu,\n", (unsigned long long)s->live.torn_retries);
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		put_field(f, &fields[i]);
 	fprintf(f, "  \"incomplete_reasons\": {");
 	for (int g = 1; g < GAP_MAX; g++)
 		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", decode_gap__key(g),

@@ -11,7 +11,7 @@
 #include "decode.h"
 #include "frame_cache.h"
 #include "interp.h"
-#include "mem.h"
+#include "mem_live.h"
 #include "proc.h"
 #include "sampler_live.h"
 #include "stats.h"
