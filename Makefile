@@ -165,7 +165,7 @@ $(OUT)/tests/test_frame_cache: tests/unit/test_frame_cache.c $(OUT)/user/frame_c
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 # The export side against a real HTTP server that tests/test_agent_export.py runs.
-EXPORT_OBJS = $(addprefix $(OUT)/user/,exporter.o export_pyroscope.o export_files.o \
+EXPORT_OBJS = $(addprefix $(OUT)/user/,export.o export_pyroscope.o export_files.o \
 		outfile.o export_queue.o metrics_http.o worker.o log.o)
 $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)

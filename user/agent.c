@@ -18,7 +18,7 @@
 #include "aggregate.h"
 #include "clock.h"
 #include "exitcodes.h"
-#include "exporter.h"
+#include "export.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "out_pprof.h"
@@ -54,7 +54,7 @@ struct agent_ctx {
 	size_t nstatic;
 	struct proc_filter filter;
 	struct session *session;
-	struct exporter *exporter;
+	struct export *exporter;
 	struct metrics_http *metrics;
 	struct sampler_maps maps;	/* counted once per period: a syscall per entry */
 	uint64_t published_ns;		/* when /metrics was last published */
@@ -90,9 +90,9 @@ static int load_config(const struct agent_ctx *c, struct agent_config *out)
 	return err;
 }
 
-static void exporter_cfg_of(const struct agent_config *a, struct exporter_cfg *e)
+static void export_cfg_of(const struct agent_config *a, struct export_cfg *e)
 {
-	*e = (struct exporter_cfg){
+	*e = (struct export_cfg){
 		.app_name = a->app_name,
 		.pyroscope_url = a->pyroscope_url,
 		.pyroscope_token = a->pyroscope_token,
@@ -188,7 +188,7 @@ static int apply_config(struct agent_ctx *c, struct agent_config *a)
 
 static void reload(struct agent_ctx *c)
 {
-	struct exporter_cfg ec;
+	struct export_cfg ec;
 	struct agent_config next;
 	int err;
 
@@ -211,8 +211,8 @@ static void reload(struct agent_ctx *c)
 			return;
 		}
 	}
-	exporter_cfg_of(&next, &ec);
-	err = exporter__reconfigure(c->exporter, &ec);
+	export_cfg_of(&next, &ec);
+	err = export__reconfigure(c->exporter, &ec);
 	if (err) {
 		c->reload_failures++;
 		agent_config__free(&next);
@@ -323,7 +323,7 @@ static int export_one(struct agent_ctx *c, const struct profile *all,
 	if (fclose(f) && !err)
 		err = -ENOMEM;
 	if (!err)
-		err = exporter__submit(c->exporter, &(struct export_profile){
+		err = export__submit(c->exporter, &(struct export_profile){
 			.data = buf,
 			.len = len,
 			.labels = labels,
@@ -465,14 +465,14 @@ static int render(void *ctx, FILE *f)
 {
 	struct agent_ctx *c = ctx;
 	struct session_status st;
-	struct exporter_metrics em;
+	struct export_metrics em;
 	struct run_stats rs;
 
 	session__status(c->session, &st);
 	session__stats(c->session, &rs);
-	exporter__metrics(c->exporter, &em);
+	export__metrics(c->exporter, &em);
 	print_metrics(f, c, &st, &rs);
-	exporter__print_metrics(&em, f);
+	export__print_metrics(&em, f);
 	return 0;
 }
 
@@ -491,7 +491,7 @@ static void publish(struct agent_ctx *c)
 
 static int start(struct agent_ctx *c)
 {
-	struct exporter_cfg ec;
+	struct export_cfg ec;
 	struct session_opts so;
 	struct agent_config a;
 	int err;
@@ -514,8 +514,8 @@ static int start(struct agent_ctx *c)
 		pr_warn("applying the config: %s\n", strerror(-err));
 		return EXIT_RUNTIME;
 	}
-	exporter_cfg_of(&c->cfg, &ec);
-	err = exporter__new(&ec, &c->exporter);
+	export_cfg_of(&c->cfg, &ec);
+	err = export__new(&ec, &c->exporter);
 	if (err) {
 		/* A sink that cannot be set up has said why, naming its URL or directory:
 		 * one line. What is left is the system's. */
@@ -602,7 +602,7 @@ int agent__run(const struct agent_config *cli, const char *config_path)
 	err = run(c);
 	session__stop(c->session);
 	/* Whatever the reason, the period so far is not lost. */
-	if (cut(c) == 0 && exporter__flush(c->exporter, FLUSH_MS))
+	if (cut(c) == 0 && export__flush(c->exporter, FLUSH_MS))
 		pr_warn("could not send every profile before exiting\n");
 	code = EXIT_OK;
 	if (err) {
@@ -613,7 +613,7 @@ int agent__run(const struct agent_config *cli, const char *config_path)
 		stop_signal ? " on a signal" : "", (unsigned long long)c->profiles_cut);
 out:
 	session__free(c->session);
-	exporter__free(c->exporter);
+	export__free(c->exporter);
 	metrics_http__free(c->metrics);
 	agent_procs__free(&c->procs);
 	free_static_labels(c);

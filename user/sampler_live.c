@@ -25,9 +25,9 @@
  * deeper since the list was read is still in the copy. */
 #define GROWTH_SLACK 2048
 
-struct live_sampler {
-	struct live_sampler_cfg cfg;
-	struct live_sampler_stats stats;
+struct sampler_live {
+	struct sampler_live_cfg cfg;
+	struct sampler_live_stats stats;
 	uint64_t period_ns, next_ns;
 	struct mem_snapshot snap[2];	/* one reading's copies: before, after */
 	uint8_t *buf[2];
@@ -36,9 +36,9 @@ struct live_sampler {
 	struct tid_map tids;	/* the target's thread ids as /proc names them */
 };
 
-int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out)
+int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **out)
 {
-	struct live_sampler *ls = calloc(1, sizeof(*ls));
+	struct sampler_live *ls = calloc(1, sizeof(*ls));
 
 	if (!ls)
 		return -ENOMEM;
@@ -47,7 +47,7 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 	ls->buf[1] = malloc(cfg->stack_cap);
 	ls->stack = malloc(sizeof(*ls->stack));
 	if (!ls->buf[0] || !ls->buf[1] || !ls->stack) {
-		live_sampler__free(ls);
+		sampler_live__free(ls);
 		return -ENOMEM;
 	}
 	ls->period_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 100);
@@ -59,7 +59,7 @@ int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **
 	return 0;
 }
 
-void live_sampler__free(struct live_sampler *ls)
+void sampler_live__free(struct sampler_live *ls)
 {
 	if (!ls)
 		return;
@@ -86,7 +86,7 @@ struct spans {
  * header is frozen while a newer chunk is in use; one that changed since shows as a
  * current frame outside the copy or as copies that disagree.
  */
-static void chunk_ranges(const struct live_sampler *ls, const struct pythread *t,
+static void chunk_ranges(const struct sampler_live *ls, const struct pythread *t,
 			 uint64_t stop, struct spans *sp)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
@@ -233,7 +233,7 @@ static unsigned int pieces_after(const struct spans *sp, uint8_t *buf, unsigned 
  * second copy: the sequence only grows, so if it is still the thread list's it was at
  * the current frame's moment too.
  */
-static int read_once(struct live_sampler *ls, const struct pythread *t,
+static int read_once(struct sampler_live *ls, const struct pythread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
@@ -276,7 +276,7 @@ static int read_once(struct live_sampler *ls, const struct pythread *t,
 }
 
 /* @t's sample when no reading was consistent: incomplete, no frames. */
-static void set_torn(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+static void set_torn(struct sampler_live *ls, const struct pythread *t, uint32_t flags)
 {
 	ls->stack->gap = GAP_TORN;
 	ls->stack->depth = 0;
@@ -292,7 +292,7 @@ struct plan {
 	uint32_t cache_gen, cache_depth;
 };
 
-static void plan_reading(struct live_sampler *ls, const struct pythread *t, struct plan *p)
+static void plan_reading(struct sampler_live *ls, const struct pythread *t, struct plan *p)
 {
 	p->from_anchor = 0;
 	if (ls->cfg.fcache &&
@@ -307,7 +307,7 @@ static void plan_reading(struct live_sampler *ls, const struct pythread *t, stru
  * in the copy if it is in the current chunk at all (a frame above the copy means the
  * stack grew past it), and a copy cut at the anchor needs that very anchor.
  */
-static int fits_plan(const struct live_sampler *ls, const struct pythread *t,
+static int fits_plan(const struct sampler_live *ls, const struct pythread *t,
 		     const struct plan *p, const struct ts_words *w)
 {
 	if (w->frame >= t->chunk && w->frame < t->limit &&
@@ -341,7 +341,7 @@ static int live_at_both_ends(const struct pythread *t, const struct ts_words *w)
  * verify). The anchor's sequence only grows, so the anchor, read once, is checked
  * against the thread list's (fits_plan) rather than against itself.
  */
-static void decode_reading(struct live_sampler *ls, const struct pythread *t, uint32_t flags,
+static void decode_reading(struct sampler_live *ls, const struct pythread *t, uint32_t flags,
 			   const struct plan *p, const struct ts_words *w)
 {
 	struct thread_sample s = {
@@ -372,7 +372,7 @@ static int broken_walk(enum decode_gap gap)
 	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
 }
 
-static int copies_differ(const struct live_sampler *ls, const struct spans *sp)
+static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 {
 	size_t len = 0;
 
@@ -386,7 +386,7 @@ static int copies_differ(const struct live_sampler *ls, const struct spans *sp)
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
  * moved) has the thread state read again first. GAP_TORN when the budget runs out.
  */
-static void sample_stack(struct live_sampler *ls, const struct pythread *t, uint32_t flags)
+static void sample_stack(struct sampler_live *ls, const struct pythread *t, uint32_t flags)
 {
 	struct pythread cur = *t;
 	struct ts_words w;
@@ -426,7 +426,7 @@ static void sample_stack(struct live_sampler *ls, const struct pythread *t, uint
 
 static int sample_thread(const struct pythread *t, void *arg)
 {
-	struct live_sampler *ls = arg;
+	struct sampler_live *ls = arg;
 	uint32_t flags = 0;
 	pid_t host;
 	char state;
@@ -451,7 +451,7 @@ static int sample_thread(const struct pythread *t, void *arg)
 	return ls->err;
 }
 
-static int tick(struct live_sampler *ls)
+static int tick(struct sampler_live *ls)
 {
 	int err;
 
@@ -472,7 +472,7 @@ static int sleep_until(uint64_t ns)
 	return clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR ? -EINTR : 0;
 }
 
-int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
+int sampler_live__poll(struct sampler_live *ls, int timeout_ms)
 {
 	uint64_t end = clock__mono_ns() + (uint64_t)timeout_ms * 1000000ull;
 	int err;
@@ -503,7 +503,7 @@ int live_sampler__poll(struct live_sampler *ls, int timeout_ms)
 	}
 }
 
-const struct live_sampler_stats *live_sampler__stats(const struct live_sampler *ls)
+const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls)
 {
 	return &ls->stats;
 }

@@ -19,7 +19,7 @@
 
 typedef int (*live_stack_fn)(void *ctx, struct stack *st);
 
-struct live_sampler_cfg {
+struct sampler_live_cfg {
 	const struct py_interp *interp;
 	struct mem_live *live;
 	struct decoder *dec;
@@ -31,7 +31,7 @@ struct live_sampler_cfg {
 	void *ctx;
 };
 
-struct live_sampler_stats {
+struct sampler_live_stats {
 	uint64_t ticks, ticks_missed;	/* timer ticks taken, and skipped for overrun */
 	uint64_t threads_sampled;	/* thread stacks decoded */
 	uint64_t threads_idle_skipped;
@@ -39,18 +39,18 @@ struct live_sampler_stats {
 	uint64_t walk_failures;		/* the thread list could not be read */
 };
 
-struct live_sampler;
+struct sampler_live;
 
-int live_sampler__new(const struct live_sampler_cfg *cfg, struct live_sampler **out);
-void live_sampler__free(struct live_sampler *ls);
+int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **out);
+void sampler_live__free(struct sampler_live *ls);
 
 /*
  * Takes every tick that falls due within @timeout_ms, sleeping in between. Returns 0,
  * -EINTR when a signal interrupted the sleep, -ESRCH when the target is gone, or the
  * callback's negative return.
  */
-int live_sampler__poll(struct live_sampler *ls, int timeout_ms);
+int sampler_live__poll(struct sampler_live *ls, int timeout_ms);
 
-const struct live_sampler_stats *live_sampler__stats(const struct live_sampler *ls);
+const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls);
 
 #endif

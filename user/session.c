@@ -377,10 +377,10 @@ static int poll_live(struct session *s, int timeout_ms)
 	int err = 0, r;
 
 	if (s->ntargets == 1)
-		return live_sampler__poll(s->targets[0]->live_sampler, timeout_ms);
+		return sampler_live__poll(s->targets[0]->sampler_live, timeout_ms);
 	/* Several processes: take each one's due ticks, then sleep about half a tick. */
 	for (size_t i = 0; i < s->ntargets; i++) {
-		r = live_sampler__poll(s->targets[i]->live_sampler, 0);
+		r = sampler_live__poll(s->targets[i]->sampler_live, 0);
 		if (r < 0 && r != -ESRCH && !err)
 			err = r;
 	}

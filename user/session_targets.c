@@ -56,7 +56,7 @@ int session_targets__publish_anchor(struct target *t, uint32_t tid, const struct
 
 static int start_live(struct target *t)
 {
-	struct live_sampler_cfg lc = {
+	struct sampler_live_cfg lc = {
 		.interp = &t->interp,
 		.live = &t->live,
 		.dec = t->dec,
@@ -69,7 +69,7 @@ static int start_live(struct target *t)
 		.ctx = t,
 	};
 
-	return live_sampler__new(&lc, &t->live_sampler);
+	return sampler_live__new(&lc, &t->sampler_live);
 }
 
 static void tell(struct session *s, const struct target *t, int gone)

@@ -29,7 +29,7 @@ struct run_stats {
 	struct frame_cache_stats fcache;
 	struct code_cache_stats codes;
 	struct mem_stats mem;
-	struct live_sampler_stats live;
+	struct sampler_live_stats live;
 	int command_status;		/* wait status of the "--" command, -1 if none */
 	uint64_t processes;		/* every process that was a target */
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */

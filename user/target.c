@@ -164,8 +164,8 @@ void target__add_stats(const struct target *t, struct run_stats *sum)
 	ADD_STATS(&sum->mem, decoder__mem_stats(t->dec));
 	if (t->fcache)
 		ADD_STATS(&sum->fcache, frame_cache__stats(t->fcache));
-	if (t->live_sampler)
-		ADD_STATS(&sum->live, live_sampler__stats(t->live_sampler));
+	if (t->sampler_live)
+		ADD_STATS(&sum->live, sampler_live__stats(t->sampler_live));
 }
 
 void target__remap_strings(struct target *t, struct strtab_remap *map)
@@ -181,7 +181,7 @@ void target__free(struct target *t)
 {
 	if (!t)
 		return;
-	live_sampler__free(t->live_sampler);
+	sampler_live__free(t->sampler_live);
 	decoder__free(t->dec);
 	frame_cache__free(t->fcache);
 	free(t);

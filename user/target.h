@@ -40,7 +40,7 @@ struct target {
 	struct mem_live live;
 	struct decoder *dec;
 	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
-	struct live_sampler *live_sampler;	/* --no-bpf */
+	struct sampler_live *sampler_live;	/* --no-bpf */
 	target_publish_fn publish;
 	int anchors;		/* this target uses (and resets) last_profiled_frame */
 	uint32_t root_name;	/* strtab id of "process PID COMMAND" */

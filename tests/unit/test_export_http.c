@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "export_pyroscope.h"
-#include "exporter.h"
+#include "export.h"
 #include "metrics_http.h"
 #include "check.h"
 
@@ -92,7 +92,7 @@ static int push(const char *url, const char *file)
 	return err ? 1 : 0;
 }
 
-static void submit_seq(struct exporter *e, uint32_t seq)
+static void submit_seq(struct export *e, uint32_t seq)
 {
 	char value[16];
 	struct profile_label labels[] = { { "seq", value } };
@@ -100,20 +100,20 @@ static void submit_seq(struct exporter *e, uint32_t seq)
 
 	snprintf(value, sizeof(value), "%u", seq);
 	memset(data, (int)seq, sizeof(data));
-	CHECK(!exporter__submit(e, &(struct export_profile){
+	CHECK(!export__submit(e, &(struct export_profile){
 		.data = data, .len = sizeof(data), .labels = labels, .nlabels = 1,
 		.start_unix_ns = 1700000000000000000LL + seq * 10000000000LL,
 		.end_unix_ns = 1700000010000000000LL + seq * 10000000000LL,
 		.rate_hz = 100, .pid = seq, .app_name = "outage" }));
 }
 
-static void wait_failures(struct exporter *e, uint64_t n)
+static void wait_failures(struct export *e, uint64_t n)
 {
-	struct exporter_metrics m;
+	struct export_metrics m;
 	double t0 = now_s();
 
 	for (;;) {
-		exporter__metrics(e, &m);
+		export__metrics(e, &m);
 		if (m.push_failures >= n)
 			return;
 		CHECK(now_s() - t0 < 30);
@@ -123,21 +123,21 @@ static void wait_failures(struct exporter *e, uint64_t n)
 
 static int outage(const char *url, uint32_t items, uint32_t qmax)
 {
-	struct exporter_cfg cfg = { .app_name = "outage", .pyroscope_url = url,
+	struct export_cfg cfg = { .app_name = "outage", .pyroscope_url = url,
 				    .queue_max_items = qmax, .backoff_initial_ms = 50,
 				    .backoff_max_ms = 200 };
-	struct exporter_metrics m;
-	struct exporter *e;
+	struct export_metrics m;
+	struct export *e;
 	char line[16];
 	double t0;
 
-	CHECK(!exporter__new(&cfg, &e));
+	CHECK(!export__new(&cfg, &e));
 	submit_seq(e, 1);
 	wait_failures(e, 3);	/* the first one, retried with backoff */
 	for (uint32_t i = 2; i <= items; i++)
 		submit_seq(e, i);
 	wait_failures(e, 5);
-	exporter__metrics(e, &m);
+	export__metrics(e, &m);
 	printf("down: submitted=%llu failures=%llu dropped=%llu depth=%llu status=%ld err=%d\n",
 	       (unsigned long long)m.submitted, (unsigned long long)m.push_failures,
 	       (unsigned long long)m.dropped, (unsigned long long)m.queue_depth,
@@ -149,40 +149,40 @@ static int outage(const char *url, uint32_t items, uint32_t qmax)
 	fflush(stdout);
 	CHECK(fgets(line, sizeof(line), stdin));
 	t0 = now_s();
-	CHECK(exporter__flush(e, 20000) == 0);
-	exporter__metrics(e, &m);
+	CHECK(export__flush(e, 20000) == 0);
+	export__metrics(e, &m);
 	printf("up: pushed=%llu dropped=%llu depth=%llu flush=%.2fs\n",
 	       (unsigned long long)m.pushed, (unsigned long long)m.dropped,
 	       (unsigned long long)m.queue_depth, now_s() - t0);
 	CHECK(m.pushed == qmax && m.queue_depth == 0 && m.dropped == items - qmax);
 	CHECK(m.last_http_status == 200);
-	exporter__print_metrics(&m, stdout);
-	exporter__free(e);
+	export__print_metrics(&m, stdout);
+	export__free(e);
 	return 0;
 }
 
 static int flush_timeout(const char *url)
 {
-	struct exporter_cfg cfg = { .pyroscope_url = url, .backoff_initial_ms = 50 };
-	struct exporter_metrics m;
-	struct exporter *e;
+	struct export_cfg cfg = { .pyroscope_url = url, .backoff_initial_ms = 50 };
+	struct export_metrics m;
+	struct export *e;
 	double t0;
 
-	CHECK(!exporter__new(&cfg, &e));
+	CHECK(!export__new(&cfg, &e));
 	for (uint32_t i = 1; i <= 3; i++)
 		submit_seq(e, i);
 	t0 = now_s();
-	CHECK(exporter__flush(e, 1000) == -ETIMEDOUT);
-	exporter__free(e);
+	CHECK(export__flush(e, 1000) == -ETIMEDOUT);
+	export__free(e);
 	printf("flush gave up after %.2fs\n", now_s() - t0);
 	CHECK(now_s() - t0 < 5);
 	/* A bad URL is refused up front; the old configuration stays. */
-	CHECK(!exporter__new(&cfg, &e));
-	CHECK(exporter__reconfigure(e, &(struct exporter_cfg){ .pyroscope_url = "nope" }) ==
+	CHECK(!export__new(&cfg, &e));
+	CHECK(export__reconfigure(e, &(struct export_cfg){ .pyroscope_url = "nope" }) ==
 	      -EINVAL);
-	exporter__metrics(e, &m);
+	export__metrics(e, &m);
 	CHECK(m.dropped == 0);
-	exporter__free(e);
+	export__free(e);
 	return 0;
 }
 
@@ -193,12 +193,12 @@ struct render_ctx {
 static int render(void *arg, FILE *f)
 {
 	struct render_ctx *ctx = arg;
-	struct exporter_metrics m = { .pushed = 7, .dropped = 2, .queue_depth = 3 };
+	struct export_metrics m = { .pushed = 7, .dropped = 2, .queue_depth = 3 };
 
 	ctx->renders++;
 	metrics_http__metric(f, "pybpfprof_renders_total", "counter", "Scrapes answered.",
 			     ctx->renders);
-	exporter__print_metrics(&m, f);
+	export__print_metrics(&m, f);
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The exporter; see exporter.h.
+ * The exporter; see export.h.
  *
  * Threads: the caller's (submit, reconfigure, flush, metrics) and one sender. The
  * queue has its own lock; everything else shared sits under e->lock. The sinks
@@ -21,7 +21,7 @@
 
 #include "export_files.h"
 #include "export_pyroscope.h"
-#include "exporter.h"
+#include "export.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "worker.h"
@@ -35,15 +35,15 @@
 
 enum { SINK_PYROSCOPE = 1, SINK_FILES = 2 };
 
-/* A deep copy of a struct exporter_cfg: one block per string, owned. */
+/* A deep copy of a struct export_cfg: one block per string, owned. */
 struct cfg_copy {
-	struct exporter_cfg c;
+	struct export_cfg c;
 	char **strings;
 	size_t nstrings;
 	const char **headers;
 };
 
-struct exporter {
+struct export {
 	struct export_queue *q;
 	pthread_t thread;
 	int thread_started;
@@ -54,7 +54,7 @@ struct exporter {
 	uint64_t cfg_gen;
 	int stopping;
 	int64_t flush_deadline_ms;	/* monotonic; 0: no flush under way */
-	struct exporter_metrics m;	/* except the queue's numbers */
+	struct export_metrics m;	/* except the queue's numbers */
 	uint64_t dropped_unsendable;
 
 	/* The sender's own. */
@@ -104,7 +104,7 @@ static int dup_into(struct cfg_copy *cc, const char **field)
 	return 0;
 }
 
-static int cfg_copy__new(const struct exporter_cfg *cfg, struct cfg_copy **out)
+static int cfg_copy__new(const struct export_cfg *cfg, struct cfg_copy **out)
 {
 	struct cfg_copy *cc = calloc(1, sizeof(*cc));
 	const char **fields[7];
@@ -152,7 +152,7 @@ fail:
 }
 
 /* The sinks a configuration asks for; the caller frees them. */
-static int build_sinks(const struct exporter_cfg *c, struct pyroscope **py,
+static int build_sinks(const struct export_cfg *c, struct pyroscope **py,
 		       struct export_files **files)
 {
 	struct pyroscope_cfg pc = {
@@ -186,7 +186,7 @@ static int build_sinks(const struct exporter_cfg *c, struct pyroscope **py,
 }
 
 /* Sender: the sinks of the newest configuration, if it changed. */
-static void refresh_sinks(struct exporter *e)
+static void refresh_sinks(struct export *e)
 {
 	struct pyroscope *py;
 	struct export_files *files;
@@ -212,7 +212,7 @@ static void refresh_sinks(struct exporter *e)
 
 /* Sender: the time left to a flush under way, -1 once its deadline has passed, 0 when
  * none is under way; read whole under the lock, as the caller's thread writes it. */
-static int64_t flush_left_ms(struct exporter *e)
+static int64_t flush_left_ms(struct export *e)
 {
 	int64_t left = 0;
 
@@ -226,7 +226,7 @@ static int64_t flush_left_ms(struct exporter *e)
 	return left;
 }
 
-static void note_failure(struct exporter *e, int err, long status)
+static void note_failure(struct export *e, int err, long status)
 {
 	e->m.last_error = err;
 	if (status)
@@ -235,7 +235,7 @@ static void note_failure(struct exporter *e, int err, long status)
 
 /* Sender: every sink that does not have @it yet. 0, or the first error; *permanent
  * when no retry can help. */
-static int send_item(struct exporter *e, struct export_item *it, int timeout_ms,
+static int send_item(struct export *e, struct export_item *it, int timeout_ms,
 		     int *permanent)
 {
 	long status = 0;
@@ -279,7 +279,7 @@ static int send_item(struct exporter *e, struct export_item *it, int timeout_ms,
 	return err;
 }
 
-static uint32_t next_backoff(struct exporter *e, uint32_t initial, uint32_t max)
+static uint32_t next_backoff(struct export *e, uint32_t initial, uint32_t max)
 {
 	uint32_t delay;
 
@@ -290,7 +290,7 @@ static uint32_t next_backoff(struct exporter *e, uint32_t initial, uint32_t max)
 	return delay;
 }
 
-static void signal_idle(struct exporter *e)
+static void signal_idle(struct export *e)
 {
 	pthread_mutex_lock(&e->lock);
 	pthread_cond_broadcast(&e->idle);
@@ -299,7 +299,7 @@ static void signal_idle(struct exporter *e)
 
 static void *sender(void *arg)
 {
-	struct exporter *e = arg;
+	struct export *e = arg;
 
 	for (;;) {
 		struct export_item *it;
@@ -351,9 +351,9 @@ static void *sender(void *arg)
 	return NULL;
 }
 
-int exporter__new(const struct exporter_cfg *cfg, struct exporter **out)
+int export__new(const struct export_cfg *cfg, struct export **out)
 {
-	struct exporter *e = calloc(1, sizeof(*e));
+	struct export *e = calloc(1, sizeof(*e));
 	struct pyroscope *py;
 	struct export_files *files;
 	pthread_condattr_t attr;
@@ -397,7 +397,7 @@ fail_cfg:
 	return err;
 }
 
-int exporter__submit(struct exporter *e, const struct export_profile *p)
+int export__submit(struct export *e, const struct export_profile *p)
 {
 	struct export_item *it = export_item__new(p);
 	int err;
@@ -411,7 +411,7 @@ int exporter__submit(struct exporter *e, const struct export_profile *p)
 	return err < 0 ? err : 0;
 }
 
-int exporter__reconfigure(struct exporter *e, const struct exporter_cfg *cfg)
+int export__reconfigure(struct export *e, const struct export_cfg *cfg)
 {
 	struct cfg_copy *cc, *old;
 	struct pyroscope *py;
@@ -445,7 +445,7 @@ static struct timespec abs_ms(int64_t mono_ms)
 				  .tv_nsec = (long)(mono_ms % 1000) * 1000000L };
 }
 
-int exporter__flush(struct exporter *e, int timeout_ms)
+int export__flush(struct export *e, int timeout_ms)
 {
 	struct export_queue_stats s;
 	int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
@@ -482,7 +482,7 @@ int exporter__flush(struct exporter *e, int timeout_ms)
 	return err;
 }
 
-void exporter__metrics(struct exporter *e, struct exporter_metrics *m)
+void export__metrics(struct export *e, struct export_metrics *m)
 {
 	struct export_queue_stats s;
 
@@ -495,7 +495,7 @@ void exporter__metrics(struct exporter *e, struct exporter_metrics *m)
 	pthread_mutex_unlock(&e->lock);
 }
 
-void exporter__print_metrics(const struct exporter_metrics *m, FILE *f)
+void export__print_metrics(const struct export_metrics *m, FILE *f)
 {
 	const struct metric t[] = {
 		{ "pybpfprof_export_submitted_total", "counter",
@@ -522,7 +522,7 @@ void exporter__print_metrics(const struct exporter_metrics *m, FILE *f)
 	metrics_http__metrics(f, t, sizeof(t) / sizeof(t[0]));
 }
 
-void exporter__free(struct exporter *e)
+void export__free(struct export *e)
 {
 	if (!e)
 		return;

@@ -8,14 +8,14 @@
  * jitter); meanwhile new profiles queue up to the bounds, past which the oldest are
  * dropped and counted. Errors a retry cannot fix (a 4xx answer) drop the profile.
  *
- *	struct exporter *e;
- *	exporter__new(&cfg, &e);
- *	every period, per process: exporter__submit(e, &(struct export_profile){...});
- *	on SIGHUP:  exporter__reconfigure(e, &new_cfg);
- *	on SIGTERM: exporter__flush(e, 4000); exporter__free(e);
+ *	struct export *e;
+ *	export__new(&cfg, &e);
+ *	every period, per process: export__submit(e, &(struct export_profile){...});
+ *	on SIGHUP:  export__reconfigure(e, &new_cfg);
+ *	on SIGTERM: export__flush(e, 4000); export__free(e);
  */
-#ifndef PBP_EXPORTER_H
-#define PBP_EXPORTER_H
+#ifndef PBP_EXPORT_H
+#define PBP_EXPORT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,7 +23,7 @@
 
 #include "export_queue.h"
 
-struct exporter_cfg {
+struct export_cfg {
 	const char *app_name;		/* for profiles that name none */
 	/* Pyroscope sink; none when pyroscope_url is NULL. */
 	const char *pyroscope_url;
@@ -42,8 +42,8 @@ struct exporter_cfg {
 	uint32_t backoff_initial_ms, backoff_max_ms;
 };
 
-struct exporter_metrics {
-	uint64_t submitted;	/* profiles handed to exporter__submit() */
+struct export_metrics {
+	uint64_t submitted;	/* profiles handed to export__submit() */
 	uint64_t pushed;	/* accepted by the Pyroscope server */
 	uint64_t push_failures;	/* Pyroscope attempts that failed (each retry counts) */
 	uint64_t files_written;
@@ -55,25 +55,25 @@ struct exporter_metrics {
 	long last_http_status;	/* of the last Pyroscope answer, 0 if none */
 };
 
-struct exporter;
+struct export;
 
 /* Checks and copies @cfg (a bad URL or a missing directory is -EINVAL or the open's
  * error) and starts the thread. */
-int exporter__new(const struct exporter_cfg *cfg, struct exporter **out);
+int export__new(const struct export_cfg *cfg, struct export **out);
 /* Copies @p into the queue; never blocks on the network. -E2BIG when the profile
  * alone is larger than the byte bound (dropped, counted), -ENOMEM. */
-int exporter__submit(struct exporter *e, const struct export_profile *p);
+int export__submit(struct export *e, const struct export_profile *p);
 /* A new configuration (SIGHUP); on error the old one stays. Queued profiles go to
  * the new sinks. */
-int exporter__reconfigure(struct exporter *e, const struct exporter_cfg *cfg);
+int export__reconfigure(struct export *e, const struct export_cfg *cfg);
 /* Sends what is queued, giving up after @timeout_ms: whatever is still queued then
  * is dropped and counted. 0 when everything went out, -ETIMEDOUT otherwise. */
-int exporter__flush(struct exporter *e, int timeout_ms);
-void exporter__metrics(struct exporter *e, struct exporter_metrics *m);
+int export__flush(struct export *e, int timeout_ms);
+void export__metrics(struct export *e, struct export_metrics *m);
 /* The metrics in Prometheus text format, names prefixed "pybpfprof_export_". */
-void exporter__print_metrics(const struct exporter_metrics *m, FILE *f);
+void export__print_metrics(const struct export_metrics *m, FILE *f);
 /* Stops the thread (an export under way ends within its timeout) and frees
  * everything; queued profiles are dropped: flush first to send them. */
-void exporter__free(struct exporter *e);
+void export__free(struct export *e);
 
 #endif
