@@ -188,7 +188,9 @@ static int report_none_taken(struct record_ctx *c)
 			"process%s run%s on the host now); nothing written\n", which + 1, now,
 			now == 1 ? "" : "es", now == 1 ? "s" : "");
 	else
-		pr_warn("no Python process ran on the host during the run; nothing written\n");
+		pr_warn("no Python process was taken during the run (%u Python process%s "
+			"run%s on the host now); nothing written\n", now, now == 1 ? "" : "es",
+			now == 1 ? "s" : "");
 	if (c->opts->stats_file) {
 		stats__write_json(c->stats_file.f, &c->stats);
 		if (outfile__commit(&c->stats_file, 0))
