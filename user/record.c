@@ -122,6 +122,15 @@ static int name_output(struct record_ctx *c)
 	return outfile__name(&c->file, name);
 }
 
+/* --stats-file, if asked for: written and put in place (0 or a negative errno). */
+static int write_stats(struct record_ctx *c)
+{
+	if (!c->opts->stats_file)
+		return 0;
+	stats__write_json(c->stats_file.f, &c->stats);
+	return outfile__commit(&c->stats_file, 0);
+}
+
 static int write_results(struct record_ctx *c)
 {
 	struct profile p;
@@ -139,11 +148,8 @@ static int write_results(struct record_ctx *c)
 	if (c->out != stdout && outfile__commit(&c->file, 0))
 		return EXIT_RUNTIME;
 	c->written = 1;
-	if (c->opts->stats_file) {
-		stats__write_json(c->stats_file.f, &c->stats);
-		if (outfile__commit(&c->stats_file, 0))
-			return EXIT_RUNTIME;
-	}
+	if (write_stats(c))
+		return EXIT_RUNTIME;
 	return EXIT_OK;
 }
 
@@ -191,11 +197,8 @@ static int report_none_taken(struct record_ctx *c)
 		pr_warn("no Python process was taken during the run (%u Python process%s "
 			"run%s on the host now); nothing written\n", now, now == 1 ? "" : "es",
 			now == 1 ? "s" : "");
-	if (c->opts->stats_file) {
-		stats__write_json(c->stats_file.f, &c->stats);
-		if (outfile__commit(&c->stats_file, 0))
-			return EXIT_RUNTIME;
-	}
+	if (write_stats(c))
+		return EXIT_RUNTIME;
 	return EXIT_NO_PROCESS;
 }
 
