@@ -16,6 +16,7 @@ its container's function; prints and writes (--json) the numbers.
 
 import argparse
 import json
+import re
 import os
 import statistics
 import sys
@@ -53,7 +54,7 @@ def main():
         images = dict(line.split("=", 1) for line in out.split())
         fleet = tc.Fleet(work, images)
         text = tc.MANIFEST.read_text()
-        period = int(tc.re.search(r"^\s*period = (\d+)s", text, tc.re.M).group(1))
+        period = int(re.search(r"^\s*period = (\d+)s", text, re.M).group(1))
         agent = tc.AgentContainer(images, work, period=period)
         agent.wait_running()
         agent_pid = int(tc.sh([tc.PODMAN, "inspect", "-f", "{{.State.Pid}}",
@@ -70,7 +71,7 @@ def main():
         while time.monotonic() - t_start < args.seconds:
             mem.append(int(mem_file.read_text()))
             status = Path(f"/proc/{agent_pid}/status").read_text()
-            rss.append(int(tc.re.search(r"^VmRSS:\s+(\d+)", status, tc.re.M).group(1)) * 1024)
+            rss.append(int(re.search(r"^VmRSS:\s+(\d+)", status, re.M).group(1)) * 1024)
             for pid, (c, t0) in started.items():
                 if pid not in first:
                     files = agent.files(pid)
