@@ -16,8 +16,8 @@ its container's function; prints and writes (--json) the numbers.
 
 import argparse
 import json
-import re
 import os
+import re
 import statistics
 import sys
 import time
