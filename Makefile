@@ -79,17 +79,17 @@ $(OUT)/pybpfprof: $(USER_OBJS)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # Unit test programs: each links the library objects it needs.
-$(OUT)/tests/test_linetable: tests/unit/test_linetable.c $(OUT)/user/linetable.o | $(OUT)/tests
+$(OUT)/tests/test_linetable: tests/unit/test_linetable.c $(OUT)/user/py_linetable.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
-$(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/offsets.o | $(OUT)/tests
+$(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/py_offsets.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 # The readers of copied structs against a fake target (tests/unit/fake_mem.h).
-FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,offsets.o code_cache.o pyobj.o strtab.o hashmap.o \
-		linetable.o decode.o frame_cache.o mem_snapshot.o mem_live.o pythreads.o log.o)
+FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,py_offsets.o code_cache.o py_obj.o strtab.o hashmap.o \
+		py_linetable.o decoder.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o log.o)
 $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -98,7 +98,7 @@ $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OB
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
 		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/frame_class.o,$(USER_OBJS))
 # Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
-WRITER_OBJS += $(filter $(OUT)/user/json_out.o $(OUT)/user/pb_encode.o \
+WRITER_OBJS += $(filter $(OUT)/user/json.o $(OUT)/user/pb.o \
 		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o $(OUT)/user/decode_gap.o,$(USER_OBJS))
 $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -108,7 +108,7 @@ $(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(O
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
-$(OUT)/tests/test_json_out: tests/unit/test_json_out.c $(OUT)/user/json_out.o | $(OUT)/tests
+$(OUT)/tests/test_json: tests/unit/test_json.c $(OUT)/user/json.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -154,7 +154,7 @@ $(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descend
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cache.o \
-		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/pyobj.o $(OUT)/user/linetable.o \
+		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/py_obj.o $(OUT)/user/py_linetable.o \
 		$(OUT)/user/mem_live.o $(OUT)/user/log.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -175,7 +175,7 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
-	$(OUT)/tests/test_writers $(OUT)/tests/test_json_out $(OUT)/tests/test_top_view \
+	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
@@ -202,16 +202,16 @@ container-load: all
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode
-FUZZ_DECODE_SRCS := $(addprefix user/,offsets.c code_cache.c pyobj.c strtab.c hashmap.c linetable.c \
-	decode.c frame_cache.c mem_snapshot.c mem_live.c pythreads.c log.c)
+FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
+	decoder.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
 
 .PHONY: FORCE
-$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/linetable.c FORCE | $(OUT)/tests
+$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
-$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/interp.c user/elf_syms.c \
-		user/hostile_file.c user/proc.c user/text_safe.c user/offsets.c user/mem_live.c \
+$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/py_interp.c user/elf_syms.c \
+		user/hostile_file.c user/proc.c user/text_safe.c user/py_offsets.c user/mem_live.c \
 		user/log.c FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lelf -lz

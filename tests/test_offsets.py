@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Proves user/offsets.c against real CPython headers and live interpreters.
+"""Proves user/py_offsets.c against real CPython headers and live interpreters.
 
 * test_offsets_unit: the host-only negative tests (tests/unit/test_offsets.c).
 * test_readers_stay_inside_their_copies: the readers of copied structs against
   offsets that point outside the copies (tests/unit/test_field_bounds.c).
-* test_offsets_warning_free: offsets.c and the unit test build with -Werror.
+* test_offsets_warning_free: py_offsets.c and the unit test build with -Werror.
 * test_offsets_match_headers: tests/unit/offsets_check.c, built once per version
   against that version's internal headers and libpython, compares every field that
-  offsets.c returns with offsetof()/enum values/sizes. 3.13+ parse the real
+  py_offsets.c returns with offsetof()/enum values/sizes. 3.13+ parse the real
   _Py_DebugOffsets of the checker's own process; those binaries are built on the
   host and run inside the Debian sid chroot that tools/test-interpreters.sh prepares.
 * test_offsets_live_walk: each interpreter walks its own threads and frames through
@@ -25,7 +25,7 @@ import tempfile
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OFFSETS_C = os.path.join(REPO, "user", "offsets.c")
+OFFSETS_C = os.path.join(REPO, "user", "py_offsets.c")
 CHECK_C = os.path.join(REPO, "tests", "unit", "offsets_check.c")
 UNIT_C = os.path.join(REPO, "tests", "unit", "test_offsets.c")
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-O2"]
@@ -185,7 +185,7 @@ def test_offsets_warning_free(build_dir):
     for cc in ["gcc"] + (["clang"] if shutil.which("clang") else []):
         r = run([cc] + CFLAGS + ["-Werror", "-c", OFFSETS_C, "-o",
                                  os.path.join(build_dir, "offsets-%s.o" % cc)])
-        assert r.returncode == 0, "%s warns on offsets.c:\n%s" % (cc, r.stderr)
+        assert r.returncode == 0, "%s warns on py_offsets.c:\n%s" % (cc, r.stderr)
 
 
 @pytest.fixture(scope="session")

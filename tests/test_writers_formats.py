@@ -183,16 +183,16 @@ def fixed():
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 def test_json_strings_are_escaped_and_valid_utf8(build):
     if build == "plain":
-        p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_json_out"],
+        p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_json"],
                            capture_output=True, text=True, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
-        p = subprocess.run([str(REPO / "build" / "tests" / "test_json_out")],
+        p = subprocess.run([str(REPO / "build" / "tests" / "test_json")],
                            capture_output=True, text=True, timeout=60)
         assert p.returncode == 0, p.stdout + p.stderr
     else:
-        p = subprocess.run([san_binary("tests/test_json_out")], capture_output=True,
+        p = subprocess.run([san_binary("tests/test_json")], capture_output=True,
                            text=True, timeout=60, env=SAN_ENV)
-        assert_clean(p, "test_json_out")
+        assert_clean(p, "test_json")
 
 
 def test_pprof_of_fixed_profile_matches_collapsed(fixed):

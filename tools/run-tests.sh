@@ -47,7 +47,7 @@ make -j2 unit-tests
 step "building with -fsanitize=address,undefined"
 make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests/test_linetable build/san/tests/test_offsets \
 	build/san/tests/test_field_bounds build/san/tests/test_writers \
-	build/san/tests/test_json_out build/san/tests/test_top_view build/san/tests/test_cgroup_labels \
+	build/san/tests/test_json build/san/tests/test_top_view build/san/tests/test_cgroup_labels \
 	build/san/tests/test_export_queue build/san/tests/test_agent_config \
 	build/san/tests/test_export_files build/san/tests/test_export_http build/san/tests/test_outfile \
 	build/san/tests/test_agent_procs build/san/tests/test_descendants build/san/tests/test_code_cache \

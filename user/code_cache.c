@@ -16,9 +16,9 @@
 #include "code_cache.h"
 #include "hash.h"
 #include "hashmap.h"
-#include "linetable.h"
+#include "py_linetable.h"
 #include "log.h"
-#include "pyobj.h"
+#include "py_obj.h"
 #include "structbuf.h"
 #include "vec.h"
 
@@ -142,7 +142,7 @@ int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
 	err = mem__read_u64(c->cfg.live, addr + o->co_name, &name);
 	if (err)
 		return err;
-	return pystr__hash(c->cfg.live, o, name, fp);
+	return py_obj__str_hash(c->cfg.live, o, name, fp);
 }
 
 /*
@@ -170,7 +170,7 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
 		return err;
 	if (!plausible_refcnt(refcnt))
 		return -ESTALE;
-	err = pystr__read(c->cfg.live, c->cfg.off, addr, buf, sizeof(buf), &len);
+	err = py_obj__str(c->cfg.live, c->cfg.off, addr, buf, sizeof(buf), &len);
 	if (err)
 		return err;
 	r = strtab__intern(c->cfg.strs, buf, len);
@@ -234,7 +234,7 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	err = intern_str(c, filename, &ci->filename);
 	if (err)
 		goto fail;
-	err = pybytes__read(c->cfg.live, o, linetable, &ci->linetable, &tlen);
+	err = py_obj__bytes(c->cfg.live, o, linetable, &ci->linetable, &tlen);
 	if (err)
 		goto fail;
 	ci->linetable_len = (uint32_t)tlen;	/* at most PYBYTES_MAX */
@@ -399,7 +399,7 @@ int code_cache__line(const struct code_info *ci, uint32_t instr)
 		return -1;
 	if (m->memo_instr[slot] == instr)
 		return m->memo_line[slot];
-	if (linetable__line(ci->linetable, ci->linetable_len, ci->firstlineno, instr, &line))
+	if (py_linetable__line(ci->linetable, ci->linetable_len, ci->firstlineno, instr, &line))
 		line = -1;
 	m->memo_instr[slot] = instr;
 	m->memo_line[slot] = line;

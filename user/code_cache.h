@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "mem.h"
-#include "offsets.h"
+#include "py_offsets.h"
 #include "strtab.h"
 
 #define CODE_LINE_SLOTS 8

@@ -3,7 +3,7 @@
 #ifndef PBP_DECODE_GAP_H
 #define PBP_DECODE_GAP_H
 
-#include "decode.h"
+#include "decoder.h"
 
 /* A short key for machines (stats JSON): "torn_live_read". */
 const char *decode_gap__key(enum decode_gap g);

@@ -12,16 +12,16 @@
 #include <string.h>
 
 #include "clock.h"
-#include "decode.h"
+#include "decoder.h"
 #include "dump.h"
 #include "exitcodes.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "log.h"
 #include "mem_core.h"
 #include "mem_live.h"
 #include "out_traceback.h"
 #include "proc.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "strtab.h"
 #include "target_error.h"
 #include "tid_map.h"
@@ -38,7 +38,7 @@ struct dump_ctx {
 	struct strtab *strs;
 	struct decoder *dec;
 	struct stack *stack;
-	struct pythread *threads;
+	struct py_thread *threads;
 	unsigned int nthreads;
 	struct tid_map tids;	/* live: the target's thread ids as /proc names them */
 };
@@ -82,7 +82,7 @@ static int core_interp_error(const char *path, int err, const struct py_interp *
 			missing, path);
 		return EXIT_NO_BINARY;
 	case -ENOTSUP:
-		interp__version_str(in->version_hex, ver, sizeof(ver));
+		py_interp__version_str(in->version_hex, ver, sizeof(ver));
 		pr_warn("core %s is of CPython %s%s, which is not supported; supported: "
 			PBP_SUPPORTED_VERSIONS "\n", path, in->version_hex ? ver : "older than 3.11",
 			in->off.free_threaded ? " (free-threaded)" : "");
@@ -108,7 +108,7 @@ static int open_live(struct dump_ctx *c)
 
 	mem_live__init(&c->live, pid);
 	c->mem = &c->live.base;
-	err = interp__find(pid, c->mem, &c->interp);
+	err = py_interp__find(pid, c->mem, &c->interp);
 	return err ? target_error__report(pid, err, &c->interp, NULL) : 0;
 }
 
@@ -123,17 +123,17 @@ static int open_core(struct dump_ctx *c)
 	if (err)
 		return core_open_error(o->core, err);
 	c->mem = mem_core__mem(c->core);
-	err = interp__find_core(c->core, &c->interp, missing, sizeof(missing));
+	err = py_interp__find_core(c->core, &c->interp, missing, sizeof(missing));
 	if (err)
 		return core_interp_error(o->core, err, &c->interp, missing,
 					 mem_core__exe(c->core));
 	return 0;
 }
 
-static int collect_thread(const struct pythread *t, void *arg)
+static int collect_thread(const struct py_thread *t, void *arg)
 {
 	struct dump_ctx *c = arg;
-	struct pythread *dst;
+	struct py_thread *dst;
 
 	if (c->nthreads == DUMP_MAX_THREADS)
 		return 1;
@@ -145,11 +145,11 @@ static int collect_thread(const struct pythread *t, void *arg)
 }
 
 struct refresh {
-	struct pythread *t;
+	struct py_thread *t;
 	int found;
 };
 
-static int refresh_thread(const struct pythread *t, void *arg)
+static int refresh_thread(const struct py_thread *t, void *arg)
 {
 	struct refresh *r = arg;
 
@@ -163,7 +163,7 @@ static int refresh_thread(const struct pythread *t, void *arg)
 }
 
 /* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. */
-static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
+static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t)
 {
 	struct thread_sample s = {
 		.pid = (uint32_t)c->interp.pid,
@@ -179,7 +179,7 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 			struct refresh r = { .t = t };
 
 			/* The thread moved on: start again from its current frame. */
-			pythreads__walk(c->mem, &c->interp, refresh_thread, &r);
+			py_threads__walk(c->mem, &c->interp, refresh_thread, &r);
 			if (!r.found)
 				return NULL;
 		}
@@ -187,7 +187,7 @@ static const struct stack *decode_one(struct dump_ctx *c, struct pythread *t)
 			return NULL;
 		s.current_frame = t->current_frame;
 		/* dump walks live memory page by page; the frame headers it used are
-		 * read twice and compared (decode.c: verify). */
+		 * read twice and compared (decoder.c: verify). */
 		s.anchor = t->anchor;
 		s.anchor_seq = t->anchor_seq;
 		s.ts_ns = c->core ? 0 : clock__mono_ns();
@@ -213,7 +213,7 @@ static void write_header(const struct dump_ctx *c, FILE *f)
 {
 	char ver[32];
 
-	interp__version_str(c->interp.version_hex, ver, sizeof(ver));
+	py_interp__version_str(c->interp.version_hex, ver, sizeof(ver));
 	if (c->core) {
 		const pid_t *tids;
 		unsigned int n = mem_core__threads(c->core, &tids);
@@ -235,7 +235,7 @@ static int write_dump(struct dump_ctx *c, FILE *f)
 
 	write_header(c, f);
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
-		struct pythread *t = &c->threads[i];
+		struct py_thread *t = &c->threads[i];
 		struct tb_thread tb = { .tid = t->tid, .gil = t->gil };
 
 		tb.cpu = cpu_state(c, t->tid);
@@ -270,7 +270,7 @@ static int run(struct dump_ctx *c)
 		pr_warn("cannot set up the decoder: %s\n", strerror(-err));
 		return EXIT_RUNTIME;
 	}
-	err = pythreads__walk(c->mem, &c->interp, collect_thread, c);
+	err = py_threads__walk(c->mem, &c->interp, collect_thread, c);
 	if (err < 0) {
 		if (what) {
 			pr_warn("core %s lacks the interpreter's thread list\n", what);

@@ -100,7 +100,7 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_sym_qu
 	}
 }
 
-int elf__find_symbols(int fd, struct elf_sym_query *q, unsigned int n)
+int elf_syms__find(int fd, struct elf_sym_query *q, unsigned int n)
 {
 	Elf_Scn *scn = NULL;
 	Elf *elf = NULL;

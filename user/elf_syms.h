@@ -20,6 +20,6 @@ struct elf_sym_query {
  * a readable 64-bit ELF object; -E2BIG if its headers claim more sections or segments
  * than any interpreter has.
  */
-int elf__find_symbols(int fd, struct elf_sym_query *q, unsigned int n);
+int elf_syms__find(int fd, struct elf_sym_query *q, unsigned int n);
 
 #endif

@@ -166,7 +166,7 @@ static int build_sinks(const struct export_cfg *c, struct pyroscope **py,
 	*py = NULL;
 	*files = NULL;
 	if (c->pyroscope_url) {
-		err = pyroscope__new(&pc, py);
+		err = export_pyroscope__new(&pc, py);
 		if (err) {
 			pr_warn("pyroscope URL \"%s\": %s\n", c->pyroscope_url,
 				err == -EINVAL ? "not an http:// or https:// URL or a bad header" :
@@ -178,7 +178,7 @@ static int build_sinks(const struct export_cfg *c, struct pyroscope **py,
 		err = export_files__new(c->output_dir, c->output_max_bytes, c->output_fsync,
 					c->app_name, files);
 		if (err) {
-			pyroscope__free(*py);
+			export_pyroscope__free(*py);
 			*py = NULL;
 		}
 	}
@@ -202,7 +202,7 @@ static void refresh_sinks(struct export *e)
 	pthread_mutex_unlock(&e->lock);
 	if (err)	/* checked when it was given; the directory may have gone since */
 		return;
-	pyroscope__free(e->pyroscope);
+	export_pyroscope__free(e->pyroscope);
 	export_files__free(e->files);
 	e->pyroscope = py;
 	e->files = files;
@@ -243,7 +243,7 @@ static int send_item(struct export *e, struct export_item *it, int timeout_ms,
 
 	*permanent = 0;
 	if ((e->sinks & SINK_PYROSCOPE) && !(it->done & SINK_PYROSCOPE)) {
-		e1 = pyroscope__push(e->pyroscope, it, timeout_ms, &status);
+		e1 = export_pyroscope__push(e->pyroscope, it, timeout_ms, &status);
 		pthread_mutex_lock(&e->lock);
 		if (status)
 			e->m.last_http_status = status;
@@ -258,7 +258,7 @@ static int send_item(struct export *e, struct export_item *it, int timeout_ms,
 		if (e1) {
 			pr_debug("pyroscope: push of pid %u failed: %s (HTTP %ld)\n", it->pid,
 				 strerror(-e1), status);
-			*permanent = !pyroscope__retryable(e1);
+			*permanent = !export_pyroscope__retryable(e1);
 			err = e1;
 		}
 	}
@@ -370,7 +370,7 @@ int export__new(const struct export_cfg *cfg, struct export **out)
 	err = build_sinks(&e->cfg->c, &py, &files);
 	if (err)
 		goto fail_cfg;
-	pyroscope__free(py);
+	export_pyroscope__free(py);
 	export_files__free(files);
 	err = export_queue__new(e->cfg->c.queue_max_items, e->cfg->c.queue_max_bytes, &e->q);
 	if (err)
@@ -399,7 +399,7 @@ fail_cfg:
 
 int export__submit(struct export *e, const struct export_profile *p)
 {
-	struct export_item *it = export_item__new(p);
+	struct export_item *it = export_queue__item_new(p);
 	int err;
 
 	pthread_mutex_lock(&e->lock);
@@ -425,7 +425,7 @@ int export__reconfigure(struct export *e, const struct export_cfg *cfg)
 		cfg_copy__free(cc);
 		return err;
 	}
-	pyroscope__free(py);
+	export_pyroscope__free(py);
 	export_files__free(files);
 	export_queue__set_limits(e->q, cc->c.queue_max_items, cc->c.queue_max_bytes);
 	pthread_mutex_lock(&e->lock);
@@ -533,7 +533,7 @@ void export__free(struct export *e)
 		export_queue__kick(e->q);
 		pthread_join(e->thread, NULL);
 	}
-	pyroscope__free(e->pyroscope);
+	export_pyroscope__free(e->pyroscope);
 	export_files__free(e->files);
 	export_queue__free(e->q);
 	cfg_copy__free(e->cfg);

@@ -63,7 +63,7 @@ static size_t put_clean(char *dst, size_t room, const char *s, char kind)
 	return n;
 }
 
-int pyroscope__series_name(const char *app, const struct profile_label *labels,
+int export_pyroscope__series_name(const char *app, const struct profile_label *labels,
 			   size_t nlabels, char *buf, size_t len)
 {
 	char key[128], value[MAX_VALUE_BYTES + 1];
@@ -103,7 +103,7 @@ int pyroscope__series_name(const char *app, const struct profile_label *labels,
 	return (int)n;
 }
 
-void pyroscope__free(struct pyroscope *p)
+void export_pyroscope__free(struct pyroscope *p)
 {
 	if (!p)
 		return;
@@ -140,7 +140,7 @@ static int unsafe_in_header(const char *s, int user)
 	return 0;
 }
 
-int pyroscope__new(const struct pyroscope_cfg *cfg, struct pyroscope **out)
+int export_pyroscope__new(const struct pyroscope_cfg *cfg, struct pyroscope **out)
 {
 	struct pyroscope *p;
 	char *auth = NULL;
@@ -209,11 +209,11 @@ int pyroscope__new(const struct pyroscope_cfg *cfg, struct pyroscope **out)
 	*out = p;
 	return 0;
 fail:
-	pyroscope__free(p);
+	export_pyroscope__free(p);
 	return err;
 }
 
-int pyroscope__retryable(int err)
+int export_pyroscope__retryable(int err)
 {
 	return err != -EINVAL && err != -EPERM;
 }
@@ -256,7 +256,7 @@ static int status_err(long status)
 static char *ingest_url(struct pyroscope *p, const struct export_item *it)
 {
 	char name[NAME_MAX_BYTES], *url = NULL, *ename;
-	int n = pyroscope__series_name(it->app_name ? it->app_name : p->app_name, it->labels,
+	int n = export_pyroscope__series_name(it->app_name ? it->app_name : p->app_name, it->labels,
 				       it->nlabels, name, sizeof(name));
 	long long from = it->start_unix_ns / 1000000000LL;
 	long long until = (it->end_unix_ns + 999999999LL) / 1000000000LL;
@@ -276,7 +276,7 @@ static char *ingest_url(struct pyroscope *p, const struct export_item *it)
 	return url;
 }
 
-int pyroscope__push(struct pyroscope *p, const struct export_item *it, int timeout_ms,
+int export_pyroscope__push(struct pyroscope *p, const struct export_item *it, int timeout_ms,
 		    long *http_status)
 {
 	curl_mime *mime = NULL;

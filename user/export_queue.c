@@ -33,7 +33,7 @@ static char *put_str(char **cursor, const char *s)
 	return dst;
 }
 
-struct export_item *export_item__new(const struct export_profile *p)
+struct export_item *export_queue__item_new(const struct export_profile *p)
 {
 	size_t size = sizeof(struct export_item) + p->nlabels * sizeof(struct profile_label) +
 		      str_size(p->app_name) + p->len;
@@ -68,7 +68,7 @@ struct export_item *export_item__new(const struct export_profile *p)
 	return it;
 }
 
-void export_item__free(struct export_item *it)
+void export_queue__item_free(struct export_item *it)
 {
 	free(it);
 }
@@ -113,7 +113,7 @@ void export_queue__free(struct export_queue *q)
 		return;
 	for (it = q->head; it; it = next) {
 		next = it->next;
-		export_item__free(it);
+		export_queue__item_free(it);
 	}
 	pthread_cond_destroy(&q->cond);
 	pthread_mutex_destroy(&q->lock);
@@ -143,7 +143,7 @@ static int make_room(struct export_queue *q, size_t more, size_t more_bytes)
 
 	while (q->head && (q->depth + more > q->max_items ||
 			   q->bytes + more_bytes > q->max_bytes)) {
-		export_item__free(take_head(q));
+		export_queue__item_free(take_head(q));
 		q->dropped++;
 		dropped++;
 	}
@@ -167,7 +167,7 @@ int export_queue__push(struct export_queue *q, struct export_item *it)
 	if (it->size > q->max_bytes) {
 		q->dropped++;
 		pthread_mutex_unlock(&q->lock);
-		export_item__free(it);
+		export_queue__item_free(it);
 		return -E2BIG;
 	}
 	dropped = make_room(q, 1, it->size);
@@ -190,7 +190,7 @@ void export_queue__done(struct export_queue *q, struct export_item *it)
 	pthread_mutex_lock(&q->lock);
 	q->in_flight--;
 	pthread_mutex_unlock(&q->lock);
-	export_item__free(it);
+	export_queue__item_free(it);
 }
 
 int export_queue__requeue(struct export_queue *q, struct export_item *it)
@@ -200,7 +200,7 @@ int export_queue__requeue(struct export_queue *q, struct export_item *it)
 	if (q->depth + 1 > q->max_items || q->bytes + it->size > q->max_bytes) {
 		q->dropped++;
 		pthread_mutex_unlock(&q->lock);
-		export_item__free(it);
+		export_queue__item_free(it);
 		return 1;
 	}
 	it->next = q->head;
@@ -277,7 +277,7 @@ size_t export_queue__drop_all(struct export_queue *q)
 
 	pthread_mutex_lock(&q->lock);
 	while (q->head) {
-		export_item__free(take_head(q));
+		export_queue__item_free(take_head(q));
 		q->dropped++;
 		n++;
 	}

@@ -14,7 +14,7 @@
 
 #include "profile.h"
 
-/* One profile as the agent hands it over: borrowed, copied by export_item__new(). */
+/* One profile as the agent hands it over: borrowed, copied by export_queue__item_new(). */
 struct export_profile {
 	const void *data;	/* gzip-compressed pprof (out_pprof__write) */
 	size_t len;
@@ -40,8 +40,8 @@ struct export_item {
 	uint32_t done;		/* the sinks that have it already (exporter's bit mask) */
 };
 
-struct export_item *export_item__new(const struct export_profile *p);
-void export_item__free(struct export_item *it);
+struct export_item *export_queue__item_new(const struct export_profile *p);
+void export_queue__item_free(struct export_item *it);
 
 struct export_queue;
 

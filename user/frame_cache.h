@@ -20,8 +20,8 @@
 
 #include <stdint.h>
 
-#include "decode.h"
-#include "offsets.h"
+#include "decoder.h"
+#include "py_offsets.h"
 #include "pbp_abi.h"
 
 /* How the cache reaches the outside world: the BPF map and the target's memory. */

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "host_pythons.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "mem_live.h"
 #include "proc.h"
 
@@ -20,7 +20,7 @@ static int count_one(pid_t pid, void *arg)
 	if (pid == getpid())
 		return 0;
 	mem_live__init(&m, pid);
-	if (!interp__find(pid, &m.base, &in))
+	if (!py_interp__find(pid, &m.base, &in))
 		(*n)++;
 	return 0;
 }

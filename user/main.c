@@ -8,7 +8,7 @@
 
 #include "cli.h"
 #include "exitcodes.h"
-#include "interp.h"
+#include "py_interp.h"
 
 #define PBP_VERSION "0.1.0"
 

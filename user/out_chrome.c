@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "json_out.h"
+#include "json.h"
 #include "out_chrome.h"
 #include "profile_index.h"
 #include "vec.h"

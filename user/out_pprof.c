@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * pprof's profile.proto, encoded by hand (pb_encode.h) and gzip-compressed with zlib.
+ * pprof's profile.proto, encoded by hand (pb.h) and gzip-compressed with zlib.
  * Field numbers are those of perftools.profiles in pprof's proto/profile.proto; the
  * tests decode with their own copy (tests/tools/profile.proto). The consumers (go tool
  * pprof, Pyroscope, Parca, Grafana) are strict about two things: string_table[0] is
@@ -17,7 +17,7 @@
 #include "hash.h"
 #include "hashmap.h"
 #include "out_pprof.h"
-#include "pb_encode.h"
+#include "pb.h"
 #include "profile_index.h"
 
 enum {

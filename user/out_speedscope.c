@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 
-#include "json_out.h"
+#include "json.h"
 #include "out_speedscope.h"
 #include "profile_index.h"
 

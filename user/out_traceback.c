@@ -19,7 +19,7 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 	const struct stack *st = t->st;
 
 	fprintf(f, "Thread %u (%s%s):\n", t->tid, cpu[t->cpu],
-		t->gil == PYTHREAD_GIL_HELD ? ", holds the GIL" : "");
+		t->gil == PY_THREAD_GIL_HELD ? ", holds the GIL" : "");
 	if (!st || (!st->depth && st->gap == GAP_NONE))
 		fputs("  (no Python frames)\n", f);
 	for (uint32_t i = 0; st && i < st->depth; i++) {

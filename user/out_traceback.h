@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "decode.h"
-#include "pythreads.h"
+#include "decoder.h"
+#include "py_threads.h"
 #include "strtab.h"
 
 enum tb_cpu {
@@ -19,7 +19,7 @@ enum tb_cpu {
 struct tb_thread {
 	uint32_t tid;
 	enum tb_cpu cpu;
-	enum pythread_gil gil;
+	enum py_thread_gil gil;
 	const struct stack *st;	/* NULL: the thread runs no Python code */
 };
 

@@ -261,15 +261,15 @@ static int record_writer(struct record_opts *o, const char *format)
 {
 	char names[128];
 
-	o->writer = format ? writer__find(format) : o->output ? writer__for_path(o->output) : NULL;
+	o->writer = format ? writers__find(format) : o->output ? writers__for_path(o->output) : NULL;
 	if (format && !o->writer) {
-		writer__names(names, sizeof(names));
+		writers__names(names, sizeof(names));
 		fprintf(stderr, "pybpfprof: unknown format '%s': one of %s (see 'pybpfprof "
 			"record --help')\n", format, names);
 		return EXIT_USAGE;
 	}
 	if (!o->writer)
-		o->writer = writer__find("collapsed");
+		o->writer = writers__find("collapsed");
 	o->session.timeline = o->writer->timeline;
 	return 0;
 }

@@ -232,7 +232,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 
 	if (o->co_version != PBP_OFF_NONE) {
 		t.fp_mode = PBP_FP_U32;
-		t.fp_off = (pbp_u32)o->co_version;	/* below OBJ_SIZE_MAX: offsets.c */
+		t.fp_off = (pbp_u32)o->co_version;	/* below OBJ_SIZE_MAX: py_offsets.c */
 	} else {
 		t.fp_mode = PBP_FP_PTR_U64;
 		t.fp_off = (pbp_u32)o->co_name;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "interp.h"
+#include "py_interp.h"
 #include "pbp_abi.h"
 
 typedef int (*sampler_fn)(void *ctx, const void *rec, size_t len);
@@ -34,7 +34,7 @@ struct sampler;
 int sampler__new(const struct sampler_cfg *cfg, struct sampler **out);
 void sampler__free(struct sampler *s);
 
-/* @gil: address of the GIL's state in the target (pythreads__gil), 0 if unknown.
+/* @gil: address of the GIL's state in the target (py_threads__gil), 0 if unknown.
  * Where each interpreter points at its own (3.12+), non-zero only says the GIL can be
  * read: the program follows each sampled thread's interpreter to its GIL. */
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil);

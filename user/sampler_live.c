@@ -3,7 +3,7 @@
  * The live-memory sampler. Each reading of a thread copies its chunk, its current
  * frame, and its chunk again, in one system call; the decoder walks the stack from
  * that current frame in the second copy and requires every frame header to be the
- * same in the first (decode.c: verify). docs/live-sampling.md argues why that proves
+ * same in the first (decoder.c: verify). docs/live-sampling.md argues why that proves
  * the stack at the instant the current frame was read, without the thread holding
  * still; a reading that fails it is taken again, and then reported incomplete.
  */
@@ -15,7 +15,7 @@
 #include "clock.h"
 #include "mem_snapshot.h"
 #include "proc.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "sampler_live.h"
 #include "tid_map.h"
 
@@ -86,7 +86,7 @@ struct spans {
  * header is frozen while a newer chunk is in use; one that changed since shows as a
  * current frame outside the copy or as copies that disagree.
  */
-static void chunk_ranges(const struct sampler_live *ls, const struct pythread *t,
+static void chunk_ranges(const struct sampler_live *ls, const struct py_thread *t,
 			 uint64_t stop, struct spans *sp)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
@@ -233,7 +233,7 @@ static unsigned int pieces_after(const struct spans *sp, uint8_t *buf, unsigned 
  * second copy: the sequence only grows, so if it is still the thread list's it was at
  * the current frame's moment too.
  */
-static int read_once(struct sampler_live *ls, const struct pythread *t,
+static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
@@ -276,7 +276,7 @@ static int read_once(struct sampler_live *ls, const struct pythread *t,
 }
 
 /* @t's sample when no reading was consistent: incomplete, no frames. */
-static void set_torn(struct sampler_live *ls, const struct pythread *t, uint32_t flags)
+static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
 {
 	ls->stack->gap = GAP_TORN;
 	ls->stack->depth = 0;
@@ -292,7 +292,7 @@ struct plan {
 	uint32_t cache_gen, cache_depth;
 };
 
-static void plan_reading(struct sampler_live *ls, const struct pythread *t, struct plan *p)
+static void plan_reading(struct sampler_live *ls, const struct py_thread *t, struct plan *p)
 {
 	p->from_anchor = 0;
 	if (ls->cfg.fcache &&
@@ -307,7 +307,7 @@ static void plan_reading(struct sampler_live *ls, const struct pythread *t, stru
  * in the copy if it is in the current chunk at all (a frame above the copy means the
  * stack grew past it), and a copy cut at the anchor needs that very anchor.
  */
-static int fits_plan(const struct sampler_live *ls, const struct pythread *t,
+static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
 		     const struct plan *p, const struct ts_words *w)
 {
 	if (w->frame >= t->chunk && w->frame < t->limit &&
@@ -325,7 +325,7 @@ static int fits_plan(const struct sampler_live *ls, const struct pythread *t,
  * between) would pass the comparison with the header it had before it was reused,
  * and callers that had already returned would be reported as calling.
  */
-static int live_at_both_ends(const struct pythread *t, const struct ts_words *w)
+static int live_at_both_ends(const struct py_thread *t, const struct ts_words *w)
 {
 	int in = w->frame >= t->chunk && w->frame < t->limit;
 
@@ -337,11 +337,11 @@ static int live_at_both_ends(const struct pythread *t, const struct ts_words *w)
 
 /*
  * Decodes a reading: the frames are walked from its current frame in the copy taken
- * after it, and each must be the same in the copy taken before it (decode.c:
+ * after it, and each must be the same in the copy taken before it (decoder.c:
  * verify). The anchor's sequence only grows, so the anchor, read once, is checked
  * against the thread list's (fits_plan) rather than against itself.
  */
-static void decode_reading(struct sampler_live *ls, const struct pythread *t, uint32_t flags,
+static void decode_reading(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
 			   const struct plan *p, const struct ts_words *w)
 {
 	struct thread_sample s = {
@@ -386,9 +386,9 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
  * moved) has the thread state read again first. GAP_TORN when the budget runs out.
  */
-static void sample_stack(struct sampler_live *ls, const struct pythread *t, uint32_t flags)
+static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
 {
-	struct pythread cur = *t;
+	struct py_thread cur = *t;
 	struct ts_words w;
 	struct plan p;
 
@@ -399,7 +399,7 @@ static void sample_stack(struct sampler_live *ls, const struct pythread *t, uint
 			ls->stats.torn_retries++;
 		if (read_once(ls, &cur, &p.sp, &w) || !fits_plan(ls, &cur, &p, &w)) {
 			/* The stack has moved out of the plan: read the thread again. */
-			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
+			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
 			plan_reading(ls, &cur, &p);
 			continue;
@@ -417,14 +417,14 @@ static void sample_stack(struct sampler_live *ls, const struct pythread *t, uint
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
-			if (pythreads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
+			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
 			plan_reading(ls, &cur, &p);
 		}
 	}
 }
 
-static int sample_thread(const struct pythread *t, void *arg)
+static int sample_thread(const struct py_thread *t, void *arg)
 {
 	struct sampler_live *ls = arg;
 	uint32_t flags = 0;
@@ -439,8 +439,8 @@ static int sample_thread(const struct pythread *t, void *arg)
 	running = state == 'R';
 	if (running)
 		flags |= PBP_TS_ON_CPU;
-	if (t->gil != PYTHREAD_GIL_UNKNOWN)
-		flags |= PBP_TS_GIL_KNOWN | (t->gil == PYTHREAD_GIL_HELD ? PBP_TS_GIL : 0);
+	if (t->gil != PY_THREAD_GIL_UNKNOWN)
+		flags |= PBP_TS_GIL_KNOWN | (t->gil == PY_THREAD_GIL_HELD ? PBP_TS_GIL : 0);
 	if (!running && !ls->cfg.want_idle) {
 		ls->stats.threads_idle_skipped++;
 		return 0;
@@ -456,7 +456,7 @@ static int tick(struct sampler_live *ls)
 	int err;
 
 	ls->stats.ticks++;
-	err = pythreads__walk(&ls->cfg.live->base, ls->cfg.interp, sample_thread, ls);
+	err = py_threads__walk(&ls->cfg.live->base, ls->cfg.interp, sample_thread, ls);
 	if (err == -EFAULT) {
 		ls->stats.walk_failures++;
 		return proc__alive(ls->cfg.interp->pid) ? -ESRCH : 0;

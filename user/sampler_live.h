@@ -10,9 +10,9 @@
 
 #include <stdint.h>
 
-#include "decode.h"
+#include "decoder.h"
 #include "frame_cache.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "mem_live.h"
 
 #define LIVE_STACK_BYTES (1u << 20)	/* data stack read per sample, at most */

@@ -16,16 +16,16 @@
 
 #include "aggregate.h"
 #include "clock.h"
-#include "decode.h"
+#include "decoder.h"
 #include "descendants.h"
 #include "exitcodes.h"
 #include "frame_cache.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "log.h"
 #include "bpf_features.h"
 #include "privs.h"
 #include "proc.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "sampler.h"
 #include "sampler_live.h"
 #include "session.h"
@@ -119,8 +119,8 @@ static int choose_sampler(struct session *s, struct target *first)
 	uint64_t gil = 0;
 	int err;
 
-	if (pythreads__gil(&first->live.base, &first->interp, &gil) && o->gil) {
-		interp__version_str(first->interp.version_hex, buf, sizeof(buf));
+	if (py_threads__gil(&first->live.base, &first->interp, &gil) && o->gil) {
+		py_interp__version_str(first->interp.version_hex, buf, sizeof(buf));
 		pr_warn("--gil: pybpfprof does not know where CPython %s keeps its GIL state\n",
 			buf);
 		return EXIT_UNSUPPORTED;
@@ -170,7 +170,7 @@ static int find_first(struct session *s, struct target *t)
 	if (!o->cmd) {
 		mem_live__init(&t->live, o->pid);
 		target__identify(t);
-		err = interp__find(o->pid, &t->live.base, &t->interp);
+		err = py_interp__find(o->pid, &t->live.base, &t->interp);
 		return err ? target_error(o->pid, err, &t->interp) : 0;
 	}
 	err = spawn__start(o->cmd, &s->spawn);
@@ -347,7 +347,7 @@ int session__start(const struct session_opts *o, struct session **out)
 		goto fail;
 	first = NULL;	/* the session's now */
 	/* The run is named after the process asked for, even once it has gone. */
-	interp__version_str(s->targets[0]->interp.version_hex, s->totals.python_version,
+	py_interp__version_str(s->targets[0]->interp.version_hex, s->totals.python_version,
 			    sizeof(s->totals.python_version));
 	s->totals.pid = s->targets[0]->interp.pid;
 	snprintf(s->name, sizeof(s->name), "pid %d (%s)", (int)s->targets[0]->interp.pid,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "aggregate.h"
-#include "decode.h"
+#include "decoder.h"
 #include "log.h"
 #include "session_priv.h"
 #include "strtab.h"

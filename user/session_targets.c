@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "log.h"
 #include "proc.h"
 #include "proc_filter.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "sampler.h"
 #include "sampler_live.h"
 #include "session_priv.h"
@@ -85,7 +85,7 @@ static void tell(struct session *s, const struct target *t, int gone)
 
 	if (!s->opts.on_process)
 		return;
-	interp__version_str(t->interp.version_hex, version, sizeof(version));
+	py_interp__version_str(t->interp.version_hex, version, sizeof(version));
 	s->opts.on_process(s->opts.on_process_ctx, &p, gone);
 }
 
@@ -178,10 +178,10 @@ int session_targets__adopt(pid_t pid, void *arg)
 	if (target__identify(t) == -EAGAIN)
 		goto not_yet;
 	t->found_ns = clock__mono_ns();
-	err = interp__find(pid, &t->live.base, &t->interp);
+	err = py_interp__find(pid, &t->live.base, &t->interp);
 	if (err) {
 		if (err == -ENOTSUP) {
-			interp__version_str(t->interp.version_hex, version, sizeof(version));
+			py_interp__version_str(t->interp.version_hex, version, sizeof(version));
 			pr_info("pid %d runs CPython %s, which pybpfprof does not read\n",
 				(int)pid, version);
 		} else if ((err == -EACCES || err == -EPERM) && t->interp.unopened) {
@@ -203,7 +203,7 @@ int session_targets__adopt(pid_t pid, void *arg)
 		target__free(t);
 		return 1;
 	}
-	pythreads__gil(&t->live.base, &t->interp, &gil);
+	py_threads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
 	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache,
 			      session_targets__publish_anchor);
@@ -220,7 +220,7 @@ int session_targets__adopt(pid_t pid, void *arg)
 		s->exec_pid = 0;
 	}
 	if (s->opts.system_wide) {
-		interp__version_str(t->interp.version_hex, version, sizeof(version));
+		py_interp__version_str(t->interp.version_hex, version, sizeof(version));
 		if (!s->totals.python_version[0])
 			snprintf(s->totals.python_version, sizeof(s->totals.python_version), "%s",
 				 version);

@@ -128,7 +128,7 @@ int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_inter
 	ptrace(PTRACE_SETOPTIONS, sp->pid, NULL, (void *)(long)(PTRACE_O_TRACEEXEC |
 								  PTRACE_O_EXITKILL));
 	for (;;) {
-		err = interp__find(sp->pid, mem, interp);
+		err = py_interp__find(sp->pid, mem, interp);
 		if (err != -ENOENT)
 			return err;
 		/* A shared libpython is not mapped yet at exec; the loader maps it
@@ -143,7 +143,7 @@ int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_inter
 	for (int waited = 0; waited < 5000; waited++) {
 		if (spawn__reap(sp))
 			return -ECHILD;
-		err = interp__find(sp->pid, mem, interp);
+		err = py_interp__find(sp->pid, mem, interp);
 		if (err != -ENOENT)
 			return err;
 		sleep_ms(1);

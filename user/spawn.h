@@ -9,7 +9,7 @@
 
 #include <sys/types.h>
 
-#include "interp.h"
+#include "py_interp.h"
 
 struct spawn {
 	pid_t pid;
@@ -27,7 +27,7 @@ int spawn__start(char *const argv[], struct spawn *sp);
  * Waits until the command runs a CPython whose interpreter can be read, filling
  * @interp; the process stays stopped when that happens at an exec, or runs if the
  * interpreter appeared later (a shared libpython). Returns 0, -ECHILD if the command
- * exited first (sp->status holds its status), or interp__find()'s error.
+ * exited first (sp->status holds its status), or py_interp__find()'s error.
  */
 int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_interp *interp);
 

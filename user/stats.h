@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "decode.h"
+#include "decoder.h"
 #include "frame_cache.h"
 #include "pbp_abi.h"
 #include "sampler_live.h"

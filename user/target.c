@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "proc.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "structbuf.h"
 #include "target.h"
 
@@ -72,7 +72,7 @@ static int write_anchor(void *arg, uint32_t ns_tid, uint64_t tstate, uint64_t fr
 			       sizeof(frame));
 }
 
-static int clear_anchor(const struct pythread *th, void *arg)
+static int clear_anchor(const struct py_thread *th, void *arg)
 {
 	write_anchor(arg, th->tid, th->tstate, 0);
 	return 0;
@@ -85,7 +85,7 @@ static int clear_anchor(const struct pythread *th, void *arg)
 void target__clear_anchors(struct target *t)
 {
 	if (t->anchors && !proc__same(t->interp.pid, &t->ident))
-		pythreads__walk(&t->live.base, &t->interp, clear_anchor, t);
+		py_threads__walk(&t->live.base, &t->interp, clear_anchor, t);
 }
 
 static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)

@@ -8,9 +8,9 @@
 
 #include <stdint.h>
 
-#include "decode.h"
+#include "decoder.h"
 #include "frame_cache.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "mem_live.h"
 #include "proc.h"
 #include "sampler_live.h"

@@ -22,7 +22,7 @@ int target_error__report(pid_t pid, int err, const struct py_interp *in,
 		return EXIT_NOT_PYTHON;
 	case -ENOTSUP:
 		if (in->version_hex) {
-			interp__version_str(in->version_hex, ver, sizeof(ver));
+			py_interp__version_str(in->version_hex, ver, sizeof(ver));
 			pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
 				PBP_SUPPORTED_VERSIONS "\n", (int)pid, ver,
 				in->off.free_threaded ? " (free-threaded)" : "");

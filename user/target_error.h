@@ -5,10 +5,10 @@
 
 #include <sys/types.h>
 
-#include "interp.h"
+#include "py_interp.h"
 
 /*
- * Reports @err from interp__find() for @pid and returns the exit status for it.
+ * Reports @err from py_interp__find() for @pid and returns the exit status for it.
  * @bpf_missing names the capabilities BPF lacks, said beside a refusal to read memory
  * (neither way of sampling is then allowed); NULL where BPF is not involved.
  */

@@ -21,7 +21,7 @@ static const struct writer writers[] = {
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))
 
-const struct writer *writer__find(const char *name)
+const struct writer *writers__find(const char *name)
 {
 	for (size_t i = 0; i < NWRITERS; i++)
 		if (!strcmp(writers[i].name, name))
@@ -29,7 +29,7 @@ const struct writer *writer__find(const char *name)
 	return NULL;
 }
 
-const struct writer *writer__for_path(const char *path)
+const struct writer *writers__for_path(const char *path)
 {
 	size_t len = strlen(path);
 
@@ -42,7 +42,7 @@ const struct writer *writer__for_path(const char *path)
 	return NULL;
 }
 
-void writer__names(char *buf, size_t len)
+void writers__names(char *buf, size_t len)
 {
 	size_t off = 0;
 

@@ -15,10 +15,10 @@ struct writer {
 };
 
 /* The writer called @name, or NULL. */
-const struct writer *writer__find(const char *name);
+const struct writer *writers__find(const char *name);
 /* The writer a file name implies by its suffix, or NULL. */
-const struct writer *writer__for_path(const char *path);
+const struct writer *writers__for_path(const char *path);
 /* "collapsed, svg, ..." into @buf, for messages. */
-void writer__names(char *buf, size_t len);
+void writers__names(char *buf, size_t len);
 
 #endif

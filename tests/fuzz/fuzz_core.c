@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "interp.h"
+#include "py_interp.h"
 #include "mem_core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)mem_core__exe(core);
 	for (uint64_t a = 0x3ff000; a < 0x802000; a += 0x7f1)
 		mem__read(mem_core__mem(core), a, buf, sizeof(buf));
-	interp__find_core(core, &pi, missing, sizeof(missing));
+	py_interp__find_core(core, &pi, missing, sizeof(missing));
 out:
 	mem_core__close(core);
 	free(file);

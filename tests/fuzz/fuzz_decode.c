@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * libFuzzer target for what a target process controls on the way from its
- * _Py_DebugOffsets to a decoded stack: offsets__from_debug() on a hostile table, then,
- * with whatever table it accepts, the thread-list walk (pythreads), the frame walk
- * (decode: live memory and a BPF record) and the code-object reader (code_cache,
- * pyobj) over hostile memory. Any input must give a refusal or a stack, never an
+ * _Py_DebugOffsets to a decoded stack: py_offsets__from_debug() on a hostile table, then,
+ * with whatever table it accepts, the thread-list walk (py_threads), the frame walk
+ * (decoder: live memory and a BPF record) and the code-object reader (code_cache,
+ * py_obj) over hostile memory. Any input must give a refusal or a stack, never an
  * overread, a hang or undefined behaviour, and an accepted table must keep every
  * field inside the readers' copies.
  *
@@ -32,9 +32,9 @@
 #include <string.h>
 
 #include "code_cache.h"
-#include "decode.h"
+#include "decoder.h"
 #include "frame_cache.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "strtab.h"
 #include "../unit/debug_tables.h"
 #include "../unit/fake_mem.h"
@@ -130,7 +130,7 @@ static size_t table(const uint8_t **p, const uint8_t *end, uint8_t mode, uint8_t
 	return t->nslots * 8;
 }
 
-/* What offsets__from_debug() promises the readers (see test_offsets.c). */
+/* What py_offsets__from_debug() promises the readers (see test_offsets.c). */
 static int inside(uint64_t off, uint64_t width, uint64_t size)
 {
 	return off < size && width <= size - off;
@@ -225,7 +225,7 @@ static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8
 }
 
 /* Each thread the walk finds is decoded as live sampling would, reading twice. */
-static int on_thread(const struct pythread *pt, void *arg)
+static int on_thread(const struct py_thread *pt, void *arg)
 {
 	struct ctx *c = arg;
 	const struct thread_sample t = {
@@ -262,7 +262,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	get(&p, end, &mode, 1);
 	tlen = table(&p, end, mode, buf);
-	if (offsets__from_debug(buf, tlen, &in.off))
+	if (py_offsets__from_debug(buf, tlen, &in.off))
 		return 0;
 	check_fits(&in.off);
 
@@ -292,7 +292,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.fcache = fc;
 	if (decoder__new(&cfg, &c.d))
 		goto out;
-	pythreads__walk(&m.base, &in, on_thread, &c);
+	py_threads__walk(&m.base, &in, on_thread, &c);
 	if (rlen) {
 		decoder__decode(c.d, bytes + MEM_BYTES, rlen, c.st);
 		decoder__decode(c.d, bytes + MEM_BYTES, rlen, c.st);

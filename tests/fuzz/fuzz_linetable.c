@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * libFuzzer target for linetable__line(): the table it parses is copied out of
+ * libFuzzer target for py_linetable__line(): the table it parses is copied out of
  * another process, so any byte string must get 0, -ENOENT or -EINVAL without an
  * overread or undefined behaviour. The first four bytes choose the instruction, the
  * next four co_firstlineno (extremes included, to reach the overflow checks); the
  * rest is the table, copied to an exact-size allocation so ASan sees overreads.
  *
  * Build: clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I user \
- *	tests/fuzz/fuzz_linetable.c user/linetable.c -o build/fuzz/fuzz_linetable
+ *	tests/fuzz/fuzz_linetable.c user/py_linetable.c -o build/fuzz/fuzz_linetable
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "linetable.h"
+#include "py_linetable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(tab, data + 8, len);
 
-	ret = linetable__line(tab, len, (int)first, instr, &line);
+	ret = py_linetable__line(tab, len, (int)first, instr, &line);
 	if (ret != 0 && ret != -ENOENT && ret != -EINVAL)
 		abort();
 
@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * every later one must fail as well.
 	 */
 	for (instr = 0; instr < 64; instr++) {
-		ret = linetable__line(tab, len, (int)first, instr, &line);
+		ret = py_linetable__line(tab, len, (int)first, instr, &line);
 		if (ret != 0 && ret != -ENOENT && ret != -EINVAL)
 			abort();
 		if (prev && !ret)

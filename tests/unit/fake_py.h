@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * CPython objects laid out in a fake_mem at the offsets a py_offsets names: str,
- * bytes and code objects as the readers (pyobj.c, code_cache.c) expect them. Fields
+ * bytes and code objects as the readers (py_obj.c, code_cache.c) expect them. Fields
  * that fall outside the fake memory are dropped, so any offsets can be used.
  */
 #ifndef PBP_TEST_FAKE_PY_H
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fake_mem.h"
-#include "offsets.h"
+#include "py_offsets.h"
 
 /* A compact ASCII str holding @s, with a cached hash. */
 static inline void fake_py__str(struct fake_mem *m, const struct py_offsets *o, uint64_t addr,

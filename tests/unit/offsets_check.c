@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Proves user/offsets.c against one CPython version's own headers.
+ * Proves user/py_offsets.c against one CPython version's own headers.
  *
  * Built once per interpreter version with that version's internal headers
  * (-DPy_BUILD_CORE) and linked with that version's libpython. Every field that
- * offsets.c returns is compared with offsetof(), enum values and sizes taken from
- * the real structs. 3.11 and 3.12 go through offsets__builtin(); 3.13+ feed
- * offsets__from_debug() the _Py_DebugOffsets bytes at &_PyRuntime of this very
+ * py_offsets.c returns is compared with offsetof(), enum values and sizes taken from
+ * the real structs. 3.11 and 3.12 go through py_offsets__builtin(); 3.13+ feed
+ * py_offsets__from_debug() the _Py_DebugOffsets bytes at &_PyRuntime of this very
  * process, which the runtime initializes statically. For 3.13+ the real table is
  * also mutated (bad cookie, pre-release, unknown minor) and truncated at the edge
  * of a guard page to prove the parser refuses rather than guesses or over-reads.
@@ -30,7 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../user/offsets.h"
+#include "../../user/py_offsets.h"
 
 #define NONE PBP_OFF_NONE
 
@@ -43,7 +43,7 @@ static void check(const char *what, uint64_t got, uint64_t want)
 	if (got == want)
 		return;
 	failed++;
-	printf("MISMATCH %s: offsets.c says %llu (0x%llx), headers say %llu (0x%llx)\n",
+	printf("MISMATCH %s: py_offsets.c says %llu (0x%llx), headers say %llu (0x%llx)\n",
 	       what, (unsigned long long)got, (unsigned long long)got,
 	       (unsigned long long)want, (unsigned long long)want);
 }
@@ -277,7 +277,7 @@ static void fuzz_real_table(uint8_t *area, size_t page, const uint8_t *raw, size
 
 			memcpy(buf + 8 * (2 + rnd() % (slots - 2)), &x, 8);
 		}
-		if (offsets__from_debug(at_guard(area, page, buf, full), full, &o))
+		if (py_offsets__from_debug(at_guard(area, page, buf, full), full, &o))
 			continue;
 		accepted++;
 		if (o.ts_size > 2048 || o.ts_current_frame + 8 > o.ts_size ||
@@ -324,12 +324,12 @@ static void check_debug_table(void)
 	}
 
 	/* The real table, exactly as long as the struct, ending at the guard page. */
-	ret = offsets__from_debug(at_guard(area, page, raw, full), full, &o);
-	expect("offsets__from_debug(real table) == 0", ret == 0);
+	ret = py_offsets__from_debug(at_guard(area, page, raw, full), full, &o);
+	expect("py_offsets__from_debug(real table) == 0", ret == 0);
 
 	/* Every shorter prefix is refused and never read past its end. */
 	for (len = 0; len < full; len++) {
-		ret = offsets__from_debug(at_guard(area, page, raw, len), len, &o);
+		ret = py_offsets__from_debug(at_guard(area, page, raw, len), len, &o);
 		if (ret >= 0) {
 			printf("FAILED truncated table of %zu bytes accepted\n", len);
 			failed++;
@@ -339,26 +339,26 @@ static void check_debug_table(void)
 
 	memcpy(bad, raw, sizeof(bad));
 	bad[0] ^= 0x20;
-	expect("bad cookie -> -EINVAL", offsets__from_debug(bad, full, &o) == -EINVAL);
+	expect("bad cookie -> -EINVAL", py_offsets__from_debug(bad, full, &o) == -EINVAL);
 
 	/* same minor, release candidate: layout not known, refused */
 	memcpy(bad, raw, sizeof(bad));
 	version = (PY_VERSION_HEX & ~0xffULL) | 0xc1;
 	memcpy(bad + 8, &version, sizeof(version));
-	expect("pre-release -> -ENOTSUP", offsets__from_debug(bad, full, &o) == -ENOTSUP);
+	expect("pre-release -> -ENOTSUP", py_offsets__from_debug(bad, full, &o) == -ENOTSUP);
 
 	memcpy(bad, raw, sizeof(bad));
 	version = 0x031000f0;
 	memcpy(bad + 8, &version, sizeof(version));
-	expect("3.16 -> -ENOTSUP", offsets__from_debug(bad, full, &o) == -ENOTSUP);
+	expect("3.16 -> -ENOTSUP", py_offsets__from_debug(bad, full, &o) == -ENOTSUP);
 
 	fuzz_real_table(area, page, raw, full);
 
-	ret = offsets__builtin(PY_VERSION_HEX, &o);
-	expect("offsets__builtin(own version) -> -ENOTSUP", ret == -ENOTSUP);
+	ret = py_offsets__builtin(PY_VERSION_HEX, &o);
+	expect("py_offsets__builtin(own version) -> -ENOTSUP", ret == -ENOTSUP);
 
-	ret = offsets__from_debug(raw, sizeof(raw), &o);
-	expect("offsets__from_debug(real table, 4096 bytes) == 0", ret == 0);
+	ret = py_offsets__from_debug(raw, sizeof(raw), &o);
+	expect("py_offsets__from_debug(real table, 4096 bytes) == 0", ret == 0);
 	munmap(area, 2 * page);
 }
 #endif
@@ -372,13 +372,13 @@ int main(int argc, char **argv)
 	memset(&o, 0xa5, sizeof(o));
 #if PY_VERSION_HEX >= 0x030d0000
 	check_debug_table();
-	ret = offsets__from_debug((const uint8_t *)&_PyRuntime, sizeof(_Py_DebugOffsets), &o);
+	ret = py_offsets__from_debug((const uint8_t *)&_PyRuntime, sizeof(_Py_DebugOffsets), &o);
 #else
 	expect("pre-release of this minor -> -ENOTSUP",
-	       offsets__builtin((PY_VERSION_HEX & ~0xffU) | 0xb2, &o) == -ENOTSUP);
-	ret = offsets__builtin(PY_VERSION_HEX, &o);
+	       py_offsets__builtin((PY_VERSION_HEX & ~0xffU) | 0xb2, &o) == -ENOTSUP);
+	ret = py_offsets__builtin(PY_VERSION_HEX, &o);
 #endif
-	expect("offsets.c accepts this interpreter", ret == 0);
+	expect("py_offsets.c accepts this interpreter", ret == 0);
 	if (ret == 0) {
 		check_all(&o);
 		if (print)

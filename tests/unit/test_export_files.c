@@ -102,14 +102,14 @@ static void rotation(void)
 		struct export_profile p = { .data = data, .len = sizeof(data), .pid = 7,
 					    .end_unix_ns = 1700000000000000000LL +
 							   i * 10000000000LL };
-		struct export_item *it = export_item__new(&p);
+		struct export_item *it = export_queue__item_new(&p);
 		struct stat st;
 
 		CHECK(it);
 		memset(data, 'a' + (int)i, sizeof(data));
 		memset(it->data, 'a' + (int)i, it->len);
 		CHECK(!export_files__write(f, it, path, sizeof(path)));
-		export_item__free(it);
+		export_queue__item_free(it);
 		CHECK(!stat(path, &st) && st.st_size == sizeof(data));
 		if (!i)
 			snprintf(first, sizeof(first), "%s", path);
@@ -187,10 +187,10 @@ static void temporary_is_new(void)
 	CHECK(!link(victim, planted));
 	CHECK(!export_files__new(dir, 0, 0, "app", &f));
 	memset(data, 'p', sizeof(data));
-	it = export_item__new(&p);
+	it = export_queue__item_new(&p);
 	CHECK(it);
 	CHECK(!export_files__write(f, it, path, sizeof(path)));
-	export_item__free(it);
+	export_queue__item_free(it);
 	export_files__free(f);
 	CHECK(!stat(path, &st) && st.st_size == sizeof(data));
 	CHECK(!stat(victim, &st) && st.st_size == 42 && st.st_nlink == 2);

@@ -3,7 +3,7 @@
  * The export side against real HTTP peers that tests/test_agent_export.py provides:
  *
  *   test_export_http push URL PPROF_FILE
- *	one pyroscope__push() of PPROF_FILE with labels that need sanitising; prints
+ *	one export_pyroscope__push() of PPROF_FILE with labels that need sanitising; prints
  *	"status=S err=E"; the server side checks what arrived.
  *   test_export_http outage URL ITEMS QUEUE_MAX
  *	an exporter while nothing listens at URL: ITEMS profiles (label seq=1..ITEMS)
@@ -80,15 +80,15 @@ static int push(const char *url, const char *file)
 	int err;
 
 	p.data = read_file(file, &p.len);
-	it = export_item__new(&p);
+	it = export_queue__item_new(&p);
 	CHECK(it);
-	CHECK(!pyroscope__new(&cfg, &py));
-	err = pyroscope__push(py, it, 5000, &status);
+	CHECK(!export_pyroscope__new(&cfg, &py));
+	err = export_pyroscope__push(py, it, 5000, &status);
 	printf("status=%ld err=%d\n", status, err);
-	pyroscope__free(py);
-	export_item__free(it);
+	export_pyroscope__free(py);
+	export_queue__item_free(it);
 	free((void *)p.data);
-	CHECK(pyroscope__new(&(struct pyroscope_cfg){ .url = "ftp://x" }, &py) == -EINVAL);
+	CHECK(export_pyroscope__new(&(struct pyroscope_cfg){ .url = "ftp://x" }, &py) == -EINVAL);
 	return err ? 1 : 0;
 }
 

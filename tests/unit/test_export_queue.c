@@ -22,7 +22,7 @@ static struct export_item *item(uint32_t seq, size_t len)
 	struct profile_label labels[] = { { "pod_uid", "abc" }, { "command", "python3 x.py" } };
 	struct export_profile p = { .data = zeros, .len = len, .labels = labels, .nlabels = 2,
 				    .pid = seq, .app_name = "app", .rate_hz = 100 };
-	struct export_item *it = export_item__new(&p);
+	struct export_item *it = export_queue__item_new(&p);
 
 	CHECK(it);
 	return it;
@@ -47,7 +47,7 @@ static void item_copies_everything(void)
 	struct export_profile p = { .data = data, .len = 5, .labels = labels, .nlabels = 2,
 				    .start_unix_ns = 1, .end_unix_ns = 2, .rate_hz = 99,
 				    .pid = 7 };
-	struct export_item *it = export_item__new(&p);
+	struct export_item *it = export_queue__item_new(&p);
 
 	CHECK(it);
 	memset(data, 0, sizeof(data));
@@ -58,7 +58,7 @@ static void item_copies_everything(void)
 	CHECK(!strcmp(it->labels[1].value, ""));
 	CHECK(!it->app_name && it->pid == 7 && it->rate_hz == 99 && it->end_unix_ns == 2);
 	CHECK(it->size >= sizeof(*it) + 5);
-	export_item__free(it);
+	export_queue__item_free(it);
 }
 
 static void item_bound_drops_oldest(void)
@@ -83,7 +83,7 @@ static void byte_bound_drops_oldest(void)
 	struct export_item *probe = item(0, 1000);
 	size_t one = probe->size;
 
-	export_item__free(probe);
+	export_queue__item_free(probe);
 	/* Room for two and a half items of this size. */
 	CHECK(!export_queue__new(100, one * 5 / 2, &q));
 	for (uint32_t i = 1; i <= 4; i++)

@@ -4,7 +4,7 @@
  *
  * The readers copy a bounded prefix of a target's object (a code object, a frame
  * header, a thread state) and take fields out of it at offsets that came from the
- * target's _Py_DebugOffsets. offsets__from_debug() refuses tables whose fields lie
+ * target's _Py_DebugOffsets. py_offsets__from_debug() refuses tables whose fields lie
  * outside those copies; this test hands the readers offsets that bypass that check,
  * as a future table or a bug in it would, and a fake target whose objects are laid out
  * at them. Each reader must refuse, never read past its buffer: built with
@@ -19,10 +19,10 @@
 
 #include "check.h"
 #include "code_cache.h"
-#include "decode.h"
+#include "decoder.h"
 #include "fake_mem.h"
 #include "fake_py.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "strtab.h"
 
 #define BASE		0x10000ull
@@ -48,7 +48,7 @@ static struct py_offsets base_offsets(void)
 {
 	struct py_offsets o;
 
-	CHECK(offsets__builtin(0x030b02f0, &o) == 0);
+	CHECK(py_offsets__builtin(0x030b02f0, &o) == 0);
 	return o;
 }
 
@@ -250,9 +250,9 @@ static void test_record_len(void)
 	printf("records: lengths shorter than the header refused\n");
 }
 
-static int count_thread(const struct pythread *t, void *arg)
+static int count_thread(const struct py_thread *t, void *arg)
 {
-	struct pythread *seen = arg;
+	struct py_thread *seen = arg;
 
 	*seen = *t;
 	seen->ts_bytes = NULL;
@@ -272,19 +272,19 @@ static void build_threads(const struct py_offsets *o)
 	fake_mem__put_u64(&mem, CFRAME + o->cframe_current_frame, FRAME);
 }
 
-static void walk_threads(const struct py_offsets *o, struct pythread seen[2])
+static void walk_threads(const struct py_offsets *o, struct py_thread seen[2])
 {
 	struct py_interp in = { .runtime = RUNTIME, .off = *o };
 
 	memset(seen, 0, 2 * sizeof(*seen));
-	CHECK(pythreads__walk(&mem.base, &in, count_thread, seen) == 0);
+	CHECK(py_threads__walk(&mem.base, &in, count_thread, seen) == 0);
 }
 
 /* Thread-state fields whose offset plus width wraps around: not inside the copy. */
 static void test_thread_fields(void)
 {
 	struct py_offsets o = base_offsets();
-	struct pythread seen[2];
+	struct py_thread seen[2];
 
 	build_threads(&o);
 	walk_threads(&o, seen);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Checks linetable__line() against what real interpreters report. The dump, written by
+ * Checks py_linetable__line() against what real interpreters report. The dump, written by
  * tests/tools/dump_positions.py running under the interpreter under test, gives for
  * each code object its co_firstlineno, co_linetable and the start line co_positions()
  * yields for every code unit; every one of them must agree, and the code unit just
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "linetable.h"
+#include "py_linetable.h"
 
 #define MAX_REPORTED 10
 
@@ -90,7 +90,7 @@ static int run_builtin(void)
 		}
 		if (c->len)
 			memcpy(tab, c->tab, c->len);
-		ret = linetable__line(tab, c->len, c->firstlineno, c->instr, &line);
+		ret = py_linetable__line(tab, c->len, c->firstlineno, c->instr, &line);
 		if (ret != c->ret || (ret == 0 && line != c->line)) {
 			fprintf(stderr, "builtin \"%s\": got ret %d line %d, want ret %d line %d\n",
 				c->what, ret, line, c->ret, c->line);
@@ -103,7 +103,7 @@ static int run_builtin(void)
 
 static int check_clean(const uint8_t *tab, size_t len, uint32_t instr)
 {
-	int line, ret = linetable__line(tab, len, 1, instr, &line);
+	int line, ret = py_linetable__line(tab, len, 1, instr, &line);
 
 	if (ret == 0 || ret == -ENOENT || ret == -EINVAL)
 		return 0;
@@ -283,11 +283,11 @@ static int check_record(char *rec, unsigned long lineno, struct totals *t)
 
 	for (i = 0; i < units; i++) {
 		line = INT_MIN;
-		ret = linetable__line(tab, len, firstlineno, i, &line);
+		ret = py_linetable__line(tab, len, firstlineno, i, &line);
 		if (ret || line != lines[i])
 			mismatch(t, name, lineno, i, ret, line, lines[i]);
 	}
-	ret = linetable__line(tab, len, firstlineno, (uint32_t)units, &line);
+	ret = py_linetable__line(tab, len, firstlineno, (uint32_t)units, &line);
 	if (ret != -ENOENT)
 		mismatch(t, name, lineno, (uint32_t)units, ret, line, INT_MIN);
 	t->codes++;

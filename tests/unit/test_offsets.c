@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Host-only negative tests for user/offsets.c: no interpreter needed.
+ * Host-only negative tests for user/py_offsets.c: no interpreter needed.
  *
  * Wrong cookies, versions without a known layout (3.10, 3.12 tables, 3.16,
  * pre-releases), truncated and random tables must be refused with the documented
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../user/offsets.h"
+#include "../../user/py_offsets.h"
 #include "debug_tables.h"
 
 #define HEX(maj, min, mic, lvl, ser) \
@@ -64,7 +64,7 @@ static void make_table(uint8_t *buf, size_t len, const char *cookie, uint64_t ve
 	memcpy(buf + 8, &version, sizeof(version));
 }
 
-/* Calls offsets__from_debug() and checks *out is untouched on failure. */
+/* Calls py_offsets__from_debug() and checks *out is untouched on failure. */
 static int from_debug(const uint8_t *buf, size_t len)
 {
 	struct py_offsets o, before;
@@ -72,7 +72,7 @@ static int from_debug(const uint8_t *buf, size_t len)
 
 	memset(&o, 0x5a, sizeof(o));
 	before = o;
-	ret = offsets__from_debug(buf, len, &o);
+	ret = py_offsets__from_debug(buf, len, &o);
 	if (ret && memcmp(&o, &before, sizeof(o)))
 		touched++;
 	return ret;
@@ -86,7 +86,7 @@ static int inside(uint64_t off, uint64_t width, uint64_t size)
 
 /*
  * Every field a reader takes out of a bounded copy lies inside that copy: the thread
- * state (pythreads, BPF), the frame header (decode, BPF), the code object up to
+ * state (py_threads, BPF), the frame header (decoder, BPF), the code object up to
  * co_size (code_cache, where ob_size follows ob_type). Absent fields need no room.
  */
 static int fits_readers(const struct py_offsets *o)
@@ -135,7 +135,7 @@ static void test_builtin(void)
 	struct py_offsets o, before;
 	int ret;
 
-	ret = offsets__builtin(HEX(3, 11, 2, FINAL, 0), &o);
+	ret = py_offsets__builtin(HEX(3, 11, 2, FINAL, 0), &o);
 	expect(ret == 0, "3.11.2 built in", ret);
 	expect(o.version_hex == HEX(3, 11, 2, FINAL, 0), "3.11 version kept", o.version_hex);
 	expect(o.tested == 1, "3.11 tested", o.tested);
@@ -144,14 +144,14 @@ static void test_builtin(void)
 	expect(o.owner_cstack == 0xff && o.owner_interpreter == 0xff,
 	       "3.11 has no shim or base frames", o.owner_cstack);
 
-	ret = offsets__builtin(HEX(3, 12, 7, FINAL, 0), &o);
+	ret = py_offsets__builtin(HEX(3, 12, 7, FINAL, 0), &o);
 	expect(ret == 0, "3.12.7 built in", ret);
 	expect(o.tested == 1, "3.12 run live", o.tested);
 	expect(o.owner_cstack == 3, "3.12 shim owner", o.owner_cstack);
 	expect(o.ts_size <= 2048 && o.ts_datastack_limit + 8 <= o.ts_size,
 	       "3.12 ts_size covers fields", (long)o.ts_size);
 	expect(fits_readers(&o), "3.12 fits the readers' copies", (long)o.co_size);
-	offsets__builtin(HEX(3, 11, 2, FINAL, 0), &o);
+	py_offsets__builtin(HEX(3, 11, 2, FINAL, 0), &o);
 	expect(fits_readers(&o), "3.11 fits the readers' copies", (long)o.co_size);
 
 	const uint32_t refused[] = {
@@ -162,11 +162,11 @@ static void test_builtin(void)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
 		memset(&o, 0x5a, sizeof(o));
 		before = o;
-		ret = offsets__builtin(refused[i], &o);
+		ret = py_offsets__builtin(refused[i], &o);
 		expect(ret == -ENOTSUP, "builtin refuses", refused[i]);
 		expect(!memcmp(&o, &before, sizeof(o)), "builtin leaves out alone", refused[i]);
 	}
-	expect(offsets__builtin(HEX(3, 11, 2, FINAL, 0), NULL) == -EINVAL, "NULL out", 0);
+	expect(py_offsets__builtin(HEX(3, 11, 2, FINAL, 0), NULL) == -EINVAL, "NULL out", 0);
 }
 
 static void test_debug_refusals(void)
@@ -175,9 +175,9 @@ static void test_debug_refusals(void)
 	struct py_offsets o;
 	int ret;
 
-	expect(offsets__from_debug(NULL, sizeof(buf), &o) == -EINVAL, "NULL buf", 0);
+	expect(py_offsets__from_debug(NULL, sizeof(buf), &o) == -EINVAL, "NULL buf", 0);
 	make_table(buf, sizeof(buf), "xdebugpy", HEX(3, 14, 10, FINAL, 0));
-	expect(offsets__from_debug(buf, sizeof(buf), NULL) == -EINVAL, "NULL out", 0);
+	expect(py_offsets__from_debug(buf, sizeof(buf), NULL) == -EINVAL, "NULL out", 0);
 
 	/* cookies: wrong, other case, truncated */
 	const char *cookies[] = { "xdebugpz", "XDEBUGPY", "\0debugpy", "ydebugpy" };
@@ -223,7 +223,7 @@ static void test_real_tables(void)
 		struct py_offsets o;
 		int ret;
 
-		ret = offsets__from_debug(at_guard(buf, len), len, &o);
+		ret = py_offsets__from_debug(at_guard(buf, len), len, &o);
 		expect(ret == 0, "real table accepted", (long)debug_tables[i].slots[1]);
 		if (ret)
 			continue;
@@ -338,7 +338,7 @@ static void test_random(void)
 		}
 		memcpy(buf, "xdebugpy", 8);
 		memcpy(buf + 8, &v, 8);
-		ret = offsets__from_debug(at_guard(buf, len), len, &o);
+		ret = py_offsets__from_debug(at_guard(buf, len), len, &o);
 		if (ret && ret != -EINVAL && ret != -ENOTSUP)
 			badret++;
 		if (ret)
@@ -392,7 +392,7 @@ static void test_mutated(void)
 
 			set_slot(buf, slot, mutate(t->slots[slot]));
 		}
-		ret = offsets__from_debug(at_guard(buf, len), len, &o);
+		ret = py_offsets__from_debug(at_guard(buf, len), len, &o);
 		if (ret && ret != -EINVAL && ret != -ENOTSUP)
 			badret++;
 		if (ret)

@@ -133,7 +133,7 @@ int main(int argc, char **argv)
 	struct profile_sample samples[sizeof(timeline) / sizeof(timeline[0])];
 	struct strtab *strs = strtab__new();
 	struct aggregate *agg = aggregate__new();
-	const struct writer *w = argc >= 2 ? writer__find(argv[1]) : NULL;
+	const struct writer *w = argc >= 2 ? writers__find(argv[1]) : NULL;
 	size_t large = argc == 4 && !strcmp(argv[2], "--large") ? strtoul(argv[3], NULL, 0) : 0;
 	int labels = argc == 3 && !strcmp(argv[2], "--labels");
 	static const struct profile_label agent_labels[] = {

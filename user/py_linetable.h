@@ -4,8 +4,8 @@
  * instruction belongs to. The table comes from another process, so the parser never
  * reads past @len and rejects malformed input instead of trusting it.
  */
-#ifndef PBP_LINETABLE_H
-#define PBP_LINETABLE_H
+#ifndef PBP_PY_LINETABLE_H
+#define PBP_PY_LINETABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
  * instruction has no line. Returns 0, -ENOENT if @instr lies past the table's end,
  * or -EINVAL if the table is malformed.
  */
-int linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint32_t instr,
+int py_linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint32_t instr,
 		    int *line);
 
 #endif

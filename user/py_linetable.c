@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "linetable.h"
+#include "py_linetable.h"
 
 /* Entry kinds, bits 3-6 of an entry's first byte; the layout is unchanged 3.11-3.15. */
 enum {
@@ -143,7 +143,7 @@ static int lt_entry(struct lt_cursor *c, unsigned int kind, bool *has_line,
 	return 0;
 }
 
-int linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint32_t instr,
+int py_linetable__line(const uint8_t *tab, size_t len, int firstlineno, uint32_t instr,
 		    int *line)
 {
 	struct lt_cursor c = { .tab = tab, .len = len, .pos = 0 };

@@ -5,23 +5,23 @@
  * it holds the GIL. Used where no BPF program found the thread for us: live-only
  * sampling, dump, core files.
  */
-#ifndef PBP_PYTHREADS_H
-#define PBP_PYTHREADS_H
+#ifndef PBP_PY_THREADS_H
+#define PBP_PY_THREADS_H
 
 #include <stdint.h>
 
-#include "interp.h"
+#include "py_interp.h"
 #include "mem.h"
 
 #define PYTHREADS_TS_MAX PBP_TSTATE_COPY_MAX	/* bytes of a thread state kept */
 
-enum pythread_gil {
-	PYTHREAD_GIL_UNKNOWN = -1,	/* this version's GIL state is not known to us */
-	PYTHREAD_GIL_NO = 0,
-	PYTHREAD_GIL_HELD = 1,
+enum py_thread_gil {
+	PY_THREAD_GIL_UNKNOWN = -1,	/* this version's GIL state is not known to us */
+	PY_THREAD_GIL_NO = 0,
+	PY_THREAD_GIL_HELD = 1,
 };
 
-struct pythread {
+struct py_thread {
 	uint64_t interp;
 	uint64_t tstate;
 	uint32_t tid;			/* kernel thread id (native_thread_id) */
@@ -29,13 +29,13 @@ struct pythread {
 	uint64_t chunk, top, limit;	/* current data-stack chunk, its top and end */
 	uint64_t ts_cframe;		/* 3.11/3.12: tstate->cframe; else 0 */
 	uint64_t anchor, anchor_seq;	/* 3.15+: last_profiled_frame(_seq); else 0 */
-	enum pythread_gil gil;
+	enum py_thread_gil gil;
 	const uint8_t *ts_bytes;	/* the thread state as read, ts_len bytes */
 	uint32_t ts_len;
 };
 
 /* Called per thread; a non-zero return stops the walk and is returned. */
-typedef int (*pythread_fn)(const struct pythread *t, void *arg);
+typedef int (*py_thread_fn)(const struct py_thread *t, void *arg);
 
 /*
  * Walks every thread of every interpreter of @in through @m. Bounded by
@@ -43,17 +43,17 @@ typedef int (*pythread_fn)(const struct pythread *t, void *arg);
  * cyclic list ends the walk. Returns 0, the callback's value, or -EFAULT if the
  * runtime itself cannot be read.
  */
-int pythreads__walk(struct mem_source *m, const struct py_interp *in, pythread_fn fn,
+int py_threads__walk(struct mem_source *m, const struct py_interp *in, py_thread_fn fn,
 		    void *arg);
 
 /* Reads @t's thread state again and updates its stack fields (not the GIL state);
  * -ESRCH if it now belongs to another thread. */
-int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct pythread *t);
+int py_threads__refresh(struct mem_source *m, const struct py_interp *in, struct py_thread *t);
 
 /* Address of the GIL's state of the first interpreter in the list (the newest one);
  * -ENOTSUP where this version's layout is unknown. From 3.12 on a subinterpreter may
- * have a GIL of its own: pythreads__walk() reads each interpreter's, and so does
+ * have a GIL of its own: py_threads__walk() reads each interpreter's, and so does
  * the BPF program, which only needs to know here that the GIL can be read. */
-int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr);
+int py_threads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr);
 
 #endif

@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "pbp_abi.h"
-#include "pythreads.h"
+#include "py_threads.h"
 #include "structbuf.h"
 
 /* A field of the copied thread state; 0 for one this version lacks (PBP_OFF_NONE) or
@@ -56,7 +56,7 @@ static uint64_t current_frame(struct mem_source *m, const struct py_offsets *o,
 	return frame;
 }
 
-int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr)
+int py_threads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *addr)
 {
 	const struct py_offsets *o = &in->off;
 	uint64_t interp;
@@ -77,7 +77,7 @@ int pythreads__gil(struct mem_source *m, const struct py_interp *in, uint64_t *a
 
 /* The fields of @t that describe its stack, from the thread state bytes @ts. */
 static void fill(struct mem_source *m, const struct py_offsets *o, const uint8_t *ts,
-		 uint32_t len, struct pythread *t)
+		 uint32_t len, struct py_thread *t)
 {
 	t->tid = (uint32_t)ts_u64(ts, len, o->ts_native_thread_id);
 	t->chunk = ts_u64(ts, len, o->ts_datastack_chunk);
@@ -89,7 +89,7 @@ static void fill(struct mem_source *m, const struct py_offsets *o, const uint8_t
 	t->anchor_seq = ts_u64(ts, len, o->ts_last_profiled_frame_seq);
 }
 
-int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct pythread *t)
+int py_threads__refresh(struct mem_source *m, const struct py_interp *in, struct py_thread *t)
 {
 	const struct py_offsets *o = &in->off;
 	uint8_t ts[PYTHREADS_TS_MAX];
@@ -106,7 +106,7 @@ int pythreads__refresh(struct mem_source *m, const struct py_interp *in, struct 
 }
 
 static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64_t interp,
-			pythread_fn fn, void *arg)
+			py_thread_fn fn, void *arg)
 {
 	const struct py_offsets *o = &in->off;
 	uint8_t ts[PYTHREADS_TS_MAX];
@@ -118,13 +118,13 @@ static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64
 	if (mem__read_u64(m, interp + o->interp_threads_head, &tstate))
 		return -EFAULT;
 	for (int i = 0; tstate && i < PBP_THREADS_MAX; i++) {
-		struct pythread t = { .interp = interp, .tstate = tstate };
+		struct py_thread t = { .interp = interp, .tstate = tstate };
 
 		if ((tstate & 7) || mem__read(m, tstate, ts, len))
 			return 0;	/* the list changed under us: what was seen stands */
 		fill(m, o, ts, len, &t);
-		t.gil = gil_err ? PYTHREAD_GIL_UNKNOWN :
-			holder == tstate ? PYTHREAD_GIL_HELD : PYTHREAD_GIL_NO;
+		t.gil = gil_err ? PY_THREAD_GIL_UNKNOWN :
+			holder == tstate ? PY_THREAD_GIL_HELD : PY_THREAD_GIL_NO;
 		t.ts_bytes = ts;
 		t.ts_len = len;
 		err = fn(&t, arg);
@@ -135,7 +135,7 @@ static int walk_threads(struct mem_source *m, const struct py_interp *in, uint64
 	return 0;
 }
 
-int pythreads__walk(struct mem_source *m, const struct py_interp *in, pythread_fn fn,
+int py_threads__walk(struct mem_source *m, const struct py_interp *in, py_thread_fn fn,
 		    void *arg)
 {
 	const struct py_offsets *o = &in->off;

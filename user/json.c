@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* JSON string escaping; see json_out.h. */
+/* JSON string escaping; see json.h. */
 #include <stddef.h>
 
-#include "json_out.h"
+#include "json.h"
 
 /* Length of the valid UTF-8 sequence at @s (RFC 3629: no overlong forms, no
  * surrogates, nothing above U+10FFFF), or 0. The terminating NUL is never a

@@ -8,8 +8,8 @@
  * -ENOMEM, so an encoder can emit a whole message and check once at the end instead
  * of after every field.
  */
-#ifndef PBP_PB_ENCODE_H
-#define PBP_PB_ENCODE_H
+#ifndef PBP_PB_H
+#define PBP_PB_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,14 +4,14 @@
  * the sampled frame, name each frame by its code object and line, and say whether the
  * walk reached the bottom of the thread's stack.
  */
-#ifndef PBP_DECODE_H
-#define PBP_DECODE_H
+#ifndef PBP_DECODER_H
+#define PBP_DECODER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "code_cache.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "mem.h"
 #include "pbp_abi.h"
 

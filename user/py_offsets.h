@@ -10,8 +10,8 @@
  * Every offset is in bytes from the start of its struct. A field a version lacks is
  * PBP_OFF_NONE.
  */
-#ifndef PBP_OFFSETS_H
-#define PBP_OFFSETS_H
+#ifndef PBP_PY_OFFSETS_H
+#define PBP_PY_OFFSETS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -105,21 +105,21 @@ struct py_offsets {
 };
 
 /* Fills @out for a version without _Py_DebugOffsets (3.11, 3.12). -ENOTSUP otherwise. */
-int offsets__builtin(uint32_t version_hex, struct py_offsets *out);
+int py_offsets__builtin(uint32_t version_hex, struct py_offsets *out);
 
 /*
  * Parses the _Py_DebugOffsets bytes at the start of _PyRuntime (3.13+). @buf holds
  * @len bytes read from the target. Returns -EINVAL if the cookie is wrong, -ENOTSUP
  * for a version or pre-release whose layout is unknown (never guesses), else 0.
  */
-int offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out);
+int py_offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out);
 
-/* Bytes of _PyRuntime worth reading for offsets__from_debug(). */
+/* Bytes of _PyRuntime worth reading for py_offsets__from_debug(). */
 #define PBP_DEBUG_OFFSETS_MAX 4096
 
 /*
  * The most bytes of each struct that a reader copies before taking fields out of the
- * copy. offsets__from_debug() refuses a table with a field outside these, and the
+ * copy. py_offsets__from_debug() refuses a table with a field outside these, and the
  * readers bound every field by what they hold as well.
  */
 #define PBP_CODE_COPY_MAX 512		/* PyCodeObject up to co_code_adaptive: code_cache */

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "offsets.h"
+#include "py_offsets.h"
 
 #define NONE			PBP_OFF_NONE
 #define NO_OWNER		0xff
@@ -325,7 +325,7 @@ static bool is_final(uint32_t version_hex, unsigned int minor)
 	       PY_LEVEL(version_hex) == PY_LEVEL_FINAL;
 }
 
-int offsets__builtin(uint32_t version_hex, struct py_offsets *out)
+int py_offsets__builtin(uint32_t version_hex, struct py_offsets *out)
 {
 	const struct py_offsets *t;
 
@@ -540,7 +540,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	return 0;
 }
 
-int offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out)
+int py_offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *out)
 {
 	const struct debug_layout *l = NULL;
 	uint64_t version;

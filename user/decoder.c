@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "decode.h"
+#include "decoder.h"
 #include "frame_cache.h"
 #include "hash.h"
 #include "mem_snapshot.h"

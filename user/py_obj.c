@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* str and bytes readers; see pyobj.h. */
+/* str and bytes readers; see py_obj.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pyobj.h"
+#include "py_obj.h"
 
 static size_t put_utf8(char *out, uint32_t cp)
 {
@@ -30,7 +30,7 @@ static size_t put_utf8(char *out, uint32_t cp)
 	return 4;
 }
 
-int pystr__read(struct mem_source *m, const struct py_offsets *o, uint64_t addr, char *out,
+int py_obj__str(struct mem_source *m, const struct py_offsets *o, uint64_t addr, char *out,
 		size_t cap, size_t *len)
 {
 	uint8_t raw[PYSTR_MAX_CHARS * 4];
@@ -76,14 +76,14 @@ int pystr__read(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 	return 0;
 }
 
-int pystr__hash(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
+int py_obj__str_hash(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 		uint64_t *hash)
 {
 	/* Py_hash_t hash follows Py_ssize_t length in PyASCIIObject in every version. */
 	return mem__read_u64(m, addr + o->unicode_length + 8, hash);
 }
 
-int pybytes__read(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
+int py_obj__bytes(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 		  uint8_t **out, size_t *len)
 {
 	int64_t size;

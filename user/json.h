@@ -4,8 +4,8 @@
  * come from the target's memory and the kernel, so nothing about them can be trusted
  * to be valid UTF-8 or free of quotes and control characters.
  */
-#ifndef PBP_JSON_OUT_H
-#define PBP_JSON_OUT_H
+#ifndef PBP_JSON_H
+#define PBP_JSON_H
 
 #include <stdio.h>
 

@@ -22,7 +22,7 @@
 
 #include "elf_syms.h"
 #include "hostile_file.h"
-#include "interp.h"
+#include "py_interp.h"
 #include "log.h"
 #include "mem_core.h"
 #include "proc.h"
@@ -123,7 +123,7 @@ static int search_file(const struct proc_map *m, void *arg)
 			}
 			continue;
 		}
-		err = elf__find_symbols(fd, c->q, NSYMS);
+		err = elf_syms__find(fd, c->q, NSYMS);
 		close(fd);
 		if (err) {
 			best = err;
@@ -218,13 +218,13 @@ static int load_offsets(struct mem_source *mem, struct py_interp *out)
 	if (out->version_hex < 0x030b0000)
 		return -ENOTSUP;
 	if (out->version_hex < 0x030d0000)
-		return offsets__builtin(out->version_hex, &out->off);
+		return py_offsets__builtin(out->version_hex, &out->off);
 	/* The table may sit near the end of a mapping: shrink the read until it fits. */
 	while (len >= 512 && mem__read(mem, out->runtime, buf, len))
 		len /= 2;
 	if (len < 512)
 		return -EFAULT;
-	return offsets__from_debug(buf, len, &out->off);
+	return py_offsets__from_debug(buf, len, &out->off);
 }
 
 /* Fills @out from what find_runtime() found. 0; -EFAULT if the runtime cannot be read;
@@ -292,7 +292,7 @@ static const struct map_source live_source = {
 	.privileged = 1u << 0,	/* map_files */
 };
 
-int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
+int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 {
 	struct find_ctx *c;
 	char link[64];
@@ -354,7 +354,7 @@ static const struct map_source core_source = {
 	.ntries = 1,
 };
 
-int interp__find_core(struct mem_core *core, struct py_interp *out, char *missing, size_t len)
+int py_interp__find_core(struct mem_core *core, struct py_interp *out, char *missing, size_t len)
 {
 	struct find_ctx *c;
 	int err;
@@ -390,7 +390,7 @@ out:
 	return err;
 }
 
-void interp__version_str(uint32_t hex, char *buf, size_t len)
+void py_interp__version_str(uint32_t hex, char *buf, size_t len)
 {
 	unsigned int major = hex >> 24, minor = (hex >> 16) & 0xff, micro = (hex >> 8) & 0xff;
 	unsigned int level = (hex >> 4) & 0xf, serial = hex & 0xf;

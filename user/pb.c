@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Protocol-buffers encoding; see pb_encode.h. */
+/* Protocol-buffers encoding; see pb.h. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pb_encode.h"
+#include "pb.h"
 #include "vec.h"
 
 enum { WIRE_VARINT = 0, WIRE_LEN = 2 };

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_out.h"
+#include "json.h"
 
 static const struct {
 	const char *in, *out;
@@ -49,6 +49,6 @@ int main(void)
 		}
 		free(buf);
 	}
-	printf("json_out: %s\n", failed ? "FAILED" : "ok");
+	printf("json: %s\n", failed ? "FAILED" : "ok");
 	return failed;
 }

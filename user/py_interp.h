@@ -3,15 +3,15 @@
  * Finding a process's CPython, live or in a core: which mapped file holds _PyRuntime,
  * where it is loaded, the interpreter version and the offsets that go with it.
  */
-#ifndef PBP_INTERP_H
-#define PBP_INTERP_H
+#ifndef PBP_PY_INTERP_H
+#define PBP_PY_INTERP_H
 
 #include <limits.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "mem.h"
-#include "offsets.h"
+#include "py_offsets.h"
 
 struct py_interp {
 	pid_t pid;
@@ -31,7 +31,7 @@ struct py_interp {
  * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read (a file:
  * out->unopened is set and out->path names it as the target sees it).
  */
-int interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);
+int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);
 
 struct mem_core;
 
@@ -44,11 +44,11 @@ struct mem_core;
  * mapped (@missing names it); -ENOTSUP as above; -EIO if the core lacks the runtime's
  * memory; -EACCES/-EPERM if a file cannot be read.
  */
-int interp__find_core(struct mem_core *core, struct py_interp *out, char *missing,
+int py_interp__find_core(struct mem_core *core, struct py_interp *out, char *missing,
 		      size_t missing_len);
 
 /* "3.13.1", "3.15.0a7", ... */
-void interp__version_str(uint32_t hex, char *buf, size_t len);
+void py_interp__version_str(uint32_t hex, char *buf, size_t len);
 
 /* The versions this build reads, for error messages. */
 #define PBP_SUPPORTED_VERSIONS "3.11, 3.12, 3.13, 3.14, 3.15"
