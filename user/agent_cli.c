@@ -119,9 +119,9 @@ static int agent_with(int argc, char **argv, struct agent_config *cli)
 				return code;
 		}
 	}
-	cli__set_verbosity(verbose);
-	if (optind < argc)
-		return cli__usage_error("agent", "unexpected argument '%s'", argv[optind]);
+	code = cli__end_options("agent", argc, argv, verbose);
+	if (code)
+		return code;
 	return agent__run(cli, config);
 }
 

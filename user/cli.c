@@ -50,6 +50,14 @@ void cli__set_verbosity(int verbose)
 	log__set_level(verbose >= 2 ? LOG_DEBUG : verbose ? LOG_INFO : LOG_WARN);
 }
 
+int cli__end_options(const char *cmd, int argc, char **argv, int verbose)
+{
+	cli__set_verbosity(verbose);
+	if (optind < argc)
+		return cli__usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
 int cli__select_option(const char *cmd, int opt, struct cli_select *sel)
 {
 	int err = 0;

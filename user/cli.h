@@ -29,6 +29,11 @@ int cli__parse_uint(const char *s, unsigned long min, unsigned long max, unsigne
 int cli__common_option(const char *cmd, const char *help, int opt, char **argv, int *verbose);
 /* -v given @verbose times: warnings, then information, then debug. */
 void cli__set_verbosity(int verbose);
+/*
+ * After the option loop of a subcommand that takes no operands: sets the verbosity;
+ * 0, or EXIT_USAGE naming the first operand left in @argv.
+ */
+int cli__end_options(const char *cmd, int argc, char **argv, int verbose);
 
 /* -a and what narrows it: the same options for record and top. */
 enum { CLI_OPT_PID_FILTER = 512, CLI_OPT_CONTAINER, CLI_OPT_EXCLUDE, CLI_OPT_MAX_PROCESSES };

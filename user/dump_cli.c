@@ -83,9 +83,9 @@ int dump_cli__main(int argc, char **argv)
 				return code;
 		}
 	}
-	cli__set_verbosity(verbose);
-	if (optind < argc)
-		return cli__usage_error("dump", "unexpected argument '%s'", argv[optind]);
+	code = cli__end_options("dump", argc, argv, verbose);
+	if (code)
+		return code;
 	if (o.pid && o.core)
 		return cli__usage_error("dump", "%s",
 					"give either -p PID or --core CORE, not both");

@@ -112,9 +112,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 				return code;
 		}
 	}
-	cli__set_verbosity(verbose);
-	if (optind < argc)
-		return cli__usage_error("top", "unexpected argument '%s'", argv[optind]);
+	code = cli__end_options("top", argc, argv, verbose);
+	if (code)
+		return code;
 	code = cli__select_check("top", sel);
 	if (code)
 		return code;
