@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * On-CPU sampler. Runs on every tick of the per-CPU software clock; for a thread of a
- * target process it copies the PyThreadState and the live part of the thread's
- * data-stack chunks into one ring-buffer record, while the thread is interrupted and
- * its frames cannot change. Decoding (frame walks, code objects, line tables) is
+ * Sampler. On every tick of the per-CPU software clock, for a thread of a target
+ * process, it copies the PyThreadState and the live part of the thread's data-stack
+ * chunks into one ring-buffer record, while the thread is interrupted and its frames
+ * cannot change. With off-CPU sampling it also follows each target thread through the
+ * scheduler: a wait inside a system call is measured across every switch until the
+ * call returns, and the record is made then, before the thread runs any user code
+ * and so with its stack still where it blocked; a preemption outside any call is
+ * recorded as the thread switches out, and its length follows when it is back.
+ * Decoding (frame walks, code objects, line tables) is
  * unbounded work and stays in user space.
  */
 #include "vmlinux.h"
@@ -15,7 +20,8 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define PAGE_BYTES 4096
-#define PF_EXITING 0x00000004	/* include/linux/sched.h; a macro, so not in BTF */
+#define PF_EXITING 0x00000004	/* include/linux/sched.h; macros, so not in BTF */
+#define PF_KTHREAD 0x00200000
 
 /* Set through the skeleton before load. */
 const volatile __u64 wakeup_bytes = 1 << 20;
@@ -24,6 +30,10 @@ const volatile bool every_exec = false;	/* system-wide: report every exec */
  * CAP_SYS_ADMIN, which least-privilege deployments do not grant): the program then
  * times itself, so its cost per sample is still known. */
 const volatile bool self_timed = false;
+/* Off-CPU: intervals shorter than this are kept with probability length / min_block_ns
+ * and then stand for min_block_ns, so that their sum stays unbiased. */
+const volatile __u64 min_block_ns = 0;
+const volatile __u32 nr_cpus = 1;	/* possible CPUs: the second scratch slots follow */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -57,16 +67,37 @@ struct {
 	__type(value, struct pbp_fcache);
 } fcache SEC(".maps");
 
+/* A target thread's wait, kept with the thread (off-CPU sampling only). */
+struct switch_state {
+	__u64 out_ns;		/* when it last left the CPU; 0 while it runs */
+	__u64 first_ns;		/* when the wait began */
+	__u64 off_ns;		/* time off the CPU in this wait, up to the last switch-in */
+	__u64 arg;
+	__s32 syscall;
+	__u32 state;		/* the task state that names the wait; 0: preempted */
+	__u32 in_call;		/* a wait inside a system call is open */
+	__u32 pending;		/* a preemption's record went out; its length is owed */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct switch_state);
+} offcpu SEC(".maps");
+
 /* Records are too large for the 512-byte BPF stack and their size is only known after
- * the copy, so they are built here and handed to bpf_ringbuf_output(). A perf-event
- * program does not nest on one CPU, so one slot per CPU is enough. */
+ * the copy, so they are built here and handed to bpf_ringbuf_output(). Two slots per
+ * CPU: the perf-event program and the scheduler's tracepoint (which runs with
+ * interrupts off) never nest on one CPU and share the first; the system-call exit
+ * runs with interrupts on, where a tick may interrupt it, and has the second. */
 struct scratch {
 	__u8 buf[PBP_SCRATCH_SIZE];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);		/* resized to the number of possible CPUs */
+	__uint(max_entries, 1);		/* resized to twice the number of possible CPUs */
 	__type(key, __u32);
 	__type(value, struct scratch);
 } scratch SEC(".maps");
@@ -398,7 +429,7 @@ static __always_inline int top_in_chunk(const struct pbp_target *t, __u64 chunk,
  * unknown. @tsbuf holds the first @tlen bytes of @ts, as copied into the record.
  */
 static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts, const __u8 *tsbuf,
-				       __u32 tlen)
+				       __u32 tlen, __u64 *gil_out)
 {
 	__u64 gil = t->gil, interp;
 	__s32 locked = 0;
@@ -407,6 +438,7 @@ static __always_inline __u32 gil_flags(const struct pbp_target *t, __u64 ts, con
 		interp = *(const __u64 *)(tsbuf + (t->ts_interp & (PBP_TSTATE_MAX - 1)));
 		gil = read_u64(interp + t->interp_gil);
 	}
+	*gil_out = gil;
 	if (!gil || bpf_probe_read_user(&locked, sizeof(locked), (void *)(gil + t->gil_locked)))
 		return 0;
 	if (locked > 0 && read_u64(gil + t->gil_holder) == ts)
@@ -443,31 +475,37 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
 	return s->anchor;
 }
 
-/* Not inlined: the self-timed entry point below would otherwise carry a second copy
- * for the verifier to walk. */
-static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
+/* What an off-CPU record carries besides the stack; all zero for an on-CPU tick. */
+struct off_cpu {
+	__u32 flags;		/* PBP_SF_OFF_CPU, PBP_SF_OFF_PENDING */
+	__u32 slot;		/* scratch slot: 0, or 1 for the system-call exit */
+	__u64 start_ns;
+	__u64 weight_ns;
+	__u64 real_ns;
+	__u64 arg;
+	__s32 syscall;
+	__u32 state;
+};
+
+/*
+ * The current thread, of target @t, into one record. Not inlined: its callers (the
+ * tick, the self-timed tick, the switch-out and the system-call exit) would
+ * otherwise each carry a copy for the verifier to walk.
+ */
+static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
-	const struct pbp_target *t;
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct pbp_sample *s;
 	struct copy_ctx cc = {};
-	struct task_struct *task;
 	struct scratch *sc;
-	__u64 ts, frame;
+	__u64 ts, frame, gil = 0;
 	__u64 total;
-	__u32 tlen;
+	__u32 tlen, slot;
 
-	t = bpf_map_lookup_elem(&targets, &tgid);
-	if (!t)
+	if (!t || !off)
 		return 0;
-	/* A thread on its way out has passed the exit tracepoint that forgets it: a
-	 * lookup now would leave an entry behind that nothing removes. */
-	task = bpf_get_current_task_btf();
-	if (task->flags & PF_EXITING)
-		return 0;
-	count(PBP_C_TARGET_EVENTS);
-
 	ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
 	if (!ts) {
 		count(PBP_C_NO_TSTATE);
@@ -479,7 +517,8 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 	}
 
 	cpu = bpf_get_smp_processor_id();
-	sc = bpf_map_lookup_elem(&scratch, &cpu);
+	slot = off->slot ? cpu + nr_cpus : cpu;
+	sc = bpf_map_lookup_elem(&scratch, &slot);
 	if (!sc) {
 		count(PBP_C_SCRATCH_MISSING);
 		return 0;
@@ -490,8 +529,16 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 	s->hdr_len = sizeof(*s);
 	s->pid = tgid;
 	s->tid = tid;
-	s->ts_ns = bpf_ktime_get_ns();
+	s->ts_ns = off->flags ? off->start_ns : bpf_ktime_get_ns();
 	s->cpu = cpu;
+	if (off->flags) {
+		s->flags = off->flags;
+		s->off_ns = off->weight_ns;
+		s->off_real_ns = off->real_ns;
+		s->off_arg = off->arg;
+		s->off_syscall = off->syscall;
+		s->off_state = off->state;
+	}
 	s->tstate = ts;
 	s->current_frame = frame;
 
@@ -504,7 +551,9 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 		tlen = 0;
 	}
 	s->tstate_len = tlen;
-	s->ts_flags = PBP_TS_ON_CPU | gil_flags(t, ts, sc->buf + sizeof(*s), tlen);
+	s->ts_flags = (off->flags ? 0 : PBP_TS_ON_CPU) |
+		      gil_flags(t, ts, sc->buf + sizeof(*s), tlen, &gil);
+	s->gil = gil;
 
 	cc.t = t;
 	cc.s = s;
@@ -547,7 +596,25 @@ static __noinline int sample_tick(struct bpf_perf_event_data *ctx)
 		return 0;
 	}
 	count(PBP_C_SUBMITTED);
+	if (off->flags)
+		count(PBP_C_OFF_SAMPLED);
 	return 0;
+}
+
+static __always_inline int sample_tick(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
+	struct off_cpu on = {};
+
+	if (!t)
+		return 0;
+	/* A thread on its way out has passed the exit tracepoint that forgets it: a
+	 * lookup now would leave an entry behind that nothing removes. */
+	if (bpf_get_current_task_btf()->flags & PF_EXITING)
+		return 0;
+	count(PBP_C_TARGET_EVENTS);
+	return snapshot(t, &on);
 }
 
 SEC("perf_event")
@@ -556,11 +623,210 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	__u64 t0;
 
 	if (!self_timed)
-		return sample_tick(ctx);
+		return sample_tick();
 	t0 = bpf_ktime_get_ns();
-	sample_tick(ctx);
+	sample_tick();
 	add(PBP_C_SELF_NS, bpf_ktime_get_ns() - t0);
 	count(PBP_C_SELF_RUNS);
+	return 0;
+}
+
+/*
+ * The system call @task is in, from the user registers saved at its entry: 0 with
+ * @so's syscall and arg set, or -1 outside any call (an interrupt or a fault).
+ */
+static __always_inline int syscall_of(struct task_struct *task, struct switch_state *so)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	if (!regs)
+		return -1;
+#if defined(__TARGET_ARCH_x86)
+	/* The entry code stores -ENOSYS as the result until the call returns; a fault
+	 * leaves the user's own value there and its error code in orig_ax. */
+	if ((long)BPF_CORE_READ(regs, orig_ax) < 0 || (long)BPF_CORE_READ(regs, ax) != -38)
+		return -1;
+	so->syscall = (__s32)BPF_CORE_READ(regs, orig_ax);
+	so->arg = BPF_CORE_READ(regs, di);
+#elif defined(__TARGET_ARCH_arm64)
+	if ((int)BPF_CORE_READ(regs, syscallno) < 0)
+		return -1;
+	so->syscall = (__s32)BPF_CORE_READ(regs, syscallno);
+	so->arg = BPF_CORE_READ(regs, orig_x0);
+#else
+	return -1;
+#endif
+	return 0;
+}
+
+/* @prev, the current task and a target's thread, leaves the CPU. */
+static __always_inline void switch_out(const struct pbp_target *t, struct task_struct *prev,
+				       bool preempt, unsigned int prev_state)
+{
+	struct switch_state call = { .syscall = -1 }, *so;
+	struct off_cpu off = {};
+	__u32 state = preempt ? 0 : prev_state;
+	__u64 now = bpf_ktime_get_ns();
+
+	so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!so) {
+		count(PBP_C_OFF_NO_STORAGE);
+		return;
+	}
+	count(PBP_C_SWITCH_OUTS);
+	so->out_ns = now;
+	if (!syscall_of(prev, &call)) {
+		/* The first switch of a call opens its wait; a later one that blocks
+		 * names it, if all before were preemptions. */
+		if (!so->in_call) {
+			so->in_call = 1;
+			so->first_ns = now;
+			so->off_ns = 0;
+		} else if (so->state || !state) {
+			return;
+		}
+		so->syscall = call.syscall;
+		so->arg = call.arg;
+		so->state = state;
+		return;
+	}
+	/* Outside any call no exit will come: the stack is taken now, and its length
+	 * when the thread is back. */
+	so->in_call = 0;
+	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
+	off.start_ns = now;
+	off.syscall = -1;
+	off.state = state;
+	so->pending = !snapshot(t, &off);
+}
+
+/*
+ * @next, a target's thread with no switch state, comes on a CPU: it was waiting when
+ * it became a target. A wait inside a system call is counted from then; a thread
+ * preempted outside one cannot be read from here, and its wait is not counted.
+ */
+static __always_inline void first_switch_in(struct task_struct *next)
+{
+	struct switch_state call = { .syscall = -1 }, *so;
+	__u32 tgid = next->tgid;
+	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
+	__u64 now;
+
+	if (!t || (next->flags & (PF_EXITING | PF_KTHREAD)) || syscall_of(next, &call))
+		return;
+	so = bpf_task_storage_get(&offcpu, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!so)
+		return;
+	now = bpf_ktime_get_ns();
+	so->in_call = 1;
+	so->first_ns = t->since_ns;
+	so->off_ns = now > t->since_ns ? now - t->since_ns : 0;
+	so->syscall = call.syscall;
+	so->arg = call.arg;
+	so->state = 1;	/* TASK_INTERRUPTIBLE: the call names the wait */
+}
+
+/* @next, a thread that was stamped as it left, is back on a CPU. */
+static __always_inline void switch_in(struct task_struct *next)
+{
+	struct switch_state *so = bpf_task_storage_get(&offcpu, next, 0, 0);
+	struct pbp_off_end end = {
+		.abi = PBP_ABI_VERSION, .hdr_len = sizeof(end), .len = sizeof(end),
+	};
+	__u64 now;
+
+	if (!so) {
+		first_switch_in(next);
+		return;
+	}
+	if (!so->out_ns)
+		return;
+	now = bpf_ktime_get_ns();
+	end.off_ns = now > so->out_ns ? now - so->out_ns : 0;
+	so->out_ns = 0;
+	if (so->in_call) {
+		so->off_ns += end.off_ns;
+		return;
+	}
+	if (!so->pending)
+		return;
+	so->pending = 0;
+	count(PBP_C_OFF_INTERVALS);
+	add(PBP_C_OFF_NS, end.off_ns);
+	end.pid = next->tgid;
+	end.tid = next->pid;
+	if (bpf_ringbuf_output(&samples, &end, sizeof(end), BPF_RB_NO_WAKEUP))
+		count(PBP_C_RINGBUF_DROPS);
+}
+
+/* Every context switch on the host: targets' threads out and back in; others cost a
+ * lookup and a check of the task's own storage. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(pbp_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 tgid = prev->tgid;
+	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
+	__u64 t0 = self_timed ? bpf_ktime_get_ns() : 0;
+
+	if (t && !(prev->flags & (PF_EXITING | PF_KTHREAD)))
+		switch_out(t, prev, preempt, prev_state);
+	switch_in(next);
+	if (self_timed) {
+		add(PBP_C_OFF_SELF_NS, bpf_ktime_get_ns() - t0);
+		count(PBP_C_OFF_SELF_RUNS);
+	}
+	return 0;
+}
+
+/* The end of a wait inside a system call: the thread is back from every switch the
+ * call made and has run no user code since it blocked. */
+static __always_inline void call_done(void)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct switch_state *so = bpf_task_storage_get(&offcpu, task, 0, 0);
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	const struct pbp_target *t;
+	struct off_cpu off = { .slot = 1 };
+
+	if (!so || !so->in_call)
+		return;
+	so->in_call = 0;
+	off.real_ns = so->off_ns;
+	count(PBP_C_OFF_INTERVALS);
+	add(PBP_C_OFF_NS, off.real_ns);
+	off.weight_ns = off.real_ns;
+	if (off.real_ns < min_block_ns) {
+		if ((__u64)bpf_get_prandom_u32() % min_block_ns >= off.real_ns) {
+			count(PBP_C_OFF_SHORT_SKIPPED);
+			return;
+		}
+		off.weight_ns = min_block_ns;
+	}
+	t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t || !off.weight_ns)
+		return;
+	off.flags = PBP_SF_OFF_CPU;
+	off.start_ns = so->first_ns;
+	off.arg = so->arg;
+	off.syscall = so->syscall;
+	off.state = so->state;
+	snapshot(t, &off);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(pbp_sys_exit, struct pt_regs *regs, long ret)
+{
+	__u64 t0;
+
+	if (!self_timed) {
+		call_done();
+		return 0;
+	}
+	t0 = bpf_ktime_get_ns();
+	call_done();
+	add(PBP_C_OFF_SELF_NS, bpf_ktime_get_ns() - t0);
+	count(PBP_C_OFF_SELF_RUNS);
 	return 0;
 }
 

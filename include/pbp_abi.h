@@ -13,15 +13,17 @@ typedef __u8 pbp_u8;
 typedef __u16 pbp_u16;
 typedef __u32 pbp_u32;
 typedef __u64 pbp_u64;
+typedef __s32 pbp_s32;
 #else
 #include <stdint.h>
 typedef uint8_t pbp_u8;
 typedef uint16_t pbp_u16;
 typedef uint32_t pbp_u32;
 typedef uint64_t pbp_u64;
+typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 2
+#define PBP_ABI_VERSION 3
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -45,6 +47,8 @@ typedef uint64_t pbp_u64;
 #define PBP_SF_FP_FAULT		(1u << 4)	/* some fingerprints could not be read */
 #define PBP_SF_FROM_ANCHOR	(1u << 5)	/* copied only down to the cached anchor */
 #define PBP_SF_STACK_MOVING	(1u << 6)	/* caught switching chunks: top not in chunk */
+#define PBP_SF_OFF_CPU		(1u << 7)	/* an off-CPU interval: see off_ns */
+#define PBP_SF_OFF_PENDING	(1u << 8)	/* ... whose length a pbp_off_end brings */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -95,9 +99,41 @@ struct pbp_sample {
 	pbp_u64 anchor_seq;	/* 3.15+: last_profiled_frame_seq */
 	pbp_u32 cache_gen;	/* with PBP_SF_FROM_ANCHOR: the pbp_fcache entry used */
 	pbp_u32 cache_depth;	/* ... and which of its path[] the anchor had reached */
+	/*
+	 * With PBP_SF_OFF_CPU: the thread was off the CPU from ts_ns for off_real_ns, and
+	 * the stack is where it blocked. off_ns is what the record stands for: the
+	 * interval, or the threshold for a short interval kept with probability
+	 * length / threshold. With PBP_SF_OFF_PENDING (a thread preempted, or waiting
+	 * for a page outside any system call, copied as it switched out) both are 0 and
+	 * the thread's next pbp_off_end brings the length. off_state is the task state
+	 * it switched out in (0: preempted); off_syscall (-1: none) and off_arg the
+	 * system call it was in and that call's first argument. gil is the GIL's state
+	 * its interpreter uses (0: unknown), for telling a GIL wait from other futexes.
+	 */
+	pbp_u64 off_ns;
+	pbp_u64 off_real_ns;
+	pbp_u64 off_arg;
+	pbp_u64 gil;
+	pbp_s32 off_syscall;
+	pbp_u32 off_state;
 	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
+
+/*
+ * The end of a pending off-CPU interval (PBP_SF_OFF_PENDING): the thread is back on a
+ * CPU. Told apart from a pbp_sample in the same ring buffer by hdr_len.
+ */
+struct pbp_off_end {
+	pbp_u16 abi;
+	pbp_u16 hdr_len;	/* sizeof(struct pbp_off_end) */
+	pbp_u32 len;
+	pbp_u32 pid;
+	pbp_u32 tid;
+	pbp_u64 off_ns;
+};
+
+_Static_assert(sizeof(struct pbp_off_end) == 24, "pbp_off_end layout");
 
 /* How the fingerprint of a code object is read (per CPython version). */
 enum pbp_fp_mode {
@@ -148,6 +184,9 @@ struct pbp_target {
 	pbp_u32 gil_holder;		/* PyThreadState * */
 	pbp_u32 ts_interp;		/* PyInterpreterState *; PBP_OFF_ABSENT with gil */
 	pbp_u32 interp_gil;		/* struct _gil_runtime_state *; likewise */
+	/* When it became a target (bpf_ktime_get_ns()): a wait already under way then
+	 * is counted from here. */
+	pbp_u64 since_ns;
 };
 
 /*
@@ -156,7 +195,7 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 88 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 128 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
 
 /*
@@ -179,7 +218,7 @@ _Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands")
 _Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
 	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
 _Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 136, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 144, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample
@@ -250,6 +289,15 @@ enum pbp_counter {
 	PBP_C_EVENT_DROPS,	/* process events lost: the events ring buffer was full */
 	PBP_C_SELF_NS,		/* program run time, when it times itself (self_timed) */
 	PBP_C_SELF_RUNS,	/* program runs, when it times itself */
+	/* Off-CPU (--mode wall / off-cpu) */
+	PBP_C_SWITCH_OUTS,	/* target threads switched out */
+	PBP_C_OFF_INTERVALS,	/* waits that ended: intervals measured */
+	PBP_C_OFF_NS,		/* their total length */
+	PBP_C_OFF_SAMPLED,	/* intervals whose stack was taken */
+	PBP_C_OFF_SHORT_SKIPPED,	/* short intervals left out by the draw */
+	PBP_C_OFF_NO_STORAGE,	/* a thread's switch state could not be kept */
+	PBP_C_OFF_SELF_NS,	/* the switch programs' run time, when they time themselves */
+	PBP_C_OFF_SELF_RUNS,
 	PBP_C_MAX,
 };
 

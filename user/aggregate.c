@@ -105,6 +105,14 @@ int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 	return 0;
 }
 
+void aggregate__add_to(struct aggregate *a, uint32_t index, uint64_t count)
+{
+	if (index >= a->n)
+		return;
+	a->stacks[index].count += count;
+	a->total += count;
+}
+
 size_t aggregate__count(const struct aggregate *a)
 {
 	return a->n;

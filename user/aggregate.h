@@ -14,6 +14,7 @@ enum agg_frame_kind {
 	AGG_THREAD,	/* name = "thread TID" */
 	AGG_MARKER,	/* name = a note such as "[incomplete]" */
 	AGG_PROCESS,	/* name = "process PID COMMAND" */
+	AGG_WAIT,	/* name = why the thread was off the CPU: "[off-CPU: sleep]" */
 };
 
 struct agg_frame {
@@ -44,6 +45,8 @@ void aggregate__free(struct aggregate *a);
 int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 		   const struct agg_frame *frames, uint32_t depth, uint64_t count,
 		   uint32_t *index);
+/* Adds @count to stack @index, which aggregate__add() gave. */
+void aggregate__add_to(struct aggregate *a, uint32_t index, uint64_t count);
 size_t aggregate__count(const struct aggregate *a);
 /* Stacks in insertion order; valid until the next aggregate__add. */
 const struct agg_stack *aggregate__stack(const struct aggregate *a, size_t i);

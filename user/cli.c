@@ -106,3 +106,28 @@ int cli__select_check(const char *cmd, const struct cli_select *sel)
 					"--max-processes narrow -a: add -a");
 	return 0;
 }
+
+int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode)
+{
+	if (!strcmp(arg, "cpu"))
+		*mode = SESSION_CPU;
+	else if (!strcmp(arg, "wall"))
+		*mode = SESSION_WALL;
+	else if (!strcmp(arg, "off-cpu"))
+		*mode = SESSION_OFF_CPU;
+	else
+		return cli__usage_error(cmd, "invalid --mode '%s': expected cpu, wall or off-cpu",
+					arg);
+	return 0;
+}
+
+int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us)
+{
+	unsigned long v;
+
+	if (cli__parse_uint(arg, 0, 1000000, &v))
+		return cli__usage_error(cmd, "invalid --min-block '%s': expected 0 to 1000000 "
+					"microseconds", arg);
+	*us = (uint32_t)v;
+	return 0;
+}

@@ -10,6 +10,7 @@
 #include <getopt.h>
 
 #include "proc_filter.h"
+#include "session.h"
 
 #define CLI_STR_(x) #x
 #define CLI_STR(x) CLI_STR_(x)
@@ -34,6 +35,48 @@ void cli__set_verbosity(int verbose);
  * 0, or EXIT_USAGE naming the first operand left in @argv.
  */
 int cli__end_options(const char *cmd, int argc, char **argv, int verbose);
+
+/*
+ * --mode cpu|wall|off-cpu and --min-block US: the same for record, top and the agent.
+ * 0, or EXIT_USAGE after a message.
+ */
+int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode);
+int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
+#define CLI_MIN_BLOCK_DEFAULT_US 100
+#define CLI_MODE_HELP \
+	"      --mode MODE        what the profile measures (default cpu):\n" \
+	"                         cpu: on-CPU samples, counted\n" \
+	"                         wall: on-CPU samples and every interval a thread\n" \
+	"                         spends off the CPU, measured by the scheduler to the\n" \
+	"                         nanosecond and charged to the Python stack it blocked\n" \
+	"                         in, under a leaf frame naming why (WAITS below): each\n" \
+	"                         thread's time adds up to its wall-clock time. Counts\n" \
+	"                         are then time: microseconds in collapsed, seconds in\n" \
+	"                         svg and speedscope, nanoseconds in pprof (sample types\n" \
+	"                         cpu, off_cpu and wall)\n" \
+	"                         off-cpu: the waits alone\n" \
+	"                         With --no-bpf, wall is --idle (every thread at each\n" \
+	"                         tick) and the waits are '[off-CPU]', unexplained\n" \
+	"      --min-block US     wall, off-cpu: a wait shorter than US microseconds\n" \
+	"                         (default " CLI_STR(CLI_MIN_BLOCK_DEFAULT_US) ") is kept by a random draw, with\n" \
+	"                         probability length/US, and then counts US: the total\n" \
+	"                         stays right on average while a thread that switches\n" \
+	"                         tens of thousands of times a second costs a stack read\n" \
+	"                         at most every US. 0 keeps every wait\n"
+#define CLI_WAITS_HELP \
+	"Waits (the leaf frame of an off-CPU interval):\n" \
+	"  [off-CPU: GIL wait]          waiting to take the GIL\n" \
+	"  [off-CPU: lock (futex)]      a lock, condition, queue or event (threading,\n" \
+	"                               queue, concurrent.futures)\n" \
+	"  [off-CPU: sleep]             time.sleep and other nanosleeps\n" \
+	"  [off-CPU: read(KIND)]        a read or recv blocked; KIND is socket, pipe,\n" \
+	"  [off-CPU: write(KIND)]       tty, file or event when it can be told\n" \
+	"  [off-CPU: poll / select]     select, poll, epoll: an event loop waiting\n" \
+	"  [off-CPU: accept / connect]  a server waiting for a client, or a connect\n" \
+	"  [off-CPU: waiting for a child]  os.wait, subprocess.wait\n" \
+	"  [off-CPU: page fault / disk] uninterruptible: reading a page or the disk\n" \
+	"  [runnable: waiting for a CPU]  preempted: ready, but the CPUs were busy\n" \
+	"  [off-CPU: other]             any other system call\n"
 
 /* -a and what narrows it: the same options for record and top. */
 enum { CLI_OPT_PID_FILTER = 512, CLI_OPT_CONTAINER, CLI_OPT_EXCLUDE, CLI_OPT_MAX_PROCESSES };

@@ -2,6 +2,7 @@
 /*
  * Collapsed stacks. A Python frame is "QUALNAME (FILENAME:LINE)"; ';' separates frames,
  * so it is replaced in names (a file name may hold one) to keep lines parseable.
+ * Counts are samples, or microseconds in wall and off-CPU profiles.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,12 +82,19 @@ int out_collapsed__write(FILE *f, const struct profile *p)
 		order[i] = aggregate__stack(a, i);
 	qsort(order, n, sizeof(*order), by_count_desc);
 	for (size_t i = 0; i < n; i++) {
+		/* Time is written in microseconds: nanoseconds would make every line's
+		 * count a ten-digit number for a tool that only compares them. */
+		uint64_t count = p->unit == PROFILE_NS ? (order[i]->count + 500) / 1000
+						       : order[i]->count;
+
+		if (!count)
+			continue;
 		for (uint32_t k = 0; k < order[i]->depth; k++) {
 			if (k)
 				fputc(';', f);
 			put_frame(f, &order[i]->frames[k], p->strs);
 		}
-		fprintf(f, " %llu\n", (unsigned long long)order[i]->count);
+		fprintf(f, " %llu\n", (unsigned long long)count);
 	}
 	err = ferror(f) ? -EIO : 0;
 out:

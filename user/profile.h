@@ -32,6 +32,12 @@ struct profile_label {
 	const char *key, *value;
 };
 
+/* What a stack's count is. */
+enum profile_unit {
+	PROFILE_TICKS,	/* ticks of the clock, period_ns each */
+	PROFILE_NS,	/* nanoseconds (wall and off-CPU modes); period_ns is 1 */
+};
+
 struct profile {
 	const struct aggregate *agg;
 	const struct strtab *strs;
@@ -44,7 +50,8 @@ struct profile {
 	int64_t start_unix_ns;	/* wall-clock time of the first sample window */
 	uint64_t duration_ns;
 	uint32_t rate_hz;
-	uint64_t period_ns;	/* CPU time one sample stands for: 1e9 / rate_hz */
+	uint64_t period_ns;	/* time one count stands for: 1e9 / rate_hz, or 1 */
+	enum profile_unit unit;
 	/* Labels that apply to every sample; writers that have labels (pprof) add them
 	 * to each sample. None when nlabels is 0. */
 	const struct profile_label *labels;

@@ -65,7 +65,9 @@ static const char record_help[] =
 	"                         automatically, with a notice, when BPF is unavailable\n"
 	"      --idle             keep samples of threads that are not on a CPU\n"
 	"                         (--no-bpf only: BPF sees only threads on a CPU)\n"
-	"      --gil              keep only samples of the thread holding the GIL\n"
+	"      --gil              keep only samples of the thread holding the GIL (on-CPU\n"
+	"                         samples: in wall mode the waits stay)\n"
+	CLI_MODE_HELP
 	"      --no-frame-cache   decode every frame of every sample afresh (see\n"
 	"                         docs/frame-cache.md); for comparison and debugging\n"
 	"\n"
@@ -106,6 +108,8 @@ static const char record_help[] =
 	"  -v, --verbose          more diagnostics (twice: debug, including libbpf)\n"
 	"  -h, --help             this help\n"
 	"\n"
+	CLI_WAITS_HELP
+	"\n"
 	"Privileges: root, or CAP_BPF + CAP_PERFMON + CAP_SYS_PTRACE; without BPF\n"
 	"privileges, the process's own user (see --no-bpf).\n"
 	"Exit status: see 'pybpfprof --help'.\n"
@@ -113,11 +117,12 @@ static const char record_help[] =
 	"Examples:\n"
 	"  sudo pybpfprof record -p 1234 -d 30 -o app.txt\n"
 	"  sudo pybpfprof -a -d 60 -o host.svg --exclude '*supervisord*'\n"
-	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n";
+	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n"
+	"  sudo pybpfprof record -p 1234 --mode wall --threads -d 30 -o waits.svg\n";
 
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
-       OPT_SUBPROCESSES };
+       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -136,6 +141,8 @@ static const struct option longopts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 	CLI_SELECT_LONGOPTS,
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -217,6 +224,14 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
 		break;
+	case OPT_MODE:
+		if (cli__parse_mode("record", optarg, &o->session.mode))
+			return EXIT_USAGE;
+		break;
+	case OPT_MIN_BLOCK:
+		if (cli__parse_min_block("record", optarg, &o->session.min_block_us))
+			return EXIT_USAGE;
+		break;
 	default:
 		return cli__common_option("record", record_help, opt, argv, verbose);
 	}
@@ -239,6 +254,11 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	code = cli__select_check("record", sel);
 	if (code)
 		return code;
+	if (o->session.gil && o->session.mode == SESSION_OFF_CPU)
+		return usage_error("%s", "--gil keeps on-CPU samples, which --mode off-cpu has "
+				   "none of: use --mode wall");
+	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
+		o->session.idle = 1;
 	if (sel->all) {
 		if (o->session.pid || o->session.cmd)
 			return usage_error("%s", "-a profiles every process: give -a, -p PID or a "
@@ -281,6 +301,7 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 			.rate_hz = 100,
 			.stack_cap = PBP_STACK_DEFAULT,
 			.ringbuf_mb = 16,
+			.min_block_us = CLI_MIN_BLOCK_DEFAULT_US,
 		},
 	};
 	const char *format = NULL;

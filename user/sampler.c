@@ -17,6 +17,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "log.h"
 #include "sample.skel.h"
 #include "sampler.h"
@@ -127,6 +128,12 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	}
 	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->skel->rodata->every_exec = cfg->every_exec;
+	s->skel->rodata->min_block_ns = cfg->min_block_ns;
+	s->skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	/* Off-CPU sampling costs every context switch and every system call on the
+	 * host a check: only when asked for. */
+	bpf_program__set_autoload(s->skel->progs.pbp_switch, cfg->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.pbp_sys_exit, cfg->off_cpu);
 	/* Run-time accounting stays on while this fd is open; it costs two clock reads
 	 * per program run, which the reported per-sample cost then includes. Without it
 	 * the program reads the clock itself, at the same cost. */
@@ -136,16 +143,16 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		s->skel->rodata->self_timed = true;
 	}
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
-	bpf_map__set_max_entries(s->skel->maps.scratch, libbpf_num_possible_cpus());
+	bpf_map__set_max_entries(s->skel->maps.scratch, 2 * libbpf_num_possible_cpus());
 	err = sample_bpf__load(s->skel);
 	if (err) {
 		pr_debug("loading the BPF program: %s\n", strerror(-err));
 		goto fail;
 	}
-	err = sample_bpf__attach(s->skel);	/* the process tracepoints */
+	err = sample_bpf__attach(s->skel);	/* the tracepoints */
 	if (err)
 		goto fail;
-	err = attach_clocks(s);
+	err = cfg->on_cpu ? attach_clocks(s) : 0;
 	if (err)
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), handle_record, s, NULL);
@@ -167,6 +174,11 @@ fail:
 
 void sampler__stop(struct sampler *s)
 {
+	if (s->skel) {
+		bpf_link__destroy(s->skel->links.pbp_switch);
+		bpf_link__destroy(s->skel->links.pbp_sys_exit);
+		s->skel->links.pbp_switch = s->skel->links.pbp_sys_exit = NULL;
+	}
 	if (!s->links)
 		return;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
@@ -227,6 +239,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.gil = gil,
 		.gil_locked = off32(o->gil_locked),
 		.gil_holder = off32(o->gil_last_holder),
+		.since_ns = clock__mono_ns(),
 	};
 	uint32_t pid = in->pid;
 
@@ -337,22 +350,52 @@ int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache
 	return err && err != -ENOENT ? err : 0;
 }
 
-int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+static int prog_run_stats(const struct bpf_program *p, uint64_t *run_ns, uint64_t *run_cnt)
 {
 	struct bpf_prog_info info = {};
 	uint32_t len = sizeof(info);
 
+	if (bpf_program__fd(p) < 0)
+		return 0;	/* not loaded in this mode */
+	if (bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+		return -errno;
+	*run_ns += info.run_time_ns;
+	*run_cnt += info.run_cnt;
+	return 0;
+}
+
+/* Run time and runs of the programs @progs, or the counters they keep themselves when
+ * the kernel does not account for them. */
+static int run_stats(struct sampler *s, const struct bpf_program *const *progs, int nprogs,
+		     enum pbp_counter self_ns, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	int err = 0;
+
+	*run_ns = *run_cnt = 0;
 	if (s->stats_fd < 0) {
 		uint64_t c[PBP_C_MAX];
 
 		sampler__counters(s, c);
-		*run_ns = c[PBP_C_SELF_NS];
-		*run_cnt = c[PBP_C_SELF_RUNS];
+		*run_ns = c[self_ns];
+		*run_cnt = c[self_ns + 1];
 		return 0;
 	}
-	if (bpf_obj_get_info_by_fd(bpf_program__fd(s->skel->progs.pbp_sample), &info, &len))
-		return -errno;
-	*run_ns = info.run_time_ns;
-	*run_cnt = info.run_cnt;
-	return 0;
+	for (int i = 0; i < nprogs && !err; i++)
+		err = prog_run_stats(progs[i], run_ns, run_cnt);
+	return err;
+}
+
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	const struct bpf_program *progs[] = { s->skel->progs.pbp_sample };
+
+	return run_stats(s, progs, 1, PBP_C_SELF_NS, run_ns, run_cnt);
+}
+
+int sampler__switch_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
+{
+	const struct bpf_program *progs[] = { s->skel->progs.pbp_switch,
+					      s->skel->progs.pbp_sys_exit };
+
+	return run_stats(s, progs, 2, PBP_C_OFF_SELF_NS, run_ns, run_cnt);
 }

@@ -22,6 +22,9 @@ struct sampler_cfg {
 	uint32_t ringbuf_bytes;	/* power of two */
 	int frame_cache;	/* copy only above the anchor where the cache allows */
 	int every_exec;		/* report every exec on the host, not just targets' */
+	int on_cpu;		/* tick on every CPU at rate_hz */
+	int off_cpu;		/* record target threads' off-CPU intervals */
+	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	sampler_fn on_sample;
 	sampler_event_fn on_event;	/* process events; NULL: none wanted */
 	void *ctx;
@@ -65,5 +68,7 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX]);
 
 /* The kernel's own accounting of the program: total run time and invocations. */
 int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+/* The same for the two programs on the scheduler, summed; zero without off_cpu. */
+int sampler__switch_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
 
 #endif

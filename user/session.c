@@ -100,6 +100,9 @@ static int new_sampler(struct session *s)
 		.ringbuf_bytes = s->opts.ringbuf_mb << 20,
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
+		.on_cpu = s->opts.mode != SESSION_OFF_CPU,
+		.off_cpu = s->opts.mode != SESSION_CPU,
+		.min_block_ns = (uint64_t)s->opts.min_block_us * 1000,
 		.on_sample = session_sink__on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
 		 * forking target; outside -a only a target's exec is acted on. */
@@ -228,10 +231,12 @@ static int setup(struct session *s)
 	if (!s->children)
 		return -ENOMEM;
 	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||
-	    strtab__intern(s->strs, "[no Python frame]", 17) != 1)
+	    strtab__intern(s->strs, "[no Python frame]", 17) != 1 ||
+	    strtab__intern(s->strs, "[off-CPU]", 9) != 2)
 		return -ENOMEM;
 	s->incomplete_name = 0;
 	s->no_python_name = 1;
+	s->idle_name = 2;
 	return 0;
 }
 
@@ -464,9 +469,10 @@ static void compact_strings(struct session *s)
 		pr_debug("no memory to rebuild the string table: it stays as it is\n");
 		return;
 	}
-	/* The fixed names first: they keep ids 0 and 1. */
+	/* The fixed names first: they keep ids 0, 1 and 2. */
 	strtab_remap__id(&map, &s->incomplete_name);
 	strtab_remap__id(&map, &s->no_python_name);
+	strtab_remap__id(&map, &s->idle_name);
 	for (size_t i = 0; i < s->ntargets; i++)
 		target__remap_strings(s->targets[i], &map);
 	strtab_remap__finish(&map);
@@ -491,6 +497,7 @@ int session__reset_profile(struct session *s)
 	s->threads = threads;
 	s->ntimeline = 0;
 	s->timeline_full = 0;
+	s->npending = 0;	/* their stacks went with the old aggregate */
 	s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	compact_strings(s);
@@ -550,7 +557,8 @@ void session__profile(const struct session *s, struct profile *p)
 		.duration_ns = (s->stopped ? s->start_ns + (uint64_t)(s->elapsed_s * 1e9)
 					   : clock__mono_ns()) - s->profile_ns,
 		.rate_hz = s->opts.rate_hz,
-		.period_ns = 1000000000ull / s->opts.rate_hz,
+		.period_ns = s->opts.mode == SESSION_CPU ? 1000000000ull / s->opts.rate_hz : 1,
+		.unit = s->opts.mode == SESSION_CPU ? PROFILE_TICKS : PROFILE_NS,
 	};
 	p->threads = thread_table__all(s->threads, &p->nthreads);
 }
@@ -630,6 +638,7 @@ void session__free(struct session *s)
 	aggregate__free(s->agg);
 	thread_table__free(s->threads);
 	free(s->timeline);
+	free(s->pending);
 	free(s->shared.scratch);
 	strtab__free(s->strs);
 	free(s->stack);

@@ -28,6 +28,13 @@ struct session_process {
 };
 typedef void (*session_process_fn)(void *ctx, const struct session_process *p, int gone);
 
+/* What a profile measures. */
+enum session_mode {
+	SESSION_CPU,		/* on-CPU ticks, counted (the default) */
+	SESSION_WALL,		/* on-CPU ticks and off-CPU intervals, in nanoseconds */
+	SESSION_OFF_CPU,	/* off-CPU intervals only, in nanoseconds */
+};
+
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
 	char **cmd;		/* NULL-terminated argv after "--" */
@@ -36,6 +43,8 @@ struct session_opts {
 	uint32_t ringbuf_mb;
 	int no_bpf;		/* sample from user space, never load BPF */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
+	enum session_mode mode;
+	uint32_t min_block_us;	/* off-CPU: shorter intervals are sampled, unbiased */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */

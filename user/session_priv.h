@@ -15,6 +15,7 @@
 
 #include "aggregate.h"
 #include "descendants.h"
+#include "offcpu_class.h"
 #include "pbp_abi.h"
 #include "profile.h"
 #include "sampler.h"
@@ -50,7 +51,19 @@ struct session {
 	int spawned;
 	struct stack *stack;
 	struct agg_frame *frames;
-	uint32_t incomplete_name, no_python_name;
+	uint32_t incomplete_name, no_python_name, idle_name;
+	struct offcpu_classifier offcpu;
+	uint64_t on_cpu_ns;			/* wall and off-CPU modes: what was kept */
+	uint64_t off_cpu_ns[OFFCPU_MAX];
+	uint64_t off_cpu_records;
+	/* Preemptions whose stack is in the aggregate and whose length is owed by a
+	 * pbp_off_end: few at once, one per thread at most. */
+	struct pending_wait {
+		uint32_t tid;
+		uint32_t index;		/* aggregate__add() index */
+		enum offcpu_class k;
+	} *pending;
+	size_t npending, pending_cap;
 	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;
 	uint64_t lost;		/* records of a process we no longer follow */
 	int fatal;		/* a negative errno that ends the run */

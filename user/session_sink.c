@@ -68,18 +68,43 @@ static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 	return 0;
 }
 
-/* One decoded stack in, one aggregated stack out, unless --gil/--idle leave it out. */
-static int add_stack(struct target *t, const struct stack *st)
+/*
+ * Whether a stack is left out: --gil keeps ticks of the GIL's holder; off-CPU mode
+ * only waits; live sampling sees threads off a CPU too, which --idle, wall and
+ * off-CPU modes keep. @wait is set for the off-CPU intervals BPF measured.
+ */
+static int left_out(const struct session *s, const struct stack *st, int wait)
+{
+	const struct session_opts *o = &s->opts;
+	int on_cpu = !!(st->flags & PBP_TS_ON_CPU);
+
+	if (wait)
+		return o->mode == SESSION_CPU;
+	if (o->gil && !(st->flags & PBP_TS_GIL))
+		return 1;
+	if (o->mode == SESSION_OFF_CPU)
+		return on_cpu || !s->live_mode;
+	return !on_cpu && !o->idle && o->mode == SESSION_CPU;
+}
+
+/*
+ * One decoded stack in, one aggregated stack out, unless left_out(). @weight is what
+ * it counts for; @wait, if not 0, the strtab id of the off-CPU leaf it ends in.
+ */
+static int add_stack(struct target *t, const struct stack *st, uint64_t weight, uint32_t wait,
+		     uint32_t *index_out)
 {
 	struct session *s = t->session;
 	uint32_t n = 0, index;
 	int err;
 
-	if ((s->opts.gil && !(st->flags & PBP_TS_GIL)) ||
-	    (!s->opts.idle && !(st->flags & PBP_TS_ON_CPU))) {
+	if (left_out(s, st, !!wait)) {
 		s->filtered++;
 		return 0;
 	}
+	/* Live sampling cannot tell why a thread is off a CPU, only that it is. */
+	if (!wait && s->opts.mode != SESSION_CPU && !(st->flags & PBP_TS_ON_CPU))
+		wait = s->idle_name;
 	if (s->opts.subprocesses || s->opts.system_wide)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
@@ -102,7 +127,9 @@ static int add_stack(struct target *t, const struct stack *st)
 			.file = st->frames[i].filename,
 			.line = frame_line(&s->opts, &st->frames[i]),
 		};
-	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, 1, &index);
+	if (wait)
+		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
+	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
 	if (!err)
 		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
 	if (!err && s->opts.timeline)
@@ -111,10 +138,84 @@ static int add_stack(struct target *t, const struct stack *st)
 		goto fail;
 	s->aggregated++;
 	s->incomplete += st->gap != GAP_NONE;
+	if (!wait && s->opts.mode != SESSION_CPU)
+		s->on_cpu_ns += weight;
+	if (index_out)
+		*index_out = index;
 	return 0;
 fail:
 	s->fatal = err;
 	return err;
+}
+
+/* What one tick stands for: a count, or its period in time. */
+static uint64_t tick_weight(const struct session *s)
+{
+	return s->opts.mode == SESSION_CPU ? 1 : 1000000000ull / s->opts.rate_hz;
+}
+
+/* The preemption of thread @tid still owed a length, or NULL. */
+static struct pending_wait *pending_of(struct session *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->npending; i++)
+		if (s->pending[i].tid == tid)
+			return &s->pending[i];
+	return NULL;
+}
+
+/* Remembers that stack @index of a preemption waits for its length. */
+static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum offcpu_class k)
+{
+	struct pending_wait *p = pending_of(s, tid);
+
+	/* An end lost with a full ring buffer leaves the entry behind; the thread's
+	 * next preemption takes its place. */
+	if (!p) {
+		if (vec__reserve((void **)&s->pending, &s->pending_cap, s->npending + 1,
+				 sizeof(*s->pending), 16))
+			return -ENOMEM;
+		p = &s->pending[s->npending++];
+	}
+	*p = (struct pending_wait){ .tid = tid, .index = index, .k = k };
+	return 0;
+}
+
+/* An off-CPU interval, charged to the stack it blocked in under a leaf naming why. */
+static int add_wait(struct target *t, const struct pbp_sample *hdr, const struct stack *st)
+{
+	struct session *s = t->session;
+	enum offcpu_class k = offcpu_class__of(hdr);
+	char name[64];
+	uint32_t id, index = UINT32_MAX;	/* stays so when the stack is left out */
+	int err;
+
+	offcpu_class__name(&s->offcpu, hdr, name, sizeof(name));
+	err = intern_fmt(s, &id, "%s", name);
+	if (err)
+		goto fail;
+	s->off_cpu_records++;
+	s->off_cpu_ns[k] += hdr->off_ns;
+	err = add_stack(t, st, hdr->off_ns, id, &index);
+	if (err || !(hdr->flags & PBP_SF_OFF_PENDING) || index == UINT32_MAX)
+		return err;
+	err = expect_length(s, st->tid, index, k);
+	if (!err)
+		return 0;
+fail:
+	s->fatal = err;
+	return err;
+}
+
+/* The length of a preemption whose stack came before. */
+static void add_length(struct session *s, const struct pbp_off_end *end)
+{
+	struct pending_wait *p = pending_of(s, end->tid);
+
+	if (!p)
+		return;
+	aggregate__add_to(s->agg, p->index, end->off_ns);
+	s->off_cpu_ns[p->k] += end->off_ns;
+	*p = s->pending[--s->npending];
 }
 
 /* Ring-buffer callback. */
@@ -124,6 +225,10 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	struct session *s = arg;
 	struct target *t;
 
+	if (len >= sizeof(struct pbp_off_end) && hdr->hdr_len == sizeof(struct pbp_off_end)) {
+		add_length(s, rec);
+		return 0;
+	}
 	s->delivered++;
 	s->bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
 	t = len >= sizeof(*hdr) ? session_targets__of(s, hdr->pid) : NULL;
@@ -133,7 +238,9 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	}
 	if (decoder__decode(t->dec, rec, len, s->stack))
 		return 0;
-	return add_stack(t, s->stack);
+	if (hdr->flags & PBP_SF_OFF_CPU)
+		return add_wait(t, hdr, s->stack);
+	return add_stack(t, s->stack, tick_weight(s), 0, NULL);
 }
 
 /* Live sampler callback. */
@@ -142,5 +249,5 @@ int session_sink__on_live_stack(void *arg, struct stack *st)
 	struct target *t = arg;
 
 	t->session->delivered++;
-	return add_stack(t, st);
+	return add_stack(t, st, tick_weight(t->session), 0, NULL);
 }
