@@ -11,6 +11,7 @@ enum frame_class {
 	FRAME_STDLIB,		/* <frozen ...>, .../lib/pythonX.Y/... */
 	FRAME_THIRD_PARTY,	/* .../site-packages/..., .../dist-packages/... */
 	FRAME_NATIVE,		/* not a Python frame: process, thread, marker (file NULL) */
+	FRAME_WAIT,		/* off the CPU: why a thread waited (AGG_WAIT; by kind, not file) */
 };
 
 /* The class of a frame whose co_filename is @file; NULL means not a Python frame. */

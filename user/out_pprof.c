@@ -52,9 +52,16 @@ enum {
  * follow, each once, in the order first used. */
 static const char *const fixed_strings[] = {
 	"", "samples", "count", "cpu", "nanoseconds", "pid", "thread_id", "thread_name",
+	"off_cpu", "wall",
 };
 enum { S_EMPTY, S_SAMPLES, S_COUNT, S_CPU, S_NANOSECONDS, S_PID, S_THREAD_ID,
-       S_THREAD_NAME, S_FIXED };
+       S_THREAD_NAME, S_OFF_CPU, S_WALL, S_FIXED };
+
+/* A profile of samples has no use for the last two. */
+static size_t fixed_count(const struct profile *p)
+{
+	return p->unit == PROFILE_NS ? S_FIXED : S_OFF_CPU;
+}
 
 struct pprof_ctx {
 	const struct profile *p;
@@ -126,7 +133,7 @@ static int index_labels(struct pprof_ctx *c)
 {
 	const struct profile *p = c->p;
 
-	c->str_base = S_FIXED;
+	c->str_base = fixed_count(c->p);
 	if (!p->nlabels)
 		return 0;
 	c->label_str = calloc(2 * p->nlabels, sizeof(*c->label_str));
@@ -145,10 +152,10 @@ static int index_labels(struct pprof_ctx *c)
 				j++;
 			if (j == c->nlabel_strings)
 				c->label_strings[c->nlabel_strings++] = kv[k];
-			c->label_str[2 * i + k] = S_FIXED + j;
+			c->label_str[2 * i + k] = fixed_count(c->p) + j;
 		}
 	}
-	c->str_base = S_FIXED + c->nlabel_strings;
+	c->str_base = fixed_count(c->p) + c->nlabel_strings;
 	return 0;
 }
 
@@ -203,8 +210,17 @@ static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
 		pb__varint(b, ids[k] + 1ull);
 	pb__close(b, SAMPLE_LOCATION_ID, packed);
 	packed = pb__open(b);
-	pb__varint(b, s->count);
-	pb__varint(b, s->count * c->p->period_ns);
+	if (c->p->unit == PROFILE_NS) {
+		/* cpu, off_cpu, wall: a stack ending in a wait is off the CPU. */
+		int wait = s->depth && s->frames[s->depth - 1].kind == AGG_WAIT;
+
+		pb__varint(b, wait ? 0 : s->count);
+		pb__varint(b, wait ? s->count : 0);
+		pb__varint(b, s->count);
+	} else {
+		pb__varint(b, s->count);
+		pb__varint(b, s->count * c->p->period_ns);
+	}
 	pb__close(b, SAMPLE_VALUE, packed);
 	put_label(b, S_PID, 0, s->pid);
 	put_label(b, S_THREAD_ID, 0, s->tid);
@@ -256,8 +272,16 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 	const struct profile *p = c->p;
 	uint64_t comment = S_EMPTY;
 
-	put_value_type(head, PROFILE_SAMPLE_TYPE, S_SAMPLES, S_COUNT);
-	put_value_type(head, PROFILE_SAMPLE_TYPE, S_CPU, S_NANOSECONDS);
+	if (p->unit == PROFILE_NS) {
+		/* Wall and off-CPU modes: time, in three views; readers default to the
+		 * last, wall. */
+		put_value_type(head, PROFILE_SAMPLE_TYPE, S_CPU, S_NANOSECONDS);
+		put_value_type(head, PROFILE_SAMPLE_TYPE, S_OFF_CPU, S_NANOSECONDS);
+		put_value_type(head, PROFILE_SAMPLE_TYPE, S_WALL, S_NANOSECONDS);
+	} else {
+		put_value_type(head, PROFILE_SAMPLE_TYPE, S_SAMPLES, S_COUNT);
+		put_value_type(head, PROFILE_SAMPLE_TYPE, S_CPU, S_NANOSECONDS);
+	}
 	for (size_t i = 0; i < aggregate__count(p->agg); i++)
 		put_sample(c, head, (uint32_t)i);
 	for (size_t i = 0; i < profile_index__nframes(&c->ix); i++)
@@ -266,7 +290,7 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 		put_function(c, head, (uint32_t)i);
 	if (p->target)
 		comment = c->str_base + c->nstr;
-	for (size_t i = 0; i < S_FIXED; i++)
+	for (size_t i = 0; i < fixed_count(p); i++)
 		pb__bytes(strs, PROFILE_STRING_TABLE, fixed_strings[i], strlen(fixed_strings[i]));
 	for (size_t i = 0; i < c->nlabel_strings; i++)
 		pb__bytes(strs, PROFILE_STRING_TABLE, c->label_strings[i],
@@ -281,7 +305,7 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 	pb__uint(tail, PROFILE_TIME_NANOS, (uint64_t)p->start_unix_ns);
 	pb__uint(tail, PROFILE_DURATION_NANOS, p->duration_ns);
 	put_value_type(tail, PROFILE_PERIOD_TYPE, S_CPU, S_NANOSECONDS);
-	pb__uint(tail, PROFILE_PERIOD, p->period_ns);
+	pb__uint(tail, PROFILE_PERIOD, profile__tick_ns(p));
 	pb__uint(tail, PROFILE_COMMENT, comment);
 	return head->err ? head->err : strs->err ? strs->err : tail->err;
 }

@@ -5,7 +5,8 @@
  * a sampled profile's samples end to end in its time-order view, so the gaps between
  * a thread's samples are written as samples with an empty stack, which it draws as
  * nothing; the left-heavy and sandwich views show CPU time per frame exactly, as
- * count * period_ns.
+ * count * period_ns (in wall and off-CPU profiles, the time each sample or wait
+ * stands for).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -87,7 +88,7 @@ static void put_profile(FILE *f, const struct profile *p, const struct profile_i
 	uint64_t weight, start;
 	size_t i;
 
-	gap_walk__init(&w, ix, t, p->period_ns);
+	gap_walk__init(&w, ix, t, profile__tick_ns(p));
 	start = w.pos;
 	while (gap_walk__next(&w, &s, &weight))
 		;
@@ -95,7 +96,7 @@ static void put_profile(FILE *f, const struct profile *p, const struct profile_i
 	put_profile_name(f, t);
 	fprintf(f, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
 		   ",\n\"samples\":[", start, w.pos);
-	gap_walk__init(&w, ix, t, p->period_ns);
+	gap_walk__init(&w, ix, t, profile__tick_ns(p));
 	for (i = 0; gap_walk__next(&w, &s, &weight); i++) {
 		const uint32_t *ids = s ? profile_index__stack_frames(ix, s->stack) : NULL;
 		size_t depth = s ? ix->frame_start[s->stack + 1] - ix->frame_start[s->stack] : 0;
@@ -106,7 +107,7 @@ static void put_profile(FILE *f, const struct profile *p, const struct profile_i
 		fputc(']', f);
 	}
 	fputs("],\n\"weights\":[", f);
-	gap_walk__init(&w, ix, t, p->period_ns);
+	gap_walk__init(&w, ix, t, profile__tick_ns(p));
 	for (i = 0; gap_walk__next(&w, &s, &weight); i++)
 		fprintf(f, "%s%" PRIu64, i ? "," : "", weight);
 	fputs("]}", f);

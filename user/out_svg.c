@@ -291,12 +291,22 @@ static const struct palette palettes[] = {
 	[FRAME_STDLIB] = { 90, 150, 215, 40, 50, 30 },		/* blue */
 	[FRAME_THIRD_PARTY] = { 80, 175, 80, 50, 55, 45 },	/* green */
 	[FRAME_NATIVE] = { 170, 170, 170, 40, 40, 40 },		/* grey */
+	[FRAME_WAIT] = { 130, 100, 200, 40, 30, 40 },		/* purple */
 };
 
 static const char *const class_names[] = {
 	[FRAME_USER] = "u", [FRAME_STDLIB] = "s", [FRAME_THIRD_PARTY] = "t",
-	[FRAME_NATIVE] = "n",
+	[FRAME_NATIVE] = "n", [FRAME_WAIT] = "w",
 };
+
+/* "12 samples", or in wall and off-CPU profiles "1.234 s". */
+static void put_amount(FILE *f, const struct profile *p, uint64_t n)
+{
+	if (p->unit == PROFILE_NS)
+		fprintf(f, "%.3f s", (double)n / 1e9);
+	else
+		fprintf(f, "%llu sample%s", (unsigned long long)n, n == 1 ? "" : "s");
+}
 
 /*
  * The colour of a frame: its class picks the hue, a hash of its name the shade, so
@@ -325,7 +335,8 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 		   const struct box *b, struct text *t)
 {
 	const char *file = b->fr ? profile__file(p, b->fr) : NULL;
-	enum frame_class c = b->fr ? frame_class__of(file) : FRAME_NATIVE;
+	enum frame_class c = !b->fr ? FRAME_NATIVE :
+			     b->fr->kind == AGG_WAIT ? FRAME_WAIT : frame_class__of(file);
 	unsigned y = HEAD_H + (l->rows - 1 - b->depth) * FRAME_H;
 	double x = PAD + px(l, b->x), w = px(l, b->n);
 	int label = (int)((w - 6) / CHAR_W);
@@ -336,8 +347,10 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 	fprintf(f, "<g class=\"%s\"%s data-x=\"%llu\" data-n=\"%llu\"><title>", class_names[c],
 		b->fr ? "" : " id=\"root\"", (unsigned long long)b->x, (unsigned long long)b->n);
 	put_xml(f, t->s, t->len, SIZE_MAX);
-	fprintf(f, "\n%llu sample%s (%.2f%%)</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" "
-		"height=\"%d\" fill=\"", (unsigned long long)b->n, b->n == 1 ? "" : "s",
+	fputc('\n', f);
+	put_amount(f, p, b->n);
+	fprintf(f, " (%.2f%%)</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" "
+		"height=\"%d\" fill=\"",
 		l->total ? 100.0 * (double)b->n / (double)l->total : 100.0, x, y, w, FRAME_H - 1);
 	put_fill(f, c, b->fr ? profile__name(p, b->fr) : NULL);
 	fputs("\"/>", f);
@@ -375,6 +388,10 @@ static const char script[] =
 	"  function $(id) { return document.getElementById(id); }\n"
 	"  var X0 = num('x0'), W = num('w'), FH = num('fh'), CW = num('cw');\n"
 	"  var TOTAL = num('total') || 1;\n"
+	"  function amount(n) {\n"
+	"    return svg.getAttribute('data-unit') === 'ns' ? (n / 1e9).toFixed(3) + ' s' :\n"
+	"      n + ' samples';\n"
+	"  }\n"
 	"  var details = $('details'), matched = $('matched'), reset = $('reset');\n"
 	"  var button = $('search'), term = null;\n"
 	"  var frames = [], byG = new Map();\n"
@@ -444,7 +461,7 @@ static const char script[] =
 	"      end = Math.max(end, f.x + f.n);\n"
 	"    });\n"
 	"    matched.textContent = term ? 'Matched: ' + (100 * sum / TOTAL).toFixed(2) +\n"
-	"      '% (' + sum + ' of ' + num('total') + ' samples)' : '';\n"
+	"      '% (' + amount(sum) + ' of ' + amount(num('total')) + ')' : '';\n"
 	"    button.textContent = term ? 'Clear search' : 'Search';\n"
 	"  }\n"
 	"  function ask() {\n"
@@ -476,18 +493,20 @@ static const char script[] =
 	"  });\n"
 	"})();\n";
 
-static void put_legend(FILE *f, unsigned y)
+static void put_legend(FILE *f, const struct profile *p, unsigned y)
 {
 	static const struct { enum frame_class c; const char *label; } items[] = {
 		{ FRAME_USER, "your code" },
 		{ FRAME_STDLIB, "standard library" },
 		{ FRAME_THIRD_PARTY, "third-party" },
 		{ FRAME_NATIVE, "not Python" },
+		{ FRAME_WAIT, "off the CPU" },	/* last: only profiles of time have it */
 	};
+	size_t n = sizeof(items) / sizeof(items[0]) - (p->unit != PROFILE_NS);
 	unsigned x = 330;
 
 	fputs("<g id=\"legend\">", f);
-	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		const struct palette *pl = &palettes[items[i].c];
 
 		fprintf(f, "<rect class=\"%s\" x=\"%u\" y=\"%u\" width=\"12\" height=\"12\" "
@@ -512,22 +531,23 @@ static void put_head(FILE *f, const struct profile *p, const struct layout *l,
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
 		"height=\"%u\" viewBox=\"0 0 %d %u\" data-total=\"%llu\" data-x0=\"%d\" "
-		"data-w=\"%d\" data-fh=\"%d\" data-cw=\"%.2f\">\n<title>pybpfprof: ",
+		"data-w=\"%d\" data-fh=\"%d\" data-cw=\"%.2f\"%s>\n<title>pybpfprof: ",
 		IMG_W, height, IMG_W, height, (unsigned long long)l->total, PAD, PLOT_W, FRAME_H,
-		CHAR_W);
+		CHAR_W, p->unit == PROFILE_NS ? " data-unit=\"ns\"" : "");
 	put_xml_str(f, target);
 	fprintf(f, "</title>\n<style>\n%s</style>\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fcfcf7\"/>\n"
 		"<text id=\"title\" x=\"%d\" y=\"24\">pybpfprof: ", style, IMG_W / 2);
 	put_xml(f, target, strlen(target), TITLE_CHARS);
-	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">%.2f s at %u Hz, "
-		"%llu sample%s%s</text>\n", IMG_W / 2, (double)p->duration_ns / 1e9, p->rate_hz,
-		(unsigned long long)l->total, l->total == 1 ? "" : "s", when);
+	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">%.2f s at %u Hz, ",
+		IMG_W / 2, (double)p->duration_ns / 1e9, p->rate_hz);
+	put_amount(f, p, l->total);
+	fprintf(f, "%s%s</text>\n", p->unit == PROFILE_NS ? " of thread time" : "", when);
 	fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"68\" "
 		"style=\"visibility:hidden\">Reset zoom</text>\n"
 		"<text id=\"search\" class=\"btn end\" x=\"%d\" y=\"68\">Search</text>\n",
 		PAD, IMG_W - PAD);
-	put_legend(f, 68);
+	put_legend(f, p, 68);
 	if (l->omitted)
 		fprintf(f, "<text id=\"note\" x=\"%d\" y=\"88\">%zu frame%s narrower than %.1f px "
 			"merged into their callers</text>\n", IMG_W / 2, l->omitted,

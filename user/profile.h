@@ -20,9 +20,11 @@ struct profile_thread {
 
 #define PROFILE_NO_NAME UINT32_MAX
 
-/* One sample of the timeline: when, and which aggregate stack it added to. */
+/* One sample of the timeline: when, which aggregate stack it added to, and how long
+ * it stands for (a tick's period, or a wait's length). */
 struct profile_sample {
 	uint64_t t_ns;		/* since the profile's start */
+	uint64_t weight_ns;
 	uint32_t stack;		/* aggregate__stack() index */
 	uint32_t _pad;
 };
@@ -57,6 +59,12 @@ struct profile {
 	const struct profile_label *labels;
 	size_t nlabels;
 };
+
+/* The clock's period: what one on-CPU sample stands for, in every unit. */
+static inline uint64_t profile__tick_ns(const struct profile *p)
+{
+	return p->unit == PROFILE_NS && p->rate_hz ? 1000000000ull / p->rate_hz : p->period_ns;
+}
 
 /* The name a writer prints for @fr: "QUALNAME" / "thread TID" / "process PID CMD" ... */
 static inline const char *profile__name(const struct profile *p, const struct agg_frame *fr)

@@ -99,7 +99,7 @@ static int index_samples(struct profile_index *ix, const struct profile *p)
 		s->stack = stack;
 		if (p->ntimeline) {
 			s->t_ns = p->timeline[i].t_ns;
-			s->weight_ns = p->period_ns;
+			s->weight_ns = p->timeline[i].weight_ns;
 		} else {
 			s->t_ns = fill[t] ? s[-1].t_ns + s[-1].weight_ns : 0;
 			s->weight_ns = weight;

@@ -590,6 +590,11 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->strings = s->strs ? strtab__count(s->strs) : 0;
 	st->string_bytes = s->strs ? strtab__bytes(s->strs) : 0;
 	st->string_rebuilds = s->strs_rebuilds;
+	st->profile_mode = s->opts.mode == SESSION_WALL ? "wall" :
+			   s->opts.mode == SESSION_OFF_CPU ? "off-cpu" : "cpu";
+	st->on_cpu_ns = s->on_cpu_ns;
+	memcpy(st->off_cpu_ns, s->off_cpu_ns, sizeof(st->off_cpu_ns));
+	st->off_cpu_records = s->off_cpu_records;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
@@ -601,6 +606,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->bpf_bytes_copied = s->bytes_copied;
 	sampler__counters(s->sampler, st->bpf);
 	sampler__prog_stats(s->sampler, &st->bpf_run_ns, &st->bpf_run_cnt);
+	sampler__switch_stats(s->sampler, &st->switch_run_ns, &st->switch_run_cnt);
 }
 
 int session__wait_command(struct session *s)

@@ -62,6 +62,7 @@ struct session {
 		uint32_t tid;
 		uint32_t index;		/* aggregate__add() index */
 		enum offcpu_class k;
+		size_t timeline;	/* its timeline entry; SIZE_MAX: none */
 	} *pending;
 	size_t npending, pending_cap;
 	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,7 +48,7 @@ static int32_t frame_line(const struct session_opts *o, const struct decoded_fra
 	return o->function_lines ? f->first_line : f->line;
 }
 
-static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
+static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index, uint64_t weight_ns)
 {
 	if (s->ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->timeline)) {
 		if (!s->timeline_full)
@@ -63,6 +64,7 @@ static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index)
 	/* A record decoded late may predate the start by a tick: clamp, keep order. */
 	s->timeline[s->ntimeline++] = (struct profile_sample){
 		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,
+		.weight_ns = weight_ns,
 		.stack = index,
 	};
 	return 0;
@@ -133,7 +135,9 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	if (!err)
 		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
 	if (!err && s->opts.timeline)
-		err = add_to_timeline(s, st->ts_ns, index);
+		err = add_to_timeline(s, st->ts_ns, index,
+				      s->opts.mode == SESSION_CPU ? weight * 1000000000ull /
+									s->opts.rate_hz : weight);
 	if (err)
 		goto fail;
 	s->aggregated++;
@@ -164,7 +168,8 @@ static struct pending_wait *pending_of(struct session *s, uint32_t tid)
 }
 
 /* Remembers that stack @index of a preemption waits for its length. */
-static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum offcpu_class k)
+static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum offcpu_class k,
+			 size_t timeline)
 {
 	struct pending_wait *p = pending_of(s, tid);
 
@@ -176,7 +181,7 @@ static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum o
 			return -ENOMEM;
 		p = &s->pending[s->npending++];
 	}
-	*p = (struct pending_wait){ .tid = tid, .index = index, .k = k };
+	*p = (struct pending_wait){ .tid = tid, .index = index, .k = k, .timeline = timeline };
 	return 0;
 }
 
@@ -187,6 +192,7 @@ static int add_wait(struct target *t, const struct pbp_sample *hdr, const struct
 	enum offcpu_class k = offcpu_class__of(hdr);
 	char name[64];
 	uint32_t id, index = UINT32_MAX;	/* stays so when the stack is left out */
+	size_t tl = s->ntimeline;
 	int err;
 
 	offcpu_class__name(&s->offcpu, hdr, name, sizeof(name));
@@ -198,7 +204,7 @@ static int add_wait(struct target *t, const struct pbp_sample *hdr, const struct
 	err = add_stack(t, st, hdr->off_ns, id, &index);
 	if (err || !(hdr->flags & PBP_SF_OFF_PENDING) || index == UINT32_MAX)
 		return err;
-	err = expect_length(s, st->tid, index, k);
+	err = expect_length(s, st->tid, index, k, s->ntimeline > tl ? tl : SIZE_MAX);
 	if (!err)
 		return 0;
 fail:
@@ -214,6 +220,8 @@ static void add_length(struct session *s, const struct pbp_off_end *end)
 	if (!p)
 		return;
 	aggregate__add_to(s->agg, p->index, end->off_ns);
+	if (p->timeline < s->ntimeline)
+		s->timeline[p->timeline].weight_ns = end->off_ns;
 	s->off_cpu_ns[p->k] += end->off_ns;
 	*p = s->pending[--s->npending];
 }

@@ -2,6 +2,7 @@
 /* Run statistics writers; see stats.h. */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "decode_gap.h"
@@ -40,11 +41,54 @@ static void put_field(FILE *f, const struct field *fl)
 	}
 }
 
+static uint64_t off_cpu_total(const struct run_stats *s)
+{
+	uint64_t n = 0;
+
+	for (int k = 0; k < OFFCPU_MAX; k++)
+		n += s->off_cpu_ns[k];
+	return n;
+}
+
+/* Wall and off-CPU modes: where the time went, and what following the scheduler cost. */
+static void put_off_cpu(FILE *f, const struct run_stats *s)
+{
+	const struct field fields[] = {
+		{ "wall_ns", FIELD_U64, .u = s->on_cpu_ns + off_cpu_total(s) },
+		{ "on_cpu_ns", FIELD_U64, .u = s->on_cpu_ns },
+		{ "off_cpu_ns", FIELD_U64, .u = off_cpu_total(s) },
+		/* Every wait that ended, measured in BPF, whether its stack was taken. */
+		{ "off_cpu_intervals", FIELD_U64, .u = s->bpf[PBP_C_OFF_INTERVALS] },
+		{ "off_cpu_intervals_ns", FIELD_U64, .u = s->bpf[PBP_C_OFF_NS] },
+		{ "off_cpu_sampled", FIELD_U64, .u = s->bpf[PBP_C_OFF_SAMPLED] },
+		{ "off_cpu_short_skipped", FIELD_U64, .u = s->bpf[PBP_C_OFF_SHORT_SKIPPED] },
+		{ "off_cpu_records", FIELD_U64, .u = s->off_cpu_records },
+		{ "switch_events", FIELD_U64, .u = s->bpf[PBP_C_SWITCH_OUTS] },
+		{ "switch_state_failures", FIELD_U64, .u = s->bpf[PBP_C_OFF_NO_STORAGE] },
+		/* The scheduler and system-call programs run for every task on the host;
+		 * per target switch is what a profiled thread's waits cost (an upper bound). */
+		{ "switch_bpf_run_time_ns", FIELD_U64, .u = s->switch_run_ns },
+		{ "switch_bpf_run_cnt", FIELD_U64, .u = s->switch_run_cnt },
+		{ "switch_bpf_ns_per_run", FIELD_DEC1, .d = ratio(s->switch_run_ns, s->switch_run_cnt) },
+		{ "switch_bpf_ns_per_target_switch", FIELD_DEC1,
+		  .d = ratio(s->switch_run_ns, s->bpf[PBP_C_SWITCH_OUTS]) },
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		put_field(f, &fields[i]);
+	fprintf(f, "  \"off_cpu_ns_by_class\": {");
+	for (int k = 0; k < OFFCPU_MAX; k++)
+		fprintf(f, "%s\"%s\": %llu", k ? ", " : "", offcpu_class__key(k),
+			(unsigned long long)s->off_cpu_ns[k]);
+	fprintf(f, "},\n");
+}
+
 int stats__write_json(FILE *f, const struct run_stats *s)
 {
 	const struct field fields[] = {
 		{ "python_version", FIELD_STR, .str = s->python_version },
 		{ "mode", FIELD_STR, .str = s->mode },
+		{ "profile_mode", FIELD_STR, .str = s->profile_mode ? s->profile_mode : "cpu" },
 		{ "pid", FIELD_U64, .u = s->pid },
 		{ "processes", FIELD_U64, .u = s->processes },
 		{ "processes_skipped", FIELD_U64, .u = s->processes_skipped },
@@ -115,6 +159,8 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	fprintf(f, "{\n");
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
 		put_field(f, &fields[i]);
+	if (s->profile_mode && strcmp(s->profile_mode, "cpu"))
+		put_off_cpu(f, s);
 	fprintf(f, "  \"incomplete_reasons\": {");
 	for (int g = 1; g < GAP_MAX; g++)
 		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", decode_gap__key(g),
@@ -130,8 +176,31 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	return ferror(f) ? -EIO : 0;
 }
 
+/* "on CPU 1.2 s, off CPU 3.4 s (sleep 2.0 s, lock 1.4 s)" */
+static void summary_wall(FILE *f, const struct run_stats *s)
+{
+	int first = 1;
+
+	fprintf(f, "pybpfprof: %.3f s on CPU, %.3f s off CPU", s->on_cpu_ns / 1e9,
+		off_cpu_total(s) / 1e9);
+	for (int k = 0; k < OFFCPU_MAX; k++) {
+		if (!s->off_cpu_ns[k])
+			continue;
+		fprintf(f, "%s%s %.3f s", first ? " (" : ", ", offcpu_class__key(k),
+			s->off_cpu_ns[k] / 1e9);
+		first = 0;
+	}
+	fprintf(f, "%s, from %llu waits\n", first ? "" : ")",
+		(unsigned long long)s->off_cpu_records);
+}
+
 void stats__summary(FILE *f, const struct run_stats *s)
 {
+	if (s->profile_mode && strcmp(s->profile_mode, "cpu"))
+		summary_wall(f, s);
+	/* Off-CPU alone has no ticks to count against what was expected. */
+	if (s->profile_mode && !strcmp(s->profile_mode, "off-cpu"))
+		return;
 	if (s->live.ticks) {
 		fprintf(f,
 			"pybpfprof: %llu samples in %.1f s from pid %u (Python %s), read from "
@@ -164,7 +233,8 @@ void stats__summary(FILE *f, const struct run_stats *s)
 		(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
 		s->python_version, (unsigned long long)s->samples_decoded,
 		(unsigned long long)s->samples_incomplete,
-		(unsigned long long)s->samples_delivered, (unsigned long long)s->samples_expected,
+		(unsigned long long)(s->samples_delivered - s->off_cpu_records),
+		(unsigned long long)s->samples_expected,
 		(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
 		ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 }

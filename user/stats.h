@@ -8,6 +8,7 @@
 
 #include "decoder.h"
 #include "frame_cache.h"
+#include "offcpu_class.h"
 #include "pbp_abi.h"
 #include "sampler_live.h"
 
@@ -39,6 +40,12 @@ struct run_stats {
 	uint64_t code_cache_bytes, code_cache_entries, frame_cache_bytes;
 	uint64_t strings, string_bytes;
 	uint64_t string_rebuilds;	/* times the string table was rebuilt smaller */
+	/* Wall and off-CPU modes: the time in the profile, on and off the CPU. */
+	const char *profile_mode;	/* "cpu", "wall", "off-cpu" */
+	uint64_t on_cpu_ns;
+	uint64_t off_cpu_ns[OFFCPU_MAX];
+	uint64_t off_cpu_records;	/* records of waits among samples_delivered */
+	uint64_t switch_run_ns, switch_run_cnt;	/* the scheduler programs' cost */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

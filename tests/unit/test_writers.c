@@ -123,6 +123,7 @@ static int add_fixed(struct aggregate *agg, struct strtab *strs, struct profile_
 	}
 	for (size_t i = 0; i < sizeof(timeline) / sizeof(timeline[0]); i++)
 		samples[i] = (struct profile_sample){ .t_ns = i * 10000000ull,
+						      .weight_ns = 10000000ull,
 						      .stack = timeline[i] };
 	return 0;
 }
