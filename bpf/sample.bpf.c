@@ -34,6 +34,9 @@ const volatile bool self_timed = false;
  * and then stand for min_block_ns, so that their sum stays unbiased. */
 const volatile __u64 min_block_ns = 0;
 const volatile __u32 nr_cpus = 1;	/* possible CPUs: the second scratch slots follow */
+/* Wall mode: each tick carries the CPU time since the thread's previous one. */
+const volatile bool cpu_timed = false;
+const volatile __u64 tick_ns = 10000000;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -77,6 +80,9 @@ struct switch_state {
 	__u32 state;		/* the task state that names the wait; 0: preempted */
 	__u32 in_call;		/* a wait inside a system call is open */
 	__u32 pending;		/* a preemption's record went out; its length is owed */
+	__u64 cpu_ns;		/* its CPU time at its previous tick */
+	__u32 cpu_seen;		/* cpu_ns is set */
+	__u32 _pad;
 };
 
 struct {
@@ -477,8 +483,9 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
 
 /* What an off-CPU record carries besides the stack; all zero for an on-CPU tick. */
 struct off_cpu {
-	__u32 flags;		/* PBP_SF_OFF_CPU, PBP_SF_OFF_PENDING */
+	__u32 flags;		/* PBP_SF_OFF_CPU, PBP_SF_OFF_PENDING, PBP_SF_CPU_TIMED */
 	__u32 slot;		/* scratch slot: 0, or 1 for the system-call exit */
+	__u64 cpu_ns;		/* PBP_SF_CPU_TIMED */
 	__u64 start_ns;
 	__u64 weight_ns;
 	__u64 real_ns;
@@ -529,9 +536,12 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	s->hdr_len = sizeof(*s);
 	s->pid = tgid;
 	s->tid = tid;
-	s->ts_ns = off->flags ? off->start_ns : bpf_ktime_get_ns();
+	s->ts_ns = off->flags & PBP_SF_OFF_CPU ? off->start_ns : bpf_ktime_get_ns();
 	s->cpu = cpu;
-	if (off->flags) {
+	if (off->flags & PBP_SF_CPU_TIMED) {
+		s->flags = PBP_SF_CPU_TIMED;
+		s->off_ns = off->cpu_ns;
+	} else if (off->flags) {
 		s->flags = off->flags;
 		s->off_ns = off->weight_ns;
 		s->off_real_ns = off->real_ns;
@@ -551,7 +561,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 		tlen = 0;
 	}
 	s->tstate_len = tlen;
-	s->ts_flags = (off->flags ? 0 : PBP_TS_ON_CPU) |
+	s->ts_flags = (off->flags & PBP_SF_OFF_CPU ? 0 : PBP_TS_ON_CPU) |
 		      gil_flags(t, ts, sc->buf + sizeof(*s), tlen, &gil);
 	s->gil = gil;
 
@@ -596,24 +606,51 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 		return 0;
 	}
 	count(PBP_C_SUBMITTED);
-	if (off->flags)
+	if (off->flags & PBP_SF_OFF_CPU)
 		count(PBP_C_OFF_SAMPLED);
 	return 0;
+}
+
+/*
+ * Wall mode: the CPU time @task used since its previous tick. A thread that already
+ * ran before it became a target's is taken to have used one period before its
+ * first tick; a newer one, all it used.
+ */
+static __always_inline __u64 cpu_since_tick(const struct pbp_target *t, struct task_struct *task)
+{
+	struct switch_state *so;
+	__u64 now = task->se.sum_exec_runtime, d;
+
+	so = bpf_task_storage_get(&offcpu, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!so)
+		return tick_ns;
+	if (!so->cpu_seen) {
+		so->cpu_seen = 1;
+		so->cpu_ns = task->start_time >= t->since_ns ? 0 : now > tick_ns ? now - tick_ns : 0;
+	}
+	d = now > so->cpu_ns ? now - so->cpu_ns : 0;
+	so->cpu_ns = now;
+	return d;
 }
 
 static __always_inline int sample_tick(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct off_cpu on = {};
 
 	if (!t)
 		return 0;
 	/* A thread on its way out has passed the exit tracepoint that forgets it: a
 	 * lookup now would leave an entry behind that nothing removes. */
-	if (bpf_get_current_task_btf()->flags & PF_EXITING)
+	if (task->flags & PF_EXITING)
 		return 0;
 	count(PBP_C_TARGET_EVENTS);
+	if (cpu_timed) {
+		on.flags = PBP_SF_CPU_TIMED;
+		on.cpu_ns = cpu_since_tick(t, task);
+	}
 	return snapshot(t, &on);
 }
 

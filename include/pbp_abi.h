@@ -49,6 +49,7 @@ typedef int32_t pbp_s32;
 #define PBP_SF_STACK_MOVING	(1u << 6)	/* caught switching chunks: top not in chunk */
 #define PBP_SF_OFF_CPU		(1u << 7)	/* an off-CPU interval: see off_ns */
 #define PBP_SF_OFF_PENDING	(1u << 8)	/* ... whose length a pbp_off_end brings */
+#define PBP_SF_CPU_TIMED	(1u << 9)	/* an on-CPU tick standing for off_ns of CPU */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -109,6 +110,9 @@ struct pbp_sample {
 	 * it switched out in (0: preempted); off_syscall (-1: none) and off_arg the
 	 * system call it was in and that call's first argument. gil is the GIL's state
 	 * its interpreter uses (0: unknown), for telling a GIL wait from other futexes.
+	 * With PBP_SF_CPU_TIMED (an on-CPU tick in wall mode): off_ns is the CPU time
+	 * the thread used since its previous tick, as the scheduler counts it, so that
+	 * its ticks add up to its CPU time exactly rather than by the count.
 	 */
 	pbp_u64 off_ns;
 	pbp_u64 off_real_ns;

@@ -130,6 +130,8 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	s->skel->rodata->every_exec = cfg->every_exec;
 	s->skel->rodata->min_block_ns = cfg->min_block_ns;
 	s->skel->rodata->nr_cpus = libbpf_num_possible_cpus();
+	s->skel->rodata->cpu_timed = cfg->off_cpu && cfg->on_cpu;
+	s->skel->rodata->tick_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 1);
 	/* Off-CPU sampling costs every context switch and every system call on the
 	 * host a check: only when asked for. */
 	bpf_program__set_autoload(s->skel->progs.pbp_switch, cfg->off_cpu);

@@ -248,7 +248,8 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 		return 0;
 	if (hdr->flags & PBP_SF_OFF_CPU)
 		return add_wait(t, hdr, s->stack);
-	return add_stack(t, s->stack, tick_weight(s), 0, NULL);
+	return add_stack(t, s->stack,
+			 hdr->flags & PBP_SF_CPU_TIMED ? hdr->off_ns : tick_weight(s), 0, NULL);
 }
 
 /* Live sampler callback. */
