@@ -82,7 +82,9 @@ struct switch_state {
 	__u32 pending;		/* a preemption's record went out; its length is owed */
 	__u64 cpu_ns;		/* its CPU time at its previous tick */
 	__u32 cpu_seen;		/* cpu_ns is set */
-	__u32 _pad;
+	__u32 skipped;		/* a preemption left to the draw: its length is counted */
+	__u64 pending_ns;	/* when the last preemption's stack was taken */
+	__u64 pending_gap;	/* ... and how long before it the one before: the odds */
 };
 
 struct {
@@ -727,9 +729,22 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 		so->state = state;
 		return;
 	}
-	/* Outside any call no exit will come: the stack is taken now, and its length
-	 * when the thread is back. */
+	/*
+	 * Outside any call no exit will come: the stack is taken now, and its length
+	 * when the thread is back. How long the wait will be is not known yet, so the
+	 * draw goes by how long ago the thread's last one was taken: a thread
+	 * preempted every few microseconds costs a stack at most every min_block_ns,
+	 * and each kept wait counts for min_block_ns / gap of them.
+	 */
 	so->in_call = 0;
+	so->pending = so->skipped = 0;
+	so->pending_gap = now - so->pending_ns;
+	if (min_block_ns && so->pending_gap < min_block_ns &&
+	    (__u64)bpf_get_prandom_u32() % min_block_ns >= so->pending_gap) {
+		so->skipped = 1;
+		return;
+	}
+	so->pending_ns = now;
 	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
 	off.start_ns = now;
 	off.syscall = -1;
@@ -785,11 +800,18 @@ static __always_inline void switch_in(struct task_struct *next)
 		so->off_ns += end.off_ns;
 		return;
 	}
-	if (!so->pending)
+	if (!so->pending && !so->skipped)
 		return;
-	so->pending = 0;
 	count(PBP_C_OFF_INTERVALS);
 	add(PBP_C_OFF_NS, end.off_ns);
+	if (so->skipped) {
+		so->skipped = 0;
+		count(PBP_C_OFF_SHORT_SKIPPED);
+		return;
+	}
+	so->pending = 0;
+	if (min_block_ns && so->pending_gap < min_block_ns)
+		end.off_ns = so->pending_gap ? end.off_ns * min_block_ns / so->pending_gap : 0;
 	end.pid = next->tgid;
 	end.tid = next->pid;
 	if (bpf_ringbuf_output(&samples, &end, sizeof(end), BPF_RB_NO_WAKEUP))

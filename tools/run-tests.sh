@@ -62,4 +62,4 @@ if [ -x "${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}/bin/python3.12" ]; then
 else
 	echo "CPython 3.12: no build at ${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}; left out of the matrix"
 fi
-exec /usr/bin/python3 -m pytest -v -p no:cacheprovider tests "$@"
+exec /usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=30 tests "$@"

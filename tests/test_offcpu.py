@@ -1,0 +1,268 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""--mode wall and off-cpu: every interval a thread spends off the CPU, measured by the
+scheduler and charged to the Python stack it blocked in, under a leaf that names why.
+
+Ground truth comes from the workloads. tests/workloads/waits.py runs threads that each
+spend their time one known way (sleeping, reading a pipe, waiting for a lock another
+thread holds, burning CPU beside a second burner so that the two contend for the GIL)
+and time themselves: start and end, CPU time, time inside the blocking call. The
+profiler attaches before the threads start and runs until the process exits, so each
+thread's whole life is in the profile. tests/workloads/pingpong.py hands a token
+between two threads tens of thousands of times a second: there the waits are short,
+most are drawn at random (--min-block), and the profile's total must still match the
+sum that BPF measured of every wait.
+"""
+
+import gzip
+import json
+import re
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import (PROFILER_GRACE, REPO, RUN_DIR, Harness, Once, make_interp)
+from test_writers_formats import speedscope_schema_errors
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile  # noqa: E402
+
+VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
+SECONDS = 2.5
+THREAD = re.compile(r"^thread (\d+)$")
+LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
+PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
+SHARE_POINTS = 5.0          # a wait's share of a thread's life, against the truth
+LIFE_TOLERANCE = 0.02       # a thread's profiled time against its life
+
+
+def parse(text):
+    """{tid: Counter({(parent frame text, leaf): microseconds})}; leaf is "on-CPU" for
+    stacks that do not end in a wait."""
+    out = defaultdict(Counter)
+    for line in text.splitlines():
+        m = LINE.match(line)
+        assert m, f"not a collapsed line: {line!r}"
+        frames = m["stack"].split(";")
+        t = THREAD.match(frames[0])
+        assert t, f"no thread frame first: {line!r}"
+        wait = frames[-1].startswith("[off-CPU") or frames[-1].startswith("[runnable")
+        leaf = frames[-1] if wait else "on-CPU"
+        parent = frames[-2] if wait else frames[-1]
+        out[int(t[1])][(parent, leaf)] += int(m["count"])
+    return out
+
+
+def function_of(frame_text):
+    m = PY_FRAME.match(frame_text)
+    return (m["name"], int(m["line"])) if m else (frame_text, None)
+
+
+class Waited:
+    def __init__(self, truth, run, profile, stats):
+        self.truth, self.run, self.profile, self.stats = truth, run, profile, stats
+
+    def thread(self, name):
+        t = self.truth["threads"][name]
+        return t, self.profile.get(t["tid"], Counter()), (t["end"] - t["start"]) * 1e6
+
+    def describe(self, name):
+        t, prof, life = self.thread(name)
+        rows = "\n".join(f"    {100 * us / life:5.1f}%  {leaf:34} under {parent}"
+                         for (parent, leaf), us in prof.most_common(8))
+        return (f"{name} (tid {t['tid']}): life {life / 1e6:.3f} s, CPU "
+                f"{100 * t['cpu'] * 1e6 / life:.1f}%, in its call "
+                f"{100 * t['waited'] * 1e6 / life:.1f}%\n{rows}")
+
+
+def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=()):
+    """waits.py profiled from before its threads start until it exits."""
+    h = Harness(tmpdir, profiler)
+    try:
+        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+        w = h.start_workload(interp, "waits", "--go", go, seconds=SECONDS)
+        suffix = {"collapsed": ".txt", "pprof": ".pb.gz", "speedscope": ".speedscope.json"}
+        out = Path(tmpdir) / f"waits-{w.pid}{suffix[fmt]}"
+        st = Path(tmpdir) / f"waits-{w.pid}.json"
+        started = []
+
+        def start_threads(_stdout, stderr):
+            # The profiler says it samples; only then may the threads start.
+            if not started and "profiling pid" in stderr:
+                interp.host_path(go).touch()
+                started.append(time.monotonic())
+            return False
+
+        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--threads", "-v",
+                              "-o", out, "-f", fmt, "--stats-file", st] + list(extra),
+                             SECONDS + PROFILER_GRACE, out=out, stats=st,
+                             signal_when=(start_threads, 0))
+        assert started, f"the profiler never said it was sampling:\n{run.describe()}"
+        assert run.rc == 0, run.describe()
+        done = Path(str(w.truth_path) + ".done")
+        assert done.exists(), f"the workload did not finish:\n{w.output()}"
+        truth = json.loads(done.read_text())
+    finally:
+        h.close()
+    stats = json.loads(st.read_text())
+    return truth, run, out, stats
+
+
+@pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"py{v}")
+def waits(request, sid_root, workloads_installed, module_tmp, profiler_bin):
+    interp = make_interp(request.param, sid_root)
+
+    def go():
+        truth, run, out, stats = profile_waits(module_tmp / interp.id, profiler_bin, interp)
+        return Waited(truth, run, parse(out.read_text()), stats)
+    return Once(go)
+
+
+def test_wall_each_thread_adds_up_to_its_life(waits):
+    """On-CPU time plus every wait: the thread's whole life, within 2 %."""
+    w = waits.get()
+    bad = []
+    for name in w.truth["threads"]:
+        _, prof, life = w.thread(name)
+        total = sum(prof.values())
+        # Creating and ending a thread happen outside the span it times itself.
+        if abs(total - life) > LIFE_TOLERANCE * life + 3000:
+            bad.append(f"{name}: profiled {total / 1e6:.3f} s of a {life / 1e6:.3f} s life\n"
+                       + w.describe(name))
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,leaf", [
+    ("sleeper", "[off-CPU: sleep]"),
+    ("reader", "[off-CPU: read(pipe)]"),
+    ("locker", "[off-CPU: lock (futex)]"),
+])
+def test_wall_wait_under_its_line_with_its_share(waits, name, leaf):
+    """The blocking call's time lands under the line that made it, named for what it
+    waited on, within 5 points of the time the thread measured around the call."""
+    w = waits.get()
+    t, prof, life = w.thread(name)
+    here = sum(us for (parent, lf), us in prof.items()
+               if lf == leaf and function_of(parent) == (name, t["line"]))
+    want = 100 * t["waited"] * 1e6 / life
+    got = 100 * here / life
+    assert abs(got - want) <= SHARE_POINTS, \
+        f"{leaf} under {name}:{t['line']}: {got:.1f}% of its life, measured {want:.1f}%\n" \
+        + w.describe(name)
+
+
+@pytest.mark.parametrize("name", ["gil_a", "gil_b"])
+def test_wall_gil_contention(waits, name):
+    """Two burners and one GIL: each runs for its CPU time and waits for the GIL for
+    most of the rest, under its own function."""
+    w = waits.get()
+    t, prof, life = w.thread(name)
+    on = sum(us for (_, leaf), us in prof.items() if leaf == "on-CPU")
+    off = sum(us for (_, leaf), us in prof.items() if leaf != "on-CPU")
+    gil = sum(us for (parent, leaf), us in prof.items()
+              if leaf == "[off-CPU: GIL wait]" and function_of(parent)[0] == name)
+    cpu = 100 * t["cpu"] * 1e6 / life
+    msg = w.describe(name)
+    assert abs(100 * on / life - cpu) <= SHARE_POINTS, f"on-CPU against CPU time:\n{msg}"
+    assert abs(100 * off / life - (100 - cpu)) <= SHARE_POINTS, f"off-CPU:\n{msg}"
+    assert off > 0.2 * life, f"two burners, one GIL, yet hardly any waiting:\n{msg}"
+    assert gil >= 0.5 * off, f"the waits are not mostly for the GIL:\n{msg}"
+
+
+def test_wall_stats_account_for_the_time(waits):
+    w = waits.get()
+    s = w.stats
+    assert s["profile_mode"] == "wall"
+    assert s["ringbuf_drops"] == 0, s
+    assert s["wall_ns"] == s["on_cpu_ns"] + s["off_cpu_ns"]
+    assert s["off_cpu_ns"] == sum(s["off_cpu_ns_by_class"].values())
+    for k in ("gil", "lock", "sleep", "read"):
+        assert s["off_cpu_ns_by_class"][k] > 0, f"no {k} time: {s['off_cpu_ns_by_class']}"
+    assert s["switch_events"] >= s["off_cpu_sampled"] > 0, s
+    assert s["switch_bpf_run_cnt"] > 0 and s["switch_bpf_run_time_ns"] > 0, s
+    # Every wait that ended went through the draw; the estimate stays near the sum.
+    assert abs(s["off_cpu_ns"] - s["off_cpu_intervals_ns"]) <= 0.05 * s["off_cpu_intervals_ns"], s
+
+
+@pytest.fixture(scope="module")
+def pingpong(sid_root, workloads_installed, module_tmp, profiler_bin):
+    interp = make_interp("3.13", sid_root)
+
+    def go():
+        h = Harness(module_tmp / "pingpong", profiler_bin)
+        try:
+            w = h.start_workload(interp, "pingpong")
+            st = module_tmp / "pingpong.json"
+            out = module_tmp / "pingpong.txt"
+            run = h.run_profiler(["record", "-p", w.pid, "--mode", "off-cpu", "-d", 3,
+                                  "-o", out, "--stats-file", st], 3 + PROFILER_GRACE,
+                                 out=out, stats=st)
+            assert run.rc == 0, run.describe()
+            assert w.proc.poll() is None, f"pingpong died:\n{w.output()}"
+        finally:
+            h.close()
+        return run, json.loads(st.read_text()), out.read_text()
+    return Once(go)
+
+
+def test_off_cpu_switch_storm_is_sampled_without_bias_or_loss(pingpong):
+    """Tens of thousands of short waits a second: most are left to the draw, none is
+    lost, and the kept ones, weighted, add up to what BPF measured within 10 %."""
+    run, s, text = pingpong.get()
+    assert s["profile_mode"] == "off-cpu"
+    assert s["ringbuf_drops"] == 0, s
+    assert s["off_cpu_intervals"] >= 20000, f"not a storm: {s['off_cpu_intervals']} waits"
+    assert s["off_cpu_short_skipped"] > s["off_cpu_sampled"], \
+        f"short waits were not drawn: {s['off_cpu_short_skipped']} skipped, " \
+        f"{s['off_cpu_sampled']} taken"
+    truth = s["off_cpu_intervals_ns"]
+    assert abs(s["off_cpu_ns"] - truth) <= 0.10 * truth, \
+        f"estimate {s['off_cpu_ns']} ns against {truth} ns measured"
+    # Off-CPU mode: waits only, and the ping-pong's own lines among them.
+    assert "pass_token" in text, text[:2000]
+    assert all(line.rsplit(" ", 1)[0].split(";")[-1].startswith(("[off-CPU", "[runnable"))
+               for line in text.splitlines()), text[:2000]
+
+
+def test_wall_pprof_has_three_sample_types_that_agree(sid_root, workloads_installed,
+                                                       module_tmp, profiler_bin):
+    interp = make_interp("3.14", sid_root)
+    truth, run, out, _ = profile_waits(module_tmp / "pprof", profiler_bin, interp, "pprof")
+    prof = Profile.parse(gzip.decompress(out.read_bytes()))
+    assert prof.value_types() == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),
+                                  ("wall", "nanoseconds")]
+    by_tid = defaultdict(lambda: [0, 0, 0])
+    for stack, values, labels in prof.samples():
+        cpu, off, wall = values
+        leaf = stack[0][0]
+        assert wall == cpu + off and (cpu == 0 or off == 0), values
+        assert (off > 0) == leaf.startswith(("[off-CPU", "[runnable")) or wall == 0, \
+            (leaf, values)
+        for i, v in enumerate(values):
+            by_tid[labels["thread_id"]][i] += v
+    for name, t in truth["threads"].items():
+        life = (t["end"] - t["start"]) * 1e9
+        cpu, off, wall = by_tid[t["tid"]]
+        assert abs(wall - life) <= LIFE_TOLERANCE * life + 3e6, (name, wall, life)
+        assert abs(cpu - t["cpu"] * 1e9) <= 0.05 * life, (name, cpu, t["cpu"])
+
+
+def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, profiler_bin):
+    interp = make_interp("3.11", sid_root)
+    truth, run, out, _ = profile_waits(module_tmp / "speedscope", profiler_bin, interp,
+                                       "speedscope")
+    data = json.loads(out.read_text())
+    errors = speedscope_schema_errors(data)
+    assert not errors, "\n".join(errors)
+    frames = data["shared"]["frames"]
+    for name, t in truth["threads"].items():
+        (p,) = [p for p in data["profiles"] if f"thread {t['tid']}" in p["name"]]
+        assert p["unit"] == "nanoseconds"
+        life = (t["end"] - t["start"]) * 1e9
+        waited = sum(w for s, w in zip(p["samples"], p["weights"])
+                     if s and frames[s[-1]]["name"].startswith(("[off-CPU", "[runnable")))
+        assert abs(sum(p["weights"]) - life) <= LIFE_TOLERANCE * life + 3e6, (name, p["name"])
+        assert abs(waited - (life - t["cpu"] * 1e9)) <= 0.05 * life, (name, waited, life)
