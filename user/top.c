@@ -266,8 +266,10 @@ static void summary(struct top_ctx *c, int exited)
 			best = r;
 	}
 	if (best && best->own)
-		snprintf(hot, sizeof(hot), "; most own time: %s (%s), %.1f%%",
-			 strtab__get(p.strs, best->name), strtab__get(p.strs, best->file),
+		snprintf(hot, sizeof(hot), "; most own time: %s%s%s%s, %.1f%%",
+			 strtab__get(p.strs, best->name), best->file == TOP_NO_FILE ? "" : " (",
+			 best->file == TOP_NO_FILE ? "" : strtab__get(p.strs, best->file),
+			 best->file == TOP_NO_FILE ? "" : ")",
 			 100.0 * best->own / aggregate__total(p.agg));
 	pr_warn("%s: %llu samples in %.1f s (%llu incomplete, %llu dropped)%s%s\n", p.target,
 		(unsigned long long)st.samples, st.elapsed_s, (unsigned long long)st.incomplete,
@@ -287,6 +289,8 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.no_bpf = o->no_bpf,
 		.idle = o->idle,
 		.gil = o->gil,
+		.mode = o->mode,
+		.min_block_us = o->min_block_us,
 		/* A table of functions: lines would only split them. */
 		.nolineno = 1,
 	};

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "session.h"
+
 struct proc_filter;
 
 struct top_opts {
@@ -17,6 +19,8 @@ struct top_opts {
 	int no_bpf;		/* sample from user space, never load BPF */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
+	enum session_mode mode;	/* wall, off-cpu: shares of time, waits as rows */
+	uint32_t min_block_us;
 };
 
 /* Runs until q, Ctrl-C, SIGTERM or the target's exit; returns the exit status

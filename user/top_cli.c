@@ -26,6 +26,9 @@ static const char top_help[] =
 	"deep it recurses); Own(s) and Total(s) add up the sampled time since the start.\n"
 	"A function is a qualified name in a file, whatever the line. With -a, each\n"
 	"process is a row too, 'process PID COMMAND', whose %Total is its share.\n"
+	"With --mode wall the shares are of wall-clock time, the threads' time on and\n"
+	"off the CPU, and each kind of wait ('[off-CPU: sleep]', ...) is a row whose %Own\n"
+	"is the share of time spent in it.\n"
 	"\n"
 	"Keys: o or 1 sort by %Own (the default), t or 2 by %Total, Tab switches;\n"
 	"q or Ctrl-C quits, Ctrl-Z suspends, Ctrl-L redraws. The view fits the terminal\n"
@@ -49,6 +52,8 @@ static const char top_help[] =
 	"                         unavailable\n"
 	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
 	"      --gil              count only the thread holding the GIL\n"
+	"      --mode MODE        cpu (default), wall or off-cpu, as for record\n"
+	"      --min-block US     as for record (default " CLI_STR(CLI_MIN_BLOCK_DEFAULT_US) ")\n"
 	"  -v, --verbose          more diagnostics, shown after the view closes\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -62,19 +67,21 @@ static const char top_help[] =
 
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
-	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL };
+	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 		CLI_SELECT_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct top_opts o = { .rate_hz = 100 };
+	struct top_opts o = { .rate_hz = 100, .min_block_us = CLI_MIN_BLOCK_DEFAULT_US };
 	unsigned long v;
 	int opt, verbose = 0, code;
 
@@ -106,6 +113,14 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		case OPT_GIL:
 			o.gil = 1;
 			break;
+		case OPT_MODE:
+			if (cli__parse_mode("top", optarg, &o.mode))
+				return EXIT_USAGE;
+			break;
+		case OPT_MIN_BLOCK:
+			if (cli__parse_min_block("top", optarg, &o.min_block_us))
+				return EXIT_USAGE;
+			break;
 		default:
 			code = cli__common_option("top", top_help, opt, argv, &verbose);
 			if (code != CLI_GO_ON)
@@ -122,6 +137,8 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		return cli__usage_error("top", "%s", "give either -a or -p PID, not both");
 	if (sel->all && o.no_bpf)
 		return cli__usage_error("top", "%s", "-a needs BPF; --no-bpf cannot do that");
+	if (o.no_bpf && o.mode == SESSION_WALL)
+		o.idle = 1;
 	o.system_wide = sel->all;
 	o.filter = &sel->filter;
 	o.max_processes = (uint32_t)sel->max_processes;

@@ -112,10 +112,11 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 	for (uint32_t k = 0; k < s->depth; k++) {
 		const struct agg_frame *fr = &s->frames[k];
 
-		/* A process is a row too: its total is its share of the samples. */
-		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS)
+		/* A process is a row too: its total is its share of the samples; and so
+		 * is each kind of wait. */
+		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS && fr->kind != AGG_WAIT)
 			continue;
-		r = row_of(v, fr->name, fr->kind == AGG_PROCESS ? TOP_NO_FILE : fr->file);
+		r = row_of(v, fr->name, fr->kind == AGG_PYTHON ? fr->file : TOP_NO_FILE);
 		if (r < 0)
 			return (int)r;
 		/* Recursion: a function is on the stack of this sample once, not per frame. */
@@ -125,8 +126,8 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 		v->rows[r].total += delta;
 		v->rows[r].total_now += delta;
 	}
-	if (leaf && leaf->kind == AGG_PYTHON) {
-		r = row_of(v, leaf->name, leaf->file);
+	if (leaf && (leaf->kind == AGG_PYTHON || leaf->kind == AGG_WAIT)) {
+		r = row_of(v, leaf->name, leaf->kind == AGG_PYTHON ? leaf->file : TOP_NO_FILE);
 		if (r < 0)
 			return (int)r;
 		v->rows[r].own += delta;
