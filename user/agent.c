@@ -222,7 +222,12 @@ static void reload(struct agent_ctx *c)
 	if (next.rate_hz != c->cfg.rate_hz)
 		pr_warn("rate: %u Hz stays until a restart (the BPF sampler runs at a fixed "
 			"period)\n", c->cfg.rate_hz);
+	if (next.mode != c->cfg.mode || next.min_block_us != c->cfg.min_block_us)
+		pr_warn("mode: %s stays until a restart (it chooses the BPF programs)\n",
+			session__mode_name(c->cfg.mode));
 	next.rate_hz = c->cfg.rate_hz;
+	next.mode = c->cfg.mode;
+	next.min_block_us = c->cfg.min_block_us;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
 	if (err) {
@@ -530,6 +535,8 @@ static int start(struct agent_ctx *c)
 	}
 	so = (struct session_opts){
 		.rate_hz = c->cfg.rate_hz,
+		.mode = c->cfg.mode,
+		.min_block_us = c->cfg.min_block_us,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,

@@ -27,6 +27,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_LABEL] = "label", [AK_EXCLUDE] = "exclude", [AK_CONTAINER] = "container",
 	[AK_HOST_NAME] = "host-name", [AK_PYROSCOPE_TOKEN_FILE] = "pyroscope-token-file",
 	[AK_PYROSCOPE_PASSWORD_FILE] = "pyroscope-password-file",
+	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block",
 };
 
 #define SECRET_MAX_BYTES 16384
@@ -86,6 +87,7 @@ int agent_config__init(struct agent_config *c)
 	memset(c, 0, sizeof(*c));
 	c->period_ms = 10000;
 	c->rate_hz = 100;
+	c->min_block_us = SESSION_MIN_BLOCK_DEFAULT_US;
 	c->output_max_mb = 1024;
 	c->queue_max = 64;
 	c->queue_max_mb = 256;
@@ -221,6 +223,16 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is not a rate in Hz from 1 to 10000";
 		else
 			c->rate_hz = (uint32_t)u;
+		break;
+	case AK_MODE:
+		if (session__parse_mode(value, &c->mode))
+			why = "is not cpu, wall or off-cpu";
+		break;
+	case AK_MIN_BLOCK:
+		if (parse_uint(value, 0, 1000000, &u))
+			why = "is not a number of microseconds from 0 to 1000000";
+		else
+			c->min_block_us = (uint32_t)u;
 		break;
 	case AK_OUTPUT_MAX_MB:
 	case AK_QUEUE_MAX_MB:
@@ -515,6 +527,8 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 	}
 	out->period_ms = PICK(AK_PERIOD)->period_ms;
 	out->rate_hz = PICK(AK_RATE)->rate_hz;
+	out->mode = PICK(AK_MODE)->mode;
+	out->min_block_us = PICK(AK_MIN_BLOCK)->min_block_us;
 	out->output_max_mb = PICK(AK_OUTPUT_MAX_MB)->output_max_mb;
 	out->queue_max = PICK(AK_QUEUE_MAX)->queue_max;
 	out->queue_max_mb = PICK(AK_QUEUE_MAX_MB)->queue_max_mb;

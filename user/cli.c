@@ -109,13 +109,7 @@ int cli__select_check(const char *cmd, const struct cli_select *sel)
 
 int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode)
 {
-	if (!strcmp(arg, "cpu"))
-		*mode = SESSION_CPU;
-	else if (!strcmp(arg, "wall"))
-		*mode = SESSION_WALL;
-	else if (!strcmp(arg, "off-cpu"))
-		*mode = SESSION_OFF_CPU;
-	else
+	if (session__parse_mode(arg, mode))
 		return cli__usage_error(cmd, "invalid --mode '%s': expected cpu, wall or off-cpu",
 					arg);
 	return 0;

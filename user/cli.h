@@ -42,7 +42,6 @@ int cli__end_options(const char *cmd, int argc, char **argv, int verbose);
  */
 int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode);
 int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
-#define CLI_MIN_BLOCK_DEFAULT_US 100
 #define CLI_MODE_HELP \
 	"      --mode MODE        what the profile measures (default cpu):\n" \
 	"                         cpu: on-CPU samples, counted\n" \
@@ -58,7 +57,7 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 	"                         With --no-bpf, wall is --idle (every thread at each\n" \
 	"                         tick) and the waits are '[off-CPU]', unexplained\n" \
 	"      --min-block US     wall, off-cpu: a wait shorter than US microseconds\n" \
-	"                         (default " CLI_STR(CLI_MIN_BLOCK_DEFAULT_US) ") is kept by a random draw, with\n" \
+	"                         (default " CLI_STR(SESSION_MIN_BLOCK_DEFAULT_US) ") is kept by a random draw, with\n" \
 	"                         probability length/US, and then counts US: the total\n" \
 	"                         stays right on average while a thread that switches\n" \
 	"                         tens of thousands of times a second costs a stack read\n" \

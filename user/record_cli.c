@@ -301,7 +301,7 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 			.rate_hz = 100,
 			.stack_cap = PBP_STACK_DEFAULT,
 			.ringbuf_mb = 16,
-			.min_block_us = CLI_MIN_BLOCK_DEFAULT_US,
+			.min_block_us = SESSION_MIN_BLOCK_DEFAULT_US,
 		},
 	};
 	const char *format = NULL;

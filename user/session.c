@@ -545,6 +545,22 @@ void session__status(const struct session *s, struct session_status *st)
 	st->threads = (uint32_t)nthreads;
 }
 
+int session__parse_mode(const char *name, enum session_mode *mode)
+{
+	for (enum session_mode m = SESSION_CPU; m <= SESSION_OFF_CPU; m++) {
+		if (!strcmp(name, session__mode_name(m))) {
+			*mode = m;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *session__mode_name(enum session_mode mode)
+{
+	return mode == SESSION_WALL ? "wall" : mode == SESSION_OFF_CPU ? "off-cpu" : "cpu";
+}
+
 void session__profile(const struct session *s, struct profile *p)
 {
 	*p = (struct profile){
@@ -590,8 +606,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->strings = s->strs ? strtab__count(s->strs) : 0;
 	st->string_bytes = s->strs ? strtab__bytes(s->strs) : 0;
 	st->string_rebuilds = s->strs_rebuilds;
-	st->profile_mode = s->opts.mode == SESSION_WALL ? "wall" :
-			   s->opts.mode == SESSION_OFF_CPU ? "off-cpu" : "cpu";
+	st->profile_mode = session__mode_name(s->opts.mode);
 	st->on_cpu_ns = s->on_cpu_ns;
 	memcpy(st->off_cpu_ns, s->off_cpu_ns, sizeof(st->off_cpu_ns));
 	st->off_cpu_records = s->off_cpu_records;

@@ -35,6 +35,13 @@ enum session_mode {
 	SESSION_OFF_CPU,	/* off-CPU intervals only, in nanoseconds */
 };
 
+/* Off-CPU waits shorter than this many microseconds are drawn (see --min-block). */
+#define SESSION_MIN_BLOCK_DEFAULT_US 100
+
+/* "cpu", "wall", "off-cpu" to a mode: 0, or -EINVAL; and back. */
+int session__parse_mode(const char *name, enum session_mode *mode);
+const char *session__mode_name(enum session_mode mode);
+
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
 	char **cmd;		/* NULL-terminated argv after "--" */

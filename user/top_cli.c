@@ -53,7 +53,7 @@ static const char top_help[] =
 	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
 	"      --gil              count only the thread holding the GIL\n"
 	"      --mode MODE        cpu (default), wall or off-cpu, as for record\n"
-	"      --min-block US     as for record (default " CLI_STR(CLI_MIN_BLOCK_DEFAULT_US) ")\n"
+	"      --min-block US     as for record (default " CLI_STR(SESSION_MIN_BLOCK_DEFAULT_US) ")\n"
 	"  -v, --verbose          more diagnostics, shown after the view closes\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -81,7 +81,7 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct top_opts o = { .rate_hz = 100, .min_block_us = CLI_MIN_BLOCK_DEFAULT_US };
+	struct top_opts o = { .rate_hz = 100, .min_block_us = SESSION_MIN_BLOCK_DEFAULT_US };
 	unsigned long v;
 	int opt, verbose = 0, code;
 
