@@ -266,3 +266,73 @@ def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, 
                      if s and frames[s[-1]]["name"].startswith(("[off-CPU", "[runnable")))
         assert abs(sum(p["weights"]) - life) <= LIFE_TOLERANCE * life + 3e6, (name, p["name"])
         assert abs(waited - (life - t["cpu"] * 1e9)) <= 0.05 * life, (name, waited, life)
+
+
+def sleep_us_of(text, pid):
+    """Microseconds charged to sleeper's sleep in process @pid of an -a profile."""
+    n = 0
+    for line in text.splitlines():
+        m = LINE.match(line)
+        frames = m["stack"].split(";")
+        if frames[0].startswith(f"process {pid} ") and frames[-1] == "[off-CPU: sleep]" \
+                and function_of(frames[-2])[0] == "sleeper":
+            n += int(m["count"])
+    return n
+
+
+def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed, tmp_path,
+                                                    profiler_bin):
+    """-a --mode wall and the agent with --mode wall, each over three interpreters at
+    once (narrowed to a cgroup of this test's own, so that the host's other Pythons
+    stay out): every process's sleeper is seen sleeping where it sleeps."""
+    from test_agent import Agent
+    from test_system_wide import cgroup2_root, remove_cgroups
+
+    group = Path(cgroup2_root()) / f"pbp-wall-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        ws = []
+        for v in ("3.11", "3.13", "3.15"):
+            base = make_interp(v, sid_root)
+            interp = type(base)(base.version, base.root,
+                                ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
+                                + base.argv, base.error)
+            go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+            interp.host_path(go).touch()
+            ws.append(h.start_workload(interp, "waits", "--go", go, seconds=60))
+        out = tmp_path / "all.txt"
+        run = h.run_profiler(["record", "-a", "--mode", "wall", "--container", group.name,
+                              "-d", 2, "-o", out], 2 + PROFILER_GRACE, out=out)
+        assert run.rc == 0, run.describe()
+        text = out.read_text()
+        for w in ws:
+            got = sleep_us_of(text, w.pid)
+            assert got >= 1.2e6, f"pid {w.pid} ({w.interp.version}): sleeper slept " \
+                                  f"{got / 1e6:.3f} s of 2 s in the profile\n{text[:3000]}"
+        out_dir = tmp_path / "agent"
+        out_dir.mkdir()
+        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--mode", "wall",
+                                    "--container", group.name])
+        # Two files a process: the first period may have begun before it was found.
+        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
+                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
+                               >= 2 for w in ws), 60, "two profiles of each process")
+        rc, _ = agent.stop()
+        assert rc == 0, agent.stderr()
+    finally:
+        h.close()
+        remove_cgroups([group])
+    for w in ws:
+        best = 0
+        for path in out_dir.iterdir():
+            if f"-{w.pid}-" not in path.name or not path.name.endswith(".pb.gz"):
+                continue
+            prof = Profile.parse(gzip.decompress(path.read_bytes()))
+            assert prof.value_types() == [("cpu", "nanoseconds"), ("off_cpu", "nanoseconds"),
+                                          ("wall", "nanoseconds")], path
+            slept = sum(values[1] for stack, values, _ in prof.samples()
+                        if stack[0][0] == "[off-CPU: sleep]" and stack[1][0] == "sleeper")
+            best = max(best, slept)
+        assert best >= 0.5e9, f"pid {w.pid} ({w.interp.version}): at most {best / 1e9:.3f} s " \
+                              f"of sleeper's sleep in a 1 s period"

@@ -545,22 +545,6 @@ void session__status(const struct session *s, struct session_status *st)
 	st->threads = (uint32_t)nthreads;
 }
 
-int session__parse_mode(const char *name, enum session_mode *mode)
-{
-	for (enum session_mode m = SESSION_CPU; m <= SESSION_OFF_CPU; m++) {
-		if (!strcmp(name, session__mode_name(m))) {
-			*mode = m;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-const char *session__mode_name(enum session_mode mode)
-{
-	return mode == SESSION_WALL ? "wall" : mode == SESSION_OFF_CPU ? "off-cpu" : "cpu";
-}
-
 void session__profile(const struct session *s, struct profile *p)
 {
 	*p = (struct profile){

@@ -8,8 +8,10 @@
 #ifndef PBP_SESSION_H
 #define PBP_SESSION_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "profile.h"
@@ -38,9 +40,22 @@ enum session_mode {
 /* Off-CPU waits shorter than this many microseconds are drawn (see --min-block). */
 #define SESSION_MIN_BLOCK_DEFAULT_US 100
 
-/* "cpu", "wall", "off-cpu" to a mode: 0, or -EINVAL; and back. */
-int session__parse_mode(const char *name, enum session_mode *mode);
-const char *session__mode_name(enum session_mode mode);
+/* A mode's name, "cpu", "wall" or "off-cpu"; and a name's mode: 0, or -EINVAL. */
+static inline const char *session__mode_name(enum session_mode mode)
+{
+	return mode == SESSION_WALL ? "wall" : mode == SESSION_OFF_CPU ? "off-cpu" : "cpu";
+}
+
+static inline int session__parse_mode(const char *name, enum session_mode *mode)
+{
+	for (enum session_mode m = SESSION_CPU; m <= SESSION_OFF_CPU; m++) {
+		if (!strcmp(name, session__mode_name(m))) {
+			*mode = m;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
 
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
