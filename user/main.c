@@ -30,6 +30,8 @@ static const char main_help[] =
 	"\n"
 	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
 	"the thread is interrupted, so stacks are consistent without pausing the target.\n"
+	"With --mode wall it also follows each thread through the scheduler and charges\n"
+	"every wait to the Python stack it blocked in, naming why (record, top, agent).\n"
 	"See 'pybpfprof record --help', 'pybpfprof top --help' and 'pybpfprof dump\n"
 	"--help' for options.\n"
 	"\n"
