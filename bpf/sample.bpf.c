@@ -810,8 +810,14 @@ static __always_inline void switch_in(struct task_struct *next)
 		return;
 	}
 	so->pending = 0;
-	if (min_block_ns && so->pending_gap < min_block_ns)
+	/* Scaled by the odds it was taken with. A preemption is short; one held for
+	 * more than 8 s (2^33 ns) counts as that, so that the product, with
+	 * min_block_ns at most 1 s (2^30), cannot overflow. */
+	if (min_block_ns && so->pending_gap < min_block_ns) {
+		if (end.off_ns > 1ull << 33)
+			end.off_ns = 1ull << 33;
 		end.off_ns = so->pending_gap ? end.off_ns * min_block_ns / so->pending_gap : 0;
+	}
 	end.pid = next->tgid;
 	end.tid = next->pid;
 	if (bpf_ringbuf_output(&samples, &end, sizeof(end), BPF_RB_NO_WAKEUP))
