@@ -356,16 +356,19 @@ static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
 				   width - cols);
 }
 
-static void fmt_counts(char *buf, size_t len, const struct top_header *h)
+static void fmt_counts(char *buf, size_t len, const struct top_header *h,
+		       const struct profile *p)
 {
 	char elapsed[32], procs[32] = "";
 
 	fmt_elapsed(elapsed, sizeof(elapsed), h->elapsed_s);
 	if (h->processes > 1)
 		snprintf(procs, sizeof(procs), "  Processes %u", h->processes);
+	/* In wall and off-CPU modes the shares are of the threads' time, waits included. */
 	snprintf(buf, len, "Samples %llu (%llu incomplete, %llu dropped)  %u Hz  Threads %u%s  "
-		 "Elapsed %s", (unsigned long long)h->samples, (unsigned long long)h->incomplete,
-		 (unsigned long long)h->drops, h->rate_hz, h->threads, procs, elapsed);
+		 "Elapsed %s%s", (unsigned long long)h->samples, (unsigned long long)h->incomplete,
+		 (unsigned long long)h->drops, h->rate_hz, h->threads, procs, elapsed,
+		 p->unit == PROFILE_NS ? "  %Wall: shares of wall time" : "");
 }
 
 /* A screen being drawn: lines past the height are dropped, the last ends unbroken. */
@@ -420,7 +423,7 @@ int top_view__render_screen(struct top_view *v, const struct profile *p,
 		cols = put_text(f, "pybpfprof top - ", width);
 		line_close(&sc, cols + put_text(f, h->target, width - cols), 0);
 	}
-	fmt_counts(buf, sizeof(buf), h);
+	fmt_counts(buf, sizeof(buf), h, p);
 	screen_text(&sc, buf);
 	screen_text(&sc, h->note ? h->note : "");
 	if (line_open(&sc)) {
@@ -444,7 +447,7 @@ int top_view__render_text(struct top_view *v, const struct profile *p,
 	char buf[256];
 
 	top_view__sort(v, key);
-	fmt_counts(buf, sizeof(buf), h);
+	fmt_counts(buf, sizeof(buf), h, p);
 	if (h->clock)
 		fprintf(f, "%s  ", h->clock);
 	put_text(f, h->target, 1 << 30);
