@@ -83,8 +83,8 @@ struct switch_state {
 	__u64 cpu_ns;		/* its CPU time at its previous tick */
 	__u32 cpu_seen;		/* cpu_ns is set */
 	__u32 skipped;		/* a preemption left to the draw: its length is counted */
-	__u64 pending_ns;	/* when the last preemption's stack was taken */
-	__u64 pending_gap;	/* ... and how long before it the one before: the odds */
+	__u64 last_out_ns;	/* when it last left the CPU, kept past its return */
+	__u64 pending_gap;	/* the time from that to a preemption: its odds */
 };
 
 struct {
@@ -705,7 +705,7 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	struct switch_state call = { .syscall = -1 }, *so;
 	struct off_cpu off = {};
 	__u32 state = preempt ? 0 : prev_state;
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now = bpf_ktime_get_ns(), gap;
 
 	so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!so) {
@@ -714,6 +714,8 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	}
 	count(PBP_C_SWITCH_OUTS);
 	so->out_ns = now;
+	gap = now - so->last_out_ns;
+	so->last_out_ns = now;
 	if (!syscall_of(prev, &call)) {
 		/* The first switch of a call opens its wait; a later one that blocks
 		 * names it, if all before were preemptions. */
@@ -732,24 +734,27 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	/*
 	 * Outside any call no exit will come: the stack is taken now, and its length
 	 * when the thread is back. How long the wait will be is not known yet, so the
-	 * draw goes by how long ago the thread's last one was taken: a thread
-	 * preempted every few microseconds costs a stack at most every min_block_ns,
-	 * and each kept wait counts for min_block_ns / gap of them.
+	 * draw goes by how long the thread had been away from its previous switch,
+	 * which is known: a thread preempted every few microseconds is drawn with
+	 * odds gap / min_block_ns each time, so it costs a stack about every
+	 * min_block_ns, and a kept wait counts min_block_ns / gap times its length.
 	 */
 	so->in_call = 0;
 	so->pending = so->skipped = 0;
-	so->pending_gap = now - so->pending_ns;
-	if (min_block_ns && so->pending_gap < min_block_ns &&
-	    (__u64)bpf_get_prandom_u32() % min_block_ns >= so->pending_gap) {
+	so->pending_gap = gap;
+	if (min_block_ns && gap < min_block_ns &&
+	    (__u64)bpf_get_prandom_u32() % min_block_ns >= gap) {
 		so->skipped = 1;
 		return;
 	}
-	so->pending_ns = now;
 	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
 	off.start_ns = now;
 	off.syscall = -1;
 	off.state = state;
 	so->pending = !snapshot(t, &off);
+	/* The wait is timed from here: the copy's own microseconds would otherwise
+	 * lengthen just the waits that were kept, and bias their sum. */
+	so->out_ns = bpf_ktime_get_ns();
 }
 
 /*

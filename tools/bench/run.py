@@ -57,6 +57,10 @@ FULL = {
     "scale_procs": [10, 50, 200],
     "scale_seconds": 10.0,
     "scale_probes": 5,
+    "wall_reps": 3,
+    "wall_rate": 1000,
+    "handoffs": 400000,
+    "wall_seconds": 4.0,
 }
 SMOKE = {
     "reps": 1,
@@ -76,6 +80,10 @@ SMOKE = {
     "scale_procs": [3],
     "scale_seconds": 4.0,
     "scale_probes": 2,
+    "wall_reps": 1,
+    "wall_rate": 1000,
+    "handoffs": 20000,
+    "wall_seconds": 1.0,
 }
 OURS_MAX_RATE = 10000
 
@@ -121,9 +129,9 @@ class Env:
         if os.path.isdir(dest):
             shutil.rmtree(dest)
         os.makedirs(dest + "/out")
-        for name in ("cpu_bound.py", "scale_worker.py"):
+        for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py"):
             shutil.copy(os.path.join(HERE, name), dest)
-        for name in ("aba.py", "depth_walk.py", "pbp_common.py"):
+        for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py"):
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
@@ -299,10 +307,10 @@ def peer(env, rate, mode, all_threads=False):
 # --------------------------------------------------------------------------------------
 # One gated run of cpu_bound.py
 
-def gated_run(env, target_args, prof=None):
+def gated_run(env, target_args, prof=None, script="cpu_bound.py"):
     """Start the target, attach prof (if any) while it waits, let it do its work.
     Returns the target's own timing plus the profiler's costs over the work window."""
-    argv = env.target_cpu + env.py + [env.work + "/cpu_bound.py"] + target_args
+    argv = env.target_cpu + env.py + [env.work + "/" + script] + target_args
     err = env.scratch("target") + ".stderr"
     with open(err, "wb") as fe:
         t = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=fe,
@@ -350,6 +358,133 @@ def safe(fn, *a, **kw):
     except BenchError as e:
         log(f"run failed: {e}")
         return {"error": str(e)[:2000]}
+
+
+# --------------------------------------------------------------------------------------
+# 5. Wall mode: the cost of following the scheduler, and the waits each profiler finds
+
+WAIT_THREADS = ("sleeper", "reader", "locker")
+BURNERS = ("gil_a", "gil_b")
+
+
+def ours_wall(env, rate):
+    return Profiler(env, "pybpfprof --mode wall", "ours", rate, ["--mode", "wall", "--threads"])
+
+
+def part_wall(env, cfg):
+    """switch_bound.py's handoffs timed unprofiled, under pybpfprof --mode wall and
+    under the peer's --mode wall, interleaved; then waits.py under each, its threads'
+    own timing against what each profile charges to their waiting lines."""
+    rate = cfg["wall_rate"]
+    profs = {"unprofiled": None, "pybpfprof --mode wall": ours_wall(env, rate),
+             "profiling.sampling wall": peer(env, rate, "wall", all_threads=True)}
+    runs = {k: [] for k in profs}
+    names = list(profs)
+    for rep in range(cfg["wall_reps"]):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            runs[name].append(safe(gated_run, env, ["--handoffs", str(cfg["handoffs"])],
+                                   profs[name], script="switch_bound.py"))
+        log(f"part 5: repetition {rep + 1}/{cfg['wall_reps']} done")
+    base = med(r.get("wall") for r in ok_runs(runs["unprofiled"]))
+    slow = {}
+    for name, rs in runs.items():
+        ok = ok_runs(rs)
+        wall = med(r["wall"] for r in ok)
+        row = {"wall_s": wall, "slowdown_pct": None if not (wall and base) else
+               100 * (wall / base - 1), "errors": len(rs) - len(ok)}
+        sts = [r["stats"] for r in ok if "stats" in r]
+        if sts:
+            row["switches"] = med(st["switch_events"] for st in sts)
+            row["sampled"] = med(st["off_cpu_sampled"] for st in sts)
+            row["bpf_ns_per_switch"] = med(st["switch_bpf_ns_per_target_switch"] for st in sts)
+            row["drops"] = max(st["ringbuf_drops"] for st in sts)
+            row["estimate_err_pct"] = med(
+                100 * abs(st["off_cpu_ns"] - st["off_cpu_intervals_ns"]) /
+                max(1, st["off_cpu_intervals_ns"]) for st in sts)
+        slow[name] = row
+    acc = {}
+    for name in ("pybpfprof --mode wall", "profiling.sampling wall"):
+        acc[name] = safe(waits_run, env, profs[name], cfg)
+        log(f"part 5: waits under {name} done")
+    return {"slowdown": slow, "accuracy": acc, "handoffs": cfg["handoffs"], "rate": rate}
+
+
+def waits_run(env, prof, cfg):
+    """waits.py profiled from before its threads start to its exit; per thread, the
+    share of its time each profile puts at its waiting line (or, for the burners, on
+    the CPU) against the thread's own measure."""
+    tag = f"w{env.seq}"
+    truth, go = f"{env.work}/out/{tag}.json", f"{env.work}/out/{tag}.go"
+    # The peer runs in the chroot and writes where the chroot sees it.
+    out_arg = env.scratch("waits") + ".txt" if prof.kind == "ours" else \
+        f"{env.work}/out/{tag}.txt"
+    out = out_arg if prof.kind == "ours" else env.host(out_arg)
+    argv = env.target_cpu + env.py + [env.work + "/waits.py", "--truth", truth, "--go", go,
+                                      "--seconds", f"{cfg['wall_seconds']:g}"]
+    t = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    run = None
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not os.path.exists(env.host(truth)):
+            if t.poll() is not None or time.monotonic() > deadline:
+                raise BenchError("waits.py did not start")
+            time.sleep(0.02)
+        run = prof.start(t.pid, out_arg)
+        open(env.host(go), "w").close()
+        t.wait(cfg["wall_seconds"] + 60)
+        prof.finish(run)
+        with open(env.host(truth) + ".done") as f:
+            threads = json.load(f)["threads"]
+    finally:
+        if t.poll() is None:
+            t.kill()
+            t.wait()
+        if run and run["proc"].poll() is None:
+            run["proc"].kill()
+            run["proc"].wait()
+    stacks = parse_waits_profile(read(out))
+    rows = {}
+    for name, th in threads.items():
+        life = th["end"] - th["start"]
+        mine = [(fr, n) for fr, n in stacks if any(f[0] == name for f in fr)]
+        total = sum(n for _, n in mine) or 1
+        if name in WAIT_THREADS:
+            at = sum(n for fr, n in mine if fr[-1][:2] == (name, th["line"]))
+            rows[name] = {"truth_pct": 100 * th["waited"] / life, "found_pct": 100 * at / total}
+        elif name in BURNERS:
+            on = sum(n for fr, n in mine if fr[-1][0] == name and fr[-1][1] is not None
+                     and not fr[-1][2])
+            rows[name] = {"truth_pct": 100 * th["cpu"] / life,
+                          "found_pct": 100 * on / total if prof.kind == "ours" else None}
+    return {"threads": rows}
+
+
+def parse_waits_profile(text):
+    """[(frames, count)]: frames are (function, line, waited) root first, without thread
+    frames; a pybpfprof wait leaf marks the frame above it waited. Reads pybpfprof's
+    collapsed ("QUALNAME (FILE:LINE)") and the peer's ("FILE:FUNC:LINE")."""
+    out = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames, waited = [], False
+        for part in stack.split(";"):
+            m = re.match(r"^(.+) \((.+):(\d+)\)$", part) or None
+            if m:
+                frames.append((m.group(1).rsplit(".", 1)[-1], int(m.group(3)), False))
+                continue
+            m = re.match(r"^([^:]+):([^:]+):(\d+)$", part)
+            if m:
+                frames.append((m.group(2), int(m.group(3)), False))
+            elif part.startswith(("[off-CPU", "[runnable")):
+                waited = True
+        if frames:
+            if waited:
+                frames[-1] = (frames[-1][0], frames[-1][1], True)
+            out.append((frames, int(count)))
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -782,6 +917,14 @@ def goals(res, cfg):
                  f"{min(ratios):.1f} to {max(ratios):.1f} times less than the peer's "
                  f"(fewer times in the peer's favour: {sum(1 for x in ratios if x < 1)} of "
                  f"{len(ratios)})" if ratios else "")))
+    wall = (res.get("wall") or {}).get("slowdown", {})
+    v = wall.get("pybpfprof --mode wall", {}).get("slowdown_pct")
+    out.append(("wall mode: under 3% slowdown of a switch-heavy target",
+                "not measured" if v is None else "met" if v < 3.0 else "missed",
+                f"{pct(v)} over {res['wall'].get('handoffs')} handoffs at the default "
+                f"--min-block; the peer's wall mode "
+                f"{pct(wall.get('profiling.sampling wall', {}).get('slowdown_pct'))} "
+                "(part 5)" if wall else "part 5 not run"))
     cost = {(r["axis"], r["value"], r["mode"]): r for r in res["cost"]["rows"]}
     d200 = cost.get(("depth", 200, "bpf"), {})
     v = d200.get("bpf_ns_per_sample")
@@ -1023,13 +1166,56 @@ def write_report(res, cfg, path, meta):
               f"{r['probes_sampled']} of {cfg['scale_probes']} | "
               f"{fnum(r.get('load1'), '{:.1f}')} |")
     w("")
-    w("## 5. Cost growth")
+    write_wall(w, res.get("wall") or {})
+    w("## 6. Cost growth")
     w("")
     w("![profiler cost per sample by stack depth, thread count and process count]"
       "(chart.svg)")
     w("")
     with open(path, "w") as f:
         f.write("\n".join(L))
+
+
+def write_wall(w, wall):
+    if not wall.get("slowdown"):
+        return
+    w(f"## 5. Wall mode: {wall['handoffs']} handoffs between two threads, and waits "
+      f"found against the truth ({wall['rate']} Hz)")
+    w("")
+    w("`switch_bound.py`: two threads of CPython 3.15 hand a token back and forth through "
+      "two locks, every handoff a futex wake and a wait, on one CPU; its median wall time "
+      "unprofiled, under `pybpfprof record --mode wall` (default --min-block) and under "
+      "`profiling.sampling attach --mode wall -a`, interleaved. BPF ns per target switch: "
+      "the scheduler and system-call programs' run time over the target's switches (an "
+      "upper bound: they run for every task on the host). Estimate error: the off-CPU time "
+      "in the profile, with short waits drawn, against the sum BPF measured of every wait.")
+    w("")
+    w("| profiler | wall s | slowdown | target switches | stacks taken | BPF ns / switch "
+      "| estimate error | ring-buffer drops |")
+    w("|---|---|---|---|---|---|---|---|")
+    for name, r in wall["slowdown"].items():
+        w(f"| {name} | {fnum(r.get('wall_s'), '{:.3f}')} | {pct(r.get('slowdown_pct'))} | "
+          f"{fnum(r.get('switches'))} | {fnum(r.get('sampled'))} | "
+          f"{fnum(r.get('bpf_ns_per_switch'))} | "
+          f"{fnum(r.get('estimate_err_pct'), '{:.2f}%')} | {fnum(r.get('drops'))} |")
+    w("")
+    w("`waits.py` (tests/workloads): sleeper sleeps, reader blocks on a pipe, locker waits "
+      "for a lock another thread keeps, gil_a and gil_b burn CPU and contend for the GIL; "
+      "each thread times itself. Found: the share of the thread's profiled time at its "
+      "waiting line (for the burners: on the CPU, which the peer's wall mode cannot tell "
+      "from waiting for the GIL), against the thread's own measure.")
+    w("")
+    acc = wall.get("accuracy", {})
+    names = sorted({t for a in acc.values() for t in a.get("threads", {})})
+    w("| thread | truth | " + " | ".join(acc) + " |")
+    w("|---|---|" + "---|" * len(acc))
+    for t in names:
+        truth = next((a["threads"][t]["truth_pct"] for a in acc.values()
+                      if t in a.get("threads", {})), None)
+        cells = [fnum((a.get("threads", {}).get(t) or {}).get("found_pct"), "{:.1f}%")
+                 for a in acc.values()]
+        w(f"| {t} | {fnum(truth, '{:.1f}%')} | " + " | ".join(cells) + " |")
+    w("")
 
 
 def write_chart(res, path):
@@ -1081,7 +1267,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4", help="comma-separated parts to run")
+    ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to run")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
                     "again from a results.json of an earlier run, running nothing")
     a = ap.parse_args()
@@ -1104,7 +1290,7 @@ def main():
     t0 = time.monotonic()
     load0 = " ".join(f"{x:.2f}" for x in os.getloadavg())
     res = {"slowdown": {"rows": {}}, "cost": {"rows": []}, "accuracy": {},
-           "scale": {"not_run": "not selected"}}
+           "scale": {"not_run": "not selected"}, "wall": {}}
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     env.setup()
     try:
@@ -1116,6 +1302,8 @@ def main():
             res["accuracy"] = part_accuracy(env, cfg)
         if "4" in parts:
             res["scale"] = part_scale(env, cfg)
+        if "5" in parts:
+            res["wall"] = part_wall(env, cfg)
     finally:
         env.teardown()
     meta = {
