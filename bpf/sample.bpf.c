@@ -83,8 +83,8 @@ struct switch_state {
 	__u64 cpu_ns;		/* its CPU time at its previous tick */
 	__u32 cpu_seen;		/* cpu_ns is set */
 	__u32 skipped;		/* a preemption left to the draw: its length is counted */
-	__u64 last_out_ns;	/* when it last left the CPU, kept past its return */
-	__u64 pending_gap;	/* the time from that to a preemption: its odds */
+	__u64 preempt_avg_ns;	/* its preemptions' lengths, averaged; 0: none yet */
+	__u64 pending_odds;	/* the kept one was drawn with odds this / min_block_ns */
 };
 
 struct {
@@ -705,7 +705,7 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	struct switch_state call = { .syscall = -1 }, *so;
 	struct off_cpu off = {};
 	__u32 state = preempt ? 0 : prev_state;
-	__u64 now = bpf_ktime_get_ns(), gap;
+	__u64 now = bpf_ktime_get_ns(), odds;
 
 	so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!so) {
@@ -714,8 +714,6 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	}
 	count(PBP_C_SWITCH_OUTS);
 	so->out_ns = now;
-	gap = now - so->last_out_ns;
-	so->last_out_ns = now;
 	if (!syscall_of(prev, &call)) {
 		/* The first switch of a call opens its wait; a later one that blocks
 		 * names it, if all before were preemptions. */
@@ -734,16 +732,21 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	/*
 	 * Outside any call no exit will come: the stack is taken now, and its length
 	 * when the thread is back. How long the wait will be is not known yet, so the
-	 * draw goes by how long the thread had been away from its previous switch,
-	 * which is known: a thread preempted every few microseconds is drawn with
-	 * odds gap / min_block_ns each time, so it costs a stack about every
-	 * min_block_ns, and a kept wait counts min_block_ns / gap times its length.
+	 * odds go by how long this thread's preemptions have lasted lately: a thread
+	 * preempted every few microseconds for a few microseconds is drawn with odds
+	 * avg / min_block_ns (at least 1/16), and a kept wait counts min_block_ns / avg
+	 * times its length; waits of a thread whose preemptions run long are all
+	 * kept. Odds fixed before the wait keep the sum unbiased, and odds that follow
+	 * the waits keep its spread small.
 	 */
 	so->in_call = 0;
 	so->pending = so->skipped = 0;
-	so->pending_gap = gap;
-	if (min_block_ns && gap < min_block_ns &&
-	    (__u64)bpf_get_prandom_u32() % min_block_ns >= gap) {
+	odds = so->preempt_avg_ns ? so->preempt_avg_ns : min_block_ns;
+	if (odds < min_block_ns / 16)
+		odds = min_block_ns / 16;
+	so->pending_odds = odds;
+	if (min_block_ns && odds < min_block_ns &&
+	    (__u64)bpf_get_prandom_u32() % min_block_ns >= odds) {
 		so->skipped = 1;
 		return;
 	}
@@ -809,6 +812,9 @@ static __always_inline void switch_in(struct task_struct *next)
 		return;
 	count(PBP_C_OFF_INTERVALS);
 	add(PBP_C_OFF_NS, end.off_ns);
+	so->preempt_avg_ns = so->preempt_avg_ns ?
+			     so->preempt_avg_ns - so->preempt_avg_ns / 8 + end.off_ns / 8 :
+			     end.off_ns;
 	if (so->skipped) {
 		so->skipped = 0;
 		count(PBP_C_OFF_SHORT_SKIPPED);
@@ -818,10 +824,10 @@ static __always_inline void switch_in(struct task_struct *next)
 	/* Scaled by the odds it was taken with. A preemption is short; one held for
 	 * more than 8 s (2^33 ns) counts as that, so that the product, with
 	 * min_block_ns at most 1 s (2^30), cannot overflow. */
-	if (min_block_ns && so->pending_gap < min_block_ns) {
+	if (min_block_ns && so->pending_odds < min_block_ns) {
 		if (end.off_ns > 1ull << 33)
 			end.off_ns = 1ull << 33;
-		end.off_ns = so->pending_gap ? end.off_ns * min_block_ns / so->pending_gap : 0;
+		end.off_ns = so->pending_odds ? end.off_ns * min_block_ns / so->pending_odds : 0;
 	}
 	end.pid = next->tgid;
 	end.tid = next->pid;
