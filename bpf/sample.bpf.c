@@ -680,18 +680,19 @@ static __always_inline int syscall_of(struct task_struct *task, struct switch_st
 
 	if (!regs)
 		return -1;
+	/* A BTF pointer: plain loads, without a helper call each. */
 #if defined(__TARGET_ARCH_x86)
 	/* The entry code stores -ENOSYS as the result until the call returns; a fault
 	 * leaves the user's own value there and its error code in orig_ax. */
-	if ((long)BPF_CORE_READ(regs, orig_ax) < 0 || (long)BPF_CORE_READ(regs, ax) != -38)
+	if ((long)regs->orig_ax < 0 || (long)regs->ax != -38)
 		return -1;
-	so->syscall = (__s32)BPF_CORE_READ(regs, orig_ax);
-	so->arg = BPF_CORE_READ(regs, di);
+	so->syscall = (__s32)regs->orig_ax;
+	so->arg = regs->di;
 #elif defined(__TARGET_ARCH_arm64)
-	if ((int)BPF_CORE_READ(regs, syscallno) < 0)
+	if ((int)regs->syscallno < 0)
 		return -1;
-	so->syscall = (__s32)BPF_CORE_READ(regs, syscallno);
-	so->arg = BPF_CORE_READ(regs, orig_x0);
+	so->syscall = (__s32)regs->syscallno;
+	so->arg = regs->orig_x0;
 #else
 	return -1;
 #endif
