@@ -90,6 +90,18 @@ static int left_out(const struct session *s, const struct stack *st, int wait)
 }
 
 /*
+ * Where a stack starts in time: a wait where it began; in wall and off-CPU modes an
+ * on-CPU tick stands for the CPU time before it, so it starts that much earlier.
+ */
+static uint64_t timeline_start(const struct session *s, const struct stack *st,
+			       uint64_t weight, uint32_t wait)
+{
+	if (wait || s->opts.mode == SESSION_CPU || weight > st->ts_ns)
+		return st->ts_ns;
+	return st->ts_ns - weight;
+}
+
+/*
  * One decoded stack in, one aggregated stack out, unless left_out(). @weight is what
  * it counts for; @wait, if not 0, the strtab id of the off-CPU leaf it ends in.
  */
@@ -135,7 +147,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	if (!err)
 		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
 	if (!err && s->opts.timeline)
-		err = add_to_timeline(s, st->ts_ns, index,
+		err = add_to_timeline(s, timeline_start(s, st, weight, wait), index,
 				      s->opts.mode == SESSION_CPU ? weight * 1000000000ull /
 									s->opts.rate_hz : weight);
 	if (err)
