@@ -869,6 +869,15 @@ static __always_inline void call_done(void)
 	if (!so || !so->in_call)
 		return;
 	so->in_call = 0;
+	/* The thread runs, so it came back; if the switch-in went unseen (its task
+	 * storage was busy on that CPU), the wait is taken to have lasted until now. */
+	if (so->out_ns) {
+		__u64 now = bpf_ktime_get_ns();
+
+		so->off_ns += now > so->out_ns ? now - so->out_ns : 0;
+		so->out_ns = 0;
+		count(PBP_C_OFF_NO_STORAGE);
+	}
 	off.real_ns = so->off_ns;
 	count(PBP_C_OFF_INTERVALS);
 	add(PBP_C_OFF_NS, off.real_ns);

@@ -299,7 +299,7 @@ enum pbp_counter {
 	PBP_C_OFF_NS,		/* their total length */
 	PBP_C_OFF_SAMPLED,	/* intervals whose stack was taken */
 	PBP_C_OFF_SHORT_SKIPPED,	/* short intervals left out by the draw */
-	PBP_C_OFF_NO_STORAGE,	/* a thread's switch state could not be kept */
+	PBP_C_OFF_NO_STORAGE,	/* a thread's switch state could not be kept or read */
 	PBP_C_OFF_SELF_NS,	/* the switch programs' run time, when they time themselves */
 	PBP_C_OFF_SELF_RUNS,
 	PBP_C_MAX,
