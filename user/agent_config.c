@@ -229,7 +229,7 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is not cpu, wall or off-cpu";
 		break;
 	case AK_MIN_BLOCK:
-		if (parse_uint(value, 0, 1000000, &u))
+		if (parse_uint(value, 0, SESSION_MIN_BLOCK_MAX_US, &u))
 			why = "is not a number of microseconds from 0 to 1000000";
 		else
 			c->min_block_us = (uint32_t)u;

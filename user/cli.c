@@ -119,7 +119,7 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us)
 {
 	unsigned long v;
 
-	if (cli__parse_uint(arg, 0, 1000000, &v))
+	if (cli__parse_uint(arg, 0, SESSION_MIN_BLOCK_MAX_US, &v))
 		return cli__usage_error(cmd, "invalid --min-block '%s': expected 0 to 1000000 "
 					"microseconds", arg);
 	*us = (uint32_t)v;

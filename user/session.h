@@ -39,6 +39,7 @@ enum session_mode {
 
 /* Off-CPU waits shorter than this many microseconds are drawn (see --min-block). */
 #define SESSION_MIN_BLOCK_DEFAULT_US 100
+#define SESSION_MIN_BLOCK_MAX_US 1000000	/* the BPF side scales by it without overflow */
 
 /* A mode's name, "cpu", "wall" or "off-cpu"; and a name's mode: 0, or -EINVAL. */
 static inline const char *session__mode_name(enum session_mode mode)

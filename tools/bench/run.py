@@ -344,12 +344,15 @@ def gated_run(env, target_args, prof=None, script="cpu_bound.py"):
                 res["window_s"] = w1 - w0
         return res
     finally:
-        if t.poll() is None:
-            t.kill()
-            t.wait()
-        if run and run["proc"].poll() is None:
-            run["proc"].kill()
-            run["proc"].wait()
+        kill_left(t, run)
+
+
+def kill_left(target, run):
+    """Whatever of a gated run is still running once it is over or has failed."""
+    for proc in (target, run and run["proc"]):
+        if proc and proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def safe(fn, *a, **kw):
@@ -437,12 +440,7 @@ def waits_run(env, prof, cfg):
         with open(env.host(truth) + ".done") as f:
             threads = json.load(f)["threads"]
     finally:
-        if t.poll() is None:
-            t.kill()
-            t.wait()
-        if run and run["proc"].poll() is None:
-            run["proc"].kill()
-            run["proc"].wait()
+        kill_left(t, run)
     stacks = parse_waits_profile(read(out))
     rows = {}
     for name, th in threads.items():
