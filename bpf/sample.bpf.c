@@ -30,8 +30,10 @@ const volatile bool every_exec = false;	/* system-wide: report every exec */
  * CAP_SYS_ADMIN, which least-privilege deployments do not grant): the program then
  * times itself, so its cost per sample is still known. */
 const volatile bool self_timed = false;
-/* Off-CPU: intervals shorter than this are kept with probability length / min_block_ns
- * and then stand for min_block_ns, so that their sum stays unbiased. */
+/* Off-CPU: intervals shorter than a thread's threshold are kept with probability
+ * length / threshold and then stand for the threshold, so that their sum stays
+ * unbiased. The threshold starts here and rises for a thread whose waits would take
+ * more than PBP_OFF_WINDOW_BUDGET stacks in a window (see draw_threshold()). */
 const volatile __u64 min_block_ns = 0;
 const volatile __u32 nr_cpus = 1;	/* possible CPUs: the second scratch slots follow */
 /* Wall mode: each tick carries the CPU time since the thread's previous one. */
@@ -84,7 +86,11 @@ struct switch_state {
 	__u32 cpu_seen;		/* cpu_ns is set */
 	__u32 skipped;		/* a preemption left to the draw: its length is counted */
 	__u64 preempt_avg_ns;	/* its preemptions' lengths, averaged; 0: none yet */
-	__u64 pending_odds;	/* the kept one was drawn with odds this / min_block_ns */
+	__u64 pending_odds;	/* the kept one was drawn with odds this / pending_thr */
+	__u64 pending_thr;
+	__u64 thr_ns;		/* its draw threshold; 0: min_block_ns */
+	__u64 win_ns;		/* when its current window began */
+	__u64 win_kept;		/* stacks taken of its waits in that window */
 };
 
 struct {
@@ -699,6 +705,44 @@ static __always_inline int syscall_of(struct task_struct *task, struct switch_st
 	return 0;
 }
 
+/* A uniform draw below @n, wide enough that the modulo's bias is nil for any n. */
+static __always_inline __u64 draw_below(__u64 n)
+{
+	return (((__u64)bpf_get_prandom_u32() << 32) | bpf_get_prandom_u32()) % n;
+}
+
+/*
+ * The threshold under which @so's waits are drawn rather than all kept. A thread that
+ * waits tens of thousands of times a second would otherwise cost that many stacks
+ * whatever min_block_ns is: each window, a thread that took more than its budget of
+ * stacks has its threshold raised in proportion for the next, and one well under it
+ * has it halved back towards min_block_ns. The threshold is set from past windows
+ * only, before any draw it governs, so each draw stays unbiased; waits longer than
+ * it are all kept.
+ */
+static __always_inline __u64 draw_threshold(struct switch_state *so, __u64 now)
+{
+	__u64 thr = so->thr_ns > min_block_ns ? so->thr_ns : min_block_ns;
+
+	if (!min_block_ns)
+		return 0;
+	if (now - so->win_ns < PBP_OFF_WINDOW_NS)
+		return thr;
+	if (so->win_kept > PBP_OFF_WINDOW_BUDGET) {
+		thr = thr / PBP_OFF_WINDOW_BUDGET * so->win_kept;
+		if (thr > PBP_OFF_THRESHOLD_MAX_NS)
+			thr = PBP_OFF_THRESHOLD_MAX_NS;
+	} else if (so->win_kept < PBP_OFF_WINDOW_BUDGET / 2) {
+		thr /= 2;
+		if (thr < min_block_ns)
+			thr = min_block_ns;
+	}
+	so->thr_ns = thr;
+	so->win_ns = now;
+	so->win_kept = 0;
+	return thr;
+}
+
 /* @prev, the current task and a target's thread, leaves the CPU. */
 static __always_inline void switch_out(const struct pbp_target *t, struct task_struct *prev,
 				       bool preempt, unsigned int prev_state)
@@ -706,7 +750,7 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	struct switch_state call = { .syscall = -1 }, *so;
 	struct off_cpu off = {};
 	__u32 state = preempt ? 0 : prev_state;
-	__u64 now = bpf_ktime_get_ns(), odds;
+	__u64 now = bpf_ktime_get_ns(), odds, thr;
 
 	so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!so) {
@@ -735,22 +779,26 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 	 * when the thread is back. How long the wait will be is not known yet, so the
 	 * odds go by how long this thread's preemptions have lasted lately: a thread
 	 * preempted every few microseconds for a few microseconds is drawn with odds
-	 * avg / min_block_ns (at least 1/16), and a kept wait counts min_block_ns / avg
-	 * times its length; waits of a thread whose preemptions run long are all
-	 * kept. Odds fixed before the wait keep the sum unbiased, and odds that follow
-	 * the waits keep its spread small.
+	 * avg / threshold, and a kept wait counts threshold / avg times its length;
+	 * waits of a thread whose preemptions run long are all kept. Odds fixed before
+	 * the wait keep the sum unbiased, and odds that follow the waits keep its
+	 * spread small. Their floor, min_block_ns / 16 / threshold, falls as the
+	 * threshold rises: a floor fixed at 1/16 would take more stacks than the
+	 * budget whatever the threshold, and raise it without end.
 	 */
 	so->in_call = 0;
 	so->pending = so->skipped = 0;
-	odds = so->preempt_avg_ns ? so->preempt_avg_ns : min_block_ns;
+	thr = draw_threshold(so, now);
+	odds = so->preempt_avg_ns ? so->preempt_avg_ns : thr;
 	if (odds < min_block_ns / 16)
 		odds = min_block_ns / 16;
 	so->pending_odds = odds;
-	if (min_block_ns && odds < min_block_ns &&
-	    (__u64)bpf_get_prandom_u32() % min_block_ns >= odds) {
+	so->pending_thr = thr;
+	if (odds < thr && draw_below(thr) >= odds) {
 		so->skipped = 1;
 		return;
 	}
+	so->win_kept++;
 	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
 	off.start_ns = now;
 	off.syscall = -1;
@@ -823,12 +871,13 @@ static __always_inline void switch_in(struct task_struct *next)
 	}
 	so->pending = 0;
 	/* Scaled by the odds it was taken with. A preemption is short; one held for
-	 * more than 8 s (2^33 ns) counts as that, so that the product, with
-	 * min_block_ns at most 1 s (2^30), cannot overflow. */
-	if (min_block_ns && so->pending_odds < min_block_ns) {
+	 * more than 8 s (2^33 ns) counts as that, so that the product, with the
+	 * threshold at most 2^30 ns, cannot overflow. */
+	if (so->pending_odds < so->pending_thr) {
 		if (end.off_ns > 1ull << 33)
 			end.off_ns = 1ull << 33;
-		end.off_ns = so->pending_odds ? end.off_ns * min_block_ns / so->pending_odds : 0;
+		end.off_ns = so->pending_odds ?
+			     end.off_ns * so->pending_thr / so->pending_odds : 0;
 	}
 	end.pid = next->tgid;
 	end.tid = next->pid;
@@ -836,23 +885,58 @@ static __always_inline void switch_in(struct task_struct *next)
 		count(PBP_C_RINGBUF_DROPS);
 }
 
+/* A target's tgid may fall in this bucket; kept by user space (see PBP_TARGET_BUCKETS). */
+__u16 target_buckets[PBP_TARGET_BUCKETS];
+
+static __always_inline bool maybe_target(__u32 tgid)
+{
+	return target_buckets[tgid % PBP_TARGET_BUCKETS] != 0;
+}
+
+/* Counts a run of a scheduler program; true for the one in PBP_OFF_TIMED_EVERY that
+ * is timed. */
+static __always_inline bool timed_run(void)
+{
+	__u32 k = PBP_C_OFF_SELF_RUNS;
+	__u64 *n = bpf_map_lookup_elem(&counters, &k);
+
+	return n && ((*n)++ % PBP_OFF_TIMED_EVERY) == 0;
+}
+
+static __always_inline void timed_end(__u64 t0)
+{
+	add(PBP_C_OFF_SELF_NS, bpf_ktime_get_ns() - t0);
+	count(PBP_C_OFF_SELF_TIMED);
+}
+
+static __always_inline void on_switch(bool preempt, struct task_struct *prev,
+				      struct task_struct *next, unsigned int prev_state)
+{
+	__u32 tgid = prev->tgid;
+	const struct pbp_target *t;
+
+	if (maybe_target(tgid) && (t = bpf_map_lookup_elem(&targets, &tgid)) &&
+	    !(prev->flags & (PF_EXITING | PF_KTHREAD)))
+		switch_out(t, prev, preempt, prev_state);
+	if (maybe_target(next->tgid))
+		switch_in(next);
+}
+
 /* Every context switch on the host: targets' threads out and back in; others cost a
- * lookup and a check of the task's own storage. */
+ * load each. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(pbp_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u32 tgid = prev->tgid;
-	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
-	__u64 t0 = self_timed ? bpf_ktime_get_ns() : 0;
+	__u64 t0;
 
-	if (t && !(prev->flags & (PF_EXITING | PF_KTHREAD)))
-		switch_out(t, prev, preempt, prev_state);
-	switch_in(next);
-	if (self_timed) {
-		add(PBP_C_OFF_SELF_NS, bpf_ktime_get_ns() - t0);
-		count(PBP_C_OFF_SELF_RUNS);
+	if (!timed_run()) {
+		on_switch(preempt, prev, next, prev_state);
+		return 0;
 	}
+	t0 = bpf_ktime_get_ns();
+	on_switch(preempt, prev, next, prev_state);
+	timed_end(t0);
 	return 0;
 }
 
@@ -860,12 +944,17 @@ int BPF_PROG(pbp_switch, bool preempt, struct task_struct *prev, struct task_str
  * call made and has run no user code since it blocked. */
 static __always_inline void call_done(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct switch_state *so = bpf_task_storage_get(&offcpu, task, 0, 0);
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct task_struct *task;
+	struct switch_state *so;
 	const struct pbp_target *t;
 	struct off_cpu off = { .slot = 1 };
+	__u64 thr;
 
+	if (!maybe_target(tgid))
+		return;
+	task = bpf_get_current_task_btf();
+	so = bpf_task_storage_get(&offcpu, task, 0, 0);
 	if (!so || !so->in_call)
 		return;
 	so->in_call = 0;
@@ -882,16 +971,18 @@ static __always_inline void call_done(void)
 	count(PBP_C_OFF_INTERVALS);
 	add(PBP_C_OFF_NS, off.real_ns);
 	off.weight_ns = off.real_ns;
-	if (off.real_ns < min_block_ns) {
-		if ((__u64)bpf_get_prandom_u32() % min_block_ns >= off.real_ns) {
+	thr = draw_threshold(so, bpf_ktime_get_ns());
+	if (off.real_ns < thr) {
+		if (draw_below(thr) >= off.real_ns) {
 			count(PBP_C_OFF_SHORT_SKIPPED);
 			return;
 		}
-		off.weight_ns = min_block_ns;
+		off.weight_ns = thr;
 	}
 	t = bpf_map_lookup_elem(&targets, &tgid);
 	if (!t || !off.weight_ns)
 		return;
+	so->win_kept++;
 	off.flags = PBP_SF_OFF_CPU;
 	off.start_ns = so->first_ns;
 	off.arg = so->arg;
@@ -905,14 +996,75 @@ int BPF_PROG(pbp_sys_exit, struct pt_regs *regs, long ret)
 {
 	__u64 t0;
 
-	if (!self_timed) {
+	if (!timed_run()) {
 		call_done();
 		return 0;
 	}
 	t0 = bpf_ktime_get_ns();
 	call_done();
-	add(PBP_C_OFF_SELF_NS, bpf_ktime_get_ns() - t0);
-	count(PBP_C_OFF_SELF_RUNS);
+	timed_end(t0);
+	return 0;
+}
+
+/*
+ * Read by user space when a profile ends: each target thread's wait still open, up to
+ * now. What is reported leaves the thread's state, so that its end brings only the
+ * rest. A thread that has not switched since it became a target's and is not running
+ * has been blocked all along: it is counted from then, and from now on followed.
+ */
+SEC("iter/task")
+int pbp_open_waits(struct bpf_iter__task *ctx)
+{
+	struct switch_state call = { .syscall = -1 }, *so;
+	struct task_struct *task = ctx->task;
+	struct pbp_open_wait w = { .syscall = -1 };
+	const struct pbp_target *t;
+	__u32 tgid;
+	__u64 now;
+
+	if (!task || (task->flags & (PF_EXITING | PF_KTHREAD)))
+		return 0;
+	tgid = task->tgid;
+	if (!maybe_target(tgid) || !(t = bpf_map_lookup_elem(&targets, &tgid)))
+		return 0;
+	now = bpf_ktime_get_ns();
+	so = bpf_task_storage_get(&offcpu, task, 0, 0);
+	if (!so) {
+		if (!task->__state)
+			return 0;	/* TASK_RUNNING: on a CPU all along */
+		so = bpf_task_storage_get(&offcpu, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!so)
+			return 0;
+		w.start_ns = t->since_ns;
+		w.off_ns = now > t->since_ns ? now - t->since_ns : 0;
+		w.state = task->__state;
+		so->out_ns = now;
+		/* Outside a call its end is a switch-in that finds nothing owed. */
+		if (!syscall_of(task, &call)) {
+			w.syscall = so->syscall = call.syscall;
+			w.arg = so->arg = call.arg;
+			so->state = w.state;
+			so->in_call = 1;
+			so->first_ns = now;
+		}
+	} else if (so->in_call) {
+		w.start_ns = so->first_ns;
+		w.off_ns = so->off_ns + (so->out_ns && now > so->out_ns ? now - so->out_ns : 0);
+		w.syscall = so->syscall;
+		w.arg = so->arg;
+		w.state = so->state;
+		so->first_ns = now;
+		so->off_ns = 0;
+		if (so->out_ns)
+			so->out_ns = now;
+	}
+	if (!w.off_ns)
+		return 0;
+	w.pid = tgid;
+	w.tid = task->pid;
+	count(PBP_C_OFF_INTERVALS);
+	add(PBP_C_OFF_NS, w.off_ns);
+	bpf_seq_write(ctx->meta->seq, &w, sizeof(w));
 	return 0;
 }
 

@@ -37,6 +37,20 @@ typedef int32_t pbp_s32;
 #define PBP_SPANS_MAX (PBP_SEGMENTS_MAX + PBP_FP_FRAMES)
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_TARGETS_MAX 1024		/* processes sampled at once */
+/* The scheduler's programs see every switch on the host: a count of targets per
+ * tgid % PBP_TARGET_BUCKETS, kept by user space, lets them pass over the threads of
+ * other processes with one load instead of a hash lookup. */
+#define PBP_TARGET_BUCKETS 4096
+/* They time one run in this many of their own (a clock read costs as much as their
+ * usual run), and the rest is counted. */
+#define PBP_OFF_TIMED_EVERY 64
+/* Stacks of one thread's waits taken per window before its draw threshold rises:
+ * 100 per 100 ms, ten times what a busy thread's ticks take at the default 100 Hz,
+ * so that a thread handing the GIL back and forth every 5 ms keeps every wait. The
+ * threshold never rises past 2^30 ns (about a second). */
+#define PBP_OFF_WINDOW_NS 100000000ull
+#define PBP_OFF_WINDOW_BUDGET 100
+#define PBP_OFF_THRESHOLD_MAX_NS (1ull << 30)
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
 
 /* pbp_sample.flags */
@@ -138,6 +152,24 @@ struct pbp_off_end {
 };
 
 _Static_assert(sizeof(struct pbp_off_end) == 24, "pbp_off_end layout");
+
+/*
+ * A target thread's wait still open when a profile ends, from the task iterator
+ * (pbp_open_waits): the part since start_ns, off_ns long, is reported here and no
+ * longer counts in the record the wait's end brings. Its stack is read by user space:
+ * a blocked thread's does not move.
+ */
+struct pbp_open_wait {
+	pbp_u32 pid;		/* host ids */
+	pbp_u32 tid;
+	pbp_u64 start_ns;
+	pbp_u64 off_ns;
+	pbp_u64 arg;
+	pbp_s32 syscall;	/* -1: not in a system call */
+	pbp_u32 state;		/* the task state it waits in */
+};
+
+_Static_assert(sizeof(struct pbp_open_wait) == 40, "pbp_open_wait layout");
 
 /* How the fingerprint of a code object is read (per CPython version). */
 enum pbp_fp_mode {
@@ -295,13 +327,14 @@ enum pbp_counter {
 	PBP_C_SELF_RUNS,	/* program runs, when it times itself */
 	/* Off-CPU (--mode wall / off-cpu) */
 	PBP_C_SWITCH_OUTS,	/* target threads switched out */
-	PBP_C_OFF_INTERVALS,	/* waits that ended: intervals measured */
+	PBP_C_OFF_INTERVALS,	/* waits measured: ended, or open at a profile's end */
 	PBP_C_OFF_NS,		/* their total length */
 	PBP_C_OFF_SAMPLED,	/* intervals whose stack was taken */
 	PBP_C_OFF_SHORT_SKIPPED,	/* short intervals left out by the draw */
 	PBP_C_OFF_NO_STORAGE,	/* a thread's switch state could not be kept or read */
-	PBP_C_OFF_SELF_NS,	/* the switch programs' run time, when they time themselves */
-	PBP_C_OFF_SELF_RUNS,
+	PBP_C_OFF_SELF_NS,	/* the switch programs' run time over their timed runs */
+	PBP_C_OFF_SELF_RUNS,	/* their runs */
+	PBP_C_OFF_SELF_TIMED,	/* their timed runs, one in PBP_OFF_TIMED_EVERY */
 	PBP_C_MAX,
 };
 

@@ -275,6 +275,66 @@ def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, 
         assert abs(waited - (life - t["cpu"] * 1e9)) <= 0.05 * life, (name, waited, life)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_wall_counts_waits_still_open_at_the_end(sid_root, workloads_installed, tmp_path,
+                                                  profiler_bin, version):
+    """Threads blocked when the profile ends: one asleep and one waiting for a lock from
+    before the profiler attached to after it stopped, one that burns CPU and then
+    sleeps. Each one's profile is the whole window, its wait under the line it waits on
+    (the stack read from live memory, the length from BPF)."""
+    interp = make_interp(version, sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    seconds = 2.0
+    try:
+        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+        w = h.start_workload(interp, "blocked", "--go", go, seconds=60)
+        truth = json.loads(w.truth_path.read_text())
+        out, st = tmp_path / "blocked.txt", tmp_path / "blocked.json"
+
+        def start_late(_stdout, stderr):
+            if "profiling pid" in stderr and not interp.host_path(go).exists():
+                interp.host_path(go).touch()
+            return False
+
+        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--threads", "-v",
+                              "-d", seconds, "-o", out, "--stats-file", st],
+                             seconds + PROFILER_GRACE, out=out, stats=st,
+                             signal_when=(start_late, 0))
+        assert run.rc == 0, run.describe()
+        late = Path(str(w.truth_path) + ".late")
+        assert late.exists(), f"late never finished its burn:\n{w.output()}"
+    finally:
+        h.close()
+    stats = json.loads(st.read_text())
+    prof = parse(out.read_text())
+    window = stats["duration_s"] * 1e6
+    assert stats["off_cpu_open_waits"] >= 3 and stats["off_cpu_open_waits_lost"] == 0, stats
+
+    def rows(name):
+        p = prof.get(truth["tids"][name], Counter())
+        return p, "\n".join(f"    {us / 1e3:9.1f} ms  {leaf:34} under {parent}"
+                            for (parent, leaf), us in p.most_common(6))
+
+    for name, leaf, line in (("asleep", "[off-CPU: sleep]", "asleep"),
+                             ("locked", "[off-CPU: lock (futex)]", "locked")):
+        p, text = rows(name)
+        waited = sum(us for (parent, lf), us in p.items()
+                     if lf == leaf and function_of(parent) == (name, truth["lines"][line]))
+        assert abs(waited - window) <= LIFE_TOLERANCE * window + 3000, \
+            f"{name}: {waited / 1e3:.1f} ms of a {window / 1e3:.1f} ms window at its wait\n{text}"
+    p, text = rows("late")
+    total = sum(p.values())
+    slept = sum(us for (parent, lf), us in p.items() if lf == "[off-CPU: sleep]" and
+                function_of(parent) == ("late", truth["lines"]["late_sleep"]))
+    burnt = sum(us for (parent, lf), us in p.items() if lf == "on-CPU" and
+                function_of(parent)[0] == "late")
+    assert abs(total - window) <= LIFE_TOLERANCE * window + 3000, \
+        f"late: {total / 1e3:.1f} ms of a {window / 1e3:.1f} ms window\n{text}"
+    # Half a second of CPU, then asleep until the end.
+    assert abs(burnt - 0.5e6) <= 0.05 * window, f"late burnt {burnt / 1e3:.1f} ms\n{text}"
+    assert slept >= 0.2 * window, f"late slept {slept / 1e3:.1f} ms at its line\n{text}"
+
+
 def sleep_us_of(text, pid):
     """Microseconds charged to sleeper's sleep in process @pid of an -a profile."""
     n = 0

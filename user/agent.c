@@ -350,8 +350,12 @@ static int cut(struct agent_ctx *c)
 	struct stack_ref *refs = NULL;
 	struct profile p;
 	size_t n;
-	int err = 0;
+	int err;
 
+	/* A thread blocked through the period counts in it. */
+	err = session__close_waits(c->session);
+	if (err)
+		return err;
 	session__profile(c->session, &p);
 	n = aggregate__count(p.agg);
 	if (n) {

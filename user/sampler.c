@@ -136,12 +136,19 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	 * host a check: only when asked for. */
 	bpf_program__set_autoload(s->skel->progs.pbp_switch, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_sys_exit, cfg->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.pbp_open_waits, cfg->off_cpu);
 	/* Run-time accounting stays on while this fd is open; it costs two clock reads
 	 * per program run, which the reported per-sample cost then includes. Without it
-	 * the program reads the clock itself, at the same cost. */
-	s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	 * the program reads the clock itself, at the same cost. It covers every
+	 * program on the host: with the scheduler's programs loaded, which run far more
+	 * often than ticks and time one run in PBP_OFF_TIMED_EVERY themselves, it is
+	 * left off. */
+	if (!cfg->off_cpu)
+		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	if (s->stats_fd < 0) {
-		pr_debug("bpf_enable_stats: %s; the program times itself\n", strerror(errno));
+		if (!cfg->off_cpu)
+			pr_debug("bpf_enable_stats: %s; the program times itself\n",
+				 strerror(errno));
 		s->skel->rodata->self_timed = true;
 	}
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
@@ -243,7 +250,10 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.gil_holder = off32(o->gil_last_holder),
 		.since_ns = clock__mono_ns(),
 	};
+	struct pbp_target old;
 	uint32_t pid = in->pid;
+	bool known;
+	int err;
 
 	if (o->co_version != PBP_OFF_NONE) {
 		t.fp_mode = PBP_FP_U32;
@@ -269,8 +279,17 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.gil = 0;
 		t.interp_gil = PBP_OFF_ABSENT;
 	}
-	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY))
-		return -errno;
+	/* The bucket counts first: a program that finds the entry also finds its
+	 * bucket set. */
+	known = !bpf_map__lookup_elem(s->skel->maps.targets, &pid, sizeof(pid), &old, sizeof(old), 0);
+	if (!known)
+		s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]++;
+	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY)) {
+		err = -errno;
+		if (!known)
+			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
+		return err;
+	}
 	return 0;
 }
 
@@ -280,6 +299,7 @@ int sampler__remove_target(struct sampler *s, pid_t pid)
 
 	if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
 		return -errno;
+	s->skel->bss->target_buckets[key % PBP_TARGET_BUCKETS]--;
 	return 0;
 }
 
@@ -366,38 +386,86 @@ static int prog_run_stats(const struct bpf_program *p, uint64_t *run_ns, uint64_
 	return 0;
 }
 
-/* Run time and runs of the programs @progs, or the counters they keep themselves when
- * the kernel does not account for them. */
-static int run_stats(struct sampler *s, const struct bpf_program *const *progs, int nprogs,
-		     enum pbp_counter self_ns, uint64_t *run_ns, uint64_t *run_cnt)
+/* Run time and runs of the tick program, or the counters it keeps itself when the
+ * kernel does not account for it. */
+int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 {
-	int err = 0;
-
 	*run_ns = *run_cnt = 0;
 	if (s->stats_fd < 0) {
 		uint64_t c[PBP_C_MAX];
 
 		sampler__counters(s, c);
-		*run_ns = c[self_ns];
-		*run_cnt = c[self_ns + 1];
+		*run_ns = c[PBP_C_SELF_NS];
+		*run_cnt = c[PBP_C_SELF_RUNS];
 		return 0;
 	}
-	for (int i = 0; i < nprogs && !err; i++)
-		err = prog_run_stats(progs[i], run_ns, run_cnt);
-	return err;
+	return prog_run_stats(s->skel->progs.pbp_sample, run_ns, run_cnt);
 }
 
-int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
-{
-	const struct bpf_program *progs[] = { s->skel->progs.pbp_sample };
-
-	return run_stats(s, progs, 1, PBP_C_SELF_NS, run_ns, run_cnt);
-}
-
+/* The scheduler's programs: their runs, and their run time estimated from the runs
+ * they timed. */
 int sampler__switch_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 {
-	const struct bpf_program *progs[] = { s->skel->progs.pbp_switch,
-					      s->skel->progs.pbp_sys_exit };
+	uint64_t c[PBP_C_MAX];
 
-	return run_stats(s, progs, 2, PBP_C_OFF_SELF_NS, run_ns, run_cnt);
+	sampler__counters(s, c);
+	*run_cnt = c[PBP_C_OFF_SELF_RUNS];
+	*run_ns = c[PBP_C_OFF_SELF_TIMED] ?
+		  (uint64_t)((double)c[PBP_C_OFF_SELF_NS] * (double)c[PBP_C_OFF_SELF_RUNS] /
+			     (double)c[PBP_C_OFF_SELF_TIMED]) : 0;
+	return 0;
+}
+
+/* Open waits read at once: far more than the threads of PBP_TARGETS_MAX processes. */
+#define OPEN_WAITS_MAX (1u << 20)
+
+int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n)
+{
+	struct pbp_open_wait *w = NULL, *grown;
+	size_t cap = 0, len = 0;
+	int fd = -1, err = 0;
+	ssize_t got;
+
+	*out = NULL;
+	*n = 0;
+	if (!s->skel->links.pbp_open_waits)
+		return 0;
+	fd = bpf_iter_create(bpf_link__fd(s->skel->links.pbp_open_waits));
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (len == cap) {
+			if (cap == OPEN_WAITS_MAX)
+				break;
+			cap = cap ? 2 * cap : 64;
+			grown = realloc(w, cap * sizeof(*w));
+			if (!grown) {
+				err = -ENOMEM;
+				goto out;
+			}
+			w = grown;
+		}
+		got = read(fd, w + len, (cap - len) * sizeof(*w));
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			err = -errno;
+			goto out;
+		}
+		if (!got)
+			break;
+		/* The iterator writes whole records: a partial one would be a bug. */
+		if (got % sizeof(*w)) {
+			err = -EPROTO;
+			goto out;
+		}
+		len += (size_t)got / sizeof(*w);
+	}
+	*out = w;
+	*n = len;
+	w = NULL;
+out:
+	free(w);
+	close(fd);
+	return err;
 }

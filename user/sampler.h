@@ -70,5 +70,11 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX]);
 int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
 /* The same for the two programs on the scheduler, summed; zero without off_cpu. */
 int sampler__switch_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt);
+/*
+ * Off-CPU sampling: every target thread's wait still open now, into *@out (@n of them,
+ * to be freed), each taken off what its end will report (struct pbp_open_wait).
+ * *@out is NULL and @n 0 in other modes.
+ */
+int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n);
 
 #endif

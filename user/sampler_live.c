@@ -33,6 +33,7 @@ struct sampler_live {
 	uint8_t *buf[2];
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
+	pid_t host_tid;		/* of the thread being sampled */
 	struct tid_map tids;	/* the target's thread ids as /proc names them */
 };
 
@@ -346,7 +347,8 @@ static void decode_reading(struct sampler_live *ls, const struct py_thread *t, u
 {
 	struct thread_sample s = {
 		.pid = (uint32_t)ls->cfg.interp->pid,
-		.tid = t->tid,
+		.tid = ls->cfg.host_tids ? (uint32_t)ls->host_tid : t->tid,
+		.ns_tid = ls->cfg.host_tids ? t->tid : 0,
 		.flags = flags,
 		.tstate = t->tstate,
 		.ts_ns = clock__mono_ns(),
@@ -445,6 +447,7 @@ static int sample_thread(const struct py_thread *t, void *arg)
 		ls->stats.threads_idle_skipped++;
 		return 0;
 	}
+	ls->host_tid = host;
 	sample_stack(ls, t, flags);
 	ls->stats.threads_sampled++;
 	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);
@@ -501,6 +504,11 @@ int sampler_live__poll(struct sampler_live *ls, int timeout_ms)
 		if (err)
 			return err;
 	}
+}
+
+int sampler_live__sample_now(struct sampler_live *ls)
+{
+	return tick(ls);
 }
 
 const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls)

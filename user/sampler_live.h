@@ -27,6 +27,7 @@ struct sampler_live_cfg {
 	uint32_t rate_hz;
 	uint32_t stack_cap;	/* bytes of the current chunk read per sample */
 	int want_idle;		/* also decode threads that are not on a CPU */
+	int host_tids;		/* stacks carry the host's thread ids, as BPF records do */
 	live_stack_fn on_stack;
 	void *ctx;
 };
@@ -50,6 +51,9 @@ void sampler_live__free(struct sampler_live *ls);
  * callback's negative return.
  */
 int sampler_live__poll(struct sampler_live *ls, int timeout_ms);
+
+/* One sample of every thread, now, whatever the rate; returns as a tick would. */
+int sampler_live__sample_now(struct sampler_live *ls);
 
 const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls);
 

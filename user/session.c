@@ -435,6 +435,11 @@ int session__poll(struct session *s, int timeout_ms)
 	return 0;
 }
 
+int session__close_waits(struct session *s)
+{
+	return session_waits__close(s);
+}
+
 void session__stop(struct session *s)
 {
 	if (s->stopped)
@@ -444,6 +449,8 @@ void session__stop(struct session *s)
 	if (s->sampler) {
 		sampler__stop(s->sampler);
 		sampler__drain(s->sampler);
+		if (session_waits__close(s) == -ENOMEM)
+			s->fatal = -ENOMEM;
 	}
 	for (size_t i = 0; i < s->ntargets; i++)
 		if (!session_targets__gone(s, s->targets[i]))
@@ -594,6 +601,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->on_cpu_ns = s->on_cpu_ns;
 	memcpy(st->off_cpu_ns, s->off_cpu_ns, sizeof(st->off_cpu_ns));
 	st->off_cpu_records = s->off_cpu_records;
+	st->off_cpu_open_waits = s->open_waits;
+	st->off_cpu_open_waits_lost = s->open_waits_lost;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

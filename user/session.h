@@ -108,6 +108,12 @@ int session__start(const struct session_opts *o, struct session **out);
  * every target has exited, or a negative errno that ends the session (printed).
  */
 int session__poll(struct session *s, int timeout_ms);
+/*
+ * Wall and off-CPU modes: charges the waits still open now to the profile, up to now,
+ * with the stacks their threads blocked in; the rest of each goes to the next profile.
+ * session__stop() does it too. 0, or -ENOMEM.
+ */
+int session__close_waits(struct session *s);
 /* Stops sampling and takes in whatever is still in flight; passes a stop signal on to
  * the command. */
 void session__stop(struct session *s);

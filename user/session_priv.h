@@ -56,6 +56,8 @@ struct session {
 	uint64_t on_cpu_ns;			/* wall and off-CPU modes: what was kept */
 	uint64_t off_cpu_ns[OFFCPU_MAX];
 	uint64_t off_cpu_records;
+	uint64_t open_waits;		/* waits still open at a profile's end, charged */
+	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
 	struct pending_wait {
@@ -83,6 +85,11 @@ struct session {
 /* session_sink.c: the sampler callbacks that decode a record and aggregate it. */
 int session_sink__on_sample(void *arg, const void *rec, size_t len);
 int session_sink__on_live_stack(void *arg, struct stack *st);
+int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
+			   const struct stack *st);
+
+/* session_waits.c: charges the waits still open now to the profile (see there). */
+int session_waits__close(struct session *s);
 
 /* session_targets.c: the targets, sorted by pid. */
 size_t session_targets__slot(const struct session *s, uint32_t pid);

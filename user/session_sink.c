@@ -198,7 +198,8 @@ static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum o
 }
 
 /* An off-CPU interval, charged to the stack it blocked in under a leaf naming why. */
-static int add_wait(struct target *t, const struct pbp_sample *hdr, const struct stack *st)
+int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
+			   const struct stack *st)
 {
 	struct session *s = t->session;
 	enum offcpu_class k = offcpu_class__of(hdr);
@@ -259,7 +260,7 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	if (decoder__decode(t->dec, rec, len, s->stack))
 		return 0;
 	if (hdr->flags & PBP_SF_OFF_CPU)
-		return add_wait(t, hdr, s->stack);
+		return session_sink__add_wait(t, hdr, s->stack);
 	return add_stack(t, s->stack,
 			 hdr->flags & PBP_SF_CPU_TIMED ? hdr->off_ns : tick_weight(s), 0, NULL);
 }

@@ -57,12 +57,15 @@ static void put_off_cpu(FILE *f, const struct run_stats *s)
 		{ "wall_ns", FIELD_U64, .u = s->on_cpu_ns + off_cpu_total(s) },
 		{ "on_cpu_ns", FIELD_U64, .u = s->on_cpu_ns },
 		{ "off_cpu_ns", FIELD_U64, .u = off_cpu_total(s) },
-		/* Every wait that ended, measured in BPF, whether its stack was taken. */
+		/* Every wait measured in BPF (ended, or open at a profile's end), whether
+		 * its stack was taken. */
 		{ "off_cpu_intervals", FIELD_U64, .u = s->bpf[PBP_C_OFF_INTERVALS] },
 		{ "off_cpu_intervals_ns", FIELD_U64, .u = s->bpf[PBP_C_OFF_NS] },
 		{ "off_cpu_sampled", FIELD_U64, .u = s->bpf[PBP_C_OFF_SAMPLED] },
 		{ "off_cpu_short_skipped", FIELD_U64, .u = s->bpf[PBP_C_OFF_SHORT_SKIPPED] },
 		{ "off_cpu_records", FIELD_U64, .u = s->off_cpu_records },
+		{ "off_cpu_open_waits", FIELD_U64, .u = s->off_cpu_open_waits },
+		{ "off_cpu_open_waits_lost", FIELD_U64, .u = s->off_cpu_open_waits_lost },
 		{ "switch_events", FIELD_U64, .u = s->bpf[PBP_C_SWITCH_OUTS] },
 		{ "switch_state_failures", FIELD_U64, .u = s->bpf[PBP_C_OFF_NO_STORAGE] },
 		/* The scheduler and system-call programs run for every task on the host;
