@@ -91,6 +91,7 @@ struct switch_state {
 	__u64 thr_ns;		/* its draw threshold; 0: min_block_ns */
 	__u64 win_ns;		/* when its current window began */
 	__u64 win_kept;		/* stacks taken of its waits in that window */
+	__u64 in_ns;		/* when it last came back on a CPU */
 };
 
 struct {
@@ -726,7 +727,7 @@ static __always_inline __u64 draw_threshold(struct switch_state *so, __u64 now)
 
 	if (!min_block_ns)
 		return 0;
-	if (now - so->win_ns < PBP_OFF_WINDOW_NS)
+	if (now < so->win_ns + PBP_OFF_WINDOW_NS)
 		return thr;
 	if (so->win_kept > PBP_OFF_WINDOW_BUDGET) {
 		thr = thr / PBP_OFF_WINDOW_BUDGET * so->win_kept;
@@ -744,19 +745,29 @@ static __always_inline __u64 draw_threshold(struct switch_state *so, __u64 now)
 }
 
 /* @prev, the current task and a target's thread, leaves the CPU. */
-static __always_inline void switch_out(const struct pbp_target *t, struct task_struct *prev,
-				       bool preempt, unsigned int prev_state)
+static __always_inline void switch_out(struct task_struct *prev, bool preempt,
+				       unsigned int prev_state)
 {
 	struct switch_state call = { .syscall = -1 }, *so;
 	struct off_cpu off = {};
-	__u32 state = preempt ? 0 : prev_state;
-	__u64 now = bpf_ktime_get_ns(), odds, thr;
+	__u32 state = preempt ? 0 : prev_state, tgid = prev->tgid;
+	const struct pbp_target *t = NULL;
+	__u64 now, odds, thr;
 
-	so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	/* A thread with switch state was a target's when it was made: the targets are
+	 * looked up only for a thread seen the first time, and for a copy. */
+	so = bpf_task_storage_get(&offcpu, prev, 0, 0);
 	if (!so) {
-		count(PBP_C_OFF_NO_STORAGE);
-		return;
+		t = bpf_map_lookup_elem(&targets, &tgid);
+		if (!t)
+			return;
+		so = bpf_task_storage_get(&offcpu, prev, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!so) {
+			count(PBP_C_OFF_NO_STORAGE);
+			return;
+		}
 	}
+	now = bpf_ktime_get_ns();
 	count(PBP_C_SWITCH_OUTS);
 	so->out_ns = now;
 	if (!syscall_of(prev, &call)) {
@@ -798,6 +809,10 @@ static __always_inline void switch_out(const struct pbp_target *t, struct task_s
 		so->skipped = 1;
 		return;
 	}
+	if (!t)
+		t = bpf_map_lookup_elem(&targets, &tgid);
+	if (!t)
+		return;		/* no longer a target's */
 	so->win_kept++;
 	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
 	off.start_ns = now;
@@ -853,6 +868,7 @@ static __always_inline void switch_in(struct task_struct *next)
 	now = bpf_ktime_get_ns();
 	end.off_ns = now > so->out_ns ? now - so->out_ns : 0;
 	so->out_ns = 0;
+	so->in_ns = now;
 	if (so->in_call) {
 		so->off_ns += end.off_ns;
 		return;
@@ -912,12 +928,8 @@ static __always_inline void timed_end(__u64 t0)
 static __always_inline void on_switch(bool preempt, struct task_struct *prev,
 				      struct task_struct *next, unsigned int prev_state)
 {
-	__u32 tgid = prev->tgid;
-	const struct pbp_target *t;
-
-	if (maybe_target(tgid) && (t = bpf_map_lookup_elem(&targets, &tgid)) &&
-	    !(prev->flags & (PF_EXITING | PF_KTHREAD)))
-		switch_out(t, prev, preempt, prev_state);
+	if (maybe_target(prev->tgid) && !(prev->flags & (PF_EXITING | PF_KTHREAD)))
+		switch_out(prev, preempt, prev_state);
 	if (maybe_target(next->tgid))
 		switch_in(next);
 }
@@ -965,13 +977,15 @@ static __always_inline void call_done(void)
 
 		so->off_ns += now > so->out_ns ? now - so->out_ns : 0;
 		so->out_ns = 0;
+		so->in_ns = now;
 		count(PBP_C_OFF_NO_STORAGE);
 	}
 	off.real_ns = so->off_ns;
 	count(PBP_C_OFF_INTERVALS);
 	add(PBP_C_OFF_NS, off.real_ns);
 	off.weight_ns = off.real_ns;
-	thr = draw_threshold(so, bpf_ktime_get_ns());
+	/* Its window is told by when it came back: a clock read saved per call. */
+	thr = draw_threshold(so, so->in_ns);
 	if (off.real_ns < thr) {
 		if (draw_below(thr) >= off.real_ns) {
 			count(PBP_C_OFF_SHORT_SKIPPED);

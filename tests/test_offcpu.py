@@ -177,6 +177,30 @@ def test_wall_gil_contention(waits, name):
     assert gil >= 0.1 * life, f"hardly any wait for the GIL:\n{msg}"
 
 
+def test_wall_with_gil_keeps_the_holders_ticks_and_every_wait(sid_root, workloads_installed,
+                                                               module_tmp, profiler_bin):
+    """--gil in wall mode: on-CPU time is kept only while the thread holds the GIL, and
+    the waits stay in, so the two burners show as taking turns: each one's GIL-holding
+    time is its CPU time (within 5 points) and the rest is waiting, for the GIL among
+    others."""
+    interp = make_interp("3.13", sid_root)
+    truth, run, out, stats = profile_waits(module_tmp / "gil", profiler_bin, interp,
+                                           extra=["--gil"])
+    w = Waited(truth, run, parse(out.read_text()), stats)
+    for name in ("gil_a", "gil_b"):
+        t, prof, life = w.thread(name)
+        held = sum(us for (_, leaf), us in prof.items() if leaf == "on-CPU")
+        gil = sum(us for (parent, leaf), us in prof.items()
+                  if leaf == "[off-CPU: GIL wait]" and function_of(parent)[0] == name)
+        cpu = 100 * t["cpu"] * 1e6 / life
+        msg = w.describe(name)
+        assert abs(100 * held / life - cpu) <= SHARE_POINTS, f"GIL held against CPU:\n{msg}"
+        assert gil >= 0.1 * life, f"hardly any wait for the GIL:\n{msg}"
+    # Threads that mostly wait hold the GIL only for moments: their waits are all kept.
+    t, prof, life = w.thread("sleeper")
+    assert sum(prof.values()) >= 0.9 * life, w.describe("sleeper")
+
+
 def test_wall_stats_account_for_the_time(waits):
     w = waits.get()
     s = w.stats

@@ -61,7 +61,9 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 	"                         probability length/US, and then counts US: the total\n" \
 	"                         stays right on average while a thread that switches\n" \
 	"                         tens of thousands of times a second costs a stack read\n" \
-	"                         at most every US. 0 keeps every wait\n"
+	"                         at most every US, and at most 1000 a second (past that\n" \
+	"                         its threshold rises). 0 keeps every wait. Waits still\n" \
+	"                         open at the end count up to it\n"
 #define CLI_WAITS_HELP \
 	"Waits (the leaf frame of an off-CPU interval):\n" \
 	"  [off-CPU: GIL wait]          waiting to take the GIL\n" \
