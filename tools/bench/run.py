@@ -410,14 +410,19 @@ def part_wall(env, cfg):
 
 def wall_rows(runs):
     """Per profiler: median wall time, slowdown against unprofiled, and what the
-    profile and BPF counted."""
-    base = med(r.get("wall") for r in ok_runs(runs["unprofiled"]))
+    profile and BPF counted. The slowdown is the median of each repetition's ratio to
+    the unprofiled run beside it: this VM's speed drifts by tens of percent over
+    minutes, and a ratio of neighbours cancels the drift that a ratio of medians
+    keeps."""
+    base = runs["unprofiled"]
     slow = {}
     for name, rs in runs.items():
         ok = ok_runs(rs)
         wall = med(r["wall"] for r in ok)
-        row = {"wall_s": wall, "slowdown_pct": None if not (wall and base) else
-               100 * (wall / base - 1), "errors": len(rs) - len(ok),
+        ratios = [r["wall"] / b["wall"] - 1 for r, b in zip(rs, base)
+                  if "error" not in r and "error" not in b and b.get("wall")]
+        row = {"wall_s": wall, "slowdown_pct": None if not ratios else 100 * med(ratios),
+               "errors": len(rs) - len(ok),
                "switches_per_s": med(r["switches"] / r["wall"] for r in ok
                                      if r.get("switches") and r.get("wall"))}
         sts = [r["stats"] for r in ok if "stats" in r]
