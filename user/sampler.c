@@ -421,9 +421,9 @@ int sampler__switch_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt
 
 int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n)
 {
-	struct pbp_open_wait *w = NULL, *grown;
-	size_t cap = 0, len = 0;
-	int fd = -1, err = 0;
+	size_t cap = 0, bytes = 0;
+	char *buf = NULL, *grown;
+	int fd, err = 0;
 	ssize_t got;
 
 	*out = NULL;
@@ -434,18 +434,18 @@ int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n
 	if (fd < 0)
 		return -errno;
 	for (;;) {
-		if (len == cap) {
-			if (cap == OPEN_WAITS_MAX)
+		if (bytes == cap) {
+			if (cap == OPEN_WAITS_MAX * sizeof(**out))
 				break;
-			cap = cap ? 2 * cap : 64;
-			grown = realloc(w, cap * sizeof(*w));
+			cap = cap ? 2 * cap : 64 * sizeof(**out);
+			grown = realloc(buf, cap);
 			if (!grown) {
 				err = -ENOMEM;
 				goto out;
 			}
-			w = grown;
+			buf = grown;
 		}
-		got = read(fd, w + len, (cap - len) * sizeof(*w));
+		got = read(fd, buf + bytes, cap - bytes);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got < 0) {
@@ -454,18 +454,18 @@ int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n
 		}
 		if (!got)
 			break;
-		/* The iterator writes whole records: a partial one would be a bug. */
-		if (got % sizeof(*w)) {
-			err = -EPROTO;
-			goto out;
-		}
-		len += (size_t)got / sizeof(*w);
+		bytes += (size_t)got;
 	}
-	*out = w;
-	*n = len;
-	w = NULL;
+	/* The iterator writes whole records: anything else is not ours to read. */
+	if (bytes % sizeof(**out)) {
+		err = -EPROTO;
+		goto out;
+	}
+	*out = (struct pbp_open_wait *)buf;
+	*n = bytes / sizeof(**out);
+	buf = NULL;
 out:
-	free(w);
+	free(buf);
 	close(fd);
 	return err;
 }
