@@ -28,7 +28,7 @@ from conftest import (PROFILER_GRACE, REPO, RUN_DIR, Harness, Once, make_interp)
 from test_writers_formats import speedscope_schema_errors
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
-from pprof_text import Profile  # noqa: E402
+from pprof_text import Profile, one  # noqa: E402
 
 VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 SECONDS = 2.5
@@ -375,7 +375,9 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
                                                     profiler_bin):
     """-a --mode wall and the agent with --mode wall, each over three interpreters at
     once (narrowed to a cgroup of this test's own, so that the host's other Pythons
-    stay out): every process's sleeper is seen sleeping where it sleeps."""
+    stay out): every process's sleeper is seen sleeping where it sleeps. A thread
+    asleep through the whole run shows in each of the agent's periods for that period,
+    never piled up into one."""
     from test_agent import Agent
     from test_system_wide import cgroup2_root, remove_cgroups
 
@@ -392,6 +394,8 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
             go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
             interp.host_path(go).touch()
             ws.append(h.start_workload(interp, "waits", "--go", go, seconds=60))
+            if v == "3.13":
+                blocked = h.start_workload(interp, "blocked", "--go", go, seconds=60)
         out = tmp_path / "all.txt"
         run = h.run_profiler(["record", "-a", "--mode", "wall", "--container", group.name,
                               "-d", 2, "-o", out], 2 + PROFILER_GRACE, out=out)
@@ -408,7 +412,8 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
         # Two files a process: the first period may have begun before it was found.
         agent.wait(lambda: all(len([p for p in out_dir.iterdir()
                                     if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
-                               >= 2 for w in ws), 60, "two profiles of each process")
+                               >= n for w, n in [(w, 2) for w in ws] + [(blocked, 3)]),
+                   60, "two profiles of each process, three of the blocked one")
         rc, _ = agent.stop()
         assert rc == 0, agent.stderr()
     finally:
@@ -427,3 +432,13 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
             best = max(best, slept)
         assert best >= 0.5e9, f"pid {w.pid} ({w.interp.version}): at most {best / 1e9:.3f} s " \
                               f"of sleeper's sleep in a 1 s period"
+    asleep = []
+    for path in sorted(out_dir.iterdir()):
+        if f"-{blocked.pid}-" not in path.name or not path.name.endswith(".pb.gz"):
+            continue
+        prof = Profile.parse(gzip.decompress(path.read_bytes()))
+        slept = sum(values[1] for stack, values, _ in prof.samples()
+                    if stack[0][0] == "[off-CPU: sleep]" and stack[1][0] == "asleep")
+        asleep.append((path.name, slept / 1e9, one(prof.msg, "duration_nanos") / 1e9))
+    assert all(slept <= 1.05 * period + 0.005 for _, slept, period in asleep), asleep
+    assert any(slept >= 0.8 * period for _, slept, period in asleep[1:]), asleep
