@@ -58,7 +58,7 @@ FULL = {
     "scale_seconds": 10.0,
     "scale_probes": 5,
     "wall_reps": 5,
-    "wall_rate": 1000,
+    "wall_rate": 100,
     # The switch-heavy service (tens of thousands of switches a second) and a
     # storm of bare handoffs (hundreds of thousands), each run by switch_bound.py.
     "wall_loads": {
@@ -86,7 +86,7 @@ SMOKE = {
     "scale_seconds": 4.0,
     "scale_probes": 2,
     "wall_reps": 1,
-    "wall_rate": 1000,
+    "wall_rate": 100,
     "wall_loads": {
         "queue service": ["--via", "queue", "--handoffs", "2000", "--work", "2500"],
         "lock storm": ["--via", "locks", "--handoffs", "20000"],
@@ -1211,7 +1211,7 @@ def write_wall(w, wall):
     if not wall.get("loads"):
         return
     w(f"## 5. Wall mode: switch-heavy targets, and waits found against the truth "
-      f"({wall['rate']} Hz)")
+      f"({wall['rate']} Hz, pybpfprof's default rate, for both profilers)")
     w("")
     w("`switch_bound.py`: two threads of CPython 3.15 on one CPU hand a token back and "
       "forth. The queue service passes it through two `queue.Queue`, the receiver "
