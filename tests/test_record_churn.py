@@ -48,6 +48,7 @@ def test_churn_name_filename_and_helper_parity_agree(py, churn):
     churn = churn.get()
     prof = churn.run.check_ok()
     call_line = churn.truth["lines"]["churn_call"]
+    def_line = churn.truth["lines"]["churn_def"]
     wrong = []
     for s in prof:
         for i, f in churn_frames(s):
@@ -55,7 +56,10 @@ def test_churn_name_filename_and_helper_parity_agree(py, churn):
             if not (mn and mf and mn.group(1) == mf.group(1)):
                 wrong.append((s, f"name/filename disagree: {f}"))
                 continue
-            if f.line != call_line:
+            # A tick that lands as the function is entered, before its first
+            # instruction has run, finds it at its def line with nothing called yet.
+            entering = f.line == def_line and i + 1 == len(s.frames)
+            if f.line != call_line and not entering:
                 wrong.append((s, f"{f.name} at line {f.line}, expected {call_line}"))
             n = int(mn.group(1))
             want = "burn_even" if n % 2 == 0 else "burn_odd"

@@ -16,6 +16,7 @@ TEMPLATE = (
     "    return {helper}(N_CHURN)\n"
 )
 CALL_LINE = 1 + next(i for i, s in enumerate(TEMPLATE.splitlines()) if "{helper}(" in s)
+DEF_LINE = 1 + next(i for i, s in enumerate(TEMPLATE.splitlines()) if s.startswith("def "))
 T = None
 
 
@@ -61,6 +62,7 @@ def main():
     T.line("burn_even", LINE_EVEN)
     T.line("burn_odd", LINE_ODD)
     T.line("churn_call", CALL_LINE)
+    T.line("churn_def", DEF_LINE)
     T["name_format"] = "churn_{n:06d}"
     T["filename_format"] = "<churn-{n:06d}>"
     churn_loop(deadline_after(args.seconds))
