@@ -437,7 +437,8 @@ int session__poll(struct session *s, int timeout_ms)
 
 int session__close_waits(struct session *s)
 {
-	return session_waits__close(s);
+	/* A stopped session charged them as it stopped, up to its end. */
+	return s->stopped ? 0 : session_waits__close(s);
 }
 
 void session__stop(struct session *s)
@@ -447,10 +448,12 @@ void session__stop(struct session *s)
 	s->stopped = 1;
 	s->elapsed_s = (clock__mono_ns() - s->start_ns) / 1e9;
 	if (s->sampler) {
-		sampler__stop(s->sampler);
-		sampler__drain(s->sampler);
+		/* Open waits first: they are charged up to this instant, the profile's
+		 * end, however long stopping and draining take. */
 		if (session_waits__close(s) == -ENOMEM)
 			s->fatal = -ENOMEM;
+		sampler__stop(s->sampler);
+		sampler__drain(s->sampler);
 	}
 	for (size_t i = 0; i < s->ntargets; i++)
 		if (!session_targets__gone(s, s->targets[i]))
@@ -492,6 +495,7 @@ int session__reset_profile(struct session *s)
 {
 	struct aggregate *agg = aggregate__new();
 	struct thread_table *threads = thread_table__new();
+	uint64_t now;
 
 	if (!agg || !threads) {
 		aggregate__free(agg);
@@ -505,8 +509,13 @@ int session__reset_profile(struct session *s)
 	s->ntimeline = 0;
 	s->timeline_full = 0;
 	s->npending = 0;	/* their stacks went with the old aggregate */
-	s->profile_ns = clock__mono_ns();
-	s->start_unix_ns = clock__real_ns();
+	/* The waits still open were charged up to the cut: the next profile begins
+	 * there, not after the last one was written out. */
+	now = clock__mono_ns();
+	s->profile_ns = s->waits_closed_ns > s->profile_ns && s->waits_closed_ns <= now ?
+			s->waits_closed_ns : now;
+	s->start_unix_ns = clock__real_ns() - (int64_t)(now - s->profile_ns);
+	s->waits_closed_ns = 0;
 	compact_strings(s);
 	return 0;
 }

@@ -111,7 +111,7 @@ int session__poll(struct session *s, int timeout_ms);
 /*
  * Wall and off-CPU modes: charges the waits still open now to the profile, up to now,
  * with the stacks their threads blocked in; the rest of each goes to the next profile.
- * session__stop() does it too. 0, or -ENOMEM.
+ * session__stop() does it too, at the end; after it this does nothing. 0, or -ENOMEM.
  */
 int session__close_waits(struct session *s);
 /* Stops sampling and takes in whatever is still in flight; passes a stop signal on to

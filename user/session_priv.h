@@ -72,6 +72,7 @@ struct session {
 	int fatal;		/* a negative errno that ends the run */
 	uint64_t start_ns, expired_ns, gone_cpu_ns;
 	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
+	uint64_t waits_closed_ns;	/* when open waits were last charged, if since then */
 	int64_t start_unix_ns;
 	double elapsed_s;	/* fixed at session__stop */
 	int stopped;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "log.h"
 #include "py_threads.h"
 #include "sampler.h"
@@ -101,6 +102,7 @@ int session_waits__close(struct session *s)
 
 	if (!s->sampler || s->opts.mode == SESSION_CPU)
 		return 0;
+	s->waits_closed_ns = clock__mono_ns();
 	err = sampler__open_waits(s->sampler, &w, &n);
 	if (err) {
 		pr_warn("reading the waits still open: %s\n", strerror(-err));

@@ -1,8 +1,9 @@
 """blocked: threads still waiting when a profile ends. asleep sleeps and locked waits
 for a lock the main thread holds, both from before the profiler attaches to after it
-stops; late waits for the file --go, then burns CPU for half a second and sleeps until
-the process is killed. The truth file holds each thread's native id and the lines it
-waits on; late adds its burn's end (time.monotonic()) to TRUTH.late once it sleeps."""
+stops; late waits for the file --go, then burns CPU for half a second of wall time and
+sleeps until the process is killed. The truth file holds each thread's native id and
+the lines it waits on; late writes its burn's end (time.monotonic()) and the CPU time
+it got (time.thread_time()) to TRUTH.late once it sleeps."""
 
 import json
 import os
@@ -25,12 +26,12 @@ def locked():
 def late(go, out):
     while not os.path.exists(go):
         time.sleep(0.005)
-    end = time.monotonic() + 0.5
+    end, cpu0 = time.monotonic() + 0.5, time.thread_time()
     x = 0
     while time.monotonic() < end:
         for i in range(1000): x += i  # BURN:late_burn
     with open(out + ".tmp", "w") as f:
-        json.dump({"burn_end": time.monotonic()}, f)
+        json.dump({"burn_end": time.monotonic(), "burn_cpu": time.thread_time() - cpu0}, f)
     os.rename(out + ".tmp", out)
     time.sleep(3600)  # BURN:late_sleep
 
