@@ -143,14 +143,13 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	 * program on the host: with the scheduler's programs loaded, which run far more
 	 * often than ticks and time one run in PBP_OFF_TIMED_EVERY themselves, it is
 	 * left off. */
-	if (!cfg->off_cpu)
+	if (!cfg->off_cpu) {
 		s->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	if (s->stats_fd < 0) {
-		if (!cfg->off_cpu)
+		if (s->stats_fd < 0)
 			pr_debug("bpf_enable_stats: %s; the program times itself\n",
 				 strerror(errno));
-		s->skel->rodata->self_timed = true;
 	}
+	s->skel->rodata->self_timed = s->stats_fd < 0;
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, 2 * libbpf_num_possible_cpus());
 	err = sample_bpf__load(s->skel);
