@@ -504,7 +504,8 @@ struct off_cpu {
 };
 
 /*
- * The current thread, of target @t, into one record. Not inlined: its callers (the
+ * The current thread, of target @t, into one record: 0 once it went out, -1 when
+ * none did. Not inlined: its callers (the
  * tick, the self-timed tick, the switch-out and the system-call exit) would
  * otherwise each carry a copy for the verifier to walk.
  */
@@ -521,15 +522,15 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	__u32 tlen, slot;
 
 	if (!t || !off)
-		return 0;
+		return -1;
 	ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
 	if (!ts) {
 		count(PBP_C_NO_TSTATE);
-		return 0;
+		return -1;
 	}
 	if (!frame) {
 		count(PBP_C_NO_FRAME);
-		return 0;
+		return -1;
 	}
 
 	cpu = bpf_get_smp_processor_id();
@@ -537,7 +538,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	sc = bpf_map_lookup_elem(&scratch, &slot);
 	if (!sc) {
 		count(PBP_C_SCRATCH_MISSING);
-		return 0;
+		return -1;
 	}
 	s = (struct pbp_sample *)sc->buf;
 	__builtin_memset(s, 0, sizeof(*s));
@@ -606,13 +607,13 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
 	if (total > PBP_RECORD_MAX)
-		return 0;
+		return -1;
 	s->len = total;
 	if (bpf_ringbuf_output(&samples, sc->buf, total,
 			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
 				       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
 		count(PBP_C_RINGBUF_DROPS);
-		return 0;
+		return -1;
 	}
 	count(PBP_C_SUBMITTED);
 	if (off->flags & PBP_SF_OFF_CPU)
@@ -621,25 +622,27 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 }
 
 /*
- * Wall mode: the CPU time @task used since its previous tick. A thread that already
- * ran before it became a target's is taken to have used one period before its
- * first tick; a newer one, all it used.
+ * Wall mode: the CPU time @task used since its previous tick that went out, and in
+ * @so the state to move on once this one has. A thread that already ran before it
+ * became a target's is taken to have used one period before its first tick; a
+ * newer one, all it used. A tick that finds no stack (a thread not yet bound to its
+ * state, a full ring buffer) leaves its time to the next, so none is lost.
  */
-static __always_inline __u64 cpu_since_tick(const struct pbp_target *t, struct task_struct *task)
+static __always_inline __u64 cpu_since_tick(const struct pbp_target *t, struct task_struct *task,
+					    struct switch_state **so)
 {
-	struct switch_state *so;
-	__u64 now = task->se.sum_exec_runtime, d;
+	__u64 now = task->se.sum_exec_runtime;
+	struct switch_state *st;
 
-	so = bpf_task_storage_get(&offcpu, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!so)
+	st = bpf_task_storage_get(&offcpu, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	*so = st;
+	if (!st)
 		return tick_ns;
-	if (!so->cpu_seen) {
-		so->cpu_seen = 1;
-		so->cpu_ns = task->start_time >= t->since_ns ? 0 : now > tick_ns ? now - tick_ns : 0;
+	if (!st->cpu_seen) {
+		st->cpu_seen = 1;
+		st->cpu_ns = task->start_time >= t->since_ns ? 0 : now > tick_ns ? now - tick_ns : 0;
 	}
-	d = now > so->cpu_ns ? now - so->cpu_ns : 0;
-	so->cpu_ns = now;
-	return d;
+	return now > st->cpu_ns ? now - st->cpu_ns : 0;
 }
 
 static __always_inline int sample_tick(void)
@@ -647,6 +650,7 @@ static __always_inline int sample_tick(void)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
+	struct switch_state *so = NULL;
 	struct off_cpu on = {};
 
 	if (!t)
@@ -658,9 +662,13 @@ static __always_inline int sample_tick(void)
 	count(PBP_C_TARGET_EVENTS);
 	if (cpu_timed) {
 		on.flags = PBP_SF_CPU_TIMED;
-		on.cpu_ns = cpu_since_tick(t, task);
+		on.cpu_ns = cpu_since_tick(t, task, &so);
 	}
-	return snapshot(t, &on);
+	if (snapshot(t, &on))
+		return 0;
+	if (so)
+		so->cpu_ns += on.cpu_ns;
+	return 0;
 }
 
 SEC("perf_event")
@@ -1072,12 +1080,20 @@ int pbp_open_waits(struct bpf_iter__task *ctx)
 		if (so->out_ns)
 			so->out_ns = now;
 	}
-	if (!w.off_ns)
+	if (cpu_timed && so->cpu_seen) {
+		__u64 ran = task->se.sum_exec_runtime;
+
+		w.cpu_ns = ran > so->cpu_ns ? ran - so->cpu_ns : 0;
+		so->cpu_ns += w.cpu_ns;
+	}
+	if (!w.off_ns && !w.cpu_ns)
 		return 0;
 	w.pid = tgid;
 	w.tid = task->pid;
-	count(PBP_C_OFF_INTERVALS);
-	add(PBP_C_OFF_NS, w.off_ns);
+	if (w.off_ns) {
+		count(PBP_C_OFF_INTERVALS);
+		add(PBP_C_OFF_NS, w.off_ns);
+	}
 	bpf_seq_write(ctx->meta->seq, &w, sizeof(w));
 	return 0;
 }
@@ -1093,6 +1109,36 @@ static __always_inline void emit(__u32 type, __u32 pid, __u32 ppid)
 		count(PBP_C_EVENT_DROPS);
 }
 
+/*
+ * Wall mode: a thread that exits takes with it the CPU time it used since its last
+ * tick, up to a tick period, or far more when its runs keep missing the ticks' phase
+ * (two threads passing the GIL every 5 ms against a 10 ms tick). It is sent, to count
+ * under that tick's stack.
+ */
+static __always_inline void send_cpu_rest(__u32 tgid, __u32 tid)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct pbp_cpu_rest r = {
+		.abi = PBP_ABI_VERSION, .hdr_len = sizeof(r), .len = sizeof(r),
+		.pid = tgid, .tid = tid,
+	};
+	struct switch_state *so;
+	__u64 ran;
+
+	if (!maybe_target(tgid))
+		return;
+	so = bpf_task_storage_get(&offcpu, task, 0, 0);
+	if (!so || !so->cpu_seen)
+		return;
+	ran = task->se.sum_exec_runtime;
+	if (ran <= so->cpu_ns)
+		return;
+	r.cpu_ns = ran - so->cpu_ns;
+	so->cpu_ns = ran;
+	if (bpf_ringbuf_output(&samples, &r, sizeof(r), BPF_RB_NO_WAKEUP))
+		count(PBP_C_RINGBUF_DROPS);
+}
+
 /* Exited threads leave nothing behind: the LRU would evict them eventually, but a
  * reused tid must never inherit a dead thread's tstate or anchor. A raw tracepoint
  * needs no tracefs mount, which containers and minimal hosts often lack. */
@@ -1102,6 +1148,8 @@ int pbp_thread_exit(struct bpf_raw_tracepoint_args *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)id, tgid = id >> 32;
 
+	if (cpu_timed)
+		send_cpu_rest(tgid, tid);
 	bpf_map_delete_elem(&threads, &tid);
 	bpf_map_delete_elem(&fcache, &tid);
 	if (tid == tgid && bpf_map_lookup_elem(&targets, &tgid))

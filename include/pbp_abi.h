@@ -154,22 +154,40 @@ struct pbp_off_end {
 _Static_assert(sizeof(struct pbp_off_end) == 24, "pbp_off_end layout");
 
 /*
+ * Wall mode: the CPU time a thread used after its last tick, sent as it exits. It
+ * counts under the stack of that tick. Told apart by hdr_len, like pbp_off_end.
+ */
+struct pbp_cpu_rest {
+	pbp_u16 abi;
+	pbp_u16 hdr_len;	/* sizeof(struct pbp_cpu_rest) */
+	pbp_u32 len;
+	pbp_u32 pid;
+	pbp_u32 tid;
+	pbp_u64 cpu_ns;
+	pbp_u64 reserved;
+};
+
+_Static_assert(sizeof(struct pbp_cpu_rest) == 32, "pbp_cpu_rest layout");
+
+/*
  * A target thread's wait still open when a profile ends, from the task iterator
  * (pbp_open_waits): the part since start_ns, off_ns long, is reported here and no
  * longer counts in the record the wait's end brings. Its stack is read by user space:
- * a blocked thread's does not move.
+ * a blocked thread's does not move. In wall mode, cpu_ns is the CPU time the thread
+ * used since its last tick, which the next tick will no longer count.
  */
 struct pbp_open_wait {
 	pbp_u32 pid;		/* host ids */
 	pbp_u32 tid;
 	pbp_u64 start_ns;
-	pbp_u64 off_ns;
+	pbp_u64 off_ns;		/* 0: not waiting */
 	pbp_u64 arg;
 	pbp_s32 syscall;	/* -1: not in a system call */
 	pbp_u32 state;		/* the task state it waits in */
+	pbp_u64 cpu_ns;
 };
 
-_Static_assert(sizeof(struct pbp_open_wait) == 40, "pbp_open_wait layout");
+_Static_assert(sizeof(struct pbp_open_wait) == 48, "pbp_open_wait layout");
 
 /* How the fingerprint of a code object is read (per CPython version). */
 enum pbp_fp_mode {

@@ -612,6 +612,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->off_cpu_records = s->off_cpu_records;
 	st->off_cpu_open_waits = s->open_waits;
 	st->off_cpu_open_waits_lost = s->open_waits_lost;
+	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

@@ -58,6 +58,7 @@ struct session {
 	uint64_t off_cpu_records;
 	uint64_t open_waits;		/* waits still open at a profile's end, charged */
 	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
+	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
 	struct pending_wait {
@@ -88,6 +89,11 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len);
 int session_sink__on_live_stack(void *arg, struct stack *st);
 int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 			   const struct stack *st);
+/* Wall mode: CPU time thread @tid used after its last tick in this profile, counted
+ * under that tick's stack; -ENOENT if it had none. */
+int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
+/* Wall mode: @ns of CPU time under stack @st, read live. */
+int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns);
 
 /* session_waits.c: charges the waits still open now to the profile (see there). */
 int session_waits__close(struct session *s);

@@ -109,7 +109,8 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		     uint32_t *index_out)
 {
 	struct session *s = t->session;
-	uint32_t n = 0, index;
+	uint32_t n = 0, index, slot;
+	size_t tl = SIZE_MAX;
 	int err;
 
 	if (left_out(s, st, !!wait)) {
@@ -145,17 +146,21 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
 	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
 	if (!err)
-		err = thread_table__see(s->threads, s->strs, st->pid, st->tid);
-	if (!err && s->opts.timeline)
+		err = thread_table__see(s->threads, s->strs, st->pid, st->tid, &slot);
+	if (!err && s->opts.timeline) {
+		tl = s->ntimeline;
 		err = add_to_timeline(s, timeline_start(s, st, weight, wait), index,
 				      s->opts.mode == SESSION_CPU ? weight * 1000000000ull /
 									s->opts.rate_hz : weight);
+	}
 	if (err)
 		goto fail;
 	s->aggregated++;
 	s->incomplete += st->gap != GAP_NONE;
-	if (!wait && s->opts.mode != SESSION_CPU)
+	if (!wait && s->opts.mode != SESSION_CPU) {
 		s->on_cpu_ns += weight;
+		thread_table__set_tick(s->threads, slot, index, s->ntimeline > tl ? tl : SIZE_MAX);
+	}
 	if (index_out)
 		*index_out = index;
 	return 0;
@@ -239,6 +244,20 @@ static void add_length(struct session *s, const struct pbp_off_end *end)
 	*p = s->pending[--s->npending];
 }
 
+int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	uint32_t index;
+	size_t tl;
+
+	if (thread_table__tick(s->threads, pid, tid, &index, &tl))
+		return -ENOENT;
+	aggregate__add_to(s->agg, index, ns);
+	if (tl < s->ntimeline)
+		s->timeline[tl].weight_ns += ns;
+	s->on_cpu_ns += ns;
+	return 0;
+}
+
 /* Ring-buffer callback. */
 int session_sink__on_sample(void *arg, const void *rec, size_t len)
 {
@@ -248,6 +267,13 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 
 	if (len >= sizeof(struct pbp_off_end) && hdr->hdr_len == sizeof(struct pbp_off_end)) {
 		add_length(s, rec);
+		return 0;
+	}
+	if (len >= sizeof(struct pbp_cpu_rest) && hdr->hdr_len == sizeof(struct pbp_cpu_rest)) {
+		const struct pbp_cpu_rest *r = rec;
+
+		if (session_sink__add_cpu_rest(s, r->pid, r->tid, r->cpu_ns))
+			s->cpu_rest_lost_ns += r->cpu_ns;
 		return 0;
 	}
 	s->delivered++;
@@ -272,4 +298,10 @@ int session_sink__on_live_stack(void *arg, struct stack *st)
 
 	t->session->delivered++;
 	return add_stack(t, st, tick_weight(t->session), 0, NULL);
+}
+
+int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns)
+{
+	st->flags |= PBP_TS_ON_CPU;
+	return add_stack(t, st, ns, 0, NULL);
 }

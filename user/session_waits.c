@@ -4,7 +4,9 @@
  * wait's record comes when it ends, so a thread blocked at the end of a profile, or
  * all through it, would be missing from it. BPF's task iterator reports each such
  * wait up to now and takes that part off what its end will bring; the thread's stack,
- * still where it blocked, is read here from live memory.
+ * still where it blocked, is read here from live memory. In wall mode it also reports
+ * the CPU time each thread used since its last tick, which counts under that tick's
+ * stack, or under the stack read now if the thread had no tick in this profile.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@
 
 struct waits_of {
 	struct target *t;
-	const struct pbp_open_wait *w;	/* this target's, in the iterator's order */
+	struct pbp_open_wait *w;	/* this target's, in the iterator's order */
 	size_t n;
 	uint64_t gil;
 	size_t charged;
@@ -27,13 +29,20 @@ struct waits_of {
 static int charge(void *arg, struct stack *st)
 {
 	struct waits_of *c = arg;
+	int err;
 
 	for (size_t i = 0; i < c->n; i++) {
-		const struct pbp_open_wait *w = &c->w[i];
+		struct pbp_open_wait *w = &c->w[i];
 		struct pbp_sample hdr;
 
 		if (w->tid != st->tid)
 			continue;
+		if (w->cpu_ns) {
+			err = session_sink__add_cpu(c->t, st, w->cpu_ns);
+			w->cpu_ns = 0;
+			if (err || !w->off_ns)
+				return err;
+		}
 		hdr = (struct pbp_sample){
 			.pid = w->pid,
 			.tid = w->tid,
@@ -55,10 +64,14 @@ static int charge(void *arg, struct stack *st)
 	return 0;
 }
 
-/* @n open waits of target @t: each thread's stack read once, and charged. */
-static int charge_target(struct target *t, const struct pbp_open_wait *w, size_t n)
+/*
+ * @n reports of target @t (@w, which this may change): CPU time after a tick goes under
+ * that tick; each thread with more to charge has its stack read once.
+ */
+static int charge_target(struct target *t, struct pbp_open_wait *w, size_t n)
 {
 	struct waits_of c = { .t = t, .w = w, .n = n };
+	size_t waits = 0, left = 0;
 	struct sampler_live_cfg lc = {
 		.interp = &t->interp,
 		.live = &t->live,
@@ -73,6 +86,15 @@ static int charge_target(struct target *t, const struct pbp_open_wait *w, size_t
 	struct sampler_live *ls;
 	int err;
 
+	for (size_t i = 0; i < n; i++) {
+		if (w[i].cpu_ns && !session_sink__add_cpu_rest(t->session, w[i].pid, w[i].tid,
+							      w[i].cpu_ns))
+			w[i].cpu_ns = 0;
+		waits += !!w[i].off_ns;
+		left += w[i].off_ns || w[i].cpu_ns;
+	}
+	if (!left)
+		return 0;
 	/* Without the GIL's address a GIL wait is named a lock wait. */
 	if (py_threads__gil(&t->live.base, &t->interp, &c.gil))
 		c.gil = 0;
@@ -82,7 +104,9 @@ static int charge_target(struct target *t, const struct pbp_open_wait *w, size_t
 	err = sampler_live__sample_now(ls);
 	sampler_live__free(ls);
 	t->session->open_waits += c.charged;
-	t->session->open_waits_lost += n - c.charged;
+	t->session->open_waits_lost += waits - c.charged;
+	for (size_t i = 0; i < n; i++)
+		t->session->cpu_rest_lost_ns += w[i].cpu_ns;
 	/* The process ended meanwhile: its waits end with it. */
 	return err == -ESRCH ? 0 : err;
 }
@@ -115,10 +139,14 @@ int session_waits__close(struct session *s)
 
 		for (j = i + 1; j < n && w[j].pid == w[i].pid; j++)
 			;
-		if (t)
+		if (t) {
 			err = charge_target(t, w + i, j - i);
-		else
-			s->open_waits_lost += j - i;
+			continue;
+		}
+		for (size_t k = i; k < j; k++) {
+			s->open_waits_lost += !!w[k].off_ns;
+			s->cpu_rest_lost_ns += w[k].cpu_ns;
+		}
 	}
 	free(w);
 	if (err == -ENOMEM)

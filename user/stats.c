@@ -66,6 +66,7 @@ static void put_off_cpu(FILE *f, const struct run_stats *s)
 		{ "off_cpu_records", FIELD_U64, .u = s->off_cpu_records },
 		{ "off_cpu_open_waits", FIELD_U64, .u = s->off_cpu_open_waits },
 		{ "off_cpu_open_waits_lost", FIELD_U64, .u = s->off_cpu_open_waits_lost },
+		{ "on_cpu_rest_lost_ns", FIELD_U64, .u = s->on_cpu_rest_lost_ns },
 		{ "switch_events", FIELD_U64, .u = s->bpf[PBP_C_SWITCH_OUTS] },
 		{ "switch_state_failures", FIELD_U64, .u = s->bpf[PBP_C_OFF_NO_STORAGE] },
 		/* The scheduler and system-call programs run for every task on the host;

@@ -10,9 +10,16 @@
 #include "thread_table.h"
 #include "vec.h"
 
+/* A thread's last on-CPU tick, by the same slot as its profile_thread. */
+struct thread_tick {
+	uint32_t index;		/* UINT32_MAX: none yet */
+	size_t timeline;
+};
+
 struct thread_table {
 	struct profile_thread *threads;
-	size_t n, cap;
+	struct thread_tick *ticks;
+	size_t n, cap, ticks_cap;
 	struct hashmap index;
 };
 
@@ -26,6 +33,7 @@ void thread_table__free(struct thread_table *t)
 	if (!t)
 		return;
 	free(t->threads);
+	free(t->ticks);
 	hashmap__free(&t->index);
 	free(t);
 }
@@ -76,7 +84,8 @@ static int name_thread(struct strtab *strs, uint32_t pid, uint32_t tid, uint32_t
 	return 0;
 }
 
-int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid)
+int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid,
+		      uint32_t *slot)
 {
 	const struct profile_thread key = { .pid = pid, .tid = tid };
 	struct profile_thread *th;
@@ -86,18 +95,46 @@ int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid,
 	err = hashmap__grow(&t->index, 64, thread_hash, t);
 	if (!err)
 		err = vec__reserve((void **)&t->threads, &t->cap, t->n + 1, sizeof(*t->threads), 32);
+	if (!err)
+		err = vec__reserve((void **)&t->ticks, &t->ticks_cap, t->n + 1, sizeof(*t->ticks),
+				   32);
 	if (err)
 		return err;
 	i = hashmap__probe(&t->index, key_hash(pid, tid), thread_equal, &key, t);
-	if (hashmap__used(&t->index, i))
+	if (hashmap__used(&t->index, i)) {
+		*slot = hashmap__at(&t->index, i);
 		return 0;
+	}
 	th = &t->threads[t->n];
 	th->pid = pid;
 	th->tid = tid;
 	err = name_thread(strs, pid, tid, &th->name);
 	if (err)
 		return err;
+	t->ticks[t->n] = (struct thread_tick){ .index = UINT32_MAX, .timeline = SIZE_MAX };
+	*slot = (uint32_t)t->n;
 	hashmap__set(&t->index, i, (uint32_t)t->n++);
+	return 0;
+}
+
+void thread_table__set_tick(struct thread_table *t, uint32_t slot, uint32_t index,
+			    size_t timeline)
+{
+	if (slot < t->n)
+		t->ticks[slot] = (struct thread_tick){ .index = index, .timeline = timeline };
+}
+
+int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,
+		       size_t *timeline)
+{
+	const struct profile_thread key = { .pid = pid, .tid = tid };
+	uint32_t i;
+
+	if (hashmap__find(&t->index, key_hash(pid, tid), thread_equal, &key, t, &i) ||
+	    t->ticks[i].index == UINT32_MAX)
+		return -ENOENT;
+	*index = t->ticks[i].index;
+	*timeline = t->ticks[i].timeline;
 	return 0;
 }
 

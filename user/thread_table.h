@@ -17,8 +17,17 @@ struct thread_table;
 
 struct thread_table *thread_table__new(void);
 void thread_table__free(struct thread_table *t);
-/* Records (@pid, @tid), naming it in @strs the first time; 0 or -ENOMEM. */
-int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid);
+/* Records (@pid, @tid), naming it in @strs the first time, and gives its @slot; 0 or
+ * -ENOMEM. */
+int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid,
+		      uint32_t *slot);
+/* The thread in @slot was last seen on a CPU in aggregated stack @index, placed at
+ * @timeline in the timeline (SIZE_MAX: not placed). */
+void thread_table__set_tick(struct thread_table *t, uint32_t slot, uint32_t index,
+			    size_t timeline);
+/* Where (@pid, @tid) was last seen on a CPU: 0, or -ENOENT before any tick. */
+int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,
+		       size_t *timeline);
 const struct profile_thread *thread_table__all(const struct thread_table *t, size_t *n);
 
 #endif
