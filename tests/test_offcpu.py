@@ -134,7 +134,8 @@ def test_wall_each_thread_adds_up_to_its_life(waits):
                        + w.describe(name))
     lost = {k: w.stats.get(k) for k in ("bpf_no_thread_state", "bpf_no_frame",
                                         "bpf_stack_faults", "ringbuf_drops",
-                                        "samples_incomplete", "switch_state_failures")}
+                                        "samples_incomplete", "switch_state_failures",
+                                        "on_cpu_rest_lost_ns")}
     assert not bad, "\n".join(bad) + f"\nwhere records were lost: {lost}"
 
 
