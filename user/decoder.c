@@ -265,6 +265,28 @@ static int sample_fp(struct decoder *d, const struct thread_sample *t, uint64_t 
 	return code_cache__live_fp(d->codes, code, fp);
 }
 
+/* @f: a frame of @code (@ci) at instruction @instr. */
+static void name_frame(const struct py_offsets *o, const struct code_info *ci, uint64_t code,
+		       uint64_t instr, struct decoded_frame *f)
+{
+	uint64_t start = code + o->co_code_adaptive;
+
+	f->qualname = ci->qualname;
+	f->filename = ci->filename;
+	f->first_line = ci->firstlineno;
+	f->code_fp = ci->fp;
+	/* An instruction pointer outside the code's bytecode means the frame and code
+	 * disagree: name it but give no line rather than a wrong one. One unit before
+	 * the start is a frame that has not run yet (3.11/3.12 start prev_instr there),
+	 * which CPython reports on its first line. */
+	if (instr >= start && instr < start + 2ull * ci->ncodeunits)
+		f->line = code_cache__line(ci, (uint32_t)((instr - start) / 2));
+	else if (instr == start - 2)
+		f->line = ci->firstlineno;
+	else
+		f->line = -1;
+}
+
 /* Names the Python frames of raw[0..n) into st->frames; shims are skipped. */
 static enum decode_gap name_frames(struct decoder *d, const struct thread_sample *t,
 				   uint32_t n, struct stack *st)
@@ -277,7 +299,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 	for (uint32_t i = 0; i < n; i++) {
 		struct raw_frame *r = &d->scratch->raw[i];
 		struct decoded_frame *f = &st->frames[st->depth];
-		uint64_t start, fp;
+		uint64_t fp;
 		int err;
 
 		if (!r->code)
@@ -292,21 +314,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 				       : err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_CODE;
 			last_code = r->code;
 		}
-		start = r->code + o->co_code_adaptive;
-		f->qualname = ci->qualname;
-		f->filename = ci->filename;
-		f->first_line = ci->firstlineno;
-		f->code_fp = ci->fp;
-		/* An instruction pointer outside the code's bytecode means the frame and
-		 * code disagree: name it but give no line rather than a wrong one. One
-		 * unit before the start is a frame that has not run yet (3.11/3.12 start
-		 * prev_instr there), which CPython reports on its first line. */
-		if (r->instr >= start && r->instr < start + 2ull * ci->ncodeunits)
-			f->line = code_cache__line(ci, (uint32_t)((r->instr - start) / 2));
-		else if (r->instr == start - 2)
-			f->line = ci->firstlineno;
-		else
-			f->line = -1;
+		name_frame(o, ci, r->code, r->instr, f);
 		st->depth++;
 	}
 	return GAP_NONE;
@@ -473,6 +481,28 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	}
 	decode_thread(d, &t, st);
 	account(d, st, t0);
+	return 0;
+}
+
+int decoder__name_frame(struct decoder *d, struct mem_source *m, uint64_t frame,
+			struct decoded_frame *f)
+{
+	const struct code_info *ci;
+	struct frame_hdr h;
+	uint64_t fp;
+	int err;
+
+	err = read_frame(m, d->off, frame, &h);
+	if (err)
+		return err;
+	if (!h.code)
+		return -EINVAL;
+	err = code_cache__live_fp(d->codes, h.code, &fp);
+	if (!err)
+		err = code_cache__get(d->codes, h.code, fp, &ci);
+	if (err)
+		return err;
+	name_frame(d->off, ci, h.code, h.instr, f);
 	return 0;
 }
 

@@ -129,6 +129,13 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 /* Decodes one thread's stack. Same return convention as decoder__decode(). */
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st);
 
+/*
+ * Names the one frame at @frame, read through @m: a suspended coroutine's, which no
+ * thread's chain reaches. 0; -EFAULT if unreadable; -EINVAL if it holds no code;
+ * what code_cache__get() returns.
+ */
+int decoder__name_frame(struct decoder *d, struct mem_source *m, uint64_t frame,
+			struct decoded_frame *f);
 const struct decode_stats *decoder__stats(const struct decoder *d);
 const struct code_cache_stats *decoder__code_stats(const struct decoder *d);
 const struct mem_stats *decoder__mem_stats(const struct decoder *d);

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "decoder.h"
 #include "dump.h"
+#include "dump_tasks.h"
 #include "exitcodes.h"
 #include "py_interp.h"
 #include "log.h"
@@ -287,6 +288,14 @@ static int run(struct dump_ctx *c)
 	if (err) {
 		pr_warn("cannot write the dump: %s\n", strerror(-err));
 		return EXIT_RUNTIME;
+	}
+	if (c->opts->async_tasks) {
+		const struct dump_tasks_in in = {
+			.mem = c->mem, .interp = &c->interp, .dec = c->dec, .strs = c->strs,
+			.threads = c->threads, .nthreads = c->nthreads,
+		};
+
+		return dump_tasks__run(&in, stdout);
 	}
 	return EXIT_OK;
 }

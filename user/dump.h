@@ -10,6 +10,7 @@ struct dump_opts {
 	const char *core;
 	const char *exe;	/* core only: the executable on this host */
 	const char *sysroot;	/* core only: where the core's paths are rooted */
+	int async_tasks;	/* --async: the asyncio task tree too */
 };
 
 /* Writes the dump to standard output; returns the process exit status (exitcodes.h). */

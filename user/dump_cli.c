@@ -11,7 +11,7 @@
 
 static const char dump_help[] =
 	"Usage:\n"
-	"  pybpfprof dump -p PID\n"
+	"  pybpfprof dump -p PID [--async]\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"\n"
 	"Prints the current stack of every Python thread once, like a traceback but most\n"
@@ -27,6 +27,18 @@ static const char dump_help[] =
 	"A running process is not stopped: its stacks are read twice and read again if\n"
 	"they changed in between.\n"
 	"\n"
+	"With --async, the stacks are followed by every asyncio task of the process (CPython\n"
+	"3.14 and later), per thread, as a tree of who awaits whom: each task that no task\n"
+	"awaits, and below it the tasks it awaits, each with its state and the coroutine\n"
+	"frames it is suspended in (for the running task, down to the coroutine that runs;\n"
+	"the thread's stack above shows the rest):\n"
+	"\n"
+	"  Thread 4242: 3 asyncio tasks\n"
+	"    Task 'main' (running)\n"
+	"      File \"/srv/app.py\", line 40, in main\n"
+	"      Task 'fetch-1' (pending)\n"
+	"        File \"/srv/app.py\", line 21, in fetch\n"
+	"\n"
 	"Target:\n"
 	"  -p, --pid PID          a running process (needs ptrace access to it)\n"
 	"      --core CORE        an ELF core file (kernel core dump or gdb's gcore); the\n"
@@ -35,23 +47,26 @@ static const char dump_help[] =
 	"                         path the core names\n"
 	"      --sysroot DIR      look up the paths the core names under DIR (a core from a\n"
 	"                         container or chroot, or from another machine)\n"
+	"      --async            also the asyncio task tree (live processes, 3.14+)\n"
 	"  -v, --verbose          more diagnostics (twice: debug)\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Exit status: 0 dump written; 2 bad command line; 3 no such process; 4 not a\n"
-	"CPython process (or core); 5 unsupported CPython version; 6 missing privileges;\n"
+	"CPython process (or core); 5 unsupported CPython version (with --async: older\n"
+	"than 3.14); 6 missing privileges;\n"
 	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
 	"names is not on this host or differs from the one the process ran. See\n"
 	"'pybpfprof --help'.\n";
 
 int dump_cli__main(int argc, char **argv)
 {
-	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT };
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_ASYNC };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "core", required_argument, NULL, OPT_CORE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
+		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -77,6 +92,9 @@ int dump_cli__main(int argc, char **argv)
 		case OPT_SYSROOT:
 			o.sysroot = optarg;
 			break;
+		case OPT_ASYNC:
+			o.async_tasks = 1;
+			break;
 		default:
 			code = cli__common_option("dump", dump_help, opt, argv, &verbose);
 			if (code != CLI_GO_ON)
@@ -92,6 +110,9 @@ int dump_cli__main(int argc, char **argv)
 	if (!o.pid && !o.core)
 		return cli__usage_error("dump", "%s",
 					"nothing to dump: give -p PID or --core CORE");
+	if (o.core && o.async_tasks)
+		return cli__usage_error("dump", "%s",
+					"--async reads a live process (-p PID), not a core");
 	if (!o.core && (o.exe || o.sysroot))
 		return cli__usage_error("dump", "%s",
 					"--exe and --sysroot apply to --core only");

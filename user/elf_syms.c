@@ -90,11 +90,40 @@ static void scan_symtab(Elf *elf, Elf_Scn *scn, GElf_Shdr *sh, struct elf_sym_qu
 		if (!name)
 			continue;
 		for (unsigned int k = 0; k < n; k++) {
-			if (q[k].found || strcmp(name, q[k].name))
+			if (q[k].section || q[k].found || strcmp(name, q[k].name))
 				continue;
 			if (vaddr_to_offset(elf, sym.st_value, &q[k].file_offset))
 				continue;
 			q[k].size = sym.st_size;
+			q[k].found = 1;
+		}
+	}
+}
+
+/* Queries for allocated sections: a section is placed like a symbol, by the segment
+ * that loads its address. */
+static void scan_sections(Elf *elf, struct elf_sym_query *q, unsigned int n)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) || !sh.sh_addr)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		for (unsigned int k = 0; k < n; k++) {
+			if (!q[k].section || q[k].found || strcmp(name, q[k].name))
+				continue;
+			if (vaddr_to_offset(elf, sh.sh_addr, &q[k].file_offset))
+				continue;
+			q[k].size = sh.sh_size;
 			q[k].found = 1;
 		}
 	}
@@ -118,6 +147,7 @@ int elf_syms__find(int fd, struct elf_sym_query *q, unsigned int n)
 	}
 	for (unsigned int k = 0; k < n; k++)
 		q[k].found = 0;
+	scan_sections(elf, q, n);
 	/* .symtab first: it is the superset when a binary is not stripped. */
 	for (int pass = 0; pass < 2; pass++) {
 		Elf64_Word want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;

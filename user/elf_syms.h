@@ -7,6 +7,7 @@
 
 struct elf_sym_query {
 	const char *name;
+	int section;		/* @name is a section's (SHF_ALLOC), not a symbol's */
 	uint64_t file_offset;	/* where the symbol's bytes sit in the file */
 	uint64_t size;
 	int found;

@@ -9,6 +9,19 @@
 #include "out_traceback.h"
 #include "text_safe.h"
 
+void out_traceback__frame(FILE *f, const struct strtab *strs, const struct decoded_frame *fr,
+			  unsigned int indent)
+{
+	fprintf(f, "%*sFile \"", (int)indent, "");
+	text_safe__put(f, strtab__get(strs, fr->filename));
+	if (fr->line >= 0)
+		fprintf(f, "\", line %d, in ", fr->line);
+	else
+		fputs("\", line ?, in ", f);
+	text_safe__put(f, strtab__get(strs, fr->qualname));
+	fputc('\n', f);
+}
+
 int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_thread *t)
 {
 	static const char *const cpu[] = {
@@ -22,18 +35,8 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 		t->gil == PY_THREAD_GIL_HELD ? ", holds the GIL" : "");
 	if (!st || (!st->depth && st->gap == GAP_NONE))
 		fputs("  (no Python frames)\n", f);
-	for (uint32_t i = 0; st && i < st->depth; i++) {
-		const struct decoded_frame *fr = &st->frames[i];
-
-		fputs("  File \"", f);
-		text_safe__put(f, strtab__get(strs, fr->filename));
-		if (fr->line >= 0)
-			fprintf(f, "\", line %d, in ", fr->line);
-		else
-			fputs("\", line ?, in ", f);
-		text_safe__put(f, strtab__get(strs, fr->qualname));
-		fputc('\n', f);
-	}
+	for (uint32_t i = 0; st && i < st->depth; i++)
+		out_traceback__frame(f, strs, &st->frames[i], 2);
 	if (st && st->gap != GAP_NONE)
 		fprintf(f, "  [incomplete: %s]\n", decode_gap__text(st->gap));
 	return ferror(f) ? -EIO : 0;

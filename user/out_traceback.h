@@ -31,4 +31,8 @@ struct tb_thread {
  */
 int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_thread *t);
 
+/* One frame's line, '@indent spaces File "FILE", line N, in QUALNAME', names escaped. */
+void out_traceback__frame(FILE *f, const struct strtab *strs, const struct decoded_frame *fr,
+			  unsigned int indent);
+
 #endif

@@ -333,6 +333,88 @@ out:
 	return err;
 }
 
+/* A section looked for by py_interp__find_section(). */
+struct section_find {
+	struct find_ctx c;
+	const char *interp_path;
+	const char *prefix;
+	struct elf_sym_query q;
+	char found[PATH_MAX];
+	uint64_t addr;
+};
+
+static int search_section(const struct proc_map *m, void *arg)
+{
+	struct section_find *f = arg;
+	const char *base = strrchr(m->path, '/');
+	char tried[PATH_MAX + 64];
+
+	base = base ? base + 1 : m->path;
+	if ((strcmp(m->path, f->interp_path) && strncmp(base, f->prefix, strlen(f->prefix))) ||
+	    already_tried(&f->c, m->path))
+		return 0;
+	for (unsigned int i = 0; i < f->c.src->ntries; i++) {
+		int fd = f->c.src->open(&f->c, m, i, tried, sizeof(tried));
+
+		if (fd < 0)
+			continue;
+		if (!elf_syms__find(fd, &f->q, 1) && f->q.found) {
+			snprintf(f->found, sizeof(f->found), "%s", m->path);
+			close(fd);
+			return 1;
+		}
+		close(fd);
+		break;	/* read, and not there */
+	}
+	return 0;
+}
+
+static int place_section(const struct proc_map *m, void *arg)
+{
+	struct section_find *f = arg;
+	uint64_t off = f->q.file_offset;
+
+	if (strcmp(m->path, f->found) || off < m->offset || off >= m->offset + (m->end - m->start))
+		return 0;
+	f->addr = m->start + (off - m->offset);
+	return 1;
+}
+
+int py_interp__find_section(const struct py_interp *in, const char *prefix, const char *section,
+			    uint64_t *addr, uint64_t *size)
+{
+	struct section_find *f = calloc(1, sizeof(*f));
+	char link[64];
+	ssize_t n;
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	f->c.src = &live_source;
+	f->c.pid = in->pid;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)in->pid);
+	n = readlink(link, f->c.exe, sizeof(f->c.exe) - 1);
+	if (n > 0)
+		f->c.exe[n] = '\0';
+	if (proc__root(in->pid, f->c.root, sizeof(f->c.root)))
+		f->c.root[0] = '\0';
+	f->interp_path = in->path;
+	f->prefix = prefix;
+	f->q.name = section;
+	f->q.section = 1;
+	err = proc__maps(in->pid, search_section, f);
+	if (err >= 0 && f->found[0])
+		err = proc__maps(in->pid, place_section, f);
+	if (err >= 0)
+		err = f->addr ? 0 : proc__alive(in->pid) ? -ESRCH : -ENOENT;
+	if (!err) {
+		*addr = f->addr;
+		*size = f->q.size;
+	}
+	free(f);
+	return err;
+}
+
 static int core_maps(struct find_ctx *c, int (*fn)(const struct proc_map *m, void *arg))
 {
 	return mem_core__maps(c->core, fn, c);

@@ -47,6 +47,14 @@ struct mem_core;
 int py_interp__find_core(struct mem_core *core, struct py_interp *out, char *missing,
 		      size_t missing_len);
 
+/*
+ * Where the allocated section @section of the interpreter's file, or of a file mapped by
+ * live process in->pid whose name starts with @prefix (an extension module), is loaded:
+ * 0 with @addr and @size; -ENOENT if no such file has it; -ESRCH if the process is gone.
+ */
+int py_interp__find_section(const struct py_interp *in, const char *prefix, const char *section,
+			    uint64_t *addr, uint64_t *size);
+
 /* "3.13.1", "3.15.0a7", ... */
 void py_interp__version_str(uint32_t hex, char *buf, size_t len);
 

@@ -176,6 +176,19 @@ struct debug_layout {
 	uint8_t uni_ascii_size;
 	uint8_t uni_compact_size;
 
+	uint8_t fr_stackpointer;
+	uint8_t tp_name;
+	uint8_t set_table;
+	uint8_t set_mask;
+	uint8_t long_tag;
+	uint8_t long_digits;
+	uint8_t gen_iframe;
+	uint8_t gen_frame_state;
+	int8_t gen_awaiting_lo;		/* facts: FRAME_SUSPENDED_YIELD_FROM(_LOCKED) */
+	int8_t gen_awaiting_hi;
+	uint8_t stackref_tag_bits;	/* fact: Py_TAG_BITS */
+	uint8_t gen_awaited_depth;	/* fact: _PyGen_yf's peek below the top */
+
 	/* Facts of this version's structs that the table does not carry. */
 	uint8_t executable_tagged;
 	uint8_t datastack_top_after_chunk;	/* bytes after datastack_chunk */
@@ -275,6 +288,18 @@ struct debug_layout {
 	X(uni_length,			69,	79,	91)		\
 	X(uni_ascii_size,		70,	80,	92)		\
 	X(uni_compact_size,		0,	0,	93)		\
+	X(fr_stackpointer,		0,	37,	45)		\
+	X(tp_name,			0,	53,	61)		\
+	X(set_table,			0,	64,	76)		\
+	X(set_mask,			0,	65,	77)		\
+	X(long_tag,			0,	72,	84)		\
+	X(long_digits,			0,	73,	85)		\
+	X(gen_iframe,			0,	85,	101)		\
+	X(gen_frame_state,		0,	86,	102)		\
+	X(gen_awaiting_lo,		0,	-1,	2)		\
+	X(gen_awaiting_hi,		0,	-1,	3)		\
+	X(stackref_tag_bits,		0,	3,	3)		\
+	X(gen_awaited_depth,		0,	1,	2)		\
 	X(executable_tagged,		0,	1,	1)		\
 	X(compact_after_ascii,		16,	16,	0)		\
 	X(owner_thread,			0,	0,	0)		\
@@ -339,6 +364,9 @@ int py_offsets__builtin(uint32_t version_hex, struct py_offsets *out)
 		return -ENOTSUP;
 	*out = *t;
 	out->version_hex = version_hex;
+	/* Their asyncio keeps no task graph to read (see py_asyncio.h). */
+	out->gen_iframe = out->gen_frame_state = out->fr_stackpointer = out->tp_name = NONE;
+	out->set_table = out->set_mask = out->long_tag = out->long_digits = NONE;
 	return 0;
 }
 
@@ -429,6 +457,14 @@ static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s
 
 	if (o->bytes_sval > OBJ_SIZE_MAX || !fits(o->bytes_size, ptr, o->bytes_sval))
 		return -EINVAL;
+
+	if (!fits_opt(o->fr_stackpointer, ptr, o->fr_size) ||
+	    !fits_opt(o->tp_name, ptr, OBJ_SIZE_MAX) || !fits_opt(o->set_table, ptr, OBJ_SIZE_MAX) ||
+	    !fits_opt(o->set_mask, ptr, OBJ_SIZE_MAX) || !fits_opt(o->long_tag, ptr, OBJ_SIZE_MAX) ||
+	    !fits_opt(o->long_digits, sizeof(uint32_t), OBJ_SIZE_MAX) ||
+	    !fits_opt(o->gen_frame_state, 1, OBJ_SIZE_MAX) ||
+	    !fits_opt(o->gen_iframe, o->fr_size, OBJ_SIZE_MAX))
+		return -EINVAL;
 	return 0;
 }
 
@@ -514,6 +550,19 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.co_code_adaptive = slot(buf, l->co_code_adaptive);
 	o.co_size = o.co_code_adaptive;
 	o.co_version = l->co_version;
+
+	o.fr_stackpointer = opt_slot(buf, l->fr_stackpointer);
+	o.tp_name = opt_slot(buf, l->tp_name);
+	o.set_table = opt_slot(buf, l->set_table);
+	o.set_mask = opt_slot(buf, l->set_mask);
+	o.long_tag = opt_slot(buf, l->long_tag);
+	o.long_digits = opt_slot(buf, l->long_digits);
+	o.gen_iframe = opt_slot(buf, l->gen_iframe);
+	o.gen_frame_state = opt_slot(buf, l->gen_frame_state);
+	o.gen_awaiting_lo = l->gen_awaiting_lo;
+	o.gen_awaiting_hi = l->gen_awaiting_hi;
+	o.stackref_tag_bits = l->stackref_tag_bits;
+	o.gen_awaited_depth = l->gen_awaited_depth;
 
 	o.unicode_length = slot(buf, l->uni_length);
 	o.unicode_state = slot(buf, l->uni_state);

@@ -102,6 +102,22 @@ struct py_offsets {
 	/* PyBytesObject */
 	uint64_t bytes_size;		/* ob_size */
 	uint64_t bytes_sval;
+
+	/* For asyncio's task graph (3.14+; PBP_OFF_NONE before): a coroutine's own
+	 * frame and state, what a suspended frame awaits (the top of its value stack),
+	 * a type's name, a set's table and an int's digits. */
+	uint64_t gen_iframe;
+	uint64_t gen_frame_state;	/* int8_t */
+	int8_t gen_awaiting_lo;		/* the states of a frame suspended in an await */
+	int8_t gen_awaiting_hi;
+	uint8_t stackref_tag_bits;	/* low bits of a _PyStackRef that are not address */
+	uint8_t gen_awaited_depth;	/* the awaited object's slot below the stack top */
+	uint64_t fr_stackpointer;
+	uint64_t tp_name;		/* const char * */
+	uint64_t set_table;
+	uint64_t set_mask;
+	uint64_t long_tag;		/* lv_tag: digit count << 3 | sign */
+	uint64_t long_digits;
 };
 
 /* Fills @out for a version without _Py_DebugOffsets (3.11, 3.12). -ENOTSUP otherwise. */

@@ -1,0 +1,144 @@
+"""dump --async against tasks.py, an asyncio service at rest whose truth file names each
+task, the tasks awaiting it and the line its own coroutine waits on.
+
+On 3.14 and 3.15 every task must be in the tree once per awaiter, under the task that
+awaits it (a gather's children under the gatherer, an awaited task under its waiter,
+a TaskGroup's tasks under the task that opened the group), pending, with its coroutine
+at its own await line; the task that finished and was replaced is gone; with the main
+task burning CPU, it is the one running. Older versions are refused with exit status 5
+and a one-line message naming the version.
+"""
+
+import re
+import time
+
+import pytest
+
+from conftest import TRUTH_TIMEOUT, Harness, Once
+
+QUICK = 60
+TASK = re.compile(r"^( *)Task '(.*)' \(([^)]*)\)")
+FRAME = re.compile(r'^ *File "(.*)", line (\d+|\?), in (.*)$')
+COVERED = ("3.14", "3.15")
+
+
+def parse_tree(text):
+    """{name: [(parent or None, state, [(file, line, qualname)...])...]}, one entry
+    per place the task appears."""
+    assert "\nasyncio: " in text, text
+    tasks, stack = {}, []
+    for line in text.split("\nasyncio: ", 1)[1].splitlines():
+        m = TASK.match(line)
+        if m:
+            depth = (len(m[1]) - 2) // 4
+            del stack[depth:]
+            parent = stack[-1] if stack else None
+            entry = (parent, m[3], [])
+            tasks.setdefault(m[2], []).append(entry)
+            stack.append(m[2])
+            current = entry
+            continue
+        m = FRAME.match(line)
+        if m and stack:
+            current[2].append((m[1], int(m[2]) if m[2] != "?" else None, m[3]))
+    return tasks
+
+
+EPOLL_WAITS = {"232", "281", "441"}   # epoll_wait, epoll_pwait, epoll_pwait2 (x86-64)
+
+
+def wait_in_event_loop(pid):
+    """Until the main thread waits in epoll: its loop has run every ready task."""
+    deadline = time.monotonic() + TRUTH_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                if f.read().split()[0] in EPOLL_WAITS:
+                    return
+        except (OSError, IndexError):
+            pytest.fail(f"process {pid} exited before its event loop waited")
+        time.sleep(0.02)
+    pytest.fail(f"process {pid} did not wait in its event loop within {TRUTH_TIMEOUT} s")
+
+
+def dump_tasks(tmpdir, profiler, interp, hog):
+    h = Harness(tmpdir, profiler)
+    try:
+        w = h.start_workload(interp, "tasks", *(["--hog"] if hog else []), seconds=300)
+        if not hog:
+            wait_in_event_loop(w.pid)
+        run = h.run_profiler(["dump", "-p", w.pid, "--async"], timeout=QUICK)
+        # The main task turns to its burn just after the truth is written.
+        for _ in range(20):
+            if not hog or run.rc != 0 or "Task 'main' (running)" in run.stdout:
+                break
+            run = h.run_profiler(["dump", "-p", w.pid, "--async"], timeout=QUICK)
+        if w.proc.poll() is not None:
+            pytest.fail(f"tasks.py died while dumped:\n{w.output()}")
+    finally:
+        h.close()
+    return w.truth, run
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["at-rest", "hog"])
+def dumped(request, py, module_tmp, profiler_bin):
+    return Once(lambda: dump_tasks(module_tmp / f"{py.id}-{request.param}", profiler_bin, py,
+                                   request.param))
+
+
+def check_refused(py, run):
+    assert run.rc == 5, run.describe()
+    assert "3.14" in run.stderr and py.version in run.stderr, run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+
+
+def test_dump_async_tree_matches_truth(py, dumped):
+    truth, run = dumped.get()
+    if py.version not in COVERED:
+        check_refused(py, run)
+        return
+    assert run.rc == 0, run.describe()
+    tree = parse_tree(run.stdout)
+    script = truth["script"]
+    bad = []
+    for name, want in truth["tasks"].items():
+        seen = tree.get(name, [])
+        parents = sorted(p for p, _, _ in seen if p is not None)
+        if parents != sorted(want["awaited_by"]) or (not want["awaited_by"] and len(seen) != 1):
+            bad.append(f"{name}: under {[p for p, _, _ in seen]}, "
+                       f"want under {want['awaited_by'] or 'nothing'}")
+        for _, state, frames in seen:
+            expect = "running" if name == "main" and truth["hog"] else "pending"
+            if state != expect:
+                bad.append(f"{name}: {state}, want {expect}")
+            if want["line"] is not None and (script, want["line"]) not in \
+                    [(f, ln) for f, ln, _ in frames]:
+                bad.append(f"{name}: frames {frames}, want {script}:{want['line']}")
+    for name in truth["gone"]:
+        if name in tree:
+            bad.append(f"{name} finished and was replaced, yet it is in the tree")
+    extra = set(tree) - set(truth["tasks"])
+    if extra:
+        bad.append(f"tasks the workload never made: {sorted(extra)}")
+    assert not bad, "\n".join(bad) + "\n" + run.stdout
+
+
+def test_dump_async_running_task_is_the_threads(py, dumped):
+    """The running task's chain ends at the coroutine that runs; the thread's stack
+    above the tree shows the burn under it."""
+    truth, run = dumped.get()
+    if py.version not in COVERED:
+        check_refused(py, run)
+        return
+    assert run.rc == 0, run.describe()
+    if not truth["hog"]:
+        assert "(running)" not in run.stdout, run.stdout
+        return
+    main = parse_tree(run.stdout)["main"]
+    assert len(main) == 1 and main[0][1] == "running", run.stdout
+    frames = main[0][2]
+    assert frames and frames[0][2] == "main", run.stdout
+    stacks = run.stdout.split("\nasyncio: ", 1)[0]
+    assert f'File "{truth["script"]}", line {truth["lines"]["hog"]}, in hog' in stacks, \
+        run.stdout
+

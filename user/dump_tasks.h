@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `pybpfprof dump --async`: every asyncio task of a live process, as a tree. */
+#ifndef PBP_DUMP_TASKS_H
+#define PBP_DUMP_TASKS_H
+
+#include <stdio.h>
+
+#include "decoder.h"
+#include "mem.h"
+#include "py_interp.h"
+#include "py_threads.h"
+#include "strtab.h"
+
+struct dump_tasks_in {
+	struct mem_source *mem;
+	const struct py_interp *interp;
+	struct decoder *dec;
+	struct strtab *strs;
+	const struct py_thread *threads;	/* the interpreter's Python threads */
+	unsigned int nthreads;
+};
+
+/* Reads the tasks and writes their tree to @f; returns the process exit status
+ * (exitcodes.h), having said why on stderr if it is not EXIT_OK. */
+int dump_tasks__run(const struct dump_tasks_in *in, FILE *f);
+
+#endif
