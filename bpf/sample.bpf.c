@@ -490,6 +490,30 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
 	return s->anchor;
 }
 
+/*
+ * --async: the thread's running task and the fingerprint of its coroutine's code. Three
+ * reads; a task caught being switched gives a coroutine whose frame user space then
+ * fails to find in the stack, and the sample stays a thread's stack.
+ */
+static __always_inline void running_task(const struct pbp_target *t, __u64 ts,
+					 struct pbp_sample *s)
+{
+	__u64 task, coro, code;
+
+	if (t->ts_running_task == PBP_OFF_ABSENT)
+		return;
+	task = read_u64(ts + t->ts_running_task);
+	if (!task)
+		return;
+	s->task = task;
+	coro = read_u64(task + t->task_coro);
+	if (!coro)
+		return;
+	code = read_u64(coro + t->gen_iframe + t->fr_code) & t->code_mask;
+	if (code)
+		s->task_fp = code_fingerprint(t, code);
+}
+
 /* What an off-CPU record carries besides the stack; all zero for an on-CPU tick. */
 struct off_cpu {
 	__u32 flags;		/* PBP_SF_OFF_CPU, PBP_SF_OFF_PENDING, PBP_SF_CPU_TIMED */
@@ -574,6 +598,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	s->ts_flags = (off->flags & PBP_SF_OFF_CPU ? 0 : PBP_TS_ON_CPU) |
 		      gil_flags(t, ts, sc->buf + sizeof(*s), tlen, &gil);
 	s->gil = gil;
+	running_task(t, ts, s);
 
 	cc.t = t;
 	cc.s = s;

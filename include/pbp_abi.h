@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 3
+#define PBP_ABI_VERSION 4
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -134,6 +134,14 @@ struct pbp_sample {
 	pbp_u64 gil;
 	pbp_s32 off_syscall;
 	pbp_u32 off_state;
+	/*
+	 * With --async (pbp_target.ts_running_task set): the thread's running asyncio
+	 * task, 0 if none, and the fingerprint of the code of that task's coroutine (0
+	 * if unreadable), which names the frame where the task's own stack begins and
+	 * tells a task still alive at decoding from another at the same address.
+	 */
+	pbp_u64 task;
+	pbp_u64 task_fp;
 	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
@@ -238,6 +246,13 @@ struct pbp_target {
 	pbp_u32 gil_holder;		/* PyThreadState * */
 	pbp_u32 ts_interp;		/* PyInterpreterState *; PBP_OFF_ABSENT with gil */
 	pbp_u32 interp_gil;		/* struct _gil_runtime_state *; likewise */
+	/* --async (PBP_OFF_ABSENT: off): the running task's pointer in the thread state
+	 * (_PyThreadStateImpl, past the copied part), its coroutine in the task, and the
+	 * coroutine's own frame in it. */
+	pbp_u32 ts_running_task;
+	pbp_u32 task_coro;
+	pbp_u32 gen_iframe;
+	pbp_u32 _pad_async;
 	/* When it became a target (bpf_ktime_get_ns()): a wait already under way then
 	 * is counted from here. */
 	pbp_u64 since_ns;
@@ -249,7 +264,7 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 128 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 144 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
 
 /*
@@ -272,7 +287,7 @@ _Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands")
 _Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
 	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
 _Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 144, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 160, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample

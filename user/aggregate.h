@@ -15,6 +15,7 @@ enum agg_frame_kind {
 	AGG_MARKER,	/* name = a note such as "[incomplete]" */
 	AGG_PROCESS,	/* name = "process PID COMMAND" */
 	AGG_WAIT,	/* name = why the thread was off the CPU: "[off-CPU: sleep]" */
+	AGG_TASK,	/* name = "task NAME": an asyncio task (--async) */
 };
 
 struct agg_frame {

@@ -420,6 +420,7 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->ts_ns = t->ts_ns;
 	st->flags = t->flags;
 	st->depth = 0;
+	st->task = st->task_fp = 0;
 	if (torn(t))
 		st->gap = GAP_TORN;
 	else if (t->from_anchor)
@@ -444,6 +445,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	uint64_t t0 = thread_cpu_ns();
 
 	st->depth = 0;
+	st->task = st->task_fp = 0;
 	if (load_record(d, s, len)) {
 		st->gap = GAP_BAD_RECORD;
 		account(d, st, t0);
@@ -476,10 +478,13 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->tid = t.tid;
 		st->flags = t.flags;
 		st->gap = s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
+		st->task = st->task_fp = 0;
 		account(d, st, t0);
 		return 0;
 	}
 	decode_thread(d, &t, st);
+	st->task = s->task;
+	st->task_fp = s->task_fp;
 	account(d, st, t0);
 	return 0;
 }

@@ -58,6 +58,7 @@ struct stack {
 	uint64_t ts_ns;
 	uint32_t flags;		/* PBP_TS_* of the sample */
 	enum decode_gap gap;
+	uint64_t task, task_fp;	/* --async: the running task and its coroutine's code fp */
 	uint32_t depth;
 	struct decoded_frame frames[DECODE_MAX_DEPTH];	/* innermost first */
 };

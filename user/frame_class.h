@@ -12,6 +12,7 @@ enum frame_class {
 	FRAME_THIRD_PARTY,	/* .../site-packages/..., .../dist-packages/... */
 	FRAME_NATIVE,		/* not a Python frame: process, thread, marker (file NULL) */
 	FRAME_WAIT,		/* off the CPU: why a thread waited (AGG_WAIT; by kind, not file) */
+	FRAME_TASK,		/* an asyncio task (AGG_TASK; by kind) */
 };
 
 /* The class of a frame whose co_filename is @file; NULL means not a Python frame. */

@@ -292,11 +292,12 @@ static const struct palette palettes[] = {
 	[FRAME_THIRD_PARTY] = { 80, 175, 80, 50, 55, 45 },	/* green */
 	[FRAME_NATIVE] = { 170, 170, 170, 40, 40, 40 },		/* grey */
 	[FRAME_WAIT] = { 130, 100, 200, 40, 30, 40 },		/* purple */
+	[FRAME_TASK] = { 20, 160, 160, 30, 50, 50 },		/* teal */
 };
 
 static const char *const class_names[] = {
 	[FRAME_USER] = "u", [FRAME_STDLIB] = "s", [FRAME_THIRD_PARTY] = "t",
-	[FRAME_NATIVE] = "n", [FRAME_WAIT] = "w",
+	[FRAME_NATIVE] = "n", [FRAME_WAIT] = "w", [FRAME_TASK] = "k",
 };
 
 /* "12 samples", or in wall and off-CPU profiles "1.234 s". */
@@ -336,7 +337,8 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 {
 	const char *file = b->fr ? profile__file(p, b->fr) : NULL;
 	enum frame_class c = !b->fr ? FRAME_NATIVE :
-			     b->fr->kind == AGG_WAIT ? FRAME_WAIT : frame_class__of(file);
+			     b->fr->kind == AGG_WAIT ? FRAME_WAIT :
+			     b->fr->kind == AGG_TASK ? FRAME_TASK : frame_class__of(file);
 	unsigned y = HEAD_H + (l->rows - 1 - b->depth) * FRAME_H;
 	double x = PAD + px(l, b->x), w = px(l, b->n);
 	int label = (int)((w - 6) / CHAR_W);
@@ -493,6 +495,19 @@ static const char script[] =
 	"  });\n"
 	"})();\n";
 
+/* Whether any stack of @p runs through an asyncio task (--async). */
+static int has_tasks(const struct profile *p)
+{
+	for (size_t i = 0; i < aggregate__count(p->agg); i++) {
+		const struct agg_stack *s = aggregate__stack(p->agg, i);
+
+		for (uint32_t k = 0; k < s->depth; k++)
+			if (s->frames[k].kind == AGG_TASK)
+				return 1;
+	}
+	return 0;
+}
+
 static void put_legend(FILE *f, const struct profile *p, unsigned y)
 {
 	static const struct { enum frame_class c; const char *label; } items[] = {
@@ -500,15 +515,18 @@ static void put_legend(FILE *f, const struct profile *p, unsigned y)
 		{ FRAME_STDLIB, "standard library" },
 		{ FRAME_THIRD_PARTY, "third-party" },
 		{ FRAME_NATIVE, "not Python" },
-		{ FRAME_WAIT, "off the CPU" },	/* last: only profiles of time have it */
+		{ FRAME_WAIT, "off the CPU" },		/* only profiles of time have it */
+		{ FRAME_TASK, "asyncio task" },		/* only profiles with tasks */
 	};
-	size_t n = sizeof(items) / sizeof(items[0]) - (p->unit != PROFILE_NS);
+	int shown[] = { 1, 1, 1, 1, p->unit == PROFILE_NS, has_tasks(p) };
 	unsigned x = 330;
 
 	fputs("<g id=\"legend\">", f);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
 		const struct palette *pl = &palettes[items[i].c];
 
+		if (!shown[i])
+			continue;
 		fprintf(f, "<rect class=\"%s\" x=\"%u\" y=\"%u\" width=\"12\" height=\"12\" "
 			"fill=\"#%02x%02x%02x\"/><text x=\"%u\" y=\"%u\">%s</text>",
 			class_names[items[i].c], x, y - 10, pl->r + pl->dr / 2,

@@ -67,6 +67,11 @@ static const char record_help[] =
 	"                         (--no-bpf only: BPF sees only threads on a CPU)\n"
 	"      --gil              keep only samples of the thread holding the GIL (on-CPU\n"
 	"                         samples: in wall mode the waits stay)\n"
+	"      --async            a sample of a thread running an asyncio task shows the\n"
+	"                         task: its coroutines, then 'task NAME' and the tasks\n"
+	"                         awaiting it, each at its await, in place of the event\n"
+	"                         loop's frames (CPython 3.14+; older ones are profiled\n"
+	"                         as threads, with a notice)\n"
 	CLI_MODE_HELP
 	"      --no-frame-cache   decode every frame of every sample afresh (see\n"
 	"                         docs/frame-cache.md); for comparison and debugging\n"
@@ -121,7 +126,7 @@ static const char record_help[] =
 	"  sudo pybpfprof record -p 1234 --mode wall --threads -d 30 -o waits.svg\n";
 
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
-       OPT_GIL, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
+       OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
        OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK };
 
 static const struct option longopts[] = {
@@ -140,6 +145,7 @@ static const struct option longopts[] = {
 	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "gil", no_argument, NULL, OPT_GIL },
+	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -221,6 +227,9 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 	case OPT_GIL:
 		o->session.gil = 1;
 		break;
+	case OPT_ASYNC:
+		o->session.async_tasks = 1;
+		break;
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
 		break;
@@ -259,6 +268,9 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 				   "none of: use --mode wall");
 	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
 		o->session.idle = 1;
+	if (o->session.async_tasks && o->session.no_bpf)
+		return usage_error("%s", "--async needs BPF: the running task is read with each "
+				   "sample; --no-bpf cannot do that");
 	if (sel->all) {
 		if (o->session.pid || o->session.cmd)
 			return usage_error("%s", "-a profiles every process: give -a, -p PID or a "

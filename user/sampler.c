@@ -217,7 +217,8 @@ static uint32_t off32(uint64_t off)
 	return off == PBP_OFF_NONE ? PBP_OFF_ABSENT : (uint32_t)off;
 }
 
-int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil)
+int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil,
+			const struct py_asyncio *a)
 {
 	const struct py_offsets *o = &in->off;
 	struct pbp_target t = {
@@ -248,6 +249,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.gil_locked = off32(o->gil_locked),
 		.gil_holder = off32(o->gil_last_holder),
 		.since_ns = clock__mono_ns(),
+		.ts_running_task = PBP_OFF_ABSENT,
 	};
 	struct pbp_target old;
 	uint32_t pid = in->pid;
@@ -278,9 +280,17 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.gil = 0;
 		t.interp_gil = PBP_OFF_ABSENT;
 	}
+	if (a && a->ts_running_task < UINT32_MAX && a->task_coro < UINT32_MAX &&
+	    o->gen_iframe < UINT32_MAX) {
+		t.ts_running_task = (pbp_u32)a->ts_running_task;
+		t.task_coro = (pbp_u32)a->task_coro;
+		t.gen_iframe = (pbp_u32)o->gen_iframe;
+	}
 	/* The bucket counts first: a program that finds the entry also finds its
 	 * bucket set. */
 	known = !bpf_map__lookup_elem(s->skel->maps.targets, &pid, sizeof(pid), &old, sizeof(old), 0);
+	if (known)
+		t.since_ns = old.since_ns;	/* the same target, told more */
 	if (!known)
 		s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]++;
 	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY)) {

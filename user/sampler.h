@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "py_asyncio.h"
 #include "py_interp.h"
 #include "pbp_abi.h"
 
@@ -40,7 +41,10 @@ void sampler__free(struct sampler *s);
 /* @gil: address of the GIL's state in the target (py_threads__gil), 0 if unknown.
  * Where each interpreter points at its own (3.12+), non-zero only says the GIL can be
  * read: the program follows each sampled thread's interpreter to its GIL. */
-int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil);
+/* @a: the target's asyncio layout, to send each sample's running task (--async);
+ * NULL: none. Called again for a known target, it replaces what was set. */
+int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil,
+			const struct py_asyncio *a);
 
 /* Stops sampling process @pid; its records already in the ring buffer stay there. */
 int sampler__remove_target(struct sampler *s, pid_t pid);

@@ -210,7 +210,11 @@ static int setup(struct session *s)
 	s->agg = aggregate__new();
 	s->threads = thread_table__new();
 	s->stack = malloc(sizeof(*s->stack));
-	s->frames = calloc(DECODE_MAX_DEPTH + 3, sizeof(*s->frames));
+	/* Process, thread and marker frames, the task chain's, and the stack's. */
+	s->frames = calloc(DECODE_MAX_DEPTH + 3 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX),
+			   sizeof(*s->frames));
+	if (s->opts.async_tasks)
+		s->task_chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->task_chain));
 	s->codes = (struct code_budget){ .per_cache = CODE_CACHE_BYTES_DEFAULT,
 					 .total = CODE_CACHE_TOTAL_DEFAULT };
 	s->fcaches = (struct frame_cache_budget){ .per_cache = FRAME_CACHE_BYTES_DEFAULT,
@@ -221,7 +225,8 @@ static int setup(struct session *s)
 		.frames = &s->fcaches,
 		.scratch = malloc(sizeof(*s->shared.scratch)),
 	};
-	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch)
+	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch ||
+	    (s->opts.async_tasks && !s->task_chain))
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
 	s->children = s->opts.system_wide ?
@@ -424,6 +429,8 @@ int session__poll(struct session *s, int timeout_ms)
 	err = session_follow__targets(s);
 	if (err)
 		return err;
+	for (size_t i = 0; s->opts.async_tasks && i < s->ntargets; i++)
+		session_tasks__look(s, s->targets[i]);
 	/* Threads come and go in long runs: forget those gone quiet. */
 	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
 		s->expired_ns = clock__mono_ns();
@@ -613,6 +620,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->off_cpu_open_waits = s->open_waits;
 	st->off_cpu_open_waits_lost = s->open_waits_lost;
 	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
+	st->async_task_samples = s->tasks_placed;
+	st->async_unplaced = s->tasks_unplaced;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */
@@ -667,5 +676,6 @@ void session__free(struct session *s)
 	strtab__free(s->strs);
 	free(s->stack);
 	free(s->frames);
+	free(s->task_chain);
 	free(s);
 }

@@ -69,6 +69,7 @@ struct session_opts {
 	enum session_mode mode;
 	uint32_t min_block_us;	/* off-CPU: shorter intervals are sampled, unbiased */
 	int gil;		/* keep only samples of the thread holding the GIL */
+	int async_tasks;	/* --async: a sample in an asyncio task is the task's stack */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */
 	int nolineno;		/* aggregate by function, not by line */

@@ -59,6 +59,10 @@ struct session {
 	uint64_t open_waits;		/* waits still open at a profile's end, charged */
 	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
 	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
+	/* --async: samples in a task made the task's stack, and those that could not
+	 * be (the task had ended, or its coroutine was not in the stack) */
+	uint64_t tasks_placed, tasks_unplaced;
+	struct task_link *task_chain;	/* SESSION_TASK_CHAIN_MAX of them */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
 	struct pending_wait {
@@ -94,6 +98,25 @@ int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
 /* Wall mode: @ns of CPU time under stack @st, read live. */
 int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns);
+
+/* session_tasks.c: --async (see there). */
+#define SESSION_TASK_CHAIN_MAX 8	/* tasks in one await chain, the running one first */
+struct task_link {
+	uint32_t name;			/* strtab id of "task NAME" */
+	uint32_t nframes;		/* an awaiter's suspended frames, outermost first */
+	struct decoded_frame frames[PY_TASK_FRAMES_MAX];
+};
+/* Looks for target @t's asyncio layout if it is due (--async), and once found, has
+ * BPF send its samples' running tasks. */
+void session_tasks__look(struct session *s, struct target *t);
+/*
+ * For @st, a sample in a task: @chain[0..*n) the task and the tasks awaiting it, each
+ * awaiting the next, and *@keep how many of st's frames (innermost first) are the
+ * task's own. -ENOENT when the sample is not in a task, or its coroutine is not in the
+ * stack; -ESTALE when the task has ended since. The stack then stays the thread's.
+ */
+int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
+			 uint32_t *n, uint32_t *keep);
 
 /* session_waits.c: charges the waits still open now to the profile (see there). */
 int session_waits__close(struct session *s);

@@ -48,6 +48,14 @@ static int32_t frame_line(const struct session_opts *o, const struct decoded_fra
 	return o->function_lines ? f->first_line : f->line;
 }
 
+static struct agg_frame python_frame(const struct session_opts *o, const struct decoded_frame *f)
+{
+	return (struct agg_frame){
+		.kind = AGG_PYTHON, .name = f->qualname, .file = f->filename,
+		.line = frame_line(o, f),
+	};
+}
+
 static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index, uint64_t weight_ns)
 {
 	if (s->ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->timeline)) {
@@ -109,7 +117,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		     uint32_t *index_out)
 {
 	struct session *s = t->session;
-	uint32_t n = 0, index, slot;
+	uint32_t n = 0, index, slot, nlinks, depth = st->depth;
 	size_t tl = SIZE_MAX;
 	int err;
 
@@ -129,19 +137,24 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 			goto fail;
 		n++;
 	}
-	if (st->gap != GAP_NONE)
+	if (s->opts.async_tasks && !session_tasks__chain(t, st, s->task_chain, &nlinks, &depth)) {
+		/* The tasks awaiting it, root first, in place of the event loop's frames. */
+		for (uint32_t k = nlinks; k-- > 0;) {
+			const struct task_link *l = &s->task_chain[k];
+
+			s->frames[n++] = (struct agg_frame){ .kind = AGG_TASK, .name = l->name };
+			for (uint32_t i = 0; i < l->nframes; i++)
+				s->frames[n++] = python_frame(&s->opts, &l->frames[i]);
+		}
+	} else if (st->gap != GAP_NONE) {
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
 						     .name = s->incomplete_name };
-	else if (!st->depth)	/* only entry frames: the interpreter runs no Python code */
+	} else if (!st->depth) {	/* only entry frames: the interpreter runs no Python code */
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
 						     .name = s->no_python_name };
-	for (uint32_t i = st->depth; i-- > 0;)
-		s->frames[n++] = (struct agg_frame){
-			.kind = AGG_PYTHON,
-			.name = st->frames[i].qualname,
-			.file = st->frames[i].filename,
-			.line = frame_line(&s->opts, &st->frames[i]),
-		};
+	}
+	for (uint32_t i = depth; i-- > 0;)
+		s->frames[n++] = python_frame(&s->opts, &st->frames[i]);
 	if (wait)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
 	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);

@@ -104,9 +104,12 @@ int session_targets__enrol(struct session *s, struct target *t, uint64_t gil)
 	s->targets = targets;
 	proc__cpu_ns(t->interp.pid, &t->cpu0);
 	t->cpu = t->cpu0;
-	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil);
+	t->gil = gil;
+	t->asyncio_state = s->opts.async_tasks ? TARGET_ASYNCIO_LOOK : TARGET_ASYNCIO_NONE;
+	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil, NULL);
 	if (err)
 		return err;
+	session_tasks__look(s, t);
 	at = session_targets__slot(s, t->interp.pid);
 	memmove(&s->targets[at + 1], &s->targets[at], (s->ntargets - at) * sizeof(*s->targets));
 	s->targets[at] = t;

@@ -106,6 +106,10 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "samples_filtered", FIELD_U64, .u = s->samples_filtered },
 		{ "samples_decoded", FIELD_U64, .u = s->samples_decoded },
 		{ "samples_incomplete", FIELD_U64, .u = s->samples_incomplete },
+		/* --async: samples made a task's stack, and those in a task that had
+		 * ended by decoding, or whose coroutine was not in the stack */
+		{ "async_task_samples", FIELD_U64, .u = s->async_task_samples },
+		{ "async_unplaced", FIELD_U64, .u = s->async_unplaced },
 		{ "ringbuf_drops", FIELD_U64, .u = s->bpf[PBP_C_RINGBUF_DROPS] },
 		{ "bpf_ns_per_sample", FIELD_DEC1, .d = ratio(s->bpf_run_ns, s->bpf_run_cnt) },
 		/* run_cnt counts every tick on every CPU, most of which return at the PID check;

@@ -10,6 +10,7 @@
 
 #include "decoder.h"
 #include "frame_cache.h"
+#include "py_asyncio.h"
 #include "py_interp.h"
 #include "mem_live.h"
 #include "proc.h"
@@ -46,6 +47,15 @@ struct target {
 	uint32_t root_name;	/* strtab id of "process PID COMMAND" */
 	uint64_t cpu0, cpu;	/* its CPU time at the start, and as last seen */
 	uint64_t found_ns;	/* when its interpreter was looked for (CLOCK_MONOTONIC) */
+	uint64_t gil;		/* as given to sampler__add_target() */
+	/* --async: its asyncio layout, once it has imported asyncio */
+	enum {
+		TARGET_ASYNCIO_LOOK,	/* not found yet: looked for again now and then */
+		TARGET_ASYNCIO_FOUND,
+		TARGET_ASYNCIO_NONE,	/* never: refused, or not wanted */
+	} asyncio_state;
+	uint64_t asyncio_next_ns, asyncio_wait_ns;
+	struct py_asyncio asyncio;
 	char cmd[128];
 };
 

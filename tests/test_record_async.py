@@ -1,0 +1,141 @@
+"""record --async against async_burn.py: named tasks burn known CPU shares in their own
+coroutines, under known chains of awaiting tasks, while short tasks end and are
+replaced. Ground truth is each burner's own CPU time and its chain.
+
+On 3.14 and 3.15 each burner's share of the burners' samples must be within 5 points
+of its share of their CPU time; each of its stacks must read 'task main', the main
+coroutine, then each awaiting task and the coroutine it awaits in, then 'task NAME';
+those in the burn, its coroutine at its burn line; a task named on a stack must run that
+stack's coroutine (no name left over from an ended task). Older versions are profiled
+as threads, with a one-line notice that says why.
+"""
+
+import json
+import re
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import RUN_DIR, Harness, Once
+
+SECONDS = 8             # covered versions; older ones only show that they are refused
+SECONDS_REFUSED = 3
+LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
+PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.*):(?P<line>\d+)\)$")
+COVERED = ("3.14", "3.15")
+SHARE_POINTS = 5.0
+RATE = 1000             # enough samples that 5 points is three standard deviations
+MIN_SAMPLES = 900
+
+
+def profile(tmpdir, profiler, interp):
+    h = Harness(tmpdir, profiler)
+    seconds = SECONDS if interp.version in COVERED else SECONDS_REFUSED
+    try:
+        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+        w = h.start_workload(interp, "async_burn", "--go", go, seconds=seconds, wait=False)
+        out = Path(tmpdir) / f"async-{w.pid}.txt"
+        st = Path(tmpdir) / f"async-{w.pid}.json"
+        started = []
+
+        def start(_stdout, stderr):
+            if not started and "profiling pid" in stderr:
+                interp.host_path(go).touch()
+                started.append(time.monotonic())
+            return False
+
+        run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", "-d", seconds - 0.5,
+                              "-r", RATE,
+                              "-f", "collapsed", "-o", out, "--stats-file", st],
+                             seconds + 60, out=out, stats=st, signal_when=(start, 0))
+        assert started, run.describe()
+        assert run.rc == 0, run.describe()
+        deadline = time.monotonic() + 30
+        while not w.truth_path.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert w.truth_path.exists(), f"the workload did not finish:\n{w.output()}"
+        truth = json.loads(w.truth_path.read_text())
+    finally:
+        h.close()
+    return truth, run, out.read_text(), json.loads(st.read_text())
+
+
+@pytest.fixture(scope="module")
+def profiled(py, module_tmp, profiler_bin):
+    return Once(lambda: profile(module_tmp / py.id, profiler_bin, py))
+
+
+def stacks(text):
+    for line in text.splitlines():
+        m = LINE.match(line)
+        assert m, f"not a collapsed line: {line!r}"
+        yield m["stack"].split(";"), int(m["count"])
+
+
+def tasks_of(frames):
+    return [f[len("task "):] for f in frames if f.startswith("task ")]
+
+
+def test_async_burners_shares_and_chains(py, profiled):
+    truth, run, text, stats = profiled.get()
+    if py.version not in COVERED:
+        assert "keeps no asyncio task list" in run.stderr, run.stderr
+        assert not any(tasks_of(f) for f, _ in stacks(text)), text
+        return
+    want = truth["tasks"]
+    counts, bad = Counter(), []
+    for frames, n in stacks(text):
+        names = tasks_of(frames)
+        if not names or names[-1] not in want:
+            continue
+        w = want[names[-1]]
+        if names != w["chain"]:
+            bad.append(f"chain {names}, want {w['chain']}: {';'.join(frames)}")
+            continue
+        # The burns are what the truth timed; a tick may also land in the await.
+        leaf = PY_FRAME.match(frames[-1])
+        if not leaf or leaf["name"] != "burn":
+            continue
+        counts[names[-1]] += n
+        below = frames[frames.index(f"task {names[-1]}") + 1:]
+        m = PY_FRAME.match(below[0]) if below else None
+        if not m or m["name"] != w["coro"] or int(m["line"]) != w["line"] or \
+                m["file"] != truth["script"]:
+            bad.append(f"under task {names[-1]}: {below}, want {w['coro']} at line "
+                       f"{w['line']}")
+    assert not bad, "\n".join(bad[:10])
+    total = sum(counts.values())
+    cpu_total = sum(truth["cpu"][k] for k in want)
+    assert total >= MIN_SAMPLES, f"only {total} samples in the burners:\n{text}"
+    for name in want:
+        got = 100.0 * counts[name] / total
+        exp = 100.0 * truth["cpu"][name] / cpu_total
+        assert abs(got - exp) <= SHARE_POINTS, \
+            f"{name}: {got:.1f}% of the burners' samples, {exp:.1f}% of their CPU\n{text}"
+    assert stats["async_task_samples"] >= total, stats
+
+
+def test_async_no_task_name_outlives_its_task(py, profiled):
+    """A task named on a stack runs that stack's coroutine: the short tasks that end
+    and are replaced never lend their names to another task's frames."""
+    truth, run, text, _ = profiled.get()
+    if py.version not in COVERED:
+        assert run.rc == 0, run.describe()
+        return
+    known = {"main", "parent", "waiter", "blipper", "sleeper", *truth["tasks"]}
+    bad = []
+    for frames, _ in stacks(text):
+        for i, f in enumerate(frames):
+            if not f.startswith("task "):
+                continue
+            name = f[len("task "):]
+            nxt = PY_FRAME.match(frames[i + 1]) if i + 1 < len(frames) else None
+            if name.startswith("blip-"):
+                if not nxt or nxt["name"] != "blip":
+                    bad.append(";".join(frames))
+            elif name not in known:
+                bad.append(f"unknown task {name}: {';'.join(frames)}")
+    assert not bad, "\n".join(bad[:10])
