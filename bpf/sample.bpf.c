@@ -269,10 +269,14 @@ static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 
 	__u32 v32 = 0;
 
 	switch (t->fp_mode) {
-	case PBP_FP_U32:
+	case PBP_FP_U32_HASH: {
+		__u64 name;
+
 		if (bpf_probe_read_user(&v32, sizeof(v32), (void *)(code + t->fp_off)))
 			return 0;
-		return v32;
+		name = read_u64(code + t->fp_off2);
+		return v32 | (name ? read_u64(name + t->fp_off3) << 32 : 0);
+	}
 	case PBP_FP_PTR_U64: {
 		__u64 p = read_u64(code + t->fp_off);
 

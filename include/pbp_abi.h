@@ -197,10 +197,23 @@ struct pbp_open_wait {
 
 _Static_assert(sizeof(struct pbp_open_wait) == 48, "pbp_open_wait layout");
 
-/* How the fingerprint of a code object is read (per CPython version). */
+/*
+ * How the fingerprint of a code object is read (per CPython version).
+ *
+ * 3.13+ number every new code object (co_version), but a constructor stores the new
+ * object's names, line table and constants before its version: a successor built at
+ * a freed object's address carries the old version, under its own names, until the
+ * constructor gets there (interning the names comes in between, and the thread may
+ * be preempted there while the decoder reads). So the version is paired with the
+ * cached hash of co_qualname, which the successor sets before its version: one that
+ * already bears its own name no longer matches. (Before that, every field is still
+ * the freed object's.)
+ */
 enum pbp_fp_mode {
 	PBP_FP_NONE = 0,
-	PBP_FP_U32 = 1,		/* *(u32 *)(code + fp_off): 3.13+ co_version */
+	/* *(u32 *)(code + fp_off), and in the upper half the low 32 bits of
+	 * *(u64 *)(*(code + fp_off2) + fp_off3): 3.13+ co_version, co_qualname's hash */
+	PBP_FP_U32_HASH = 1,
 	PBP_FP_PTR_U64 = 2,	/* *(u64 *)(*(code + fp_off) + fp_off2): name hash */
 };
 
@@ -232,9 +245,11 @@ struct pbp_target {
 	pbp_u32 fp_mode;
 	pbp_u32 fp_off;
 	pbp_u32 fp_off2;
+	pbp_u32 fp_off3;
 	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
 	pbp_u32 ts_anchor;		/* last_profiled_frame; PBP_OFF_ABSENT before 3.15 */
 	pbp_u32 ts_anchor_seq;		/* last_profiled_frame_seq */
+	pbp_u32 _pad;
 	/*
 	 * The GIL: at a fixed address (3.11, one GIL for every interpreter), or behind
 	 * the sampled thread's interpreter (3.12+, where a subinterpreter may have its
@@ -287,7 +302,7 @@ _Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands")
 _Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
 	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
 _Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 160, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 168, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample

@@ -127,22 +127,33 @@ void code_cache__free(struct code_cache *c)
 	free(c);
 }
 
+/* The fingerprint as BPF reads it (PBP_FP_U32_HASH, PBP_FP_PTR_U64 in pbp_abi.h). */
 int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
 {
 	const struct py_offsets *o = c->cfg.off;
 	uint32_t v32;
-	uint64_t name;
+	uint64_t name, hash;
 	int err;
 
-	if (o->co_version != PBP_OFF_NONE) {
-		err = mem__read(c->cfg.live, addr + o->co_version, &v32, sizeof(v32));
-		*fp = v32;
-		return err;
+	if (o->co_version == PBP_OFF_NONE) {
+		err = mem__read_u64(c->cfg.live, addr + o->co_name, &name);
+		if (err)
+			return err;
+		return py_obj__str_hash(c->cfg.live, o, name, fp);
 	}
-	err = mem__read_u64(c->cfg.live, addr + o->co_name, &name);
+	err = mem__read(c->cfg.live, addr + o->co_version, &v32, sizeof(v32));
+	if (!err)
+		err = mem__read_u64(c->cfg.live, addr + o->co_qualname, &name);
 	if (err)
 		return err;
-	return py_obj__str_hash(c->cfg.live, o, name, fp);
+	hash = 0;
+	if (name) {
+		err = py_obj__str_hash(c->cfg.live, o, name, &hash);
+		if (err)
+			return err;
+	}
+	*fp = v32 | hash << 32;
+	return 0;
 }
 
 /*

@@ -6,7 +6,9 @@
  * reloads), so an address alone never identifies one. The fingerprint is a value the
  * object carries for its whole life and that a successor at the same address almost
  * surely lacks: co_version on 3.13+ (a per-interpreter counter bumped for every new
- * code object), the cached hash of co_name before that. The decoder gets it either
+ * code object) with the cached hash of co_qualname, since a successor still being
+ * built bears the old version under its own name (pbp_abi.h, PBP_FP_U32_HASH); the
+ * cached hash of co_name before 3.13. The decoder gets it either
  * from the BPF record (read while the thread was stopped) or from live memory; an
  * entry is used only when both address and fingerprint match, and a fresh read is
  * accepted only if the live fingerprint still equals the one wanted.

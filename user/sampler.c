@@ -257,8 +257,10 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 	int err;
 
 	if (o->co_version != PBP_OFF_NONE) {
-		t.fp_mode = PBP_FP_U32;
+		t.fp_mode = PBP_FP_U32_HASH;
 		t.fp_off = (pbp_u32)o->co_version;	/* below OBJ_SIZE_MAX: py_offsets.c */
+		t.fp_off2 = (pbp_u32)o->co_qualname;
+		t.fp_off3 = (pbp_u32)o->unicode_length + 8;	/* the str's cached hash */
 	} else {
 		t.fp_mode = PBP_FP_PTR_U64;
 		t.fp_off = (pbp_u32)o->co_name;

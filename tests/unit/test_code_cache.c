@@ -3,9 +3,11 @@
  * The code cache's byte budgets and the string table's rebuild, against code objects
  * laid out in a fake target memory: entries with big line tables stay within a cache's
  * own budget and the session's, a hot entry survives the eviction of cold ones, what
- * is freed is given back, and a rebuilt string table keeps exactly the names the
- * caches hold.
+ * is freed is given back, a rebuilt string table keeps exactly the names the
+ * caches hold, and a successor still being built at a freed object's address, which
+ * bears the old version under its own name, is not taken for it.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,12 +66,23 @@ static void put64(uint64_t addr, uint64_t v)
 	memcpy(memory + (addr - BASE), &v, 8);
 }
 
+/* A stand-in for the str's cached hash: only equality matters. */
+static uint64_t str_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
 static void put_str(uint64_t addr, const char *s)
 {
 	uint32_t state = 1u << 2 | 1u << 5 | 1u << 6;	/* kind 1, compact, ascii */
 
 	put64(addr, 1);
 	put64(addr + off.unicode_length, strlen(s));
+	put64(addr + off.unicode_length + 8, str_hash(s));
 	memcpy(memory + (addr - BASE) + off.unicode_state, &state, 4);
 	memcpy(memory + (addr - BASE) + off.unicode_ascii_data, s, strlen(s));
 }
@@ -77,6 +90,21 @@ static void put_str(uint64_t addr, const char *s)
 static uint64_t code_addr(int i)
 {
 	return BASE + (uint64_t)i * OBJ_BYTES;
+}
+
+/* What BPF reads for code object @i (PBP_FP_U32_HASH): its version and the low half
+ * of its qualname's hash. */
+static uint64_t code_fp(uint32_t version, const char *qualname)
+{
+	return version | str_hash(qualname) << 32;
+}
+
+static uint64_t fp_of(int i)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "func_%d", i);
+	return code_fp(i + 1, name);
 }
 
 /* Code object @i: "func_I" in "file_I.py", version i + 1, a 64 KiB line table. */
@@ -119,7 +147,7 @@ static const struct code_info *get(struct code_cache *c, int i)
 {
 	const struct code_info *ci;
 
-	CHECK(code_cache__get(c, code_addr(i), i + 1, &ci) == 0);
+	CHECK(code_cache__get(c, code_addr(i), fp_of(i), &ci) == 0);
 	CHECK(ci->linetable_len == LINETABLE);
 	CHECK(ci->firstlineno == 10 + i);
 	return ci;
@@ -216,6 +244,34 @@ static void rebuild(void)
 	strtab__free(strs);
 }
 
+/*
+ * The last code object is sampled, then freed, and a successor built in its memory:
+ * its constructor has stored the new names but not yet the new version, so the old
+ * version lingers. The sampled fingerprint must not name the successor.
+ */
+static void successor_under_construction(void)
+{
+	struct code_budget b = { 0 };
+	struct strtab *strs = strtab__new();
+	struct code_cache *c = new_cache(strs, &b);
+	uint64_t a = code_addr(NOBJ - 1), name = a + 256, file = a + 512;
+	uint32_t version = 9999;
+	const struct code_info *ci;
+
+	put_str(name, "successor");
+	put_str(file, "successor.py");
+	CHECK(code_cache__get(c, a, fp_of(NOBJ - 1), &ci) == -ESTALE);
+	CHECK(code_cache__stats(c)->stale == 1);
+	/* Once the successor is whole, its own fingerprint names it. */
+	memcpy(memory + (a - BASE) + off.co_version, &version, 4);
+	CHECK(code_cache__get(c, a, code_fp(version, "successor"), &ci) == 0);
+	CHECK(!strcmp(strtab__get(strs, ci->qualname), "successor"));
+	CHECK(!strcmp(strtab__get(strs, ci->filename), "successor.py"));
+	code_cache__free(c);
+	strtab__free(strs);
+	make_code(NOBJ - 1);
+}
+
 int main(void)
 {
 	memory = calloc(NOBJ, OBJ_BYTES);
@@ -226,6 +282,7 @@ int main(void)
 	own_budget();
 	shared_budget();
 	rebuild();
+	successor_under_construction();
 	free(memory);
 	printf("ok\n");
 	return 0;
