@@ -12,6 +12,8 @@ as threads, with a one-line notice that says why.
 
 import json
 import re
+import signal
+import subprocess
 import time
 import uuid
 from collections import Counter
@@ -139,3 +141,41 @@ def test_async_no_task_name_outlives_its_task(py, profiled):
             elif name not in known:
                 bad.append(f"unknown task {name}: {';'.join(frames)}")
     assert not bad, "\n".join(bad[:10])
+
+
+def test_top_async_shows_tasks_as_rows(harness, py):
+    """top --async without a terminal: the burners' tasks are rows, and a task's total
+    holds the tasks it awaits ('parent' at least 'worker-a')."""
+    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+    w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
+    py.host_path(go).touch()
+    out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
+    err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
+    argv = harness.profiler_argv(["top", "-p", w.pid, "--async"])
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                start_new_session=True)
+    harness.group_leaders.append(proc)
+    want = "task worker-a" if py.version in COVERED else "crunch_a"
+    end = time.monotonic() + 20
+    while want not in out.read_text(errors="replace") and time.monotonic() < end:
+        assert proc.poll() is None, f"top exited ({proc.returncode}): {err.read_text()}"
+        time.sleep(0.05)
+    time.sleep(2.5)
+    proc.send_signal(signal.SIGINT)
+    rc = proc.wait(10)
+    text, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
+    assert rc == 0, f"exit {rc}\n{stderr}"
+    last = [b for b in text.split("\n\n") if b.strip()][-1]
+    if py.version not in COVERED:
+        assert "keeps no asyncio task list" in stderr, stderr
+        assert "task " not in last, last
+        return
+    rows = {}
+    for line in last.splitlines():
+        m = re.match(r"^\s*([\d.]+)%?\s+([\d.]+)%?\s+.*?(task \S+)\s*$", line)
+        if m:
+            rows[m[3]] = float(m[2])
+    for name in ("task worker-a", "task worker-b", "task lonely", "task parent"):
+        assert name in rows, f"no row {name}:\n{last}"
+    assert rows["task parent"] >= rows["task worker-a"], last

@@ -289,6 +289,7 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.no_bpf = o->no_bpf,
 		.idle = o->idle,
 		.gil = o->gil,
+		.async_tasks = o->async_tasks,
 		.mode = o->mode,
 		.min_block_us = o->min_block_us,
 		/* A table of functions: lines would only split them. */

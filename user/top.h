@@ -19,6 +19,7 @@ struct top_opts {
 	int no_bpf;		/* sample from user space, never load BPF */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
+	int async_tasks;	/* --async: asyncio tasks as rows */
 	enum session_mode mode;	/* wall, off-cpu: shares of time, waits as rows */
 	uint32_t min_block_us;
 };

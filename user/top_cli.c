@@ -52,6 +52,9 @@ static const char top_help[] =
 	"                         unavailable\n"
 	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
 	"      --gil              count only the thread holding the GIL\n"
+	"      --async            asyncio tasks as rows, 'task NAME', each with the time\n"
+	"                         of the samples in it or in tasks it awaits (as for\n"
+	"                         record --async; CPython 3.14+)\n"
 	"      --mode MODE        cpu (default), wall or off-cpu, as for record\n"
 	"      --min-block US     as for record (default " CLI_STR(SESSION_MIN_BLOCK_DEFAULT_US) ")\n"
 	"  -v, --verbose          more diagnostics, shown after the view closes\n"
@@ -67,13 +70,14 @@ static const char top_help[] =
 
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
-	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK };
+	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
+		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 		CLI_SELECT_LONGOPTS,
@@ -113,6 +117,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		case OPT_GIL:
 			o.gil = 1;
 			break;
+		case OPT_ASYNC:
+			o.async_tasks = 1;
+			break;
 		case OPT_MODE:
 			if (cli__parse_mode("top", optarg, &o.mode))
 				return EXIT_USAGE;
@@ -139,6 +146,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		return cli__usage_error("top", "%s", "-a needs BPF; --no-bpf cannot do that");
 	if (o.no_bpf && o.mode == SESSION_WALL)
 		o.idle = 1;
+	if (o.async_tasks && o.no_bpf)
+		return cli__usage_error("top", "%s", "--async needs BPF: the running task is read "
+					"with each sample; --no-bpf cannot do that");
 	o.system_wide = sel->all;
 	o.filter = &sel->filter;
 	o.max_processes = (uint32_t)sel->max_processes;

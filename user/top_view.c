@@ -113,8 +113,9 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 		const struct agg_frame *fr = &s->frames[k];
 
 		/* A process is a row too: its total is its share of the samples; and so
-		 * is each kind of wait. */
-		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS && fr->kind != AGG_WAIT)
+		 * is each kind of wait, and each asyncio task (--async). */
+		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS && fr->kind != AGG_WAIT &&
+		    fr->kind != AGG_TASK)
 			continue;
 		r = row_of(v, fr->name, fr->kind == AGG_PYTHON ? fr->file : TOP_NO_FILE);
 		if (r < 0)
