@@ -146,16 +146,21 @@ def test_wall_each_thread_adds_up_to_its_life(waits):
 ])
 def test_wall_wait_under_its_line_with_its_share(waits, name, leaf):
     """The blocking call's time lands under the line that made it, named for what it
-    waited on, within 5 points of the time the thread measured around the call."""
+    waited on, within 5 points of the time the thread measured around the call. The
+    call ends by taking the GIL back, which two burners hold in turn: that part is a
+    GIL wait under the same line, and counts with it; the named wait is the most."""
     w = waits.get()
     t, prof, life = w.thread(name)
     here = sum(us for (parent, lf), us in prof.items()
                if lf == leaf and function_of(parent) == (name, t["line"]))
+    gil = sum(us for (parent, lf), us in prof.items()
+              if lf == "[off-CPU: GIL wait]" and function_of(parent) == (name, t["line"]))
     want = 100 * t["waited"] * 1e6 / life
-    got = 100 * here / life
+    got = 100 * (here + gil) / life
     assert abs(got - want) <= SHARE_POINTS, \
-        f"{leaf} under {name}:{t['line']}: {got:.1f}% of its life, measured {want:.1f}%\n" \
-        + w.describe(name)
+        f"{leaf} and the GIL under {name}:{t['line']}: {got:.1f}% of its life, measured " \
+        f"{want:.1f}%\n" + w.describe(name)
+    assert here >= 0.75 * (here + gil), f"{leaf} is not most of the call:\n" + w.describe(name)
 
 
 @pytest.mark.parametrize("name", ["gil_a", "gil_b"])

@@ -70,6 +70,14 @@ def profiled(py, module_tmp, profiler_bin):
     return Once(lambda: profile(module_tmp / py.id, profiler_bin, py))
 
 
+def burn_line(tag):
+    """The line of async_burn.py marked '# BURN:tag', as the workload finds it."""
+    src = (Path(__file__).parent / "workloads" / "async_burn.py").read_text().splitlines()
+    hits = [i + 1 for i, ln in enumerate(src) if ln.rstrip().endswith("# BURN:" + tag)]
+    assert len(hits) == 1, hits
+    return hits[0]
+
+
 def stacks(text):
     for line in text.splitlines():
         m = LINE.match(line)
@@ -179,3 +187,39 @@ def test_top_async_shows_tasks_as_rows(harness, py):
     for name in ("task worker-a", "task worker-b", "task lonely", "task parent"):
         assert name in rows, f"no row {name}:\n{last}"
     assert rows["task parent"] >= rows["task worker-a"], last
+
+
+def test_wall_async_charges_suspended_tasks_their_time(harness, py):
+    """--mode wall --async: a task asleep all along is charged the whole profile at its
+    await ('sleeper' in asyncio.sleep; 'parent' in its gather, under 'main'), ending
+    in '[task suspended]'."""
+    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+    w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
+    py.host_path(go).touch()
+    out = harness.tmp / f"wall-{w.pid}.txt"
+    st = harness.tmp / f"wall-{w.pid}.json"
+    run = harness.run_profiler(["record", "-p", w.pid, "--async", "--mode", "wall", "-d", 3,
+                                "-f", "collapsed", "-o", out, "--stats-file", st], 60,
+                               out=out, stats=st)
+    assert run.rc == 0, run.describe()
+    text = out.read_text()
+    if py.version not in COVERED:
+        assert "[task suspended]" not in text, text
+        return
+    stats = json.loads(st.read_text())
+    window = 3e6            # microseconds: the -d window
+    got = Counter()
+    for frames, n in stacks(text):
+        if frames[-1] != "[task suspended]":
+            continue
+        names = tasks_of(frames)
+        got[tuple(names)] += n
+        if names == ["sleeper"]:
+            assert PY_FRAME.match(frames[-2])["name"] == "sleep", frames
+        if names == ["main", "parent"]:
+            m = PY_FRAME.match(frames[-2])
+            assert m["name"] == "parent" and int(m["line"]) == burn_line("parent"), frames
+    for chain in (("sleeper",), ("main", "parent")):
+        assert abs(got[chain] - window) <= 0.1 * window, \
+            f"{chain}: {got[chain] / 1e6:.3f} s suspended of a {window / 1e6:.1f} s profile\n{text}"
+    assert stats["async_suspended_ns"] > 0, stats

@@ -433,6 +433,9 @@ int session__poll(struct session *s, int timeout_ms)
 		return err;
 	for (size_t i = 0; s->opts.async_tasks && i < s->ntargets; i++)
 		session_tasks__look(s, s->targets[i]);
+	session_tasks__sweep(s, 0);
+	if (s->fatal)
+		return s->fatal;
 	/* Threads come and go in long runs: forget those gone quiet. */
 	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
 		s->expired_ns = clock__mono_ns();
@@ -447,7 +450,10 @@ int session__poll(struct session *s, int timeout_ms)
 int session__close_waits(struct session *s)
 {
 	/* A stopped session charged them as it stopped, up to its end. */
-	return s->stopped ? 0 : session_waits__close(s);
+	if (s->stopped)
+		return 0;
+	session_tasks__sweep(s, 1);
+	return session_waits__close(s);
 }
 
 void session__stop(struct session *s)
@@ -461,6 +467,7 @@ void session__stop(struct session *s)
 		 * end, however long stopping and draining take. */
 		if (session_waits__close(s) == -ENOMEM)
 			s->fatal = -ENOMEM;
+		session_tasks__sweep(s, 1);
 		sampler__stop(s->sampler);
 		sampler__drain(s->sampler);
 	}
@@ -624,6 +631,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
 	st->async_task_samples = s->tasks_placed;
 	st->async_unplaced = s->tasks_unplaced;
+	st->async_suspended_ns = s->tasks_suspended_ns;
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

@@ -62,6 +62,8 @@ struct session {
 	/* --async: samples in a task made the task's stack, and those that could not
 	 * be (the task had ended, or its coroutine was not in the stack) */
 	uint64_t tasks_placed, tasks_unplaced;
+	uint64_t tasks_swept_ns;	/* the last sweep of suspended tasks */
+	uint64_t tasks_suspended_ns;	/* the time charged to them */
 	struct task_link *task_chain;	/* SESSION_TASK_CHAIN_MAX of them */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
@@ -96,6 +98,10 @@ int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 /* Wall mode: CPU time thread @tid used after its last tick in this profile, counted
  * under that tick's stack; -ENOENT if it had none. */
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
+/* @ns of a suspended task's time: under @chain[n-1] ... @chain[0] (each link's task
+ * and frames), in thread @tid, ending in "[task suspended]". */
+int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct task_link *chain,
+				uint32_t n, uint64_t ns);
 /* Wall mode: @ns of CPU time under stack @st, read live. */
 int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns);
 
@@ -117,6 +123,10 @@ void session_tasks__look(struct session *s, struct target *t);
  */
 int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
 			 uint32_t *n, uint32_t *keep);
+/* Wall and off-CPU modes: charges every suspended task the time since the last sweep,
+ * if SESSION_TASK_SWEEP_NS has passed or @now_anyway (a profile's end). */
+#define SESSION_TASK_SWEEP_NS 100000000ull
+void session_tasks__sweep(struct session *s, int now_anyway);
 
 /* session_waits.c: charges the waits still open now to the profile (see there). */
 int session_waits__close(struct session *s);

@@ -313,6 +313,43 @@ int session_sink__on_live_stack(void *arg, struct stack *st)
 	return add_stack(t, st, tick_weight(t->session), 0, NULL);
 }
 
+int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct task_link *chain,
+				uint32_t n, uint64_t ns)
+{
+	struct session *s = t->session;
+	uint32_t depth = 0, index, slot;
+	int64_t leaf;
+	int err;
+
+	leaf = strtab__intern(s->strs, "[task suspended]", 16);
+	if (leaf < 0) {
+		err = (int)leaf;
+		goto fail;
+	}
+	if (s->opts.subprocesses || s->opts.system_wide)
+		s->frames[depth++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
+	if (s->opts.threads) {
+		err = intern_fmt(s, &s->frames[depth].name, "thread %u", tid);
+		if (err)
+			goto fail;
+		s->frames[depth++].kind = AGG_THREAD;
+	}
+	for (uint32_t k = n; k-- > 0;) {
+		s->frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
+		for (uint32_t i = 0; i < chain[k].nframes; i++)
+			s->frames[depth++] = python_frame(&s->opts, &chain[k].frames[i]);
+	}
+	s->frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
+	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->frames, depth, ns, &index);
+	if (!err)
+		err = thread_table__see(s->threads, s->strs, (uint32_t)t->interp.pid, tid, &slot);
+	if (!err)
+		return 0;
+fail:
+	s->fatal = err;
+	return err;
+}
+
 int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns)
 {
 	st->flags |= PBP_TS_ON_CPU;

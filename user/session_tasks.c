@@ -9,12 +9,17 @@
  * from live memory. A task whose coroutine no longer runs the sampled code has ended
  * since (its address may hold another task by now): the sample then stays the
  * thread's stack, never another task's name.
+ *
+ * In wall and off-CPU modes the tasks that wait are swept too, every
+ * SESSION_TASK_SWEEP_NS: each suspended task is charged the time since the last sweep
+ * under its own chain and the frames it awaits in, ending in "[task suspended]".
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include "clock.h"
 #include "log.h"
+#include "py_threads.h"
 #include "session_priv.h"
 
 /* A target that has not imported asyncio yet is looked at again after a wait that
@@ -138,4 +143,86 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	*keep = (uint32_t)root + 1;
 	s->tasks_placed++;
 	return 0;
+}
+
+/* What one sweep of the suspended tasks reads at most, per target. */
+#define SWEEP_TASKS_MAX 4096
+
+struct sweep {
+	struct target *t;
+	uint64_t running, ns;
+	uint32_t tid;
+	size_t seen;
+};
+
+/* One suspended task: it and its awaiters, charged the sweep's interval. */
+static int sweep_task(uint64_t task, void *arg)
+{
+	struct sweep *w = arg;
+	struct session *s = w->t->session;
+	struct py_task pt;
+	uint64_t next = task;
+	uint32_t n = 0;
+	int err;
+
+	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX)
+		return w->seen > SWEEP_TASKS_MAX;
+	while (n < SESSION_TASK_CHAIN_MAX) {
+		err = read_link(w->t, next, 0, &pt, &s->task_chain[n]);
+		/* A task that has ended waits for nothing; one that cannot be read is
+		 * left for the next sweep. */
+		if (err || (!n && pt.state != PY_TASK_PENDING))
+			break;
+		n++;
+		if (!pt.nawaited_by)
+			break;
+		next = pt.awaited_by[0];
+	}
+	if (!n)
+		return 0;
+	s->tasks_suspended_ns += w->ns;
+	return session_sink__add_task_wait(w->t, w->tid, s->task_chain, n, w->ns);
+}
+
+static int sweep_thread(const struct py_thread *th, void *arg)
+{
+	struct sweep *w = arg;
+	const struct py_asyncio *a = &w->t->asyncio;
+	struct mem_source *m = &w->t->live.base;
+
+	w->tid = th->tid;
+	if (mem__read_u64(m, th->tstate + a->ts_running_task, &w->running))
+		w->running = 0;
+	/* A list that changes under the walk is taken as far as it was read. */
+	py_asyncio__walk(m, a, th->tstate + a->ts_tasks_head, sweep_task, w);
+	return w->t->session->fatal ? 1 : 0;
+}
+
+void session_tasks__sweep(struct session *s, int now_anyway)
+{
+	uint64_t now = clock__mono_ns();
+	struct sweep w = { 0 };
+
+	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU || s->live_mode)
+		return;
+	/* The first sweep covers the time since the profile began. */
+	if (!s->tasks_swept_ns)
+		s->tasks_swept_ns = s->profile_ns;
+	if (now < s->tasks_swept_ns) {
+		s->tasks_swept_ns = now;
+		return;
+	}
+	if (now - s->tasks_swept_ns < SESSION_TASK_SWEEP_NS && !now_anyway)
+		return;
+	w.ns = now - s->tasks_swept_ns;
+	s->tasks_swept_ns = now;
+	for (size_t i = 0; i < s->ntargets; i++) {
+		struct target *t = s->targets[i];
+
+		if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
+			continue;
+		w.t = t;
+		w.seen = 0;
+		py_threads__walk(&t->live.base, &t->interp, sweep_thread, &w);
+	}
 }

@@ -110,6 +110,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		 * ended by decoding, or whose coroutine was not in the stack */
 		{ "async_task_samples", FIELD_U64, .u = s->async_task_samples },
 		{ "async_unplaced", FIELD_U64, .u = s->async_unplaced },
+		{ "async_suspended_ns", FIELD_U64, .u = s->async_suspended_ns },
 		{ "ringbuf_drops", FIELD_U64, .u = s->bpf[PBP_C_RINGBUF_DROPS] },
 		{ "bpf_ns_per_sample", FIELD_DEC1, .d = ratio(s->bpf_run_ns, s->bpf_run_cnt) },
 		/* run_cnt counts every tick on every CPU, most of which return at the PID check;

@@ -50,6 +50,7 @@ struct run_stats {
 	uint64_t on_cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
 	uint64_t async_task_samples;	/* --async: samples made a task's stack */
 	uint64_t async_unplaced;	/* ... in a task that had ended or was not found */
+	uint64_t async_suspended_ns;	/* wall and off-CPU modes: suspended tasks' time */
 	uint64_t switch_run_ns, switch_run_cnt;	/* the scheduler programs' cost */
 };
 
