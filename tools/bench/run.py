@@ -6,7 +6,10 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
   2. profiler cost: CPU per second and per sample, BPF and decode cost by stack depth
   3. accuracy: impossible stacks of the aba and depth_walk workloads at 1, 10, 50 kHz
   4. scale: system-wide mode over 10, 50, 200 processes of 10 threads
-  5. cost growth with depth, threads and processes: the chart
+  5. wall mode: switch-heavy targets, and waits found against the truth
+  6. asyncio: tasks found and their CPU shares against the truth, and what --async
+     costs per sample, beside the peer's --async-aware
+  the chart: cost growth with depth, threads and processes
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
 from one repetition to the next) so that drift of the machine hits every configuration
@@ -66,6 +69,9 @@ FULL = {
         "lock storm": ["--via", "locks", "--handoffs", "400000"],
     },
     "wall_seconds": 4.0,
+    "async_reps": 3,
+    "async_rate": 1000,
+    "async_seconds": 5.0,    # whole seconds: the peer's -d takes an integer
 }
 SMOKE = {
     "reps": 1,
@@ -92,6 +98,9 @@ SMOKE = {
         "lock storm": ["--via", "locks", "--handoffs", "20000"],
     },
     "wall_seconds": 1.0,
+    "async_reps": 1,
+    "async_rate": 1000,
+    "async_seconds": 3.0,    # whole seconds: the peer's -d takes an integer
 }
 OURS_MAX_RATE = 10000
 
@@ -139,7 +148,7 @@ class Env:
         os.makedirs(dest + "/out")
         for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py"):
             shutil.copy(os.path.join(HERE, name), dest)
-        for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py"):
+        for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py"):
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
@@ -508,6 +517,117 @@ def parse_waits_profile(text):
             if waited:
                 frames[-1] = (frames[-1][0], frames[-1][1], True)
             out.append((frames, int(count)))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Part 6: asyncio
+
+ASYNC_BURNERS = ("worker-a", "worker-b", "lonely")
+
+
+def part_async(env, cfg):
+    """async_burn.py (tests/workloads) under pybpfprof, pybpfprof --async and the
+    peer's --async-aware, interleaved: which burner tasks each names, their shares of
+    the burners' samples against their own CPU time, how many of those samples carry
+    the right chain of awaiting tasks, and the cost per sample."""
+    rate = cfg["async_rate"]
+    profs = [Profiler(env, "pybpfprof", "ours", rate),
+             Profiler(env, "pybpfprof --async", "ours", rate, ["--async"]),
+             Profiler(env, "profiling.sampling --async-aware", "peer", rate,
+                      ["--async-aware"])]
+    runs = {p.name: [] for p in profs}
+    for rep in range(cfg["async_reps"]):
+        order = profs[rep % len(profs):] + profs[:rep % len(profs)]
+        for p in order:
+            runs[p.name].append(safe(async_run, env, p, cfg))
+        log(f"part 6: repetition {rep + 1}/{cfg['async_reps']} done")
+    rows = {}
+    for name, rs in runs.items():
+        ok = [r for r in rs if "error" not in r]
+        rows[name] = {
+            "runs": len(ok), "errors": [r["error"] for r in rs if "error" in r][:2],
+            "tasks_found": med(r["tasks_found"] for r in ok),
+            "share_err_pts": med(r["share_err_pts"] for r in ok),
+            "chains_right_pct": med(r["chains_right_pct"] for r in ok),
+            "samples": med(r["samples"] for r in ok),
+            "bpf_ns": med(r.get("bpf_ns") for r in ok),
+            "decode_ns": med(r.get("decode_ns") for r in ok),
+            "prof_cpu_s": med(r.get("prof_cpu_s") for r in ok),
+        }
+    return {"rate": rate, "rows": rows, "seconds": cfg["async_seconds"]}
+
+
+def async_run(env, prof, cfg):
+    tag = f"a{env.seq}"
+    truth, go = f"{env.work}/out/{tag}.json", f"{env.work}/out/{tag}.go"
+    out_arg = env.scratch("async") + ".txt" if prof.kind == "ours" else \
+        f"{env.work}/out/{tag}.txt"
+    out = out_arg if prof.kind == "ours" else env.host(out_arg)
+    secs = cfg["async_seconds"]
+    extra = ["-f", "collapsed"] if prof.kind == "ours" else []
+    prof = Profiler(env, prof.name, prof.kind, prof.rate, prof.extra + extra)
+    argv = env.target_cpu + env.py + [env.work + "/async_burn.py", "--truth", truth,
+                                      "--go", go, "--seconds", f"{secs:g}"]
+    t = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    run = None
+    try:
+        time.sleep(1.0)     # the interpreter up and asyncio imported
+        if t.poll() is not None:
+            raise BenchError("async_burn.py did not start")
+        run = prof.start(t.pid, out_arg, duration=secs - 1)
+        open(env.host(go), "w").close()
+        res = prof.finish(run)
+        # It writes its truth when its burners are done, then idles until killed.
+        deadline = time.monotonic() + secs + 60
+        while not os.path.exists(env.host(truth)):
+            if t.poll() is not None or time.monotonic() > deadline:
+                raise BenchError("async_burn.py wrote no truth")
+            time.sleep(0.05)
+        with open(env.host(truth)) as f:
+            tr = json.load(f)
+    finally:
+        kill_left(t, run)
+    counts, right, total = {}, 0, 0
+    for chain, leaf, n in parse_task_stacks(read(out)):
+        if leaf != "burn" or not chain or chain[-1] not in ASYNC_BURNERS:
+            continue
+        counts[chain[-1]] = counts.get(chain[-1], 0) + n
+        total += n
+        right += n if chain == tr["tasks"][chain[-1]]["chain"] else 0
+    cpu = sum(tr["cpu"][k] for k in ASYNC_BURNERS)
+    errs = [abs(100 * counts.get(k, 0) / total - 100 * tr["cpu"][k] / cpu)
+            for k in ASYNC_BURNERS] if total else [None]
+    row = {"tasks_found": len(counts), "samples": res["samples"],
+           "share_err_pts": max(errs) if counts else None,
+           "chains_right_pct": 100 * right / total if total and counts else None,
+           "prof_cpu_s": res["cpu_total_s"]}
+    st = res.get("stats") or {}
+    row["bpf_ns"] = st.get("bpf_ns_per_sample")
+    row["decode_ns"] = st.get("decode_ns_per_sample")
+    return row
+
+
+def parse_task_stacks(text):
+    """[(task chain root first, leaf function, count)] from pybpfprof's collapsed
+    ("task NAME" frames) or the peer's ("<task>:NAME:0")."""
+    out = []
+    for line in text.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        chain, leaf = [], None
+        for part in stack.split(";"):
+            if part.startswith("task "):
+                chain.append(part[5:])
+            elif part.startswith("<task>:"):
+                chain.append(part[7:].rsplit(":", 1)[0])
+            else:
+                m = re.match(r"^(.+) \(.+:\d+\)$", part) or \
+                    re.match(r"^[^:]+:([^:]+):\d+$", part)
+                leaf = m.group(1).rsplit(".", 1)[-1] if m else part
+        out.append((chain, leaf, int(count)))
     return out
 
 
@@ -1198,7 +1318,8 @@ def write_report(res, cfg, path, meta):
               f"{fnum(r.get('load1'), '{:.1f}')} |")
     w("")
     write_wall(w, res.get("wall") or {})
-    w("## 6. Cost growth")
+    write_async(w, res.get("async") or {})
+    w("## 7. Cost growth")
     w("")
     w("![profiler cost per sample by stack depth, thread count and process count]"
       "(chart.svg)")
@@ -1256,6 +1377,34 @@ def write_wall(w, wall):
     w("")
 
 
+def write_async(w, a):
+    if not a.get("rows"):
+        return
+    w(f"## 6. asyncio tasks ({a['rate']} Hz, {a['seconds'] - 1:g} s per run)")
+    w("")
+    w("`async_burn.py` (tests/workloads) on CPython 3.15: 'parent' awaits a gather of "
+      "'worker-a' and 'worker-b', 'waiter' awaits the task 'lonely'; the three burn in "
+      "their own coroutines for 4, 2 and 2 ms of CPU and yield, and time themselves; short "
+      "tasks end and are replaced. Tasks found: how many of the three burners the profile "
+      "names. Share error: the largest gap, in points, between a burner's share of the "
+      "burners' samples and its share of their CPU time. Chains right: of those samples, "
+      "the share whose chain of tasks (main, parent or waiter, the burner) is the truth. "
+      "Cost: pybpfprof's BPF and decoding ns per sample (`--async` reads the awaiting "
+      "tasks live as it decodes), and each profiler's own CPU time over the run, start "
+      "included.")
+    w("")
+    w("| profiler | tasks found | share error | chains right | samples | BPF ns / sample "
+      "| decode ns / sample | profiler CPU s |")
+    w("|---|---|---|---|---|---|---|---|")
+    for name, r in a["rows"].items():
+        w(f"| {name} | {fnum(r.get('tasks_found'))} of 3 | "
+          f"{fnum(r.get('share_err_pts'), '{:.1f} pts')} | "
+          f"{fnum(r.get('chains_right_pct'), '{:.1f}%')} | {fnum(r.get('samples'))} | "
+          f"{fnum(r.get('bpf_ns'))} | {fnum(r.get('decode_ns'))} | "
+          f"{fnum(r.get('prof_cpu_s'), '{:.2f}')} |")
+    w("")
+
+
 def write_chart(res, path):
     rows = res["cost"]["rows"]
     rate_txt = f"{rows[0]['rate'] / 1000:g} kHz" if rows else "?"
@@ -1305,7 +1454,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5", help="comma-separated parts to run")
+    ap.add_argument("--parts", default="1,2,3,4,5,6", help="comma-separated parts to run")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
                     "again from a results.json of an earlier run, running nothing")
     a = ap.parse_args()
@@ -1342,6 +1491,8 @@ def main():
             res["scale"] = part_scale(env, cfg)
         if "5" in parts:
             res["wall"] = part_wall(env, cfg)
+        if "6" in parts:
+            res["async"] = part_async(env, cfg)
     finally:
         env.teardown()
     meta = {
