@@ -532,10 +532,9 @@ struct off_cpu {
 };
 
 /*
- * The current thread, of target @t, into one record: 0 once it went out, -1 when
- * none did. Not inlined: its callers (the
- * tick, the self-timed tick, the switch-out and the system-call exit) would
- * otherwise each carry a copy for the verifier to walk.
+ * The current thread, of target @t, into one record: 0 once it went out, -1 when none
+ * did. Not inlined: its callers (the tick, the self-timed tick, the switch-out and the
+ * system-call exit) would otherwise each carry a copy for the verifier to walk.
  */
 static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 {
