@@ -10,9 +10,11 @@ stack's coroutine (no name left over from an ended task). Older versions are pro
 as threads, with a one-line notice that says why.
 """
 
+import gzip
 import json
 import re
 import signal
+import sys
 import subprocess
 import time
 import uuid
@@ -21,7 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RUN_DIR, Harness, Once
+from conftest import REPO, RUN_DIR, Harness, Once, make_interp
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile  # noqa: E402
 
 SECONDS = 8             # covered versions; older ones only show that they are refused
 SECONDS_REFUSED = 3
@@ -223,3 +228,57 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
         assert abs(got[chain] - window) <= 0.1 * window, \
             f"{chain}: {got[chain] / 1e6:.3f} s suspended of a {window / 1e6:.1f} s profile\n{text}"
     assert stats["async_suspended_ns"] > 0, stats
+
+
+def test_all_and_agent_async_on_both_covered_versions(sid_root, workloads_installed, tmp_path,
+                                                      profiler_bin):
+    """-a --async and the agent with --async on, over 3.14 and 3.15 at once (narrowed to
+    a cgroup of this test's own): each process's burners appear as their tasks under
+    their chains, in the collapsed output and in every process's pprof."""
+    from test_agent import Agent
+    from test_system_wide import cgroup2_root, remove_cgroups
+
+    group = Path(cgroup2_root()) / f"pbp-async-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        ws = []
+        for v in COVERED:
+            base = make_interp(v, sid_root)
+            interp = type(base)(base.version, base.root,
+                                ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
+                                + base.argv, base.error)
+            go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+            interp.host_path(go).touch()
+            ws.append(h.start_workload(interp, "async_burn", "--go", go, seconds=60,
+                                       wait=False))
+        out = tmp_path / "all.txt"
+        run = h.run_profiler(["record", "-a", "--async", "--container", group.name, "-d", 3,
+                              "-f", "collapsed", "-o", out], 3 + 60, out=out)
+        assert run.rc == 0, run.describe()
+        text = out.read_text()
+        for w in ws:
+            mine = [(f, n) for f, n in stacks(text) if f[0].startswith(f"process {w.pid} ")]
+            chains = {tuple(tasks_of(f)) for f, _ in mine}
+            assert ("main", "parent", "worker-a") in chains, \
+                f"pid {w.pid} ({w.interp.version}): {sorted(chains)}\n{text[:3000]}"
+        out_dir = tmp_path / "agent"
+        out_dir.mkdir()
+        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--async", "on",
+                                    "--container", group.name])
+        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
+                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
+                               >= 2 for w in ws), 60, "two profiles of each process")
+        rc, _ = agent.stop()
+        assert rc == 0, agent.stderr()
+    finally:
+        h.close()
+        remove_cgroups([group])
+    for w in ws:
+        names = set()
+        for path in out_dir.iterdir():
+            if f"-{w.pid}-" in path.name and path.name.endswith(".pb.gz"):
+                prof = Profile.parse(gzip.decompress(path.read_bytes()))
+                names |= {fr[0] for stack, _, _ in prof.samples() for fr in stack}
+        assert {"task worker-a", "task lonely"} <= names, \
+            f"pid {w.pid} ({w.interp.version}): {sorted(names)[:40]}"

@@ -225,9 +225,12 @@ static void reload(struct agent_ctx *c)
 	if (next.mode != c->cfg.mode || next.min_block_us != c->cfg.min_block_us)
 		pr_warn("mode: %s stays until a restart (it chooses the BPF programs)\n",
 			session__mode_name(c->cfg.mode));
+	if (next.async_tasks != c->cfg.async_tasks)
+		pr_warn("async: %s stays until a restart\n", c->cfg.async_tasks ? "on" : "off");
 	next.rate_hz = c->cfg.rate_hz;
 	next.mode = c->cfg.mode;
 	next.min_block_us = c->cfg.min_block_us;
+	next.async_tasks = c->cfg.async_tasks;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
 	if (err) {
@@ -541,6 +544,7 @@ static int start(struct agent_ctx *c)
 		.rate_hz = c->cfg.rate_hz,
 		.mode = c->cfg.mode,
 		.min_block_us = c->cfg.min_block_us,
+		.async_tasks = c->cfg.async_tasks,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,

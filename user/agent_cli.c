@@ -55,6 +55,8 @@ static const char agent_help[] =
 	"                         off-cpu profiles carry the sample types cpu, off_cpu\n"
 	"                         and wall (nanoseconds)\n"
 	"      --min-block US     as for record (default " CLI_STR(SESSION_MIN_BLOCK_DEFAULT_US) ")\n"
+	"      --async on|off     asyncio tasks in the stacks, as for record --async\n"
+	"                         (default off; CPython 3.14+)\n"
 	"      --label KEY=VALUE  a label for every profile, e.g. cluster=prod\n"
 	"                         (repeatable)\n"
 	"      --host-name NAME   the host_name label (default: the host name; in a\n"

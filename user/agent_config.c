@@ -27,7 +27,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_LABEL] = "label", [AK_EXCLUDE] = "exclude", [AK_CONTAINER] = "container",
 	[AK_HOST_NAME] = "host-name", [AK_PYROSCOPE_TOKEN_FILE] = "pyroscope-token-file",
 	[AK_PYROSCOPE_PASSWORD_FILE] = "pyroscope-password-file",
-	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block",
+	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block", [AK_ASYNC] = "async",
 };
 
 #define SECRET_MAX_BYTES 16384
@@ -227,6 +227,14 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 	case AK_MODE:
 		if (session__parse_mode(value, &c->mode))
 			why = "is not cpu, wall or off-cpu";
+		break;
+	case AK_ASYNC:
+		if (!strcmp(value, "on"))
+			c->async_tasks = 1;
+		else if (!strcmp(value, "off"))
+			c->async_tasks = 0;
+		else
+			why = "is not on or off";
 		break;
 	case AK_MIN_BLOCK:
 		if (parse_uint(value, 0, SESSION_MIN_BLOCK_MAX_US, &u))
@@ -529,6 +537,7 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 	out->rate_hz = PICK(AK_RATE)->rate_hz;
 	out->mode = PICK(AK_MODE)->mode;
 	out->min_block_us = PICK(AK_MIN_BLOCK)->min_block_us;
+	out->async_tasks = PICK(AK_ASYNC)->async_tasks;
 	out->output_max_mb = PICK(AK_OUTPUT_MAX_MB)->output_max_mb;
 	out->queue_max = PICK(AK_QUEUE_MAX)->queue_max;
 	out->queue_max_mb = PICK(AK_QUEUE_MAX_MB)->queue_max_mb;
