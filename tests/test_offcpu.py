@@ -36,6 +36,7 @@ THREAD = re.compile(r"^thread (\d+)$")
 LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
 SHARE_POINTS = 5.0          # a wait's share of a thread's life, against the truth
+GIL_LESS_POINTS = 8.0    # --gil: CPU time without the GIL is left out
 LIFE_TOLERANCE = 0.02       # a thread's profiled time against its life
 
 
@@ -200,7 +201,11 @@ def test_wall_with_gil_keeps_the_holders_ticks_and_every_wait(sid_root, workload
                   if leaf == "[off-CPU: GIL wait]" and function_of(parent)[0] == name)
         cpu = 100 * t["cpu"] * 1e6 / life
         msg = w.describe(name)
-        assert abs(100 * held / life - cpu) <= SHARE_POINTS, f"GIL held against CPU:\n{msg}"
+        # A thread also runs without the GIL (letting it go, asking for it back), which
+        # --gil leaves out: under load that part grows, so held time may fall short of
+        # the CPU time by more than it may exceed it.
+        assert -GIL_LESS_POINTS <= 100 * held / life - cpu <= SHARE_POINTS, \
+            f"GIL held against CPU:\n{msg}"
         assert gil >= 0.1 * life, f"hardly any wait for the GIL:\n{msg}"
     # Threads that mostly wait hold the GIL only for moments: their waits are all kept.
     t, prof, life = w.thread("sleeper")

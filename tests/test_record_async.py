@@ -11,6 +11,7 @@ as threads, with a one-line notice that says why.
 """
 
 import gzip
+import os
 import json
 import re
 import signal
@@ -38,12 +39,28 @@ RATE = 1000             # enough samples that 5 points is three standard deviati
 MIN_SAMPLES = 900
 
 
+def wait_python(w):
+    """Until the workload's process runs the interpreter: it starts as chroot or env,
+    which exec it, and a profiler attached before that finds no CPython."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            if "python" in os.path.basename(os.readlink(f"/proc/{w.pid}/exe")):
+                return
+        except OSError:
+            pass
+        assert w.proc.poll() is None, f"the workload exited:\n{w.output()}"
+        time.sleep(0.01)
+    pytest.fail(f"pid {w.pid} did not exec the interpreter within 30 s")
+
+
 def profile(tmpdir, profiler, interp):
     h = Harness(tmpdir, profiler)
     seconds = SECONDS if interp.version in COVERED else SECONDS_REFUSED
     try:
         go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
         w = h.start_workload(interp, "async_burn", "--go", go, seconds=seconds, wait=False)
+        wait_python(w)
         out = Path(tmpdir) / f"async-{w.pid}.txt"
         st = Path(tmpdir) / f"async-{w.pid}.json"
         started = []
@@ -161,6 +178,7 @@ def test_top_async_shows_tasks_as_rows(harness, py):
     holds the tasks it awaits ('parent' at least 'worker-a')."""
     go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
     w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
+    wait_python(w)
     py.host_path(go).touch()
     out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
     err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
@@ -170,7 +188,8 @@ def test_top_async_shows_tasks_as_rows(harness, py):
                                 start_new_session=True)
     harness.group_leaders.append(proc)
     want = "task worker-a" if py.version in COVERED else "crunch_a"
-    end = time.monotonic() + 20
+    # Loading BPF took up to 5 s on a loaded 2-CPU VM; the first block follows.
+    end = time.monotonic() + 45
     while want not in out.read_text(errors="replace") and time.monotonic() < end:
         assert proc.poll() is None, f"top exited ({proc.returncode}): {err.read_text()}"
         time.sleep(0.05)
@@ -200,6 +219,7 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
     in '[task suspended]'."""
     go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
     w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
+    wait_python(w)
     py.host_path(go).touch()
     out = harness.tmp / f"wall-{w.pid}.txt"
     st = harness.tmp / f"wall-{w.pid}.json"
