@@ -40,6 +40,7 @@ static const char good[] =
 	"pyroscope-password-file = /run/secrets/password\n"
 	"mode = wall\n"
 	"min-block = 250\n"
+	"async = on\n"
 	"container = defg";	/* no newline at the end */
 
 static void periods(void)
@@ -79,6 +80,7 @@ static void parses_every_key(void)
 	CHECK(c.excludes.n == 1 && c.containers.n == 2 && !strcmp(c.containers.v[1], "defg"));
 	CHECK(!strcmp(c.host_name, "node-7"));
 	CHECK(c.mode == SESSION_WALL && c.min_block_us == 250);
+	CHECK(c.async_tasks == 1);
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
 }
