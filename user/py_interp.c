@@ -292,11 +292,25 @@ static const struct map_source live_source = {
 	.privileged = 1u << 0,	/* map_files */
 };
 
+/* @c set up to read live process @pid: its executable and root as we see them. */
+static void live_ctx(struct find_ctx *c, pid_t pid)
+{
+	char link[64];
+	ssize_t n;
+
+	c->src = &live_source;
+	c->pid = pid;
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, c->exe, sizeof(c->exe) - 1);
+	if (n > 0)
+		c->exe[n] = '\0';
+	if (proc__root(pid, c->root, sizeof(c->root)))
+		c->root[0] = '\0';
+}
+
 int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 {
 	struct find_ctx *c;
-	char link[64];
-	ssize_t n;
 	int err;
 
 	out->unopened = 0;
@@ -305,15 +319,7 @@ int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->src = &live_source;
-	c->pid = pid;
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, c->exe, sizeof(c->exe) - 1);
-	if (n > 0)
-		c->exe[n] = '\0';
-
-	if (proc__root(pid, c->root, sizeof(c->root)))
-		c->root[0] = '\0';
+	live_ctx(c, pid);
 
 	err = find_runtime(c);
 	if (err == -ENOENT && !c->found_path[0])
@@ -384,20 +390,11 @@ int py_interp__find_section(const struct py_interp *in, const char *prefix, cons
 			    uint64_t *addr, uint64_t *size)
 {
 	struct section_find *f = calloc(1, sizeof(*f));
-	char link[64];
-	ssize_t n;
 	int err;
 
 	if (!f)
 		return -ENOMEM;
-	f->c.src = &live_source;
-	f->c.pid = in->pid;
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)in->pid);
-	n = readlink(link, f->c.exe, sizeof(f->c.exe) - 1);
-	if (n > 0)
-		f->c.exe[n] = '\0';
-	if (proc__root(in->pid, f->c.root, sizeof(f->c.root)))
-		f->c.root[0] = '\0';
+	live_ctx(&f->c, in->pid);
 	f->interp_path = in->path;
 	f->prefix = prefix;
 	f->q.name = section;
