@@ -54,6 +54,15 @@ def wait_python(w):
     pytest.fail(f"pid {w.pid} did not exec the interpreter within 30 s")
 
 
+def start_burning(harness, py):
+    """async_burn.py for 30 s, burning from the start, once it runs the interpreter."""
+    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+    w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
+    wait_python(w)
+    py.host_path(go).touch()
+    return w
+
+
 def profile(tmpdir, profiler, interp):
     h = Harness(tmpdir, profiler)
     seconds = SECONDS if interp.version in COVERED else SECONDS_REFUSED
@@ -176,10 +185,7 @@ def test_async_no_task_name_outlives_its_task(py, profiled):
 def test_top_async_shows_tasks_as_rows(harness, py):
     """top --async without a terminal: the burners' tasks are rows, and a task's total
     holds the tasks it awaits ('parent' at least 'worker-a')."""
-    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-    w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
-    wait_python(w)
-    py.host_path(go).touch()
+    w = start_burning(harness, py)
     out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
     err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
     argv = harness.profiler_argv(["top", "-p", w.pid, "--async"])
@@ -203,12 +209,18 @@ def test_top_async_shows_tasks_as_rows(harness, py):
         assert "keeps no asyncio task list" in stderr, stderr
         assert "task " not in last, last
         return
-    # Rows from every block: a loaded machine gives the last second few samples.
+    # Rows from every block: a loaded machine gives the last second few samples. In each
+    # block, a task's total holds the tasks it awaits.
     rows = {}
-    for line in text.splitlines():
-        m = re.match(r"^\s*([\d.]+)%?\s+([\d.]+)%?\s+.*?(task \S+)\s*$", line)
-        if m:
-            rows[m[3]] = float(m[2])
+    for block in (b for b in text.split("\n\n") if b.strip()):
+        here = {}
+        for line in block.splitlines():
+            m = re.match(r"^\s*([\d.]+)%?\s+([\d.]+)%?\s+.*?(task \S+)\s*$", line)
+            if m:
+                here[m[3]] = float(m[2])
+        if "task parent" in here and "task worker-a" in here:
+            assert here["task parent"] >= here["task worker-a"], block
+        rows.update(here)
     for name in ("task worker-a", "task worker-b", "task lonely", "task parent"):
         assert name in rows, f"no row {name}:\n{text}"
 
@@ -217,10 +229,7 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
     """--mode wall --async: a task asleep all along is charged the whole profile at its
     await ('sleeper' in asyncio.sleep; 'parent' in its gather, under 'main'), ending
     in '[task suspended]'."""
-    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-    w = harness.start_workload(py, "async_burn", "--go", go, seconds=30, wait=False)
-    wait_python(w)
-    py.host_path(go).touch()
+    w = start_burning(harness, py)
     out = harness.tmp / f"wall-{w.pid}.txt"
     st = harness.tmp / f"wall-{w.pid}.json"
     run = harness.run_profiler(["record", "-p", w.pid, "--async", "--mode", "wall", "-d", 3,
