@@ -80,6 +80,10 @@ struct pprof_ctx {
 	const char **label_strings;
 	size_t nlabel_strings;
 	uint64_t str_base;
+	/* With asyncio tasks: the "task" key's index, and per distinct frame the index
+	 * of its task's name (0 for other frames). */
+	uint64_t task_key;
+	uint64_t *task_label;
 	/* Distinct (kind, name, file): each a stack of depth 1; id = index + 1. */
 	struct aggregate *functions;
 	uint32_t *function_of;	/* distinct frame -> function index */
@@ -127,35 +131,63 @@ static int index_strings(struct pprof_ctx *c)
 	return 0;
 }
 
-/* One string table index per distinct label string; a label with an empty key or
- * value says nothing and is left out. There are a handful, so a linear search does. */
+/* The string table index of s among the label strings, added if new. The profile-wide
+ * labels are a handful, so a linear search does. */
+static uint64_t label_string(struct pprof_ctx *c, const char *s)
+{
+	size_t j = 0;
+
+	while (j < c->nlabel_strings && strcmp(c->label_strings[j], s))
+		j++;
+	if (j == c->nlabel_strings)
+		c->label_strings[c->nlabel_strings++] = s;
+	return fixed_count(c->p) + j;
+}
+
+/*
+ * One string table index per distinct label string; a label with an empty key or
+ * value says nothing and is left out. Then, if the profile has asyncio tasks, the key
+ * "task" and each task frame's bare name, for the label that names a sample's task:
+ * they are there only then, so a profile without tasks keeps its bytes.
+ */
 static int index_labels(struct pprof_ctx *c)
 {
 	const struct profile *p = c->p;
+	size_t nframes = profile_index__nframes(&c->ix), ntasks = 0;
 
-	c->str_base = fixed_count(c->p);
-	if (!p->nlabels)
+	for (size_t i = 0; i < nframes; i++)
+		ntasks += profile_index__frame(&c->ix, (uint32_t)i)->kind == AGG_TASK;
+	c->str_base = fixed_count(p);
+	if (!p->nlabels && !ntasks)
 		return 0;
-	c->label_str = calloc(2 * p->nlabels, sizeof(*c->label_str));
-	c->label_strings = calloc(2 * p->nlabels, sizeof(*c->label_strings));
-	if (!c->label_str || !c->label_strings)
+	c->label_str = calloc(2 * p->nlabels + 1, sizeof(*c->label_str));
+	c->label_strings = calloc(2 * p->nlabels + 1 + ntasks, sizeof(*c->label_strings));
+	c->task_label = ntasks ? calloc(nframes, sizeof(*c->task_label)) : NULL;
+	if (!c->label_str || !c->label_strings || (ntasks && !c->task_label))
 		return -ENOMEM;
 	for (size_t i = 0; i < p->nlabels; i++) {
 		const char *kv[2] = { p->labels[i].key, p->labels[i].value };
 
 		if (!kv[0] || !kv[1] || !*kv[0] || !*kv[1])
 			continue;
-		for (size_t k = 0; k < 2; k++) {
-			size_t j = 0;
-
-			while (j < c->nlabel_strings && strcmp(c->label_strings[j], kv[k]))
-				j++;
-			if (j == c->nlabel_strings)
-				c->label_strings[c->nlabel_strings++] = kv[k];
-			c->label_str[2 * i + k] = fixed_count(c->p) + j;
-		}
+		for (size_t k = 0; k < 2; k++)
+			c->label_str[2 * i + k] = label_string(c, kv[k]);
 	}
-	c->str_base = fixed_count(c->p) + c->nlabel_strings;
+	if (ntasks)
+		c->task_key = label_string(c, "task");
+	for (size_t i = 0; ntasks && i < nframes; i++) {
+		const struct agg_frame *fr = profile_index__frame(&c->ix, (uint32_t)i);
+		const char *name = strtab__get(p->strs, fr->name);
+
+		if (fr->kind != AGG_TASK)
+			continue;
+		/* Distinct frames have distinct names, so these need no search. */
+		if (!strncmp(name, "task ", 5))
+			name += 5;
+		c->task_label[i] = fixed_count(p) + c->nlabel_strings;
+		c->label_strings[c->nlabel_strings++] = name;
+	}
+	c->str_base = fixed_count(p) + c->nlabel_strings;
 	return 0;
 }
 
@@ -229,6 +261,12 @@ static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
 	for (size_t i = 0; i < c->p->nlabels; i++)
 		if (c->label_str[2 * i])
 			put_label(b, c->label_str[2 * i], c->label_str[2 * i + 1], 0);
+	/* The task the sample ran in (or waited in) is the innermost of its chain. */
+	for (uint32_t k = s->depth; c->task_label && k-- > 0;)
+		if (c->task_label[ids[k]]) {
+			put_label(b, c->task_key, c->task_label[ids[k]], 0);
+			break;
+		}
 	pb__close(b, PROFILE_SAMPLE, m);
 }
 
@@ -376,6 +414,7 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	free(c.function_of);
 	free(c.label_str);
 	free(c.label_strings);
+	free(c.task_label);
 	aggregate__free(c.functions);
 	profile_index__free(&c.ix);
 	return err;
