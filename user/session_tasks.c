@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "clock.h"
 #include "log.h"
@@ -43,9 +44,20 @@ void session_tasks__look(struct session *s, struct target *t)
 	err = py_asyncio__find(&t->live.base, &t->interp, &t->asyncio);
 	if (err == -ENOENT || err == -ESRCH)
 		return;		/* asyncio not imported yet (or the process is going) */
+	if (!err && s->opts.mode != SESSION_CPU && !t->tids) {
+		t->tids = malloc(sizeof(*t->tids));
+		if (!t->tids)
+			err = -ENOMEM;
+		else
+			tid_map__init(t->tids, t->interp.pid);
+	}
 	if (!err)
 		err = sampler__add_target(s->sampler, &t->interp, t->gil, &t->asyncio);
 	if (!err) {
+		/* Found at the first look, asyncio was there when the target was: its
+		 * suspended tasks are charged from then, however long the look took.
+		 * Found later, from now (it came within the last wait). */
+		t->tasks_swept_ns = t->asyncio_wait_ns > LOOK_FIRST_NS ? now : t->found_ns;
 		t->asyncio_state = TARGET_ASYNCIO_FOUND;
 		pr_info("pid %d: asyncio found: samples in tasks show the tasks\n",
 			(int)t->interp.pid);
@@ -151,9 +163,33 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 struct sweep {
 	struct target *t;
 	uint64_t running, ns;
-	uint32_t tid;
+	uint32_t tid;		/* the thread's id in the target's namespace, then ours */
+	int tid_mapped;
+	int rescans;		/* /proc task-list reads left in this sweep */
 	size_t seen;
 };
+
+/* The BPF samples name threads by our ids: a task's wait must too, or a target in a
+ * container shows each thread twice. An id no thread has (the thread is gone, or the
+ * target wrote it) is kept as it is; the task list is read again at most once per
+ * sweep, so a target cannot make every thread cost a scan of /proc. */
+static void map_tid(struct sweep *w)
+{
+	struct tid_map *m = w->t->tids;
+	pid_t host;
+
+	w->tid_mapped = 1;
+	if (!m)
+		return;
+	if (!tid_map__known(m, w->tid, &host)) {
+		w->tid = (uint32_t)host;
+		return;
+	}
+	if (w->rescans-- <= 0)
+		return;
+	if (!tid_map__host(m, w->tid, &host))
+		w->tid = (uint32_t)host;
+}
 
 /* One suspended task: it and its awaiters, charged the sweep's interval. */
 static int sweep_task(uint64_t task, void *arg)
@@ -180,6 +216,8 @@ static int sweep_task(uint64_t task, void *arg)
 	}
 	if (!n)
 		return 0;
+	if (!w->tid_mapped)
+		map_tid(w);
 	s->tasks_suspended_ns += w->ns;
 	return session_sink__add_task_wait(w->t, w->tid, s->task_chain, n, w->ns);
 }
@@ -191,6 +229,7 @@ static int sweep_thread(const struct py_thread *th, void *arg)
 	struct mem_source *m = &w->t->live.base;
 
 	w->tid = th->tid;
+	w->tid_mapped = 0;
 	if (mem__read_u64(m, th->tstate + a->ts_running_task, &w->running))
 		w->running = 0;
 	/* A list that changes under the walk is taken as far as it was read. */
@@ -205,7 +244,6 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 
 	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU || s->live_mode)
 		return;
-	/* The first sweep covers the time since the profile began. */
 	if (!s->tasks_swept_ns)
 		s->tasks_swept_ns = s->profile_ns;
 	if (now < s->tasks_swept_ns) {
@@ -214,15 +252,24 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 	}
 	if (now - s->tasks_swept_ns < SESSION_TASK_SWEEP_NS && !now_anyway)
 		return;
-	w.ns = now - s->tasks_swept_ns;
 	s->tasks_swept_ns = now;
 	for (size_t i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
 		if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
 			continue;
+		/* Each target from its own last sweep: one found late is charged from
+		 * when its tasks are known to have been there (see session_tasks__look),
+		 * and none before the profile began. */
+		if (t->tasks_swept_ns < s->profile_ns)
+			t->tasks_swept_ns = s->profile_ns;
+		if (now <= t->tasks_swept_ns)
+			continue;
+		w.ns = now - t->tasks_swept_ns;
+		t->tasks_swept_ns = now;
 		w.t = t;
 		w.seen = 0;
+		w.rescans = 1;
 		py_threads__walk(&t->live.base, &t->interp, sweep_thread, &w);
 	}
 }

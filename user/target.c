@@ -184,5 +184,6 @@ void target__free(struct target *t)
 	sampler_live__free(t->sampler_live);
 	decoder__free(t->dec);
 	frame_cache__free(t->fcache);
+	free(t->tids);
 	free(t);
 }

@@ -11,6 +11,7 @@
 #include "decoder.h"
 #include "frame_cache.h"
 #include "py_asyncio.h"
+#include "tid_map.h"
 #include "py_interp.h"
 #include "mem_live.h"
 #include "proc.h"
@@ -55,7 +56,9 @@ struct target {
 		TARGET_ASYNCIO_NONE,	/* never: refused, or not wanted */
 	} asyncio_state;
 	uint64_t asyncio_next_ns, asyncio_wait_ns;
+	uint64_t tasks_swept_ns;	/* its suspended tasks are charged up to here */
 	struct py_asyncio asyncio;
+	struct tid_map *tids;	/* its thread ids as ours, for the wall-mode task sweep */
 	char cmd[128];
 };
 

@@ -28,8 +28,12 @@ static int add(pid_t tid, pid_t ns_tid, void *arg)
 	return 0;
 }
 
-static int find(const struct tid_map *m, uint32_t ns_tid, pid_t *tid)
+int tid_map__known(const struct tid_map *m, uint32_t ns_tid, pid_t *tid)
 {
+	if (!m->nested) {
+		*tid = (pid_t)ns_tid;
+		return 0;
+	}
 	for (unsigned int i = 0; i < m->n; i++) {
 		if (m->ns[i] == ns_tid) {
 			*tid = m->host[i];
@@ -43,15 +47,11 @@ int tid_map__host(struct tid_map *m, uint32_t ns_tid, pid_t *tid)
 {
 	int err;
 
-	if (!m->nested) {
-		*tid = (pid_t)ns_tid;
-		return 0;
-	}
-	if (!find(m, ns_tid, tid))
+	if (!tid_map__known(m, ns_tid, tid))
 		return 0;
 	m->n = 0;
 	err = proc__tasks_ns(m->pid, add, m);
 	if (err < 0)
 		return err;
-	return find(m, ns_tid, tid);
+	return tid_map__known(m, ns_tid, tid);
 }

@@ -27,5 +27,7 @@ void tid_map__init(struct tid_map *m, pid_t pid);
 /* The id under /proc/PID/task of the thread the target calls @ns_tid; -ESRCH if no
  * thread of the target has it. */
 int tid_map__host(struct tid_map *m, uint32_t ns_tid, pid_t *tid);
+/* The same from what the map holds, reading nothing: -ESRCH if it holds no such id. */
+int tid_map__known(const struct tid_map *m, uint32_t ns_tid, pid_t *tid);
 
 #endif
