@@ -253,10 +253,11 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
         if names == ["main", "parent"]:
             m = PY_FRAME.match(frames[-2])
             assert m["name"] == "parent" and int(m["line"]) == burn_line("parent"), frames
-    # asyncio is there from the start, so tasks are charged from the start, however
-    # late a loaded machine finds its layout.
+    # The profiler attaches as soon as the interpreter runs, which can be before the
+    # workload has imported asyncio: tasks are then charged from when a later look
+    # finds it, up to most of a second into the profile on a busy machine.
     for chain in (("sleeper",), ("main", "parent")):
-        assert 0.9 * window <= got[chain] <= 1.05 * window, \
+        assert 0.6 * window <= got[chain] <= 1.05 * window, \
             f"{chain}: {got[chain] / 1e6:.3f} s suspended of a {window / 1e6:.1f} s profile\n{text}"
     assert stats["async_suspended_ns"] > 0, stats
 
