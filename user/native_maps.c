@@ -368,7 +368,7 @@ int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct nati
 {
 	struct native_maps *m = calloc(1, sizeof(*m));
 	char *text = NULL;
-	size_t len;
+	size_t len = 0;
 	int err;
 
 	if (!m)
