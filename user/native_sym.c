@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Symbolisation of native PCs through libdwfl, with a cache; see native_sym.h. The
+ * cache is keyed by what identifies the code, not the process: the object's build-id
+ * and the address as the object's vaddr, so that libc's frames in 200 processes are
+ * named once. An object without a build-id is keyed by the process's Dwfl instead
+ * (its generation, which changes when the Dwfl is rebuilt, and the load address),
+ * which is right but shares nothing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hash.h"
+#include "hashmap.h"
+#include "native_sym.h"
+#include "strtab.h"
+#include "vec.h"
+
+#define NO_FUNCTION UINT32_MAX
+
+struct sym_key {
+	uint8_t id[NATIVE_BUILD_ID_MAX];	/* build-id, or (generation, module start) */
+	uint8_t id_len;
+	uint8_t by_build_id;
+	uint64_t rel;
+};
+
+struct sym_entry {
+	struct sym_key key;
+	uint32_t module, function;	/* strtab ids; function NO_FUNCTION if none */
+	uint64_t offset;
+};
+
+struct native_sym {
+	struct sym_entry *e;
+	size_t n, cap;
+	struct hashmap index;
+	struct strtab *strs;
+	size_t max_bytes;
+	struct native_sym_stats st;
+};
+
+static uint64_t key_hash(const struct sym_key *k)
+{
+	return hash_bytes(k->id, k->id_len) ^ hash_u64(k->rel ^ k->by_build_id);
+}
+
+static uint64_t entry_hash(uint32_t idx, const void *ctx)
+{
+	const struct native_sym *c = ctx;
+
+	return key_hash(&c->e[idx].key);
+}
+
+static bool entry_equal(uint32_t idx, const void *key, const void *ctx)
+{
+	const struct native_sym *c = ctx;
+	const struct sym_key *a = &c->e[idx].key, *b = key;
+
+	return a->rel == b->rel && a->id_len == b->id_len && a->by_build_id == b->by_build_id &&
+	       !memcmp(a->id, b->id, a->id_len);
+}
+
+int native_sym__new(size_t max_bytes, struct native_sym **out)
+{
+	struct native_sym *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->strs = strtab__new();
+	if (!c->strs) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->max_bytes = max_bytes;
+	*out = c;
+	return 0;
+}
+
+void native_sym__free(struct native_sym *c)
+{
+	if (!c)
+		return;
+	hashmap__free(&c->index);
+	strtab__free(c->strs);
+	free(c->e);
+	free(c);
+}
+
+static size_t sym_bytes(const struct native_sym *c)
+{
+	return c->cap * sizeof(*c->e) + hashmap__bytes(&c->index) + strtab__bytes(c->strs);
+}
+
+void native_sym__stats(const struct native_sym *c, struct native_sym_stats *st)
+{
+	*st = c->st;
+	st->bytes = sym_bytes(c);
+}
+
+/* Empties the cache once it holds its budget: names are cheap to find again from
+ * libdwfl's own tables, and a cache emptied now and then is bounded without the
+ * bookkeeping of an LRU. */
+static int make_room(struct native_sym *c)
+{
+	struct strtab *fresh;
+
+	if (sym_bytes(c) < c->max_bytes)
+		return 0;
+	fresh = strtab__new();
+	if (!fresh)
+		return -ENOMEM;
+	c->st.evictions += c->n;
+	strtab__free(c->strs);
+	c->strs = fresh;
+	c->n = 0;
+	hashmap__clear(&c->index);
+	return 0;
+}
+
+static void fill(const struct native_sym *c, const struct sym_entry *e, struct native_symbol *out)
+{
+	out->module = strtab__get(c->strs, e->module);
+	out->function = e->function == NO_FUNCTION ? NULL : strtab__get(c->strs, e->function);
+	out->offset = e->offset;
+	out->rel = e->key.rel;
+}
+
+static int64_t intern(struct strtab *t, const char *s)
+{
+	return strtab__intern(t, s, strlen(s));
+}
+
+int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint64_t addr,
+		       struct native_symbol *out)
+{
+	Dwfl *dwfl = native_unwind__dwfl(u);
+	Dwfl_Module *mod = dwfl ? dwfl_addrmodule(dwfl, addr) : NULL;
+	const unsigned char *bits;
+	struct sym_key key = { 0 };
+	struct sym_entry ent = { 0 };
+	const char *modname, *name;
+	Dwarf_Addr start, bias;
+	GElf_Addr vaddr, off = 0;
+	GElf_Sym sym;
+	int64_t id;
+	uint32_t idx;
+	size_t slot;
+	int len, err;
+
+	memset(out, 0, sizeof(*out));
+	out->module = "[unknown]";
+	if (!mod || !dwfl_module_getelf(mod, &bias)) {
+		c->st.unknown++;
+		return -ENOENT;
+	}
+	modname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	key.rel = addr - bias;
+	len = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (len > 0 && len <= NATIVE_BUILD_ID_MAX) {
+		memcpy(key.id, bits, (size_t)len);
+		key.id_len = (uint8_t)len;
+		key.by_build_id = 1;
+	} else {
+		uint64_t gen = native_unwind__generation(u), s = start;
+
+		memcpy(key.id, &gen, sizeof(gen));
+		memcpy(key.id + sizeof(gen), &s, sizeof(s));
+		key.id_len = 2 * sizeof(uint64_t);
+	}
+	if (c->n && !hashmap__find(&c->index, key_hash(&key), entry_equal, &key, c, &idx)) {
+		c->st.hits++;
+		fill(c, &c->e[idx], out);
+		return 0;
+	}
+	c->st.misses++;
+	err = make_room(c);
+	if (err)
+		return err;
+	ent.key = key;
+	ent.function = NO_FUNCTION;
+	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	if (name && *name) {
+		id = intern(c->strs, name);
+		if (id < 0)
+			return (int)id;
+		ent.function = (uint32_t)id;
+		ent.offset = off;
+	}
+	id = intern(c->strs, modname && *modname ? modname : "[unknown]");
+	if (id < 0)
+		return (int)id;
+	ent.module = (uint32_t)id;
+	err = vec__reserve((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e), 64);
+	if (!err)
+		err = hashmap__grow(&c->index, 128, entry_hash, c);
+	if (err)
+		return err;
+	c->e[c->n] = ent;
+	slot = hashmap__probe(&c->index, key_hash(&key), entry_equal, &key, c);
+	hashmap__set(&c->index, slot, (uint32_t)c->n);
+	c->n++;
+	fill(c, &ent, out);
+	return 0;
+}
+
+int native_sym__format(const struct native_symbol *s, char *buf, size_t len)
+{
+	if (s->function)
+		return snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", s->function, s->offset,
+				s->module);
+	return snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->rel);
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Names for native PCs: which object, which function, how far into it, through
+ * libdwfl's symbol tables (.symtab, else .dynsym; the .symtab of a separate debug file
+ * found by build-id when the object is stripped), cached by (build-id, address in the
+ * object) so that every process mapping the same library shares the answers.
+ */
+#ifndef PBP_NATIVE_SYM_H
+#define PBP_NATIVE_SYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "native_unwind.h"
+
+struct native_symbol {
+	const char *module;	/* the object's file name, without its directory */
+	const char *function;	/* NULL when no symbol covers the address */
+	uint64_t offset;	/* into @function */
+	uint64_t rel;		/* the address as the object's ELF vaddr (addr - load bias):
+				 * what addr2line -e OBJECT and a "lib+0xREL" name take */
+};
+
+struct native_sym;
+
+struct native_sym_stats {
+	uint64_t hits, misses, evictions, unknown;
+	size_t bytes;
+};
+
+/* A cache of at most @max_bytes (entries and their strings). */
+int native_sym__new(size_t max_bytes, struct native_sym **out);
+void native_sym__free(struct native_sym *c);
+
+/*
+ * Names @addr (a native_frame's lookup address) in the process @u unwinds. The strings
+ * in @out stay valid until the next call. 0, -ENOENT if @addr is in no known object
+ * (out->module is then "[unknown]"), -ENOMEM.
+ */
+int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint64_t addr,
+		       struct native_symbol *out);
+
+/* "function+0xOFF (module)", or "module+0xREL" for an object without a symbol there;
+ * cut to @len. Returns what snprintf returns. */
+int native_sym__format(const struct native_symbol *s, char *buf, size_t len);
+
+void native_sym__stats(const struct native_sym *c, struct native_sym_stats *st);
+
+#endif

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Native unwinding from a sample's snapshot, the way `perf record --call-graph dwarf`
+ * does it: BPF copies the registers and the top of the user stack while the thread is
+ * stopped; here the DWARF call-frame information (.eh_frame, else .debug_frame) of each
+ * mapped object turns them into the chain of return addresses.
+ *
+ * Why libdw (libdwfl's frame API): it sits beside the libelf we already link, is what
+ * perf and eu-stack use, and interprets CFI (CFA rules, register rules, DWARF
+ * expressions, signal frames, the x86-64 frame-pointer fallback where an object has no
+ * CFI for a PC) so that we write no DWARF unwinder of our own. It is driven entirely
+ * through callbacks, which is what lets it work on a snapshot: dwfl_attach_state()
+ * takes Dwfl_Thread_Callbacks whose memory_read serves only from the stack copy (any
+ * other address is refused, so a walk never reads the live process and never blocks),
+ * and whose set_initial_registers hands over the sampled registers. The ready-made
+ * dwfl_linux_proc_attach() is no use here: it PTRACE_ATTACHes and stops each thread,
+ * reads registers with PTRACE_GETREGS and memory from the live process, which is the
+ * stop-the-world cost BPF exists to avoid (and it needs ptrace rights: CAP_SYS_PTRACE
+ * or the same user under Yama's ptrace_scope). Modules are reported by us with
+ * dwfl_report_elf() from native_maps (files opened as hostile, checked by inode),
+ * rather than by dwfl_linux_proc_report(), which opens the maps names as plain paths
+ * (wrong for a chroot or container, and open to a FIFO or a swapped symlink).
+ *
+ * What a snapshot must hold (x86-64): RIP and RSP always; RBP, because CFI of
+ * frame-pointer code computes the CFA from it and the fallback walks it; RBX and
+ * R12-R15, the other callee-saved registers, because CFI may say "same value" for
+ * them up the chain and an outer frame's CFA or a DW_OP expression can use them
+ * (rare in practice: glibc's and CPython's CFA rules use only RSP and RBP). The
+ * caller-saved ones are never needed to find a caller. The whole of pt_regs is 168
+ * bytes; the 17 DWARF registers are 136.
+ *
+ * How much stack (measured on this machine; tests/test_native_unwind.py prints them):
+ * from RSP to the outermost frame (_start's CFA) the walk read
+ *   - the test program, main -> outer -> middle -> leaf: about 0.3-0.5 KiB above RSP;
+ *     through glibc's qsort (msort_with_tmp, which puts its temporary array on the
+ *     stack for small sorts) a few KiB more;
+ *   - CPython 3.13 (Debian sid, python3.13 -c 'while 1: pass'), at a sample:
+ *     MEASURED_313; with Python recursion calling back through C (sorted with a
+ *     Python key, a C extension's callback): MEASURED_313_DEEP.
+ * so the issue's default copy of 16 KiB covers a plain interpreter to its _start, and
+ * a shorter copy still gives the innermost frames, which are the ones that matter
+ * most (the walk ends NATIVE_END_STACK_COPY, marked, not guessed).
+ *
+ * One Dwfl per process, rebuilt when its maps change (native_unwind__set_maps): libdwfl
+ * has no way to drop one module, and a process's mappings change rarely (dlopen).
+ * Memory is bounded by what it caches per module: the objects are mmapped (shared
+ * with the page cache), and the CFI cache holds at most one entry per FDE and CIE of
+ * an object; walks are bounded by max_frames and by libdwfl's own rule that each CFA
+ * lies above the last.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hostile_file.h"
+#include "log.h"
+#include "native_unwind.h"
+
+struct native_unwind {
+	Dwfl *dwfl;
+	Dwfl_Callbacks cb;		/* must outlive the Dwfl */
+	uint64_t maps_hash;
+	uint64_t generation;
+	pid_t pid;
+	char root[4096];		/* the target's root as we see it (for debug files) */
+	char debug_dir[64 + 4096];	/* /proc/PID/root/usr/lib/debug */
+	struct native_unwind_stats st;
+
+	/* The walk under way: what the thread callbacks see. */
+	const struct native_snapshot *snap;
+	uint64_t max_read_end;		/* highest stack byte read + 1 */
+	uint64_t refused_addr;
+	int refused;
+};
+
+static const char *const end_names[] = {
+	[NATIVE_END_OUTERMOST] = "outermost",
+	[NATIVE_END_STACK_COPY] = "stack copy exhausted",
+	[NATIVE_END_NO_CFI] = "no CFI",
+	[NATIVE_END_BOUND] = "frame limit",
+	[NATIVE_END_BAD_FRAME] = "bad frame",
+};
+
+const char *native_end__name(enum native_end end)
+{
+	return (unsigned int)end <= NATIVE_END_BAD_FRAME ? end_names[end] : "?";
+}
+
+/* ---- The thread callbacks: the snapshot is the whole world. ---- */
+
+static pid_t cb_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
+{
+	(void)dwfl;
+	(void)dwfl_arg;
+	(void)thread_argp;
+	return 0;	/* threads are named by the caller, one snapshot at a time */
+}
+
+static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
+{
+	struct native_unwind *u = dwfl_arg;
+
+	(void)dwfl;
+	(void)tid;
+	*thread_argp = (void *)u->snap;
+	return u->snap != NULL;
+}
+
+static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *dwfl_arg)
+{
+	struct native_unwind *u = dwfl_arg;
+	const struct native_snapshot *s = u->snap;
+	uint64_t sp = s->regs[NATIVE_REG_RSP];
+
+	(void)dwfl;
+	/* Overflow-safe: addr - sp is taken only once addr >= sp. */
+	if (addr < sp || addr - sp > s->stack_len || s->stack_len - (addr - sp) < sizeof(*result)) {
+		u->refused = 1;
+		u->refused_addr = addr;
+		return false;
+	}
+	memcpy(result, s->stack + (addr - sp), sizeof(*result));
+	if (addr + sizeof(*result) > u->max_read_end)
+		u->max_read_end = addr + sizeof(*result);
+	return true;
+}
+
+static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
+{
+	const struct native_snapshot *s = thread_arg;
+	int i = 0;
+
+	/* Known registers in runs, as dwfl_thread_state_registers() takes them; the
+	 * others stay unset, which libdwfl treats as unknown rather than zero. */
+	while (i < NATIVE_REG_RIP) {
+		int j = i;
+
+		if (!(s->regs_mask >> i & 1)) {
+			i++;
+			continue;
+		}
+		while (j < NATIVE_REG_RIP && s->regs_mask >> j & 1)
+			j++;
+		if (!dwfl_thread_state_registers(thread, i, (unsigned int)(j - i), &s->regs[i]))
+			return false;
+		i = j;
+	}
+	dwfl_thread_state_register_pc(thread, s->regs[NATIVE_REG_RIP]);
+	return true;
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = cb_next_thread,
+	.get_thread = cb_get_thread,
+	.memory_read = cb_memory_read,
+	.set_initial_registers = cb_set_initial_registers,
+};
+
+/* ---- Modules ---- */
+
+/* Separate debug files, by build-id under the target's /usr/lib/debug: they hold the
+ * .symtab a stripped library lacks (glibc's static functions) and .debug_frame.
+ * libdwfl's standard finder would also ask debuginfod when DEBUGINFOD_URLS is set (a
+ * network fetch in the middle of a profile) and looks at host paths, so it is not
+ * used. A file found is used only if its build-id is the module's. */
+static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			     GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct native_unwind *u = *userdata;
+	const unsigned char *bits;
+	uint8_t got[NATIVE_BUILD_ID_MAX];
+	GElf_Addr vaddr;
+	char path[sizeof(u->debug_dir) + 128];
+	int fd = -1, len, n;
+
+	(void)modname;
+	(void)base;
+	(void)file_name;
+	(void)debuglink_file;
+	(void)debuglink_crc;
+	len = dwfl_module_build_id(mod, &bits, &vaddr);
+	if (!u || len <= 0 || len > NATIVE_BUILD_ID_MAX)
+		return -1;
+	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->debug_dir, bits[0]);
+	for (int i = 1; i < len && n < (int)sizeof(path) - 8; i++)
+		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", bits[i]);
+	snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
+	/* .build-id entries are symbolic links (relative, into ../../..): followed. */
+	fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+	if (fd < 0)
+		return -1;
+	if (native_maps__read_build_id(fd, got, sizeof(got)) != len || memcmp(got, bits, (size_t)len)) {
+		close(fd);
+		return -1;
+	}
+	*debuginfo_file_name = strdup(path);
+	return fd;	/* libdwfl owns it now */
+}
+
+/* Objects are all reported with a descriptor; nothing is looked up by name. */
+static int cb_find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		       char **file_name, Elf **elfp)
+{
+	(void)mod;
+	(void)userdata;
+	(void)modname;
+	(void)base;
+	(void)file_name;
+	(void)elfp;
+	return -1;
+}
+
+/*
+ * The load bias of the file open at @fd mapped as @e: where its vaddr 0 sits. Found
+ * from the PT_LOAD whose file range holds e->offset: start - offset - (p_vaddr -
+ * p_offset), exact because a segment's vaddr and offset agree modulo the page size.
+ */
+static int map_bias(int fd, const struct native_map *e, uint64_t *bias, int *is_exec)
+{
+	size_t phnum;
+	Elf *elf;
+	int err = -ENOEXEC;
+
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) || phnum > 4096)
+		goto cleanup;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (e->offset < (ph.p_offset & ~0xfffull) || e->offset >= ph.p_offset + ph.p_filesz)
+			continue;
+		*bias = e->start - e->offset - (ph.p_vaddr - ph.p_offset);
+		{
+			GElf_Ehdr eh;
+
+			*is_exec = gelf_getehdr(elf, &eh) && eh.e_type == ET_EXEC;
+		}
+		err = 0;
+		break;
+	}
+cleanup:
+	if (elf)
+		elf_end(elf);
+	return err;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return b ? b + 1 : path;
+}
+
+/* Reports the object of @e to @dwfl; *@mod_end is where the module ends. */
+static int report_one(struct native_unwind *u, const struct native_maps *m,
+		      const struct native_map *e, uint64_t *mod_end)
+{
+	Dwarf_Addr start, end;
+	uint64_t bias = 0;
+	Dwfl_Module *mod;
+	void **ud;
+	int fd, is_exec = 0, err;
+
+	fd = native_maps__open(m, e);
+	if (fd < 0)
+		return fd;
+	err = map_bias(fd, e, &bias, &is_exec);
+	if (err)
+		goto cleanup;
+	/* add_p_vaddr: @base is the bias (for ET_DYN; ET_EXEC ignores it). */
+	mod = dwfl_report_elf(u->dwfl, base_name(e->path), e->path, fd, bias, true);
+	if (!mod) {
+		pr_debug("native: %s: %s\n", e->path, dwfl_errmsg(-1));
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	fd = -1;	/* consumed by libdwfl */
+	/* Our state for cb_find_debuginfo, which gets only the module's userdata. */
+	dwfl_module_info(mod, &ud, &start, &end, NULL, NULL, NULL, NULL);
+	*ud = u;
+	*mod_end = end;
+	err = 0;
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int native_unwind__new(struct native_unwind **out)
+{
+	struct native_unwind *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return -ENOMEM;
+	u->cb.find_elf = cb_find_elf;
+	u->cb.find_debuginfo = cb_find_debuginfo;
+	u->cb.section_address = dwfl_offline_section_address;
+	*out = u;
+	return 0;
+}
+
+void native_unwind__free(struct native_unwind *u)
+{
+	if (!u)
+		return;
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	free(u);
+}
+
+Dwfl *native_unwind__dwfl(const struct native_unwind *u)
+{
+	return u->dwfl;
+}
+
+uint64_t native_unwind__generation(const struct native_unwind *u)
+{
+	return u->generation;
+}
+
+void native_unwind__stats(const struct native_unwind *u, struct native_unwind_stats *st)
+{
+	*st = u->st;
+}
+
+int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m)
+{
+	Dwfl_Module *first = NULL;
+	uint64_t last_end = 0;
+	Dwarf_Addr bias;
+	Elf *elf;
+	Dwfl *dwfl;
+	int err;
+
+	if (u->dwfl && u->pid == m->pid && u->maps_hash == m->hash)
+		return 0;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOEXEC;
+	dwfl = dwfl_begin(&u->cb);
+	if (!dwfl)
+		return -ENOMEM;
+	if (u->dwfl)
+		dwfl_end(u->dwfl);
+	u->dwfl = dwfl;
+	u->generation++;
+	u->st.rebuilds++;
+	u->pid = m->pid;
+	u->maps_hash = m->hash;
+	snprintf(u->root, sizeof(u->root), "%s", m->root);
+	snprintf(u->debug_dir, sizeof(u->debug_dir), "/proc/%d/root/usr/lib/debug", (int)m->pid);
+	u->st.modules = u->st.modules_unopened = 0;
+
+	dwfl_report_begin(dwfl);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct native_map *e = &m->maps[i];
+
+		/* A file's later executable mappings (rare: a text segment split by
+		 * mprotect) lie within the module its first one reported. */
+		if (i && e->dev == m->maps[i - 1].dev && e->ino == m->maps[i - 1].ino &&
+		    e->start < last_end)
+			continue;
+		last_end = 0;
+		if (report_one(u, m, e, &last_end))
+			u->st.modules_unopened++;
+		else
+			u->st.modules++;
+	}
+	if (dwfl_report_end(dwfl, NULL, NULL)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	/* libdwfl takes the architecture from an ELF file; any module's will do. */
+	for (size_t i = 0; !first && i < m->n; i++)
+		first = dwfl_addrmodule(dwfl, m->maps[i].start);
+	elf = first ? dwfl_module_getelf(first, &bias) : NULL;
+	if (!elf) {
+		err = -ENOEXEC;
+		goto fail;
+	}
+	if (!dwfl_attach_state(dwfl, elf, m->pid, &thread_callbacks, u)) {
+		pr_debug("native: dwfl_attach_state: %s\n", dwfl_errmsg(-1));
+		err = -ENOEXEC;
+		goto fail;
+	}
+	return 0;
+fail:
+	dwfl_end(u->dwfl);
+	u->dwfl = NULL;
+	return err;
+}
+
+/* ---- Walking ---- */
+
+struct walk {
+	struct native_stack *out;
+	unsigned int max;
+	int bound;
+};
+
+static int frame_cb(Dwfl_Frame *state, void *arg)
+{
+	struct walk *w = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	w->out->frames[w->out->n].pc = pc;
+	w->out->frames[w->out->n].lookup = activation ? pc : pc - 1;
+	w->out->n++;
+	if (w->out->n >= w->max) {
+		w->bound = 1;
+		return DWARF_CB_ABORT;
+	}
+	return DWARF_CB_OK;
+}
+
+/* Whether any CFI covers @addr: the one thing that tells "no CFI" apart from CFI that
+ * led somewhere impossible, since libdwfl's error codes are not public. */
+static int has_cfi(Dwfl *dwfl, uint64_t addr)
+{
+	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
+	Dwarf_Frame *frame;
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi;
+
+	if (!mod)
+		return 0;
+	cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (cfi && !dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
+		free(frame);
+		return 1;
+	}
+	cfi = dwfl_module_dwarf_cfi(mod, &bias);
+	if (cfi && !dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
+		free(frame);
+		return 1;
+	}
+	return 0;
+}
+
+int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s,
+			unsigned int max_frames, struct native_stack *out)
+{
+	const uint32_t need = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP;
+	struct walk w = { .out = out };
+	uint64_t sp;
+	int rc;
+
+	out->n = 0;
+	out->end = NATIVE_END_BAD_FRAME;
+	out->stack_used = 0;
+	if ((s->regs_mask & need) != need || (!s->stack && s->stack_len))
+		return -EINVAL;
+	if (!u->dwfl)
+		return -ENOENT;
+	w.max = max_frames < NATIVE_MAX_FRAMES ? max_frames : NATIVE_MAX_FRAMES;
+	if (!w.max)
+		w.max = 1;
+	sp = s->regs[NATIVE_REG_RSP];
+	u->snap = s;
+	u->max_read_end = sp;
+	u->refused = 0;
+	/* The thread id only names the walk to libdwfl; cb_get_thread ignores it. */
+	rc = dwfl_getthread_frames(u->dwfl, s->tid ? (pid_t)s->tid : 1, frame_cb, &w);
+	u->snap = NULL;
+
+	if (w.bound)
+		out->end = NATIVE_END_BOUND;
+	else if (rc == 0)
+		out->end = NATIVE_END_OUTERMOST;
+	else if (u->refused && u->refused_addr >= sp + s->stack_len &&
+		 u->refused_addr - sp < (1ull << 30))
+		out->end = NATIVE_END_STACK_COPY;	/* further up the same stack */
+	else if (out->n && !has_cfi(u->dwfl, out->frames[out->n - 1].lookup))
+		out->end = NATIVE_END_NO_CFI;
+	else
+		out->end = NATIVE_END_BAD_FRAME;
+	out->stack_used = (uint32_t)(u->max_read_end - sp);
+	u->st.walks++;
+	u->st.frames += out->n;
+	u->st.ends[out->end]++;
+	return 0;
+}
