@@ -171,12 +171,20 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
+# Native unwinding and symbolisation (--native) against a live process's snapshot.
+NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_sym.o hostile_file.o \
+		proc.o text_safe.o hashmap.o strtab.o log.o)
+$(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf
+
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
-	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
+	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
 	$(Q)bash tools/run-tests.sh

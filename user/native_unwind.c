@@ -423,28 +423,37 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
-/* Whether any CFI covers @addr: the one thing that tells "no CFI" apart from CFI that
- * led somewhere impossible, since libdwfl's error codes are not public. */
-static int has_cfi(Dwfl *dwfl, uint64_t addr)
+/*
+ * Whether CFI covers @addr (1, else 0), and whether it says the return address there
+ * is undefined (*@outermost): the one way to tell a walk that reached _start or a
+ * thread's clone3 from one that stopped for lack of CFI, or on a zero read as a return
+ * address, since libdwfl's error codes are not public and its "end of stack" return
+ * is not reliable ("some systems return error instead of zero", libdwfl.h).
+ */
+static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
-	Dwarf_Frame *frame;
+	Dwarf_Frame *frame = NULL;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
+	Dwarf_Op ops_mem[3], *ops;
+	size_t nops;
 
+	*outermost = 0;
 	if (!mod)
 		return 0;
 	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (cfi && !dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
-		free(frame);
-		return 1;
+	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame))
+			return 0;
 	}
-	cfi = dwfl_module_dwarf_cfi(mod, &bias);
-	if (cfi && !dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
-		free(frame);
-		return 1;
-	}
-	return 0;
+	/* An undefined rule: no operations, and ops pointing at our buffer. */
+	if (!dwarf_frame_register(frame, NATIVE_REG_RIP, ops_mem, &ops, &nops) && !nops &&
+	    ops == ops_mem)
+		*outermost = 1;
+	free(frame);
+	return 1;
 }
 
 int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s,
@@ -453,7 +462,6 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 	const uint32_t need = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP;
 	struct walk w = { .out = out };
 	uint64_t sp;
-	int rc;
 
 	out->n = 0;
 	out->end = NATIVE_END_BAD_FRAME;
@@ -470,20 +478,28 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 	u->max_read_end = sp;
 	u->refused = 0;
 	/* The thread id only names the walk to libdwfl; cb_get_thread ignores it. */
-	rc = dwfl_getthread_frames(u->dwfl, s->tid ? (pid_t)s->tid : 1, frame_cb, &w);
+	dwfl_getthread_frames(u->dwfl, s->tid ? (pid_t)s->tid : 1, frame_cb, &w);
 	u->snap = NULL;
 
-	if (w.bound)
+	/* libdwfl returns 0 also when a read it needed failed (the return address left
+	 * unknown reads as the end), so our refusal is looked at first. A refused read
+	 * further up the same stack (within 1 GiB: no stack is larger) means the copy
+	 * was short; one elsewhere, that CFI pointed off the stack. */
+	if (w.bound) {
 		out->end = NATIVE_END_BOUND;
-	else if (rc == 0)
-		out->end = NATIVE_END_OUTERMOST;
-	else if (u->refused && u->refused_addr >= sp + s->stack_len &&
-		 u->refused_addr - sp < (1ull << 30))
-		out->end = NATIVE_END_STACK_COPY;	/* further up the same stack */
-	else if (out->n && !has_cfi(u->dwfl, out->frames[out->n - 1].lookup))
-		out->end = NATIVE_END_NO_CFI;
-	else
+	} else if (u->refused && u->refused_addr >= sp + s->stack_len &&
+		   u->refused_addr - sp < (1ull << 30)) {
+		out->end = NATIVE_END_STACK_COPY;
+	} else if (!out->n) {
 		out->end = NATIVE_END_BAD_FRAME;
+	} else {
+		int outermost;
+
+		if (!cfi_at(u->dwfl, out->frames[out->n - 1].lookup, &outermost))
+			out->end = NATIVE_END_NO_CFI;
+		else
+			out->end = outermost ? NATIVE_END_OUTERMOST : NATIVE_END_BAD_FRAME;
+	}
 	out->stack_used = (uint32_t)(u->max_read_end - sp);
 	u->st.walks++;
 	u->st.frames += out->n;

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Native unwinding and symbolisation against a live process and a snapshot of one of
+ * its threads (tests/unit/native_target.c writes one), and the maps parser against
+ * hostile text.
+ *
+ *   test_native_unwind unwind PID SNAPFILE [REPEAT]
+ *       prints "frame I PC LOOKUP FUNCTION|- MODULE REL" per frame, innermost first,
+ *       then "end", "stack_used" and, with REPEAT, "ns_per_walk" / "ns_per_sym";
+ *       checks on the way that every shorter copy of the stack unwinds to a prefix of
+ *       the full walk and ends "stack copy exhausted", that a frame limit ends "frame
+ *       limit", and that a stack of garbage ends cleanly.
+ *   test_native_unwind parse
+ *       the maps parser over malformed, hostile and oversized text.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "native_maps.h"
+#include "native_sym.h"
+#include "native_unwind.h"
+
+struct snap_header {
+	char magic[8];
+	uint32_t tid;
+	uint32_t regs_mask;
+	uint64_t regs[NATIVE_NREGS];
+	uint64_t stack_len;
+};
+
+static uint8_t *load_snapshot(const char *path, struct native_snapshot *s)
+{
+	struct snap_header h;
+	uint8_t *stack;
+	FILE *f = fopen(path, "rb");
+
+	CHECK(f);
+	CHECK(fread(&h, sizeof(h), 1, f) == 1);
+	CHECK(!memcmp(h.magic, "PBPNSNP1", 8));
+	CHECK(h.stack_len <= (1u << 20));
+	stack = malloc(h.stack_len ? h.stack_len : 1);
+	CHECK(stack);
+	CHECK(fread(stack, 1, h.stack_len, f) == h.stack_len);
+	fclose(f);
+	memset(s, 0, sizeof(*s));
+	s->tid = h.tid;
+	s->regs_mask = h.regs_mask;
+	memcpy(s->regs, h.regs, sizeof(s->regs));
+	s->stack = stack;
+	s->stack_len = h.stack_len;
+	return stack;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int same_prefix(const struct native_stack *a, const struct native_stack *full)
+{
+	if (a->n > full->n)
+		return 0;
+	for (unsigned int i = 0; i < a->n; i++)
+		if (a->frames[i].pc != full->frames[i].pc)
+			return 0;
+	return 1;
+}
+
+/* Every shorter copy of the stack: a prefix of the full walk, ended for want of bytes
+ * (or complete, once the copy holds everything the walk reads). */
+static void check_cuts(struct native_unwind *u, const struct native_snapshot *full_snap,
+		       const struct native_stack *full)
+{
+	struct native_snapshot s = *full_snap;
+	struct native_stack *st = malloc(sizeof(*st));
+	size_t step = full->stack_used > 4096 ? 64 : 8;
+
+	CHECK(st);
+	for (size_t len = 0; len <= full->stack_used + 8 && len <= full_snap->stack_len;
+	     len += step) {
+		s.stack_len = len;
+		CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, st) == 0);
+		CHECK_MSG(same_prefix(st, full), "copy of %zu bytes: not a prefix (%u frames)",
+			  len, st->n);
+		if (len < full->stack_used)
+			CHECK_MSG(st->end == NATIVE_END_STACK_COPY,
+				  "copy of %zu bytes (walk needs %u): ended %s", len,
+				  full->stack_used, native_end__name(st->end));
+		CHECK_MSG(st->stack_used <= len, "read %u bytes of a %zu-byte copy",
+			  st->stack_used, len);
+	}
+	/* At exactly the bytes the walk reported needing, it is whole again. */
+	s.stack_len = full->stack_used;
+	CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, st) == 0);
+	CHECK_MSG(st->n == full->n && st->end == full->end,
+		  "copy of stack_used=%u bytes: %u frames, %s", full->stack_used, st->n,
+		  native_end__name(st->end));
+	free(st);
+}
+
+/* Hostile stacks: random bytes, and a stack of pointers back into itself (CFA
+ * loops). Each walk must end, within the bound, without a crash. */
+static void check_garbage(struct native_unwind *u, const struct native_snapshot *full_snap)
+{
+	struct native_snapshot s = *full_snap;
+	struct native_stack *st = malloc(sizeof(*st));
+	size_t len = full_snap->stack_len < 16384 ? full_snap->stack_len : 16384;
+	uint8_t *junk = malloc(len + 8);
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+
+	CHECK(st && junk);
+	for (int round = 0; round < 200; round++) {
+		for (size_t i = 0; i + 8 <= len; i += 8) {
+			uint64_t v;
+
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			switch (round % 3) {
+			case 0:
+				v = seed;
+				break;
+			case 1:	/* pointers into the copy itself */
+				v = s.regs[NATIVE_REG_RSP] + (seed % (len ? len : 1));
+				break;
+			default: /* return addresses copied from the real stack, shuffled */
+				v = full_snap->stack_len >= 8 ?
+					    *(const uint64_t *)(full_snap->stack +
+								(seed % (full_snap->stack_len / 8)) * 8) :
+					    seed;
+			}
+			memcpy(junk + i, &v, 8);
+		}
+		s.stack = junk;
+		s.stack_len = len;
+		if (round % 2)
+			s.regs[NATIVE_REG_RBP] = s.regs[NATIVE_REG_RSP] + (seed % (len ? len : 1));
+		CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, st) == 0);
+		CHECK(st->n <= NATIVE_MAX_FRAMES);
+	}
+	free(junk);
+	free(st);
+}
+
+static int do_unwind(int pid, const char *path, int repeat)
+{
+	struct native_buildid_cache *bc = NULL;
+	struct native_maps *maps = NULL;
+	struct native_unwind *u = NULL;
+	struct native_sym *sym = NULL;
+	struct native_snapshot s, bad;
+	struct native_stack *st = malloc(sizeof(*st));
+	uint8_t *stack = load_snapshot(path, &s);
+	int err;
+
+	CHECK(st);
+	CHECK(native_buildid_cache__new(64 << 10, &bc) == 0);
+	err = native_maps__read(pid, bc, &maps);
+	CHECK_MSG(err == 0, "native_maps__read: %s", strerror(-err));
+	if (err)
+		return 1;
+	CHECK(native_unwind__new(&u) == 0);
+	CHECK(native_unwind__walk(u, &s, 8, st) == -ENOENT);
+	err = native_unwind__set_maps(u, maps);
+	CHECK_MSG(err == 0, "native_unwind__set_maps: %s", strerror(-err));
+	if (err)
+		return 1;
+	CHECK(native_sym__new(1 << 20, &sym) == 0);
+
+	bad = s;
+	bad.regs_mask &= ~(1u << NATIVE_REG_RSP);
+	CHECK(native_unwind__walk(u, &bad, 8, st) == -EINVAL);
+
+	CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, st) == 0);
+	for (unsigned int i = 0; i < st->n; i++) {
+		struct native_symbol ns;
+
+		native_sym__lookup(sym, u, st->frames[i].lookup, &ns);
+		printf("frame %u 0x%" PRIx64 " 0x%" PRIx64 " %s %s 0x%" PRIx64 "\n", i,
+		       st->frames[i].pc, st->frames[i].lookup, ns.function ? ns.function : "-",
+		       ns.module, ns.rel);
+	}
+	printf("end %s\n", native_end__name(st->end));
+	printf("stack_used %u\n", st->stack_used);
+	printf("stack_copied %zu\n", s.stack_len);
+
+	/* Setting the same maps again keeps the Dwfl. */
+	{
+		uint64_t gen = native_unwind__generation(u);
+
+		CHECK(native_unwind__set_maps(u, maps) == 0);
+		CHECK(native_unwind__generation(u) == gen);
+	}
+	{
+		struct native_stack *lim = malloc(sizeof(*lim));
+
+		CHECK(lim);
+		CHECK(native_unwind__walk(u, &s, 2, lim) == 0);
+		CHECK(lim->n == 2 && lim->end == NATIVE_END_BOUND);
+		free(lim);
+	}
+	check_cuts(u, &s, st);
+	check_garbage(u, &s);
+
+	if (repeat > 0) {
+		struct native_stack *again = malloc(sizeof(*again));
+		uint64_t t0, t1, t2;
+
+		CHECK(again);
+		t0 = now_ns();
+		for (int r = 0; r < repeat; r++)
+			CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, again) == 0);
+		t1 = now_ns();
+		for (int r = 0; r < repeat; r++)
+			for (unsigned int i = 0; i < again->n; i++) {
+				struct native_symbol ns;
+
+				native_sym__lookup(sym, u, again->frames[i].lookup, &ns);
+			}
+		t2 = now_ns();
+		printf("ns_per_walk %" PRIu64 "\n", (t1 - t0) / (uint64_t)repeat);
+		printf("ns_per_sym_frame %" PRIu64 "\n",
+		       again->n ? (t2 - t1) / ((uint64_t)repeat * again->n) : 0);
+		free(again);
+	}
+	{
+		struct native_sym_stats ss;
+		struct native_unwind_stats us;
+
+		native_sym__stats(sym, &ss);
+		native_unwind__stats(u, &us);
+		printf("modules %u unopened %u\n", us.modules, us.modules_unopened);
+		printf("sym_hits %" PRIu64 " sym_misses %" PRIu64 "\n", ss.hits, ss.misses);
+	}
+	native_sym__free(sym);
+	native_unwind__free(u);
+	native_maps__free(maps);
+	native_buildid_cache__free(bc);
+	free(stack);
+	free(st);
+	return check_failures ? 1 : 0;
+}
+
+static void parse_text(const char *text, size_t *n, uint32_t *skipped)
+{
+	struct native_maps *m = calloc(1, sizeof(*m));
+
+	CHECK(m);
+	CHECK(native_maps__parse(m, text, strlen(text)) == 0);
+	*n = m->n;
+	*skipped = m->skipped_lines;
+	native_maps__free(m);
+}
+
+static int do_parse(void)
+{
+	struct native_maps *m = calloc(1, sizeof(*m));
+	const char *good =
+		"55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 1234 /usr/bin/prog\n"
+		"55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 1234 /usr/bin/prog\n"
+		"7f0000000000-7f0000100000 r-xp 00028000 fd:00 99   /lib/with space (deleted)\n"
+		"7f0000200000-7f0000300000 rwxp 00000000 00:00 0 \n"
+		"7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0                  [vdso]\n"
+		"7ffd00002000-7ffd00003000 r-xp 00000000 08:01 77 /no/newline/at/end";
+	const struct native_map *e;
+	size_t n;
+	uint32_t skipped;
+	char *big;
+
+	CHECK(m);
+	CHECK(native_maps__parse(m, good, strlen(good)) == 0);
+	CHECK(m->n == 3 && m->skipped_lines == 0);
+	CHECK(m->maps[0].start == 0x55d0c0a01000ull && m->maps[0].offset == 0x1000);
+	CHECK(m->maps[0].ino == 1234 && !strcmp(m->maps[0].path, "/usr/bin/prog"));
+	CHECK(!strcmp(m->maps[1].path, "/lib/with space (deleted)"));
+	CHECK(!strcmp(m->maps[2].path, "/no/newline/at/end"));
+	e = native_maps__find(m, 0x7f0000000010ull);
+	CHECK(e && e->ino == 99);
+	CHECK(!native_maps__find(m, 0x7f0000100000ull));
+	native_maps__free(m);
+
+	/* Malformed: each skipped and counted, none kept. */
+	parse_text("zzzz-1000 r-xp 0 08:01 1 /a\n"
+		   "1000-0800 r-xp 0 08:01 1 /a\n"		/* end before start */
+		   "1000-2000 r-x\n"				/* cut short */
+		   "1000-2000 r-xp 0 08:01 /a\n"		/* no inode */
+		   "11112222333344445-2 r-xp 0 08:01 1 /a\n"	/* 17 hex digits */
+		   "1000-2000 r-xp 0 08:01 99999999999999999999999 /a\n" /* inode overflows */
+		   "1000-2000 r-xp 0 1000:01 1 /a\n"		/* no such major */
+		   "\n\n",
+		   &n, &skipped);
+	CHECK_MSG(n == 0 && skipped == 9, "malformed: %zu kept, %u skipped", n, skipped);
+
+	/* A NUL inside a line ends nothing: the parser works on lengths. */
+	{
+		const char with_nul[] = "1000-2000 r-xp 0 08:01 1 /a\0b\n3000-4000 r-xp 0 08:01 2 /c\n";
+		struct native_maps *mm = calloc(1, sizeof(*mm));
+
+		CHECK(mm && native_maps__parse(mm, with_nul, sizeof(with_nul) - 1) == 0);
+		CHECK(mm->n == 2 && !strcmp(mm->maps[1].path, "/c"));
+		native_maps__free(mm);
+	}
+
+	/* A line past the bound is skipped whole, and the next one still parses. */
+	big = malloc(NATIVE_MAPS_MAX_LINE + 200);
+	CHECK(big);
+	n = (size_t)snprintf(big, 64, "1000-2000 r-xp 0 08:01 1 /");
+	memset(big + n, 'a', NATIVE_MAPS_MAX_LINE + 10 - n);
+	strcpy(big + NATIVE_MAPS_MAX_LINE + 10, "\n3000-4000 r-xp 0 08:01 2 /b\n");
+	parse_text(big, &n, &skipped);
+	CHECK(n == 1 && skipped == 1);
+	free(big);
+
+	/* More executable mappings than kept: dropped and counted, bounded memory. */
+	{
+		size_t count = NATIVE_MAPS_MAX_ENTRIES + 100, len = 0;
+		char *text = malloc(count * 64);
+		struct native_maps *mm = calloc(1, sizeof(*mm));
+
+		CHECK(text && mm);
+		for (size_t i = 0; i < count; i++)
+			len += (size_t)sprintf(text + len, "%zx-%zx r-xp 0 08:01 %zu /lib%zu\n",
+					       (i + 1) * 0x1000, (i + 1) * 0x1000 + 0x800, i + 1, i);
+		CHECK(native_maps__parse(mm, text, len) == 0);
+		CHECK(mm->n == NATIVE_MAPS_MAX_ENTRIES && mm->dropped == 100);
+		native_maps__free(mm);
+		free(text);
+	}
+
+	/* Random bytes: never a crash, whatever is kept is well-formed. */
+	{
+		uint64_t seed = 88172645463325252ull;
+		char *text = malloc(1 << 16);
+
+		CHECK(text);
+		for (int round = 0; round < 200; round++) {
+			struct native_maps *mm = calloc(1, sizeof(*mm));
+			const char alphabet[] = "0123456789abcdef- :/\nrwxp";
+
+			CHECK(mm);
+			for (size_t i = 0; i < (1 << 16); i++) {
+				seed ^= seed << 13;
+				seed ^= seed >> 7;
+				seed ^= seed << 17;
+				text[i] = round % 2 ? (char)seed :
+						      alphabet[seed % (sizeof(alphabet) - 1)];
+			}
+			CHECK(native_maps__parse(mm, text, 1 << 16) == 0);
+			for (size_t i = 0; i < mm->n; i++)
+				CHECK(mm->maps[i].end > mm->maps[i].start && mm->maps[i].path[0] == '/');
+			native_maps__free(mm);
+		}
+		free(text);
+	}
+
+	/* A process that is not there. */
+	{
+		struct native_maps *mm = NULL;
+
+		CHECK(native_maps__read(0x7ffffff0, NULL, &mm) == -ESRCH && !mm);
+	}
+	if (!check_failures)
+		printf("native maps parse: ok\n");
+	return check_failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[1], "parse"))
+		return do_parse();
+	if (argc >= 4 && !strcmp(argv[1], "unwind"))
+		return do_unwind(atoi(argv[2]), argv[3], argc >= 5 ? atoi(argv[4]) : 0);
+	fprintf(stderr, "usage: test_native_unwind parse | unwind PID SNAPFILE [REPEAT]\n");
+	return 2;
+}
