@@ -184,7 +184,11 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 	ent.function = NO_FUNCTION;
 	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
 	if (name && *name) {
-		id = intern(c->strs, name);
+		/* A versioned definition's .symtab name carries its version
+		 * ("__libc_start_main@@GLIBC_2.34"); no C or mangled C++ name has an '@'. */
+		size_t n = strcspn(name, "@");
+
+		id = strtab__intern(c->strs, name, n ? n : strlen(name));
 		if (id < 0)
 			return (int)id;
 		ent.function = (uint32_t)id;
