@@ -1,0 +1,272 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Native unwinding and symbolisation (user/native_maps.c, native_unwind.c, native_sym.c)
+for --native, against real processes and snapshots of their threads.
+
+tests/unit/native_target.c, built here with and without -fomit-frame-pointer, takes a
+snapshot of its own thread (registers and a copy of its stack, what BPF will copy at a
+sample) from a call chain it knows and waits; tests/unit/test_native_unwind.c unwinds
+the snapshot against the live process's mappings and names every frame. The chain must
+come back exactly, innermost first, through glibc's own frames down to _start, and
+the walk must say it reached the outermost frame. The unit binary also checks on the
+way that every shorter copy of the stack gives a prefix of the walk ending "stack copy
+exhausted", and that garbage stacks end cleanly. CPython 3.13-3.15 in the sid chroot
+are stopped with ptrace (tests/tools/native_snapshot.py) and unwound the same way; the
+bytes each walk needed are printed (pytest -s) for the design note in native_unwind.c.
+Both the plain and the sanitizer builds run.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from pbp_interpreters import Interpreter, InterpreterError, chroot_root
+from test_sanitizers import SAN_ENV, assert_clean, san_binary
+
+TARGET_SRC = REPO / "tests" / "unit" / "native_target.c"
+SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
+FRAME = re.compile(r"^frame (\d+) (0x[0-9a-f]+) (0x[0-9a-f]+) (\S+) (.+) (0x[0-9a-f]+)$")
+
+# glibc 2.36's start-up frames below main, innermost first. __libc_start_call_main is a
+# static function: only the .symtab of libc6-dbg's separate debug file names it.
+LIBC_START = ["__libc_start_call_main", "__libc_start_main", "_start"]
+
+
+def unit_binary(build):
+    if build == "sanitizers":
+        return san_binary("tests/test_native_unwind")
+    p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_native_unwind"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"building test_native_unwind failed:\n{p.stderr[-3000:]}"
+    return str(REPO / "build" / "tests" / "test_native_unwind")
+
+
+def run_unit(binary, build, args, timeout=120):
+    return subprocess.run([binary] + args, capture_output=True, text=True, timeout=timeout,
+                          env=SAN_ENV if build == "sanitizers" else None)
+
+
+def parse(out):
+    frames, info = [], {}
+    for line in out.splitlines():
+        m = FRAME.match(line)
+        if m:
+            frames.append({"pc": int(m[2], 16), "lookup": int(m[3], 16),
+                           "function": None if m[4] == "-" else m[4], "module": m[5],
+                           "rel": int(m[6], 16)})
+        elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_")):
+            key, value = line.split(" ", 1)
+            info[key] = value
+    return frames, info
+
+
+def build_target(tmp_path, frame_pointers, strip=False):
+    exe = tmp_path / ("native_target" + ("_fp" if frame_pointers else "_nofp"))
+    flag = "-fno-omit-frame-pointer" if frame_pointers else "-fomit-frame-pointer"
+    p = subprocess.run(["gcc", "-O2", "-g", flag, "-Wall", "-Wextra", "-Werror", "-o",
+                        str(exe), str(TARGET_SRC)], capture_output=True, text=True)
+    assert p.returncode == 0, f"building native_target failed:\n{p.stderr}"
+    if strip:
+        stripped = exe.with_name(exe.name + "_stripped")
+        shutil.copy(exe, stripped)
+        subprocess.run(["strip", "--strip-all", str(stripped)], check=True)
+        return exe, stripped
+    return exe
+
+
+class Target:
+    """native_target running MODE: its snapshot taken, alive until closed."""
+
+    def __init__(self, exe, mode, snap):
+        self.snap = snap
+        self.proc = subprocess.Popen([str(exe), mode, str(snap)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("ready"), f"native_target {mode} said {line!r}"
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+def unwind(binary, build, exe, mode, tmp_path, repeat=0):
+    target = Target(exe, mode, tmp_path / f"{mode}.snap")
+    try:
+        p = run_unit(binary, build, ["unwind", str(target.proc.pid), str(target.snap)] +
+                     ([str(repeat)] if repeat else []))
+    finally:
+        target.close()
+    assert_clean(p, f"test_native_unwind unwind ({mode})")
+    return parse(p.stdout)
+
+
+def names(frames):
+    return [f["function"] for f in frames]
+
+
+def libc_debug_present():
+    """Whether libc6-dbg's debug file for this libc is installed (by build-id)."""
+    out = subprocess.run(["readelf", "-n", "/lib/x86_64-linux-gnu/libc.so.6"],
+                         capture_output=True, text=True).stdout
+    m = re.search(r"Build ID: ([0-9a-f]+)", out)
+    return bool(m) and Path(f"/usr/lib/debug/.build-id/{m[1][:2]}/{m[1][2:]}.debug").exists()
+
+
+@pytest.fixture(scope="module")
+def libc_debug():
+    assert libc_debug_present(), \
+        "libc6-dbg is not installed (tools/install-deps.sh test installs it): glibc's " \
+        "static start-up functions have no names without it"
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_maps_parser_survives_hostile_text(build):
+    binary = unit_binary(build)
+    p = run_unit(binary, build, ["parse"])
+    assert_clean(p, "test_native_unwind parse")
+    assert "native maps parse: ok" in p.stdout
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+@pytest.mark.parametrize("frame_pointers", [True, False], ids=["fp", "no-fp"])
+def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, libc_debug):
+    exe = build_target(tmp_path, frame_pointers)
+    frames, info = unwind(unit_binary(build), build, exe, "chain", tmp_path,
+                          repeat=200 if build == "plain" else 0)
+    print(f"chain ({'fp' if frame_pointers else 'no-fp'}): {len(frames)} frames, "
+          f"stack_used {info['stack_used']} bytes, ns_per_walk {info.get('ns_per_walk')}")
+    assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
+    assert [f["module"] for f in frames] == [exe.name] * 4 + ["libc.so.6"] * 2 + [exe.name]
+    assert info["end"] == "outermost"
+    # The first frame is where the registers were taken: its exact PC, not a return
+    # address; every other frame's lookup address is inside the call.
+    assert frames[0]["lookup"] == frames[0]["pc"]
+    assert all(f["lookup"] == f["pc"] - 1 for f in frames[1:])
+    assert 0 < int(info["stack_used"]) <= int(info["stack_copied"])
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+@pytest.mark.parametrize("frame_pointers", [True, False], ids=["fp", "no-fp"])
+def test_unwinds_through_libc_qsort_into_the_comparator(build, frame_pointers, tmp_path,
+                                                        libc_debug):
+    """A C callback under libc, as a Python comparator under ctypes' qsort will be:
+    the comparator, glibc's merge sort recursing once per halving of 64 elements
+    (msort_with_tmp, split by GCC into a .part clone), qsort_r (qsort is a tail call
+    to it), then the caller and the start-up frames."""
+    exe = build_target(tmp_path, frame_pointers)
+    frames, info = unwind(unit_binary(build), build, exe, "qsort", tmp_path)
+    print(f"qsort ({'fp' if frame_pointers else 'no-fp'}): {len(frames)} frames, "
+          f"stack_used {info['stack_used']} bytes")
+    assert names(frames) == (["compare"] + ["msort_with_tmp.part.0"] * 6 +
+                             ["qsort_r", "sorter", "main"] + LIBC_START), frames
+    assert [f["module"] for f in frames[1:8]] == ["libc.so.6"] * 7
+    assert info["end"] == "outermost"
+
+
+def symbol_ranges(exe):
+    """name -> (start, end) of the functions in @exe's .symtab (nm -S)."""
+    out = subprocess.run(["nm", "-S", "--defined-only", str(exe)], capture_output=True,
+                         text=True, check=True).stdout
+    ranges = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT":
+            start, size = int(parts[0], 16), int(parts[1], 16)
+            ranges[parts[3]] = (start, start + size)
+    return ranges
+
+
+def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
+    """Without .symtab (and with nothing exported) the program's frames are
+    native_target+0xREL, where REL is the address addr2line and nm use: it must fall in
+    the function the unstripped twin names. CFI survives strip: the walk is whole."""
+    exe, stripped = build_target(tmp_path, False, strip=True)
+    frames, info = unwind(unit_binary("plain"), "plain", stripped, "chain", tmp_path)
+    ranges = symbol_ranges(exe)
+    want = ["leaf", "middle", "outer", "main"]
+    assert len(frames) == 7 and info["end"] == "outermost", frames
+    for f, name in zip(frames[:4] + frames[6:], want + ["_start"]):
+        assert f["function"] is None and f["module"] == stripped.name, f
+        lo, hi = ranges[name]
+        assert lo <= f["rel"] < hi, f"{name}: {f['rel']:#x} not in [{lo:#x}, {hi:#x})"
+    assert names(frames[4:6]) == LIBC_START[:2]
+
+
+def test_process_gone_is_a_clean_error(tmp_path):
+    exe = build_target(tmp_path, True)
+    target = Target(exe, "chain", tmp_path / "chain.snap")
+    pid = target.proc.pid
+    target.close()
+    p = run_unit(unit_binary("plain"), "plain", ["unwind", str(pid), str(target.snap)])
+    assert p.returncode == 1 and "No such process" in p.stderr, p.stderr
+    assert "Sanitizer" not in p.stderr
+
+
+DEEP = """
+import sys
+def burn():
+    while True:
+        pass
+def nest(d):
+    if d == 0:
+        return burn()
+    return sorted([1, 2], key=lambda x: nest(d - 1))
+print("ready", flush=True)
+nest(int(sys.argv[1]))
+"""
+
+
+@pytest.fixture(scope="module")
+def sid_root():
+    try:
+        return chroot_root()
+    except InterpreterError as e:
+        pytest.fail(str(e))
+
+
+@pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
+@pytest.mark.parametrize("reentries", [0, 1, 4])
+def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
+    """A running CPython stopped at a random instruction of a busy loop, under
+    @reentries Python -> C (sorted) -> Python (key) calls: the walk reaches _start
+    through Py_BytesMain, every C re-entry of the eval loop shows as one more
+    PyObject_CallOneArg frame (the key call), and what it needed of the stack is printed."""
+    py = Interpreter(version, sid_root)
+    if py.missing():
+        pytest.fail(py.missing())
+    host, inside = py.scratch()
+    try:
+        (host / "deep.py").write_text(DEEP)
+        proc = subprocess.Popen(["chroot", str(sid_root), py.binary, f"{inside}/deep.py",
+                                 str(reentries)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().startswith("ready")
+            time.sleep(0.2)
+            results = []
+            for i in range(3):
+                snap = tmp_path / f"py{i}.snap"
+                subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
+                                str(snap)], check=True, capture_output=True, timeout=30)
+                p = run_unit(unit_binary("plain"), "plain",
+                             ["unwind", str(proc.pid), str(snap), "50"])
+                assert_clean(p, f"unwinding python{version}")
+                results.append(parse(p.stdout))
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
+    for frames, info in results:
+        fn = names(frames)
+        print(f"python{version} reentries={reentries}: {len(frames)} frames, end "
+              f"{info['end']}, stack_used {info['stack_used']} bytes, "
+              f"ns_per_walk {info.get('ns_per_walk')}")
+        assert info["end"] == "outermost", frames
+        assert fn[-1] == "_start" and "Py_BytesMain" in fn and "__libc_start_main" in fn, fn
+        assert frames[0]["module"] == f"python{version}"
+        assert fn.count("PyObject_CallOneArg") == reentries, fn
