@@ -7,9 +7,9 @@
 #                                 browser tests of the output formats
 set -euo pipefail
 
-build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev zlib1g-dev libcurl4-openssl-dev bpftool)
+build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev libdw-dev zlib1g-dev libcurl4-openssl-dev bpftool)
 test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
-	protobuf-compiler python3-jsonschema tmux docker.io podman golang-go libclang-rt-14-dev)
+	protobuf-compiler python3-jsonschema tmux docker.io podman golang-go libclang-rt-14-dev libc6-dbg)
 
 # The speedscope release the browser tests load; its file-format-schema.json is the
 # schema the speedscope output is validated against.
