@@ -29,17 +29,30 @@
  * caller-saved ones are never needed to find a caller. The whole of pt_regs is 168
  * bytes; the 17 DWARF registers are 136.
  *
- * How much stack (measured on this machine; tests/test_native_unwind.py prints them):
- * from RSP to the outermost frame (_start's CFA) the walk read
- *   - the test program, main -> outer -> middle -> leaf: about 0.3-0.5 KiB above RSP;
- *     through glibc's qsort (msort_with_tmp, which puts its temporary array on the
- *     stack for small sorts) a few KiB more;
- *   - CPython 3.13 (Debian sid, python3.13 -c 'while 1: pass'), at a sample:
- *     MEASURED_313; with Python recursion calling back through C (sorted with a
- *     Python key, a C extension's callback): MEASURED_313_DEEP.
- * so the issue's default copy of 16 KiB covers a plain interpreter to its _start, and
- * a shorter copy still gives the innermost frames, which are the ones that matter
- * most (the walk ends NATIVE_END_STACK_COPY, marked, not guessed).
+ * How much stack (measured on this machine with tests/test_native_unwind.py -s; the
+ * walk reports the highest byte it read above RSP as stack_used):
+ *   - the test program, main -> outer -> middle -> leaf: 368 bytes (no frame pointers)
+ *     and 400 (with), to _start; through glibc's qsort to the comparator, 1.7 KiB;
+ *   - Debian's CPython in the sid chroot, stopped at a random instruction of a busy
+ *     Python loop at module level: 1552 bytes (3.13), 1856 (3.14), 1696 (3.15) to
+ *     _start, 11-12 frames;
+ *   - each Python -> C -> Python re-entry of the eval loop (sorted() calling a Python
+ *     key) adds 5.1-5.5 KiB: one re-entry 6.6-7.3 KiB, four 21.9-23.7 KiB (35-40
+ *     frames), ten 52-57 KiB (71-82 frames).
+ * So the issue's 16 KiB default reaches _start through two C re-entries; deeper
+ * stacks keep their innermost frames, which matter most, and end
+ * NATIVE_END_STACK_COPY (marked, never guessed). Python frames themselves cost no C
+ * stack on 3.11+ (Python-to-Python calls stay in one eval loop activation).
+ *
+ * Cost: 2.3-2.5 us per walk of the 7-frame chain, 5.5-9 us for CPython's 11-12
+ * frames, 15-30 us for 17-19 and 30-70 us for 35-40 (on a loaded 2-CPU VM); names
+ * cost 40-80 ns a frame once cached. perf over the four-re-entry walk: three quarters
+ * of the time in libdw, most of it in its CFI interpreter (cfi.c runs an FDE's program
+ * from the function's start up to the PC, every time: long for the eval loop's huge
+ * function), a sixth in malloc/free of libdwfl's frame states. A cache of the rule
+ * row per PC (CFA = reg + off, where RA/RBP are saved), taken from libdw's own
+ * dwarf_cfi_addrframe() answers, would remove most of it: the next step if walks
+ * must be cheaper than this.
  *
  * One Dwfl per process, rebuilt when its maps change (native_unwind__set_maps): libdwfl
  * has no way to drop one module, and a process's mappings change rarely (dlopen).
