@@ -197,6 +197,46 @@ def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
     assert names(frames[4:6]) == LIBC_START[:2]
 
 
+def vdso_range(pid):
+    with open(f"/proc/{pid}/maps") as f:
+        for line in f:
+            if line.rstrip().endswith("[vdso]"):
+                lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+                return lo, hi
+    raise AssertionError(f"process {pid} maps no [vdso]")
+
+
+def test_unwinds_out_of_the_vdso(tmp_path, libc_debug):
+    """A thread stopped inside clock_gettime's vDSO code (no file behind it: our own
+    identical image is reported at the target's address) unwinds through libc's
+    clock_gettime to _start."""
+    exe = build_target(tmp_path, False)
+    proc = subprocess.Popen([str(exe), "vdso", "-"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("ready")
+        lo, hi = vdso_range(proc.pid)
+        snap = tmp_path / "vdso.snap"
+        for _ in range(50):
+            out = subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
+                                  str(snap)], check=True, capture_output=True, text=True,
+                                 timeout=30).stdout
+            if lo <= int(out.split()[1], 16) < hi:
+                break
+        else:
+            pytest.fail("50 stops of a clock_gettime loop never landed in the [vdso]")
+        p = run_unit(unit_binary("plain"), "plain", ["unwind", str(proc.pid), str(snap)])
+    finally:
+        proc.kill()
+        proc.wait()
+    assert_clean(p, "unwinding out of the vdso")
+    frames, info = parse(p.stdout)
+    modules = [f["module"] for f in frames]
+    assert info["end"] == "outermost", frames
+    assert modules[0] == "[vdso]" and "__vdso_clock_gettime" in names(frames), frames
+    rest = frames[modules.index("libc.so.6"):]
+    assert names(rest) == ["clock_gettime", "clock_loop", "main"] + LIBC_START, frames
+
+
 def test_process_gone_is_a_clean_error(tmp_path):
     exe = build_target(tmp_path, True)
     target = Target(exe, "chain", tmp_path / "chain.snap")

@@ -286,6 +286,11 @@ int native_maps__parse(struct native_maps *m, const char *buf, size_t len)
 		r = parse_line(p, eol, &e, &path, &plen);
 		if (r < 0)
 			m->skipped_lines++;
+		if (r == 0 && plen == 6 && !memcmp(path, "[vdso]", 6) && !m->vdso_start) {
+			m->vdso_start = e.start;
+			m->vdso_end = e.end;
+			m->hash ^= hash_u64(e.start ^ 0x7664736full);
+		}
 		if (r <= 0)
 			goto next;
 		if (m->n >= NATIVE_MAPS_MAX_ENTRIES) {

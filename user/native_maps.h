@@ -39,6 +39,8 @@ struct native_maps {
 	pid_t pid;
 	struct native_map *maps;	/* executable file mappings, by address */
 	size_t n, cap;
+	uint64_t vdso_start, vdso_end;	/* the kernel's [vdso], 0 if none: no file to open,
+					 * but the same image as ours (one kernel) */
 	char root[4096];		/* the target's root as we see it; "" if unknown */
 	uint64_t hash;			/* of every (start, end, offset, dev, ino): tells a change */
 	uint32_t skipped_lines;		/* malformed or too long */
@@ -65,8 +67,9 @@ void native_buildid_cache__stats(const struct native_buildid_cache *c,
 
 /*
  * Appends the executable file-backed mappings in the maps text @buf (@len bytes, need
- * not be NUL-terminated) to @m, and folds them into m->hash. Anonymous, special
- * ([vdso], [stack]) and non-executable mappings are left out. Malformed lines are
+ * not be NUL-terminated) to @m, and folds them into m->hash. The [vdso] goes to
+ * m->vdso_start/end; anonymous, other special ([stack]...) and non-executable mappings
+ * are left out. Malformed lines are
  * skipped and counted, never trusted. 0, or -ENOMEM.
  */
 int native_maps__parse(struct native_maps *m, const char *buf, size_t len);

@@ -68,6 +68,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "hostile_file.h"
@@ -307,6 +309,66 @@ cleanup:
 	return err;
 }
 
+/* The end of our own [vdso] mapping, which starts at @start. */
+static uint64_t own_vdso_end(uint64_t start)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	uint64_t end = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+
+		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo == start) {
+			end = hi;
+			break;
+		}
+	}
+	fclose(f);
+	return end;
+}
+
+/*
+ * Reports the target's [vdso] (a sample in clock_gettime lands there): it has no file
+ * to open, but every process on one kernel maps the same image, so ours is copied into
+ * a memfd and reported at the target's address. An image of another size (a 32-bit
+ * target) is not ours and is left out.
+ */
+static int report_vdso(struct native_unwind *u, const struct native_maps *m)
+{
+	uint64_t start = getauxval(AT_SYSINFO_EHDR), end, bias = 0;
+	struct native_map e = { .start = m->vdso_start, .end = m->vdso_end };
+	int fd, is_exec, err;
+	size_t len;
+
+	if (!start || !m->vdso_start)
+		return -ENOENT;
+	end = own_vdso_end(start);
+	if (!end || end - start != m->vdso_end - m->vdso_start)
+		return -ENOENT;
+	len = (size_t)(end - start);
+	fd = memfd_create("pbp-vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, (const void *)(uintptr_t)start, len) != (ssize_t)len) {
+		err = -EIO;
+		goto cleanup;
+	}
+	err = map_bias(fd, &e, &bias, &is_exec);
+	if (err)
+		goto cleanup;
+	if (!dwfl_report_elf(u->dwfl, "[vdso]", "[vdso]", fd, bias, true)) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	return 0;	/* fd consumed by libdwfl */
+cleanup:
+	close(fd);
+	return err;
+}
+
 int native_unwind__new(struct native_unwind **out)
 {
 	struct native_unwind *u = calloc(1, sizeof(*u));
@@ -386,6 +448,8 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 		else
 			u->st.modules++;
 	}
+	if (!report_vdso(u, m))
+		u->st.modules++;
 	if (dwfl_report_end(dwfl, NULL, NULL)) {
 		err = -ENOMEM;
 		goto fail;

@@ -8,6 +8,9 @@
  *   native_target chain SNAPFILE   main -> outer -> middle -> leaf (snapshot in leaf)
  *   native_target qsort SNAPFILE   main -> sorter -> libc qsort -> ... -> compare
  *                                  (snapshot in the first call of the comparator)
+ *   native_target vdso -           main -> clock_loop -> clock_gettime for ever, most
+ *                                  of the time in the [vdso]: the test stops it with
+ *                                  ptrace (tests/tools/native_snapshot.py)
  *
  * tests/test_native_unwind.py builds it with and without -fomit-frame-pointer. The
  * functions are noipa (no inlining, cloning or tail calls across them) so that the
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NREGS 17	/* x86-64 DWARF registers 0-15 and the return address column (RIP) */
@@ -146,13 +150,27 @@ __attribute__((noipa)) int sorter(int n)
 	return v[0] + v[63];
 }
 
+__attribute__((noipa)) long clock_loop(void)
+{
+	volatile long sink = 0;
+	struct timespec ts;
+
+	printf("ready\n");
+	fflush(stdout);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		sink += ts.tv_nsec;
+	}
+	return sink;
+}
+
 int main(int argc, char **argv)
 {
 	char buf[64];
 	int r;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: native_target chain|qsort SNAPFILE\n");
+		fprintf(stderr, "usage: native_target chain|qsort|vdso SNAPFILE\n");
 		return 2;
 	}
 	snap_path = argv[2];
@@ -160,6 +178,8 @@ int main(int argc, char **argv)
 		r = outer(argc);
 	else if (!strcmp(argv[1], "qsort"))
 		r = sorter(argc);
+	else if (!strcmp(argv[1], "vdso"))
+		r = (int)clock_loop();
 	else
 		return 2;
 	printf("ready %d\n", r);

@@ -278,6 +278,7 @@ static int do_parse(void)
 	CHECK(m);
 	CHECK(native_maps__parse(m, good, strlen(good)) == 0);
 	CHECK(m->n == 3 && m->skipped_lines == 0);
+	CHECK(m->vdso_start == 0x7ffd00000000ull && m->vdso_end == 0x7ffd00001000ull);
 	CHECK(m->maps[0].start == 0x55d0c0a01000ull && m->maps[0].offset == 0x1000);
 	CHECK(m->maps[0].ino == 1234 && !strcmp(m->maps[0].path, "/usr/bin/prog"));
 	CHECK(!strcmp(m->maps[1].path, "/lib/with space (deleted)"));
