@@ -57,7 +57,7 @@ static bool bid_equal(uint32_t idx, const void *key, const void *ctx)
 	const struct buildid_entry *a = &c->e[idx], *b = key;
 
 	return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime_ns == b->mtime_ns;
+		a->mtime_ns == b->mtime_ns;
 }
 
 int native_buildid_cache__new(size_t max_bytes, struct native_buildid_cache **out)
@@ -105,7 +105,7 @@ static void cache_add(struct native_buildid_cache *c, const struct buildid_entry
 	}
 	if (vec__reserve((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e), 16) ||
 	    hashmap__grow(&c->index, 32, bid_hash, c))
-		return;	/* not cached: found again next time */
+		return; /* not cached: found again next time */
 	c->e[c->n] = *key;
 	slot = hashmap__probe(&c->index, entry_key_hash(key), bid_equal, key, c);
 	hashmap__set(&c->index, slot, (uint32_t)c->n);
@@ -134,7 +134,7 @@ int native_maps__read_build_id(int fd, uint8_t *id, size_t cap)
 		goto cleanup;
 	}
 	if (n == 0 || (size_t)n > cap) {
-		err = 0;	/* none, or one no linker makes: treated as none */
+		err = 0; /* none, or one no linker makes: treated as none */
 		goto cleanup;
 	}
 	memcpy(id, bits, (size_t)n);
@@ -167,8 +167,8 @@ static void map_build_id(const struct native_maps *m, struct native_map *e,
 	key.ino = (uint64_t)st.st_ino;
 	key.size = (uint64_t)st.st_size;
 	key.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
-	if (cache->n && !hashmap__find(&cache->index, entry_key_hash(&key), bid_equal, &key,
-			       cache, &idx)) {
+	if (cache->n &&
+	    !hashmap__find(&cache->index, entry_key_hash(&key), bid_equal, &key, cache, &idx)) {
 		cache->st.hits++;
 		memcpy(e->build_id, cache->e[idx].id, cache->e[idx].len);
 		e->build_id_len = cache->e[idx].len;
@@ -306,8 +306,8 @@ int native_maps__parse(struct native_maps *m, const char *buf, size_t len)
 			return -ENOMEM;
 		m->maps[m->n++] = e;
 		m->hash = hash_u64(m->hash ^ e.start) ^ hash_u64(e.end ^ hash_u64(e.offset)) ^
-			  hash_u64(e.ino + 0x9e3779b97f4a7c15ull * e.dev);
-next:
+			hash_u64(e.ino + 0x9e3779b97f4a7c15ull * e.dev);
+	next:
 		p = nl ? nl + 1 : end;
 	}
 	return 0;
@@ -388,12 +388,13 @@ int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct nati
 	if (err)
 		goto cleanup;
 	if (!m->n && proc__alive(pid)) {
-		err = -ESRCH;	/* an exited process reads as an empty maps file */
+		err = -ESRCH; /* an exited process reads as an empty maps file */
 		goto cleanup;
 	}
 	for (size_t i = 0; cache && i < m->n; i++) {
 		/* Mappings of one file follow each other: its build-id is read once. */
-		if (i && m->maps[i - 1].ino == m->maps[i].ino && m->maps[i - 1].dev == m->maps[i].dev) {
+		if (i && m->maps[i - 1].ino == m->maps[i].ino &&
+		    m->maps[i - 1].dev == m->maps[i].dev) {
 			memcpy(m->maps[i].build_id, m->maps[i - 1].build_id, NATIVE_BUILD_ID_MAX);
 			m->maps[i].build_id_len = m->maps[i - 1].build_id_len;
 			m->maps[i].open_err = m->maps[i - 1].open_err;
@@ -459,8 +460,8 @@ int native_maps__open(const struct native_maps *m, const struct native_map *e)
 
 	/* The mapped inode itself, whatever its name now (CAP_SYS_ADMIN or
 	 * CAP_CHECKPOINT_RESTORE). */
-	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
-		 e->start, e->end);
+	snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid, e->start,
+		 e->end);
 	fd = hostile_file__open(AT_FDCWD, buf, 0, &id, NULL);
 	if (fd >= 0)
 		return fd;

@@ -26,25 +26,25 @@
 #define NATIVE_BUILD_ID_MAX 32
 
 struct native_map {
-	uint64_t start, end;	/* [start, end) in the target */
-	uint64_t offset;	/* file offset mapped at start */
-	uint64_t dev, ino;	/* makedev(major, minor) and inode, as maps gives them */
-	char *path;		/* as we see it in maps; " (deleted)" kept */
+	uint64_t start, end; /* [start, end) in the target */
+	uint64_t offset;     /* file offset mapped at start */
+	uint64_t dev, ino;   /* makedev(major, minor) and inode, as maps gives them */
+	char *path;	     /* as we see it in maps; " (deleted)" kept */
 	uint8_t build_id[NATIVE_BUILD_ID_MAX];
-	uint8_t build_id_len;	/* 0: none, or the file could not be read */
-	int8_t open_err;	/* 0, or -errno of the last failed open (-ENOENT, -ESTALE...) */
+	uint8_t build_id_len; /* 0: none, or the file could not be read */
+	int8_t open_err;      /* 0, or -errno of the last failed open (-ENOENT, -ESTALE...) */
 };
 
 struct native_maps {
 	pid_t pid;
-	struct native_map *maps;	/* executable file mappings, by address */
+	struct native_map *maps; /* executable file mappings, by address */
 	size_t n, cap;
-	uint64_t vdso_start, vdso_end;	/* the kernel's [vdso], 0 if none: no file to open,
+	uint64_t vdso_start, vdso_end; /* the kernel's [vdso], 0 if none: no file to open,
 					 * but the same image as ours (one kernel) */
-	char root[4096];		/* the target's root as we see it; "" if unknown */
-	uint64_t hash;			/* of every (start, end, offset, dev, ino): tells a change */
-	uint32_t skipped_lines;		/* malformed or too long */
-	uint32_t dropped;		/* past NATIVE_MAPS_MAX_ENTRIES */
+	char root[4096];	       /* the target's root as we see it; "" if unknown */
+	uint64_t hash;		       /* of every (start, end, offset, dev, ino): tells a change */
+	uint32_t skipped_lines;	       /* malformed or too long */
+	uint32_t dropped;	       /* past NATIVE_MAPS_MAX_ENTRIES */
 };
 
 /*

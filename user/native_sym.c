@@ -22,7 +22,7 @@
 #define NO_FUNCTION UINT32_MAX
 
 struct sym_key {
-	uint8_t id[NATIVE_BUILD_ID_MAX];	/* build-id, or (generation, module start) */
+	uint8_t id[NATIVE_BUILD_ID_MAX]; /* build-id, or (generation, module start) */
 	uint8_t id_len;
 	uint8_t by_build_id;
 	uint64_t rel;
@@ -30,7 +30,7 @@ struct sym_key {
 
 struct sym_entry {
 	struct sym_key key;
-	uint32_t module, function;	/* strtab ids; function NO_FUNCTION if none */
+	uint32_t module, function; /* strtab ids; function NO_FUNCTION if none */
 	uint64_t offset;
 };
 
@@ -61,7 +61,7 @@ static bool entry_equal(uint32_t idx, const void *key, const void *ctx)
 	const struct sym_key *a = &c->e[idx].key, *b = key;
 
 	return a->rel == b->rel && a->id_len == b->id_len && a->by_build_id == b->by_build_id &&
-	       !memcmp(a->id, b->id, a->id_len);
+		!memcmp(a->id, b->id, a->id_len);
 }
 
 int native_sym__new(size_t max_bytes, struct native_sym **out)

@@ -14,10 +14,10 @@
 #include "native_unwind.h"
 
 struct native_symbol {
-	const char *module;	/* the object's file name, without its directory */
-	const char *function;	/* NULL when no symbol covers the address */
-	uint64_t offset;	/* into @function */
-	uint64_t rel;		/* the address as the object's ELF vaddr (addr - load bias):
+	const char *module;   /* the object's file name, without its directory */
+	const char *function; /* NULL when no symbol covers the address */
+	uint64_t offset;      /* into @function */
+	uint64_t rel;	      /* the address as the object's ELF vaddr (addr - load bias):
 				 * what addr2line -e OBJECT and a "lib+0xREL" name take */
 };
 

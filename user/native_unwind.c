@@ -78,26 +78,24 @@
 
 struct native_unwind {
 	Dwfl *dwfl;
-	Dwfl_Callbacks cb;		/* must outlive the Dwfl */
+	Dwfl_Callbacks cb; /* must outlive the Dwfl */
 	uint64_t maps_hash;
 	uint64_t generation;
 	pid_t pid;
-	char root[4096];		/* the target's root as we see it (for debug files) */
-	char debug_dir[64 + 4096];	/* /proc/PID/root/usr/lib/debug */
+	char root[4096];	   /* the target's root as we see it (for debug files) */
+	char debug_dir[64 + 4096]; /* /proc/PID/root/usr/lib/debug */
 	struct native_unwind_stats st;
 
 	/* The walk under way: what the thread callbacks see. */
 	const struct native_snapshot *snap;
-	uint64_t max_read_end;		/* highest stack byte read + 1 */
+	uint64_t max_read_end; /* highest stack byte read + 1 */
 	uint64_t refused_addr;
 	int refused;
 };
 
 static const char *const end_names[] = {
-	[NATIVE_END_OUTERMOST] = "outermost",
-	[NATIVE_END_STACK_COPY] = "stack copy exhausted",
-	[NATIVE_END_NO_CFI] = "no CFI",
-	[NATIVE_END_BOUND] = "frame limit",
+	[NATIVE_END_OUTERMOST] = "outermost", [NATIVE_END_STACK_COPY] = "stack copy exhausted",
+	[NATIVE_END_NO_CFI] = "no CFI",	      [NATIVE_END_BOUND] = "frame limit",
 	[NATIVE_END_BAD_FRAME] = "bad frame",
 };
 
@@ -113,7 +111,7 @@ static pid_t cb_next_thread(Dwfl *dwfl, void *dwfl_arg, void **thread_argp)
 	(void)dwfl;
 	(void)dwfl_arg;
 	(void)thread_argp;
-	return 0;	/* threads are named by the caller, one snapshot at a time */
+	return 0; /* threads are named by the caller, one snapshot at a time */
 }
 
 static bool cb_get_thread(Dwfl *dwfl, pid_t tid, void *dwfl_arg, void **thread_argp)
@@ -210,12 +208,13 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
 	if (fd < 0)
 		return -1;
-	if (native_maps__read_build_id(fd, got, sizeof(got)) != len || memcmp(got, bits, (size_t)len)) {
+	if (native_maps__read_build_id(fd, got, sizeof(got)) != len ||
+	    memcmp(got, bits, (size_t)len)) {
 		close(fd);
 		return -1;
 	}
 	*debuginfo_file_name = strdup(path);
-	return fd;	/* libdwfl owns it now */
+	return fd; /* libdwfl owns it now */
 }
 
 /* Objects are all reported with a descriptor; nothing is looked up by name. */
@@ -297,7 +296,7 @@ static int report_one(struct native_unwind *u, const struct native_maps *m,
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	fd = -1;	/* consumed by libdwfl */
+	fd = -1; /* consumed by libdwfl */
 	/* Our state for cb_find_debuginfo, which gets only the module's userdata. */
 	dwfl_module_info(mod, &ud, &start, &end, NULL, NULL, NULL, NULL);
 	*ud = u;
@@ -363,7 +362,7 @@ static int report_vdso(struct native_unwind *u, const struct native_maps *m)
 		err = -ENOEXEC;
 		goto cleanup;
 	}
-	return 0;	/* fd consumed by libdwfl */
+	return 0; /* fd consumed by libdwfl */
 cleanup:
 	close(fd);
 	return err;

@@ -16,10 +16,22 @@
 /* x86-64 registers by their DWARF numbers (the psABI's), which is how libdwfl takes
  * them: a snapshot's regs[] is indexed by these. */
 enum native_reg {
-	NATIVE_REG_RAX, NATIVE_REG_RDX, NATIVE_REG_RCX, NATIVE_REG_RBX,
-	NATIVE_REG_RSI, NATIVE_REG_RDI, NATIVE_REG_RBP, NATIVE_REG_RSP,
-	NATIVE_REG_R8, NATIVE_REG_R9, NATIVE_REG_R10, NATIVE_REG_R11,
-	NATIVE_REG_R12, NATIVE_REG_R13, NATIVE_REG_R14, NATIVE_REG_R15,
+	NATIVE_REG_RAX,
+	NATIVE_REG_RDX,
+	NATIVE_REG_RCX,
+	NATIVE_REG_RBX,
+	NATIVE_REG_RSI,
+	NATIVE_REG_RDI,
+	NATIVE_REG_RBP,
+	NATIVE_REG_RSP,
+	NATIVE_REG_R8,
+	NATIVE_REG_R9,
+	NATIVE_REG_R10,
+	NATIVE_REG_R11,
+	NATIVE_REG_R12,
+	NATIVE_REG_R13,
+	NATIVE_REG_R14,
+	NATIVE_REG_R15,
 	NATIVE_REG_RIP,
 	NATIVE_NREGS
 };
@@ -29,37 +41,37 @@ enum native_reg {
  * be there; the rest are used only by odd CFI expressions. */
 struct native_snapshot {
 	uint32_t tid;
-	uint32_t regs_mask;		/* bit i: regs[i] is known */
+	uint32_t regs_mask; /* bit i: regs[i] is known */
 	uint64_t regs[NATIVE_NREGS];
-	const uint8_t *stack;		/* stack_len bytes copied from regs[RSP] upwards */
+	const uint8_t *stack; /* stack_len bytes copied from regs[RSP] upwards */
 	size_t stack_len;
 };
 
 /* Why a walk stopped. */
 enum native_end {
-	NATIVE_END_OUTERMOST,	/* CFI says there is no caller (_start, clone3): complete */
-	NATIVE_END_STACK_COPY,	/* the next frame needs bytes beyond the copied stack */
-	NATIVE_END_NO_CFI,	/* a PC in no known object, or in one without CFI for it */
-	NATIVE_END_BOUND,	/* the frame limit was reached */
-	NATIVE_END_BAD_FRAME,	/* CFI led nowhere sane (a CFA not above the last, a read
+	NATIVE_END_OUTERMOST,  /* CFI says there is no caller (_start, clone3): complete */
+	NATIVE_END_STACK_COPY, /* the next frame needs bytes beyond the copied stack */
+	NATIVE_END_NO_CFI,     /* a PC in no known object, or in one without CFI for it */
+	NATIVE_END_BOUND,      /* the frame limit was reached */
+	NATIVE_END_BAD_FRAME,  /* CFI led nowhere sane (a CFA not above the last, a read
 				 * outside the stack): a stack we must not trust further */
 };
 
 const char *native_end__name(enum native_end end);
 
 struct native_frame {
-	uint64_t pc;		/* as unwound: a return address for every frame but the first */
-	uint64_t lookup;	/* the address inside the call (pc - 1 for a return address):
+	uint64_t pc;	 /* as unwound: a return address for every frame but the first */
+	uint64_t lookup; /* the address inside the call (pc - 1 for a return address):
 				 * what to symbolise and to report in pprof Locations */
 };
 
 #define NATIVE_MAX_FRAMES 256
 
 struct native_stack {
-	struct native_frame frames[NATIVE_MAX_FRAMES];	/* innermost first */
+	struct native_frame frames[NATIVE_MAX_FRAMES]; /* innermost first */
 	unsigned int n;
 	enum native_end end;
-	uint32_t stack_used;	/* bytes above RSP the walk read: what a copy must hold */
+	uint32_t stack_used; /* bytes above RSP the walk read: what a copy must hold */
 };
 
 /* The unwinder of one process: its modules (rebuilt when its maps change) and their
@@ -69,7 +81,7 @@ struct native_unwind;
 struct native_unwind_stats {
 	uint64_t walks, frames, rebuilds;
 	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
-	uint32_t modules, modules_unopened;	/* of the current maps */
+	uint32_t modules, modules_unopened; /* of the current maps */
 };
 
 int native_unwind__new(struct native_unwind **out);
