@@ -176,7 +176,7 @@ NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_sym.
 		proc.o text_safe.o hashmap.o strtab.o log.o)
 $(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
 
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache

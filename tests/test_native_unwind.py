@@ -197,6 +197,40 @@ def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
     assert names(frames[4:6]) == LIBC_START[:2]
 
 
+def split_debug(tmp_path, name, build_id=True, wrong_debug=False):
+    """native_target stripped, its symbols in NAME.debug beside it named by
+    .gnu_debuglink; with @wrong_debug, that file is another build's debug file."""
+    exe = tmp_path / name
+    cc = ["gcc", "-O2", "-g", "-o", str(exe), str(TARGET_SRC)]
+    if not build_id:
+        cc.insert(1, "-Wl,--build-id=none")
+    subprocess.run(cc, check=True)
+    debug = tmp_path / (name + ".debug")
+    subprocess.run(["objcopy", "--only-keep-debug", str(exe), str(debug)], check=True)
+    subprocess.run(["strip", "--strip-all", str(exe)], check=True)
+    subprocess.run(["objcopy", f"--add-gnu-debuglink={debug}", str(exe)], check=True)
+    if wrong_debug:
+        other = tmp_path / "other"
+        subprocess.run(cc[:-3] + ["-O1", "-o", str(other), str(TARGET_SRC)], check=True)
+        subprocess.run(["objcopy", "--only-keep-debug", str(other), str(debug)], check=True)
+    return exe
+
+
+@pytest.mark.parametrize("case", ["build-id", "crc", "wrong-file"])
+def test_debug_file_named_by_debuglink_is_used_only_if_it_matches(tmp_path, case, libc_debug):
+    """A stripped program whose symbols live in a separate file named by
+    .gnu_debuglink: the file is used when its build-id (or, without one, the CRC the
+    link records) matches, and never when it is another build's."""
+    exe = split_debug(tmp_path, "split", build_id=case == "build-id",
+                      wrong_debug=case == "wrong-file")
+    frames, info = unwind(unit_binary("plain"), "plain", exe, "chain", tmp_path)
+    assert info["end"] == "outermost" and len(frames) == 7, frames
+    if case == "wrong-file":
+        assert names(frames[:4]) == [None] * 4, frames
+    else:
+        assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
+
+
 def vdso_range(pid):
     with open(f"/proc/{pid}/maps") as f:
         for line in f:

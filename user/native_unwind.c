@@ -72,6 +72,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "hostile_file.h"
 #include "log.h"
 #include "native_unwind.h"
@@ -176,43 +178,100 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 /* ---- Modules ---- */
 
-/* Separate debug files, by build-id under the target's /usr/lib/debug: they hold the
- * .symtab a stripped library lacks (glibc's static functions) and .debug_frame.
- * libdwfl's standard finder would also ask debuginfod when DEBUGINFOD_URLS is set (a
- * network fetch in the middle of a profile) and looks at host paths, so it is not
- * used. A file found is used only if its build-id is the module's. */
+/* A debug file found for a module is its own only if the build-ids match or, for an
+ * object without one, its CRC32 is the one .gnu_debuglink names (read whole, once per
+ * module: debug files of a few hundred MB take a second, which is why build-ids come
+ * first). 1 if it matches. */
+static int debug_file_matches(int fd, const unsigned char *bits, int len, GElf_Word crc)
+{
+	uint8_t got[NATIVE_BUILD_ID_MAX], buf[16 << 10];
+	uLong c = crc32(0L, Z_NULL, 0);
+	off_t at = 0;
+	ssize_t n;
+
+	if (len > 0)
+		return native_maps__read_build_id(fd, got, sizeof(got)) == len &&
+		       !memcmp(got, bits, (size_t)len);
+	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
+		c = crc32(c, buf, (uInt)n);
+		at += n;
+	}
+	return n == 0 && (GElf_Word)c == crc;
+}
+
+/* Opens @path as a debug file candidate for the module; a descriptor or -1. */
+static int try_debug_file(const char *path, const unsigned char *bits, int len, GElf_Word crc)
+{
+	int fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+
+	if (fd < 0)
+		return -1;
+	if (!debug_file_matches(fd, bits, len, crc)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Separate debug files: they hold the .symtab a stripped library lacks (glibc's static
+ * functions) and .debug_frame. Looked for in the target's root, as gdb and libdwfl's
+ * standard finder look on the host: by build-id under /usr/lib/debug/.build-id, then
+ * by the .gnu_debuglink name beside the object, in its .debug/ and under
+ * /usr/lib/debug/DIR. The standard finder is not used: it looks at host paths and asks
+ * debuginfod when DEBUGINFOD_URLS is set (a network fetch in the middle of a profile).
+ * .build-id entries are relative symbolic links, followed; every file found is checked
+ * to be the module's (debug_file_matches) before libdwfl reads it.
+ */
 static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			     GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	struct native_unwind *u = *userdata;
-	const unsigned char *bits;
-	uint8_t got[NATIVE_BUILD_ID_MAX];
+	const unsigned char *bits = NULL;
+	char path[sizeof(u->debug_dir) + 4096 + 256];
+	const char *dir_end, *in_root;
 	GElf_Addr vaddr;
-	char path[sizeof(u->debug_dir) + 128];
 	int fd = -1, len, n;
 
 	(void)modname;
 	(void)base;
-	(void)file_name;
-	(void)debuglink_file;
-	(void)debuglink_crc;
+	if (!u)
+		return -1; /* the [vdso]: no file of its own */
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
-	if (!u || len <= 0 || len > NATIVE_BUILD_ID_MAX)
-		return -1;
-	n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->debug_dir, bits[0]);
-	for (int i = 1; i < len && n < (int)sizeof(path) - 8; i++)
-		n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", bits[i]);
-	snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
-	/* .build-id entries are symbolic links (relative, into ../../..): followed. */
-	fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+	if (len > NATIVE_BUILD_ID_MAX)
+		len = 0;
+	if (len > 0) {
+		n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->debug_dir, bits[0]);
+		for (int i = 1; i < len && n < (int)sizeof(path) - 8; i++)
+			n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", bits[i]);
+		snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
+		fd = try_debug_file(path, bits, len, 0);
+	}
+	if (fd < 0 && debuglink_file && file_name && !strchr(debuglink_file, '/')) {
+		/* file_name is the maps path as we see it: inside the target's root once
+		 * the root's own path is taken off its front. */
+		size_t rl = strlen(u->root);
+
+		in_root = rl > 1 && !strncmp(file_name, u->root, rl) && file_name[rl] == '/' ?
+				  file_name + rl :
+				  file_name;
+		dir_end = strrchr(in_root, '/');
+		n = dir_end ? (int)(dir_end - in_root) : 0;
+		/* Beside the object, unless that names the object itself. */
+		if (strcmp(dir_end ? dir_end + 1 : in_root, debuglink_file) &&
+		    snprintf(path, sizeof(path), "/proc/%d/root%.*s/%s", (int)u->pid, n, in_root,
+			     debuglink_file) < (int)sizeof(path))
+			fd = try_debug_file(path, bits, len, debuglink_crc);
+		if (fd < 0 && snprintf(path, sizeof(path), "/proc/%d/root%.*s/.debug/%s",
+				       (int)u->pid, n, in_root, debuglink_file) < (int)sizeof(path))
+			fd = try_debug_file(path, bits, len, debuglink_crc);
+		if (fd < 0 && snprintf(path, sizeof(path), "%s%.*s/%s", u->debug_dir, n, in_root,
+				       debuglink_file) < (int)sizeof(path))
+			fd = try_debug_file(path, bits, len, debuglink_crc);
+	}
 	if (fd < 0)
 		return -1;
-	if (native_maps__read_build_id(fd, got, sizeof(got)) != len ||
-	    memcmp(got, bits, (size_t)len)) {
-		close(fd);
-		return -1;
-	}
 	*debuginfo_file_name = strdup(path);
 	return fd; /* libdwfl owns it now */
 }
