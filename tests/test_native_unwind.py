@@ -59,7 +59,7 @@ def parse(out):
             frames.append({"pc": int(m[2], 16), "lookup": int(m[3], 16),
                            "function": None if m[4] == "-" else m[4], "module": m[5],
                            "rel": int(m[6], 16)})
-        elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_")):
+        elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ")):
             key, value = line.split(" ", 1)
             info[key] = value
     return frames, info
@@ -303,17 +303,14 @@ def sid_root():
         pytest.fail(str(e))
 
 
-@pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
-@pytest.mark.parametrize("reentries", [0, 1, 4])
-def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
-    """A running CPython stopped at a random instruction of a busy loop, under
-    @reentries Python -> C (sorted) -> Python (key) calls: the walk reaches _start
-    through Py_BytesMain, every C re-entry of the eval loop shows as one more
-    PyObject_CallOneArg frame (the key call), and what it needed of the stack is printed."""
+def run_python_snapshots(sid_root, version, reentries, tmp_path, count=3, unit_prefix=()):
+    """Runs DEEP under python@version in the chroot, stops it @count times and unwinds
+    each snapshot (through @unit_prefix, e.g. setpriv); [(frames, info)]."""
     py = Interpreter(version, sid_root)
     if py.missing():
         pytest.fail(py.missing())
     host, inside = py.scratch()
+    results = []
     try:
         (host / "deep.py").write_text(DEEP)
         proc = subprocess.Popen(["chroot", str(sid_root), py.binary, f"{inside}/deep.py",
@@ -321,13 +318,13 @@ def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
         try:
             assert proc.stdout.readline().startswith("ready")
             time.sleep(0.2)
-            results = []
-            for i in range(3):
+            for i in range(count):
                 snap = tmp_path / f"py{i}.snap"
                 subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
                                 str(snap)], check=True, capture_output=True, timeout=30)
-                p = run_unit(unit_binary("plain"), "plain",
-                             ["unwind", str(proc.pid), str(snap), "50"])
+                p = subprocess.run(list(unit_prefix) + [
+                    unit_binary("plain"), "unwind", str(proc.pid), str(snap), "50"],
+                    capture_output=True, text=True, timeout=120)
                 assert_clean(p, f"unwinding python{version}")
                 results.append(parse(p.stdout))
         finally:
@@ -335,6 +332,33 @@ def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
             proc.wait()
     finally:
         shutil.rmtree(host, ignore_errors=True)
+    return results
+
+
+def test_chroot_objects_open_through_its_root_without_map_files(sid_root, tmp_path):
+    """Without CAP_SYS_ADMIN (and CAP_CHECKPOINT_RESTORE) /proc/PID/map_files is shut;
+    the chroot's python3.13 and libc must then open as /proc/PID/root + the maps path
+    with the chroot's own path taken off (the host's libc would name other functions)."""
+    drop = ["setpriv", "--inh-caps=-sys_admin,-checkpoint_restore",
+            "--bounding-set=-sys_admin,-checkpoint_restore"]
+    for frames, info in run_python_snapshots(sid_root, "3.13", 0, tmp_path, count=1,
+                                             unit_prefix=drop):
+        assert info["modules"].endswith("unopened 0"), info
+        assert info["end"] == "outermost", frames
+        fn = names(frames)
+        assert fn[-3:] == [None, "__libc_start_main", "_start"] and "Py_BytesMain" in fn, fn
+
+
+@pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
+@pytest.mark.parametrize("reentries", [0, 1, 4])
+def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
+    """A running CPython stopped at a random instruction of a busy loop, under
+    @reentries Python -> C (sorted) -> Python (key) calls: the walk reaches _start
+    through Py_BytesMain, every C re-entry of the eval loop shows as one more
+    PyObject_CallOneArg frame (the key call), and what it needed of the stack is printed.
+    The chroot has no libc debug file: glibc's static __libc_start_call_main is
+    libc.so.6+0xREL there."""
+    results = run_python_snapshots(sid_root, version, reentries, tmp_path)
     for frames, info in results:
         fn = names(frames)
         print(f"python{version} reentries={reentries}: {len(frames)} frames, end "
