@@ -59,7 +59,9 @@
  * Memory is bounded by what it caches per module: the objects are mmapped (shared
  * with the page cache), and the CFI cache holds at most one entry per FDE and CIE of
  * an object; walks are bounded by max_frames and by libdwfl's own rule that each CFA
- * lies above the last.
+ * lies above the last. Measured after a CPython process's walks and names: 120-130 KiB
+ * private, 2.2 MiB of file pages (eh_frame, symbol tables), shared with every other
+ * mapper of the same files.
  */
 #include <errno.h>
 #include <fcntl.h>

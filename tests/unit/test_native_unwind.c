@@ -64,6 +64,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Resident memory of this process, KiB, private (RssAnon) or file-backed (RssFile,
+ * shared with every mapper of the same file): what the unwinder's state costs. */
+static long rss_kib(const char *which)
+{
+	char line[256];
+	long v = 0;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, which, strlen(which)))
+			v = atol(line + strlen(which));
+	fclose(f);
+	return v;
+}
+
 static int same_prefix(const struct native_stack *a, const struct native_stack *full)
 {
 	if (a->n > full->n)
@@ -159,6 +176,7 @@ static int do_unwind(int pid, const char *path, int repeat)
 	struct native_snapshot s, bad;
 	struct native_stack *st = malloc(sizeof(*st));
 	uint8_t *stack = load_snapshot(path, &s);
+	long anon0 = rss_kib("RssAnon:"), file0 = rss_kib("RssFile:");
 	int err;
 
 	CHECK(st);
@@ -238,6 +256,8 @@ static int do_unwind(int pid, const char *path, int repeat)
 		native_sym__stats(sym, &ss);
 		native_unwind__stats(u, &us);
 		printf("modules %u unopened %u\n", us.modules, us.modules_unopened);
+		printf("rss_growth_kib anon %ld file %ld\n", rss_kib("RssAnon:") - anon0,
+		       rss_kib("RssFile:") - file0);
 		printf("sym_hits %" PRIu64 " sym_misses %" PRIu64 "\n", ss.hits, ss.misses);
 	}
 	native_sym__free(sym);
