@@ -209,7 +209,7 @@ container-load: all
 
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
-FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode
+FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
 	decoder.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
 
@@ -228,6 +228,11 @@ $(OUT)/tests/fuzz_decode: tests/fuzz/fuzz_decode.c $(FUZZ_DECODE_SRCS) FORCE | $
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
+$(OUT)/tests/fuzz_native_maps: tests/fuzz/fuzz_native_maps.c user/native_maps.c user/hostile_file.c \
+		user/proc.c user/text_safe.c user/hashmap.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -ldw -lelf
+
 # FUZZ_SECONDS each (default 60).
 fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
@@ -236,6 +241,8 @@ fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)mkdir -p $(OUT)/fuzz-corpus/decode
 	$(Q)$(OUT)/tests/fuzz_decode -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=4096 $(OUT)/fuzz-corpus/decode tests/fuzz/seeds/decode
+	$(Q)$(OUT)/tests/fuzz_native_maps -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
+		-max_len=16384 -dict=tests/fuzz/native_maps.dict
 
 # clang's -Wshorten-64-to-32 finds 64-bit values narrowed on the way (a capability mask
 # tested through an int once hid CAP_BPF); gcc has no equivalent.
