@@ -3,9 +3,9 @@
  * Symbolisation of native PCs through libdwfl, with a cache; see native_sym.h. The
  * cache is keyed by what identifies the code, not the process: the object's build-id
  * and the address as the object's vaddr, so that libc's frames in 200 processes are
- * named once. An object without a build-id is keyed by the process's Dwfl instead
- * (its generation, which changes when the Dwfl is rebuilt, and the load address),
- * which is right but shares nothing.
+ * named once. An object without a build-id (rare: every Debian object and most
+ * wheels have one) is named without the cache: no key would tell it apart from
+ * another file at the same address in a process seen before.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,9 +22,8 @@
 #define NO_FUNCTION UINT32_MAX
 
 struct sym_key {
-	uint8_t id[NATIVE_BUILD_ID_MAX]; /* build-id, or (generation, module start) */
+	uint8_t id[NATIVE_BUILD_ID_MAX]; /* the object's build-id */
 	uint8_t id_len;
-	uint8_t by_build_id;
 	uint64_t rel;
 };
 
@@ -41,11 +40,12 @@ struct native_sym {
 	struct strtab *strs;
 	size_t max_bytes;
 	struct native_sym_stats st;
+	char scratch[2][256]; /* module, function of an uncached answer */
 };
 
 static uint64_t key_hash(const struct sym_key *k)
 {
-	return hash_bytes(k->id, k->id_len) ^ hash_u64(k->rel ^ k->by_build_id);
+	return hash_bytes(k->id, k->id_len) ^ hash_u64(k->rel);
 }
 
 static uint64_t entry_hash(uint32_t idx, const void *ctx)
@@ -60,8 +60,7 @@ static bool entry_equal(uint32_t idx, const void *key, const void *ctx)
 	const struct native_sym *c = ctx;
 	const struct sym_key *a = &c->e[idx].key, *b = key;
 
-	return a->rel == b->rel && a->id_len == b->id_len && a->by_build_id == b->by_build_id &&
-		!memcmp(a->id, b->id, a->id_len);
+	return a->rel == b->rel && a->id_len == b->id_len && !memcmp(a->id, b->id, a->id_len);
 }
 
 int native_sym__new(size_t max_bytes, struct native_sym **out)
@@ -101,6 +100,15 @@ void native_sym__stats(const struct native_sym *c, struct native_sym_stats *st)
 	st->bytes = sym_bytes(c);
 }
 
+/* What the entries in use cost: their slot in the array, two hash slots (the index
+ * is kept at most half full) and their strings. Capacity is left out on purpose: the
+ * array and index keep theirs when emptied, and counting it would empty the cache
+ * at every miss once they had grown to the budget. */
+static size_t used_bytes(const struct native_sym *c)
+{
+	return c->n * (sizeof(*c->e) + 2 * sizeof(uint32_t)) + strtab__bytes(c->strs);
+}
+
 /* Empties the cache once it holds its budget: names are cheap to find again from
  * libdwfl's own tables, and a cache emptied now and then is bounded without the
  * bookkeeping of an LRU. */
@@ -108,7 +116,7 @@ static int make_room(struct native_sym *c)
 {
 	struct strtab *fresh;
 
-	if (sym_bytes(c) < c->max_bytes)
+	if (used_bytes(c) < c->max_bytes)
 		return 0;
 	fresh = strtab__new();
 	if (!fresh)
@@ -143,7 +151,7 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 	struct sym_key key = { 0 };
 	struct sym_entry ent = { 0 };
 	const char *modname, *name;
-	Dwarf_Addr start, bias;
+	Dwarf_Addr bias;
 	GElf_Addr vaddr, off = 0;
 	GElf_Sym sym;
 	int64_t id;
@@ -157,20 +165,28 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 		c->st.unknown++;
 		return -ENOENT;
 	}
-	modname = dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+	modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	if (!modname || !*modname)
+		modname = "[unknown]";
 	key.rel = addr - bias;
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
-	if (len > 0 && len <= NATIVE_BUILD_ID_MAX) {
-		memcpy(key.id, bits, (size_t)len);
-		key.id_len = (uint8_t)len;
-		key.by_build_id = 1;
-	} else {
-		uint64_t gen = native_unwind__generation(u), s = start;
-
-		memcpy(key.id, &gen, sizeof(gen));
-		memcpy(key.id + sizeof(gen), &s, sizeof(s));
-		key.id_len = 2 * sizeof(uint64_t);
+	if (len <= 0 || len > NATIVE_BUILD_ID_MAX) {
+		c->st.uncached++;
+		name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+		snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s", modname);
+		out->module = c->scratch[0];
+		out->rel = key.rel;
+		if (name && *name) {
+			snprintf(c->scratch[1], sizeof(c->scratch[1]), "%.*s",
+				 (int)(strcspn(name, "@") ? strcspn(name, "@") : strlen(name)),
+				 name);
+			out->function = c->scratch[1];
+			out->offset = off;
+		}
+		return 0;
 	}
+	memcpy(key.id, bits, (size_t)len);
+	key.id_len = (uint8_t)len;
 	if (c->n && !hashmap__find(&c->index, key_hash(&key), entry_equal, &key, c, &idx)) {
 		c->st.hits++;
 		fill(c, &c->e[idx], out);
@@ -194,7 +210,7 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 		ent.function = (uint32_t)id;
 		ent.offset = off;
 	}
-	id = intern(c->strs, modname && *modname ? modname : "[unknown]");
+	id = intern(c->strs, modname);
 	if (id < 0)
 		return (int)id;
 	ent.module = (uint32_t)id;

@@ -24,7 +24,9 @@ struct native_symbol {
 struct native_sym;
 
 struct native_sym_stats {
-	uint64_t hits, misses, evictions, unknown;
+	uint64_t hits, misses, evictions;
+	uint64_t unknown;  /* addresses in no known object */
+	uint64_t uncached; /* in objects without a build-id */
 	size_t bytes;
 };
 

@@ -225,6 +225,26 @@ static int do_unwind(int pid, const char *path, int repeat)
 		CHECK(lim->n == 2 && lim->end == NATIVE_END_BOUND);
 		free(lim);
 	}
+	/* A cache too small for the stack: emptied again and again, never wrong. */
+	{
+		struct native_sym *tiny;
+		struct native_sym_stats ts;
+
+		CHECK(native_sym__new(256, &tiny) == 0);
+		for (int round = 0; round < 3; round++)
+			for (unsigned int i = 0; i < st->n; i++) {
+				struct native_symbol a, b;
+
+				native_sym__lookup(tiny, u, st->frames[i].lookup, &a);
+				native_sym__lookup(sym, u, st->frames[i].lookup, &b);
+				CHECK(!strcmp(a.module, b.module) && a.rel == b.rel &&
+				      !a.function == !b.function &&
+				      (!a.function || !strcmp(a.function, b.function)));
+			}
+		native_sym__stats(tiny, &ts);
+		CHECK(st->n < 4 || ts.evictions + ts.uncached > 0);
+		native_sym__free(tiny);
+	}
 	check_cuts(u, &s, st);
 	check_garbage(u, &s);
 
