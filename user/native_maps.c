@@ -93,7 +93,9 @@ void native_buildid_cache__stats(const struct native_buildid_cache *c,
 }
 
 /* Adds @key; when the cache would grow past its budget it is emptied first (the
- * entries are cheap to find again; a cache that only ever grows is not). */
+ * entries are cheap to find again; a cache that only ever grows is not). An entry in
+ * use costs its array slot and two hash slots (the index is at most half full); the
+ * array's doubling may take up to twice that, which the factor 2 allows for. */
 static void cache_add(struct native_buildid_cache *c, const struct buildid_entry *key)
 {
 	size_t slot;

@@ -624,7 +624,7 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 	 * was short; one elsewhere, that CFI pointed off the stack. */
 	if (w.bound) {
 		out->end = NATIVE_END_BOUND;
-	} else if (u->refused && u->refused_addr >= sp + s->stack_len &&
+	} else if (u->refused && u->refused_addr >= sp && u->refused_addr - sp >= s->stack_len &&
 		   u->refused_addr - sp < (1ull << 30)) {
 		out->end = NATIVE_END_STACK_COPY;
 	} else if (!out->n) {

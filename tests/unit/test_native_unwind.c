@@ -135,6 +135,8 @@ static void check_garbage(struct native_unwind *u, const struct native_snapshot 
 
 	CHECK(st && junk);
 	for (int round = 0; round < 200; round++) {
+		memcpy(s.regs, full_snap->regs, sizeof(s.regs));
+		s.regs_mask = full_snap->regs_mask;
 		for (size_t i = 0; i + 8 <= len; i += 8) {
 			uint64_t v;
 
@@ -160,6 +162,12 @@ static void check_garbage(struct native_unwind *u, const struct native_snapshot 
 		s.stack_len = len;
 		if (round % 2)
 			s.regs[NATIVE_REG_RBP] = s.regs[NATIVE_REG_RSP] + (seed % (len ? len : 1));
+		if (round % 7 == 3)
+			s.regs[NATIVE_REG_RIP] = seed;		/* in no object */
+		if (round % 11 == 5)
+			s.regs[NATIVE_REG_RSP] = ~0ull - 4;	/* a copy that would wrap */
+		if (round % 13 == 6)
+			s.regs_mask = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP;
 		CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, st) == 0);
 		CHECK(st->n <= NATIVE_MAX_FRAMES);
 	}
