@@ -45,7 +45,9 @@
  * stack on 3.11+ (Python-to-Python calls stay in one eval loop activation).
  *
  * Cost: 2.3-2.5 us per walk of the 7-frame chain, 5.5-9 us for CPython's 11-12
- * frames, 15-30 us for 17-19 and 30-70 us for 35-40 (on a loaded 2-CPU VM); names
+ * frames, 15-30 us for 17-19; for 35-40 frames 29-37 us on 3.15 (built with frame
+ * pointers, so its CFI programs are short) and 45-150 us on 3.13/3.14 (a 2-CPU VM
+ * running another test suite: the spread is the load); names
  * cost 40-80 ns a frame once cached. perf over the four-re-entry walk: three quarters
  * of the time in libdw, most of it in its CFI interpreter (cfi.c runs an FDE's program
  * from the function's start up to the PC, every time: long for the eval loop's huge
