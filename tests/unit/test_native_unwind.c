@@ -175,6 +175,50 @@ static void check_garbage(struct native_unwind *u, const struct native_snapshot 
 	free(st);
 }
 
+/* Maps that change rebuild the Dwfl: without libc's mappings the walk stops at the
+ * first libc frame, "no CFI" (its PC is in no module); with them back it is whole. */
+static void check_rebuild(struct native_unwind *u, int pid, const struct native_snapshot *s,
+			  const struct native_stack *full)
+{
+	struct native_stack *st = malloc(sizeof(*st));
+	struct native_maps *m = NULL;
+	uint64_t gen = native_unwind__generation(u);
+	unsigned int first_libc = full->n;
+	size_t kept = 0;
+
+	CHECK(st && native_maps__read(pid, NULL, &m) == 0);
+	for (size_t i = 0; i < m->n; i++) {
+		if (strstr(m->maps[i].path, "/libc.so.6")) {
+			free(m->maps[i].path);
+			continue;
+		}
+		m->maps[kept++] = m->maps[i];
+	}
+	CHECK(kept < m->n);
+	m->n = kept;
+	m->hash = ~m->hash; /* what a change of the text would do */
+	CHECK(native_unwind__set_maps(u, m) == 0);
+	CHECK(native_unwind__generation(u) == gen + 1);
+	for (unsigned int i = 0; i < full->n && first_libc == full->n; i++) {
+		Dwfl_Module *mod = dwfl_addrmodule(native_unwind__dwfl(u), full->frames[i].lookup);
+
+		if (!mod)
+			first_libc = i;
+	}
+	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
+	CHECK_MSG(first_libc < full->n && st->n == first_libc + 1 && st->end == NATIVE_END_NO_CFI,
+		  "without libc: %u frames (libc from %u), %s", st->n, first_libc,
+		  native_end__name(st->end));
+	native_maps__free(m);
+	CHECK(native_maps__read(pid, NULL, &m) == 0);
+	CHECK(native_unwind__set_maps(u, m) == 0);
+	CHECK(native_unwind__generation(u) == gen + 2);
+	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
+	CHECK(st->n == full->n && st->end == full->end);
+	native_maps__free(m);
+	free(st);
+}
+
 static int do_unwind(int pid, const char *path, int repeat)
 {
 	struct native_buildid_cache *bc = NULL;
@@ -255,6 +299,7 @@ static int do_unwind(int pid, const char *path, int repeat)
 	}
 	check_cuts(u, &s, st);
 	check_garbage(u, &s);
+	check_rebuild(u, pid, &s, st);
 
 	if (repeat > 0) {
 		struct native_stack *again = malloc(sizeof(*again));
