@@ -168,6 +168,18 @@ def test_unwinds_through_libc_qsort_into_the_comparator(build, frame_pointers, t
     assert info["end"] == "outermost"
 
 
+def test_frame_pointers_carry_the_walk_where_there_is_no_cfi(tmp_path, libc_debug):
+    """A program built without unwind tables but with frame pointers (as JIT code or
+    some hand-written assembly is): libdwfl's x86-64 fallback walks RBP where no FDE
+    covers the PC, and the chain is still exact."""
+    exe = tmp_path / "native_target_nocfi"
+    subprocess.run(["gcc", "-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables",
+                    "-fno-unwind-tables", "-o", str(exe), str(TARGET_SRC)], check=True)
+    frames, info = unwind(unit_binary("plain"), "plain", exe, "chain", tmp_path)
+    assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
+    assert info["end"] == "outermost"
+
+
 def symbol_ranges(exe):
     """name -> (start, end) of the functions in @exe's .symtab (nm -S)."""
     out = subprocess.run(["nm", "-S", "--defined-only", str(exe)], capture_output=True,
