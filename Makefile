@@ -172,7 +172,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
 
 # Native unwinding and symbolisation (--native) against a live process's snapshot.
-NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_sym.o hostile_file.o \
+NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_sym.o native_ehhdr.o hostile_file.o \
 		proc.o text_safe.o hashmap.o strtab.o log.o)
 $(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -209,7 +209,7 @@ container-load: all
 
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
-FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps
+FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
 	decoder.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
 
@@ -233,6 +233,10 @@ $(OUT)/tests/fuzz_native_maps: tests/fuzz/fuzz_native_maps.c user/native_maps.c 
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -ldw -lelf
 
+$(OUT)/tests/fuzz_native_ehhdr: tests/fuzz/fuzz_native_ehhdr.c user/native_ehhdr.c FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
 # FUZZ_SECONDS each (default 60).
 fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
@@ -243,6 +247,9 @@ fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 		-max_len=4096 $(OUT)/fuzz-corpus/decode tests/fuzz/seeds/decode
 	$(Q)$(OUT)/tests/fuzz_native_maps -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=16384 -dict=tests/fuzz/native_maps.dict
+	$(Q)mkdir -p $(OUT)/fuzz-corpus/native_ehhdr
+	$(Q)$(OUT)/tests/fuzz_native_ehhdr -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
+		-max_len=4096 $(OUT)/fuzz-corpus/native_ehhdr tests/fuzz/seeds/native_ehhdr
 
 # clang's -Wshorten-64-to-32 finds 64-bit values narrowed on the way (a capability mask
 # tested through an int once hid CAP_BPF); gcc has no equivalent.

@@ -30,7 +30,8 @@ from test_sanitizers import SAN_ENV, assert_clean, san_binary
 
 TARGET_SRC = REPO / "tests" / "unit" / "native_target.c"
 SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
-FRAME = re.compile(r"^frame (\d+) (0x[0-9a-f]+) (0x[0-9a-f]+) (\S+) (.+) (0x[0-9a-f]+)$")
+FRAME = re.compile(r"^frame (\d+) (0x[0-9a-f]+) (0x[0-9a-f]+) (\S+) (.+) (0x[0-9a-f]+) "
+                   r"(0x[0-9a-f]+) \| (.*)$")
 
 # glibc 2.36's start-up frames below main, innermost first. __libc_start_call_main is a
 # static function: only the .symtab of libc6-dbg's separate debug file names it.
@@ -58,7 +59,7 @@ def parse(out):
         if m:
             frames.append({"pc": int(m[2], 16), "lookup": int(m[3], 16),
                            "function": None if m[4] == "-" else m[4], "module": m[5],
-                           "rel": int(m[6], 16)})
+                           "rel": int(m[6], 16), "func_rel": int(m[7], 16), "text": m[8]})
         elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ")):
             key, value = line.split(" ", 1)
             info[key] = value
@@ -148,6 +149,10 @@ def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, l
     assert frames[0]["lookup"] == frames[0]["pc"]
     assert all(f["lookup"] == f["pc"] - 1 for f in frames[1:])
     assert 0 < int(info["stack_used"]) <= int(info["stack_copied"])
+    # The program's functions start where its symbol table says.
+    ranges = symbol_ranges(exe)
+    for f in frames[:4]:
+        assert f["func_rel"] == ranges[f["function"]][0], f
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
@@ -194,9 +199,11 @@ def symbol_ranges(exe):
 
 
 def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
-    """Without .symtab (and with nothing exported) the program's frames are
-    native_target+0xREL, where REL is the address addr2line and nm use: it must fall in
-    the function the unstripped twin names. CFI survives strip: the walk is whole."""
+    """Without .symtab (and with nothing exported) the program's frames carry their
+    address as addr2line and nm use it (REL), which must fall in the function the
+    unstripped twin names, and are named native_target+0xSTART after the FDE covering
+    them (.eh_frame_hdr), which starts where the function does. CFI survives strip:
+    the walk is whole."""
     exe, stripped = build_target(tmp_path, False, strip=True)
     frames, info = unwind(unit_binary("plain"), "plain", stripped, "chain", tmp_path)
     ranges = symbol_ranges(exe)
@@ -206,6 +213,9 @@ def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
         assert f["function"] is None and f["module"] == stripped.name, f
         lo, hi = ranges[name]
         assert lo <= f["rel"] < hi, f"{name}: {f['rel']:#x} not in [{lo:#x}, {hi:#x})"
+        # Named after where the FDE covering it starts: the function's own start, one
+        # name for all its samples.
+        assert f["func_rel"] == lo and f["text"] == f"{stripped.name}+{lo:#x}", f
     assert names(frames[4:6]) == LIBC_START[:2]
 
 

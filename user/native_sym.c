@@ -15,6 +15,7 @@
 
 #include "hash.h"
 #include "hashmap.h"
+#include "native_ehhdr.h"
 #include "native_sym.h"
 #include "strtab.h"
 #include "vec.h"
@@ -31,6 +32,7 @@ struct sym_entry {
 	struct sym_key key;
 	uint32_t module, function; /* strtab ids; function NO_FUNCTION if none */
 	uint64_t offset;
+	uint64_t func_rel;
 };
 
 struct native_sym {
@@ -135,6 +137,61 @@ static void fill(const struct native_sym *c, const struct sym_entry *e, struct n
 	out->function = e->function == NO_FUNCTION ? NULL : strtab__get(c->strs, e->function);
 	out->offset = e->offset;
 	out->rel = e->key.rel;
+	out->func_rel = e->func_rel;
+}
+
+/* The .eh_frame_hdr section of @elf: its bytes and vaddr. Through the section table
+ * (strip keeps it), whose data libelf caches per section. */
+static int ehhdr_of(Elf *elf, const uint8_t **bytes, size_t *len, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, nscn = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -ENOENT;
+	while ((scn = elf_nextscn(elf, scn)) && nscn++ < 65536) {
+		const char *name;
+		Elf_Data *d;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (!name || strcmp(name, ".eh_frame_hdr"))
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d || !d->d_buf)
+			return -ENOENT;
+		*bytes = d->d_buf;
+		*len = d->d_size;
+		*vaddr = sh.sh_addr;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Where the function around @addr (@rel in the object) starts, from CFI: only where an
+ * FDE covers it (else the nearest start in the table is another function's); 0 if
+ * unknown. */
+static uint64_t cfi_func_start(Dwfl_Module *mod, uint64_t addr, uint64_t rel)
+{
+	const uint8_t *hdr;
+	Dwarf_Frame *frame;
+	Dwarf_Addr cbias, b;
+	Dwarf_CFI *cfi;
+	uint64_t hdr_vaddr, start;
+	size_t len;
+	Elf *elf;
+
+	cfi = dwfl_module_eh_cfi(mod, &cbias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, addr - cbias, &frame))
+		return 0;
+	free(frame);
+	elf = dwfl_module_getelf(mod, &b);
+	if (!elf || ehhdr_of(elf, &hdr, &len, &hdr_vaddr) ||
+	    native_ehhdr__find(hdr, len, hdr_vaddr, rel, &start) || start > rel)
+		return 0;
+	return start;
 }
 
 static int64_t intern(struct strtab *t, const char *s)
@@ -182,6 +239,9 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 				 name);
 			out->function = c->scratch[1];
 			out->offset = off;
+			out->func_rel = key.rel - off;
+		} else {
+			out->func_rel = cfi_func_start(mod, addr, key.rel);
 		}
 		return 0;
 	}
@@ -209,6 +269,9 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 			return (int)id;
 		ent.function = (uint32_t)id;
 		ent.offset = off;
+		ent.func_rel = key.rel - off;
+	} else {
+		ent.func_rel = cfi_func_start(mod, addr, key.rel);
 	}
 	id = intern(c->strs, modname);
 	if (id < 0)
@@ -232,5 +295,5 @@ int native_sym__format(const struct native_symbol *s, char *buf, size_t len)
 	if (s->function)
 		return snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", s->function, s->offset,
 				s->module);
-	return snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->rel);
+	return snprintf(buf, len, "%s+0x%" PRIx64, s->module, s->func_rel ? s->func_rel : s->rel);
 }

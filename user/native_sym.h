@@ -18,7 +18,10 @@ struct native_symbol {
 	const char *function; /* NULL when no symbol covers the address */
 	uint64_t offset;      /* into @function */
 	uint64_t rel;	      /* the address as the object's ELF vaddr (addr - load bias):
-				 * what addr2line -e OBJECT and a "lib+0xREL" name take */
+				 * what addr2line -e OBJECT takes, and pprof's address */
+	uint64_t func_rel;    /* where its function starts, as a vaddr: the symbol's start,
+			       * or in a stripped object the start of the FDE covering it
+			       * (native_ehhdr.h; a function or its cold part); 0 if unknown */
 };
 
 struct native_sym;
@@ -42,8 +45,10 @@ void native_sym__free(struct native_sym *c);
 int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint64_t addr,
 		       struct native_symbol *out);
 
-/* "function+0xOFF (module)", or "module+0xREL" for an object without a symbol there;
- * cut to @len. Returns what snprintf returns. */
+/* "function+0xOFF (module)"; without a symbol, "module+0xFUNC_REL", so that the
+ * samples of one function of a stripped object add up under one name ("module+0xREL"
+ * when not even CFI says where it starts); cut to @len. Returns what snprintf
+ * returns. */
 int native_sym__format(const struct native_symbol *s, char *buf, size_t len);
 
 void native_sym__stats(const struct native_sym *c, struct native_sym_stats *st);
