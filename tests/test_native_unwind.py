@@ -60,7 +60,8 @@ def parse(out):
             frames.append({"pc": int(m[2], 16), "lookup": int(m[3], 16),
                            "function": None if m[4] == "-" else m[4], "module": m[5],
                            "rel": int(m[6], 16), "func_rel": int(m[7], 16), "text": m[8]})
-        elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ")):
+        elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ",
+                              "guessed_from ")):
             key, value = line.split(" ", 1)
             info[key] = value
     return frames, info
@@ -143,7 +144,7 @@ def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, l
           f"stack_used {info['stack_used']} bytes, ns_per_walk {info.get('ns_per_walk')}")
     assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
     assert [f["module"] for f in frames] == [exe.name] * 4 + ["libc.so.6"] * 2 + [exe.name]
-    assert info["end"] == "outermost"
+    assert info["end"] == "outermost" and info["guessed_from"] == "0"
     # The first frame is where the registers were taken: its exact PC, not a return
     # address; every other frame's lookup address is inside the call.
     assert frames[0]["lookup"] == frames[0]["pc"]

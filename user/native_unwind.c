@@ -195,7 +195,7 @@ static int debug_file_matches(int fd, const unsigned char *bits, int len, GElf_W
 
 	if (len > 0)
 		return native_maps__read_build_id(fd, got, sizeof(got)) == len &&
-		       !memcmp(got, bits, (size_t)len);
+			!memcmp(got, bits, (size_t)len);
 	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
 		c = crc32(c, buf, (uInt)n);
 		at += n;
@@ -257,9 +257,9 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		 * the root's own path is taken off its front. */
 		size_t rl = strlen(u->root);
 
-		in_root = rl > 1 && !strncmp(file_name, u->root, rl) && file_name[rl] == '/' ?
-				  file_name + rl :
-				  file_name;
+		in_root = rl > 1 && !strncmp(file_name, u->root, rl) && file_name[rl] == '/'
+			? file_name + rl
+			: file_name;
 		dir_end = strrchr(in_root, '/');
 		n = dir_end ? (int)(dir_end - in_root) : 0;
 		/* Beside the object, unless that names the object itself. */
@@ -267,11 +267,13 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		    snprintf(path, sizeof(path), "/proc/%d/root%.*s/%s", (int)u->pid, n, in_root,
 			     debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
-		if (fd < 0 && snprintf(path, sizeof(path), "/proc/%d/root%.*s/.debug/%s",
-				       (int)u->pid, n, in_root, debuglink_file) < (int)sizeof(path))
+		if (fd < 0 &&
+		    snprintf(path, sizeof(path), "/proc/%d/root%.*s/.debug/%s", (int)u->pid, n,
+			     in_root, debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
-		if (fd < 0 && snprintf(path, sizeof(path), "%s%.*s/%s", u->debug_dir, n, in_root,
-				       debuglink_file) < (int)sizeof(path))
+		if (fd < 0 &&
+		    snprintf(path, sizeof(path), "%s%.*s/%s", u->debug_dir, n, in_root,
+			     debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
 	}
 	if (fd < 0)
@@ -605,6 +607,7 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 	out->n = 0;
 	out->end = NATIVE_END_BAD_FRAME;
 	out->stack_used = 0;
+	out->guessed_from = 0;
 	if ((s->regs_mask & need) != need || (!s->stack && s->stack_len))
 		return -EINVAL;
 	if (!u->dwfl)
@@ -640,6 +643,13 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 			out->end = outermost ? NATIVE_END_OUTERMOST : NATIVE_END_BAD_FRAME;
 	}
 	out->stack_used = (uint32_t)(u->max_read_end - sp);
+	/* A PC in no module had no CFI: the caller above it, if any, came from libdwfl's
+	 * frame-pointer fallback. (An object without CFI for a PC is the other such case;
+	 * finding it would cost a second CFI lookup per frame, and x86-64 objects carry
+	 * .eh_frame by ABI.) */
+	for (unsigned int i = 0; i + 1 < out->n && !out->guessed_from; i++)
+		if (!dwfl_addrmodule(u->dwfl, out->frames[i].lookup))
+			out->guessed_from = i + 1;
 	u->st.walks++;
 	u->st.frames += out->n;
 	u->st.ends[out->end]++;

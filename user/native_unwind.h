@@ -72,6 +72,10 @@ struct native_stack {
 	unsigned int n;
 	enum native_end end;
 	uint32_t stack_used; /* bytes above RSP the walk read: what a copy must hold */
+	/* The first frame found from a PC in no known object (JIT code, a library mapped
+	 * since the maps were read): libdwfl walked RBP there, which is right only if
+	 * that code keeps frame pointers. 0 if none. */
+	unsigned int guessed_from;
 };
 
 /* The unwinder of one process: its modules (rebuilt when its maps change) and their

@@ -218,12 +218,14 @@ static void check_rebuild(struct native_unwind *u, int pid, const struct native_
 	CHECK_MSG(st->n > first_libc + 1 || st->end == NATIVE_END_NO_CFI,
 		  "without libc: %u frames (libc from %u), %s", st->n, first_libc,
 		  native_end__name(st->end));
+	CHECK_MSG(st->guessed_from == (st->n > first_libc + 1 ? first_libc + 1 : 0),
+		  "without libc: guessed from %u", st->guessed_from);
 	native_maps__free(m);
 	CHECK(native_maps__read(pid, NULL, &m) == 0);
 	CHECK(native_unwind__set_maps(u, m) == 0);
 	CHECK(native_unwind__generation(u) == gen + 2);
 	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
-	CHECK(st->n == full->n && st->end == full->end);
+	CHECK(st->n == full->n && st->end == full->end && !st->guessed_from);
 	native_maps__free(m);
 	free(st);
 }
@@ -272,6 +274,7 @@ static int do_unwind(int pid, const char *path, int repeat)
 		       ns.module, ns.rel, ns.func_rel, text);
 	}
 	printf("end %s\n", native_end__name(st->end));
+	printf("guessed_from %u\n", st->guessed_from);
 	printf("stack_used %u\n", st->stack_used);
 	printf("stack_copied %zu\n", s.stack_len);
 
