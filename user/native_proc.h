@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * One target process's native unwinding (--native): its executable mappings and the
+ * unwinder over them. The maps are read when the first sample needs them, and again
+ * when a walk meets code in none of them (a library loaded since, JIT code), at most
+ * once per NATIVE_PROC_REREAD_NS, so that a process that keeps mapping code cannot
+ * make every sample cost a read of /proc.
+ */
+#ifndef PBP_NATIVE_PROC_H
+#define PBP_NATIVE_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "native_maps.h"
+#include "native_unwind.h"
+
+#define NATIVE_PROC_REREAD_NS 1000000000ull
+
+struct native_proc;
+
+struct native_proc_stats {
+	uint64_t maps_reads, maps_read_errors;
+	uint64_t outside;	/* walks that met a PC in no mapping */
+};
+
+int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_proc **out);
+void native_proc__free(struct native_proc *p);
+
+/*
+ * Unwinds @s (at most @max_frames) into @out, reading the maps first if due. 0 (see
+ * out->end), or a negative errno when the process's maps cannot be had at all.
+ */
+int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
+		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out);
+
+/* The maps the last walk used (NULL before one), and its unwinder. */
+const struct native_maps *native_proc__maps(const struct native_proc *p);
+const struct native_unwind *native_proc__unwind(const struct native_proc *p);
+
+void native_proc__stats(const struct native_proc *p, struct native_proc_stats *st);
+
+#endif
