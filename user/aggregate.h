@@ -16,6 +16,10 @@ enum agg_frame_kind {
 	AGG_PROCESS,	/* name = "process PID COMMAND" */
 	AGG_WAIT,	/* name = why the thread was off the CPU: "[off-CPU: sleep]" */
 	AGG_TASK,	/* name = "task NAME": an asyncio task (--async) */
+	/* name = the C function ("lib.so+0xSTART" in a stripped object), file = the
+	 * object's base name ("libc.so.6"), line = byte offset into the function (-1:
+	 * unknown, or line numbers off); --native */
+	AGG_NATIVE,
 };
 
 struct agg_frame {
@@ -52,5 +56,49 @@ size_t aggregate__count(const struct aggregate *a);
 /* Stacks in insertion order; valid until the next aggregate__add. */
 const struct agg_stack *aggregate__stack(const struct aggregate *a, size_t i);
 uint64_t aggregate__total(const struct aggregate *a);
+
+/*
+ * Native objects: what pprof needs beyond a native frame's text. A frame names its
+ * object by base name only, which two builds of a library share (a container's libc
+ * and the host's), so the object is looked up by (pid, base name); and a frame gives
+ * its offset into its function, so the function's start (func_rel, an ELF vaddr in
+ * the object) is kept per (object, name): the exact address is func_rel + line. The
+ * session fills both as it adds native frames; a profile without them has none, and
+ * a frame without them is written without an address.
+ */
+struct agg_native_object {
+	uint32_t file;		/* strtab id of the base name, as in the frames */
+	uint32_t path;		/* strtab id of the path the process maps it from */
+	uint32_t build_id;	/* strtab id of the build-id in lower-case hex, "" if none */
+};
+
+/*
+ * Says that in process @pid native frames whose file is @file are of the object at
+ * @path with @build_id. 0; -EEXIST if (@pid, @file) is another object already, which
+ * stays (one process rarely maps two objects of one base name); -ENOMEM.
+ */
+int aggregate__native_object(struct aggregate *a, uint32_t pid, uint32_t file,
+			     uint32_t path, uint32_t build_id);
+/*
+ * Says where function @name of the object (@pid, @file) starts: @func_rel, an ELF
+ * vaddr. 0; -ENOENT if aggregate__native_object() has not named the object; -EEXIST
+ * if the function has another start already (two static functions of one name), the
+ * first staying; -ENOMEM.
+ */
+int aggregate__native_function(struct aggregate *a, uint32_t pid, uint32_t file,
+			       uint32_t name, uint64_t func_rel);
+/* Objects are numbered 0 .. aggregate__native_objects() - 1, in the order named. */
+size_t aggregate__native_objects(const struct aggregate *a);
+struct agg_native_object aggregate__native_object_at(const struct aggregate *a, uint32_t i);
+/* The object of the native frames of @file in @pid: 0 with *@object, or -ENOENT. */
+int aggregate__native_object_of(const struct aggregate *a, uint32_t pid, uint32_t file,
+				uint32_t *object);
+/* Where function @name of @object starts: 0 with *@func_rel, or -ENOENT. */
+int aggregate__native_func_rel(const struct aggregate *a, uint32_t object, uint32_t name,
+			       uint64_t *func_rel);
+/* Names in @to the objects and functions @from has for process @pid: for a copy of
+ * one process's stacks. 0 or -ENOMEM. */
+int aggregate__copy_natives(struct aggregate *to, const struct aggregate *from,
+			    uint32_t pid);
 
 #endif

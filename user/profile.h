@@ -78,4 +78,11 @@ static inline const char *profile__file(const struct profile *p, const struct ag
 	return fr->kind == AGG_PYTHON ? strtab__get(p->strs, fr->file) : NULL;
 }
 
+/* The object of a native frame ("libc.so.6"), NULL for any other kind. A native frame
+ * reads "FUNCTION+0xOFF (OBJECT)" in every writer that shows text. */
+static inline const char *profile__lib(const struct profile *p, const struct agg_frame *fr)
+{
+	return fr->kind == AGG_NATIVE ? strtab__get(p->strs, fr->file) : NULL;
+}
+
 #endif

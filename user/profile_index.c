@@ -140,9 +140,10 @@ static int index_frames(struct profile_index *ix, const struct profile *p)
 		for (uint32_t k = 0; k < s->depth; k++) {
 			struct agg_frame fr = s->frames[k];
 
-			/* Only a Python frame has a file and a line; whatever the other kinds
-			 * hold there must not split one frame into several. */
-			if (fr.kind != AGG_PYTHON) {
+			/* Only a Python frame has a file and a line, and a native one an
+			 * object and an offset; whatever the other kinds hold there must not
+			 * split one frame into several. */
+			if (fr.kind != AGG_PYTHON && fr.kind != AGG_NATIVE) {
 				fr.file = 0;
 				fr.line = -1;
 			}
