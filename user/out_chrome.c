@@ -35,6 +35,21 @@ struct chrome_ctx {
 	size_t nspans, spans_cap;
 };
 
+static void put_native_json(FILE *f, const struct profile *p, const struct agg_frame *fr)
+{
+	const char *lib = profile__lib(p, fr);
+
+	if (fr->line >= 0)
+		fprintf(f, "+0x%x", (unsigned)fr->line);
+	fputs(" (", f);
+	json__chars(f, lib);
+	fputs(")\",\"cat\":\"native\",\"args\":{\"object\":", f);
+	json__string(f, lib);
+	if (fr->line >= 0)
+		fprintf(f, ",\"offset\":%d", fr->line);
+	fputc('}', f);
+}
+
 /* The name is as in the collapsed format, so that names match between the two. */
 static void put_frame_json(FILE *f, const struct profile *p, const struct agg_frame *fr)
 {
@@ -42,6 +57,10 @@ static void put_frame_json(FILE *f, const struct profile *p, const struct agg_fr
 
 	fputs("\"name\":\"", f);
 	json__chars(f, profile__name(p, fr));
+	if (fr->kind == AGG_NATIVE) {
+		put_native_json(f, p, fr);
+		return;
+	}
 	if (!file) {
 		fputs("\",\"cat\":\"pybpfprof\"", f);
 		return;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Collapsed stacks. A Python frame is "QUALNAME (FILENAME:LINE)"; ';' separates frames,
- * so it is replaced in names (a file name may hold one) to keep lines parseable.
+ * Collapsed stacks. A Python frame is "QUALNAME (FILENAME:LINE)", a native one
+ * "FUNCTION+0xOFFSET (OBJECT)"; ';' separates frames, so it is replaced in names (a
+ * file name may hold one) to keep lines parseable.
  * Counts are samples, or microseconds in wall and off-CPU profiles.
  */
 #include <errno.h>
@@ -31,14 +32,17 @@ static void put_name(FILE *f, const char *s)
 	}
 }
 
+/* "QUALNAME (FILE:LINE)", a native frame "FUNCTION+0xOFF (OBJECT)". */
 static void put_frame(FILE *f, const struct agg_frame *fr, const struct strtab *strs)
 {
 	put_name(f, strtab__get(strs, fr->name));
-	if (fr->kind != AGG_PYTHON)
+	if (fr->kind != AGG_PYTHON && fr->kind != AGG_NATIVE)
 		return;
+	if (fr->kind == AGG_NATIVE && fr->line >= 0)
+		fprintf(f, "+0x%x", (unsigned)fr->line);
 	fputs(" (", f);
 	put_name(f, strtab__get(strs, fr->file));
-	if (fr->line >= 0)
+	if (fr->kind == AGG_PYTHON && fr->line >= 0)
 		fprintf(f, ":%d", fr->line);
 	fputc(')', f);
 }

@@ -15,10 +15,26 @@
 #include "out_speedscope.h"
 #include "profile_index.h"
 
+/* A native frame's object goes into its name, as in the collapsed format: speedscope's
+ * "file" is a source file, shown with a line. */
+static void put_native_name(FILE *f, const struct profile *p, const struct agg_frame *fr)
+{
+	fputc('"', f);
+	json__chars(f, profile__name(p, fr));
+	if (fr->line >= 0)
+		fprintf(f, "+0x%x", (unsigned)fr->line);
+	fputs(" (", f);
+	json__chars(f, profile__lib(p, fr));
+	fputs(")\"", f);
+}
+
 static void put_frame(FILE *f, const struct profile *p, const struct agg_frame *fr)
 {
 	fputs("{\"name\":", f);
-	json__string(f, profile__name(p, fr));
+	if (fr->kind == AGG_NATIVE)
+		put_native_name(f, p, fr);
+	else
+		json__string(f, profile__name(p, fr));
 	if (fr->kind == AGG_PYTHON) {
 		fputs(",\"file\":", f);
 		json__string(f, profile__file(p, fr));
