@@ -51,7 +51,7 @@ static int under_stdlib_dir(const char *file)
 enum frame_class frame_class__of(const char *file)
 {
 	if (!file)
-		return FRAME_NATIVE;
+		return FRAME_OTHER;
 	/* Installed packages live below lib/pythonX.Y/ too: test for them first. */
 	if (strstr(file, "site-packages/") || strstr(file, "dist-packages/"))
 		return FRAME_THIRD_PARTY;

@@ -10,9 +10,10 @@ enum frame_class {
 	FRAME_USER,		/* anything not recognised below: the user's code, <string> */
 	FRAME_STDLIB,		/* <frozen ...>, .../lib/pythonX.Y/... */
 	FRAME_THIRD_PARTY,	/* .../site-packages/..., .../dist-packages/... */
-	FRAME_NATIVE,		/* not a Python frame: process, thread, marker (file NULL) */
+	FRAME_OTHER,		/* not a Python frame: process, thread, marker (file NULL) */
 	FRAME_WAIT,		/* off the CPU: why a thread waited (AGG_WAIT; by kind, not file) */
 	FRAME_TASK,		/* an asyncio task (AGG_TASK; by kind) */
+	FRAME_NATIVE,		/* C code (AGG_NATIVE, --native; by kind) */
 };
 
 /* The class of a frame whose co_filename is @file; NULL means not a Python frame. */

@@ -67,21 +67,28 @@ static int text__put(struct text *t, const char *s, size_t n)
 	return 0;
 }
 
-/* "QUALNAME (FILE:LINE)" as in the collapsed format, without its ';' replacement. */
+/*
+ * "QUALNAME (FILE:LINE)", or "FUNCTION+0xOFF (OBJECT)" for a native frame, as in the
+ * collapsed format, without its ';' replacement.
+ */
 static int frame_text(struct text *t, const struct profile *p, const struct agg_frame *fr)
 {
 	const char *name = fr ? profile__name(p, fr) : "all";
 	const char *file = fr ? profile__file(p, fr) : NULL;
-	char line[16];
+	const char *lib = fr ? profile__lib(p, fr) : NULL;
+	char line[16], off[16];
 	int err;
 
 	t->len = 0;
 	err = text__put(t, name, strlen(name));
-	if (err || !file)
+	if (err || (!file && !lib))
 		return err;
 	snprintf(line, sizeof(line), ":%d", fr->line);
-	if ((err = text__put(t, " (", 2)) || (err = text__put(t, file, strlen(file))) ||
-	    (fr->line >= 0 && (err = text__put(t, line, strlen(line)))))
+	snprintf(off, sizeof(off), "+0x%x", (unsigned)fr->line);
+	if ((lib && fr->line >= 0 && (err = text__put(t, off, strlen(off)))) ||
+	    (err = text__put(t, " (", 2)) ||
+	    (err = text__put(t, file ? file : lib, strlen(file ? file : lib))) ||
+	    (file && fr->line >= 0 && (err = text__put(t, line, strlen(line)))))
 		return err;
 	return text__put(t, ")", 1);
 }
@@ -169,7 +176,7 @@ static int cmp_frame(const struct agg_frame *a, const struct agg_frame *b,
 		return c;
 	if (a->kind != b->kind)
 		return a->kind < b->kind ? -1 : 1;
-	if (a->kind == AGG_PYTHON &&
+	if ((a->kind == AGG_PYTHON || a->kind == AGG_NATIVE) &&
 	    (c = strcmp(strtab__get(strs, a->file), strtab__get(strs, b->file))))
 		return c;
 	return (a->line > b->line) - (a->line < b->line);
@@ -290,14 +297,15 @@ static const struct palette palettes[] = {
 	[FRAME_USER] = { 210, 60, 20, 45, 160, 45 },		/* flame: red to yellow */
 	[FRAME_STDLIB] = { 90, 150, 215, 40, 50, 30 },		/* blue */
 	[FRAME_THIRD_PARTY] = { 80, 175, 80, 50, 55, 45 },	/* green */
-	[FRAME_NATIVE] = { 170, 170, 170, 40, 40, 40 },		/* grey */
+	[FRAME_OTHER] = { 170, 170, 170, 40, 40, 40 },		/* grey */
 	[FRAME_WAIT] = { 130, 100, 200, 40, 30, 40 },		/* purple */
 	[FRAME_TASK] = { 20, 160, 160, 30, 50, 50 },		/* teal */
+	[FRAME_NATIVE] = { 157, 115, 73, 30, 30, 30 },		/* brown; see native_fill() */
 };
 
 static const char *const class_names[] = {
 	[FRAME_USER] = "u", [FRAME_STDLIB] = "s", [FRAME_THIRD_PARTY] = "t",
-	[FRAME_NATIVE] = "n", [FRAME_WAIT] = "w", [FRAME_TASK] = "k",
+	[FRAME_OTHER] = "n", [FRAME_WAIT] = "w", [FRAME_TASK] = "k", [FRAME_NATIVE] = "c",
 };
 
 /* "12 samples", or in wall and off-CPU profiles "1.234 s". */
@@ -309,6 +317,15 @@ static void put_amount(FILE *f, const struct profile *p, uint64_t n)
 		fprintf(f, "%llu sample%s", (unsigned long long)n, n == 1 ? "" : "s");
 }
 
+static uint32_t name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	for (const unsigned char *s = (const unsigned char *)name; s && *s; s++)
+		h = (h ^ *s) * 16777619u;
+	return h;
+}
+
 /*
  * The colour of a frame: its class picks the hue, a hash of its name the shade, so
  * neighbours differ and a function has the same colour wherever it appears.
@@ -316,15 +333,33 @@ static void put_amount(FILE *f, const struct profile *p, uint64_t n)
 static void put_fill(FILE *f, enum frame_class c, const char *name)
 {
 	const struct palette *pl = &palettes[c];
-	uint32_t h = 2166136261u;	/* FNV-1a */
+	uint32_t h = name_hash(name);
 	unsigned v1, v2;
 
-	for (const unsigned char *s = (const unsigned char *)name; s && *s; s++)
-		h = (h ^ *s) * 16777619u;
 	v1 = h & 0xff;
-	v2 = c == FRAME_NATIVE ? v1 : (h >> 8) & 0xff;
+	v2 = c == FRAME_OTHER ? v1 : (h >> 8) & 0xff;
 	fprintf(f, "#%02x%02x%02x", pl->r + pl->dr * v1 / 255, pl->g + pl->dg * v2 / 255,
 		pl->b + pl->db * v1 / 255);
+}
+
+/*
+ * Native code: a hue per object, from a hash of its name, so that a library's frames
+ * read as one block wherever they are; the function's hash picks the lightness. The
+ * hues are the browns, ochres and khakis (15 to 64 degrees), duller and darker than
+ * the flame colours of the user's Python code that share them, and far from the blue,
+ * green, grey, purple and teal of the other families; black labels stay readable.
+ */
+static void put_native_fill(FILE *f, const char *lib, const char *name)
+{
+	unsigned hue = 15 + name_hash(lib) % 50;
+	double light = 0.45 + 0.12 * (name_hash(name) & 0xff) / 255.0, sat = 0.38;
+	double chroma = (light < 0.5 ? 2 * light : 2 - 2 * light) * sat, m = light - chroma / 2;
+	/* HSL below 120 degrees, the red-to-green sextants: no blue beyond the grey m. */
+	double r = hue < 60 ? chroma : chroma * (120 - hue) / 60;
+	double g = hue < 60 ? chroma * hue / 60 : chroma;
+
+	fprintf(f, "#%02x%02x%02x", (unsigned)((r + m) * 255 + 0.5),
+		(unsigned)((g + m) * 255 + 0.5), (unsigned)(m * 255 + 0.5));
 }
 
 static double px(const struct layout *l, uint64_t n)
@@ -336,9 +371,10 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 		   const struct box *b, struct text *t)
 {
 	const char *file = b->fr ? profile__file(p, b->fr) : NULL;
-	enum frame_class c = !b->fr ? FRAME_NATIVE :
+	enum frame_class c = !b->fr ? FRAME_OTHER :
 			     b->fr->kind == AGG_WAIT ? FRAME_WAIT :
-			     b->fr->kind == AGG_TASK ? FRAME_TASK : frame_class__of(file);
+			     b->fr->kind == AGG_TASK ? FRAME_TASK :
+			     b->fr->kind == AGG_NATIVE ? FRAME_NATIVE : frame_class__of(file);
 	unsigned y = HEAD_H + (l->rows - 1 - b->depth) * FRAME_H;
 	double x = PAD + px(l, b->x), w = px(l, b->n);
 	int label = (int)((w - 6) / CHAR_W);
@@ -354,7 +390,10 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 	fprintf(f, " (%.2f%%)</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" "
 		"height=\"%d\" fill=\"",
 		l->total ? 100.0 * (double)b->n / (double)l->total : 100.0, x, y, w, FRAME_H - 1);
-	put_fill(f, c, b->fr ? profile__name(p, b->fr) : NULL);
+	if (c == FRAME_NATIVE)
+		put_native_fill(f, profile__lib(p, b->fr), profile__name(p, b->fr));
+	else
+		put_fill(f, c, b->fr ? profile__name(p, b->fr) : NULL);
 	fputs("\"/>", f);
 	if (label >= 3) {
 		fprintf(f, "<text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
@@ -495,14 +534,15 @@ static const char script[] =
 	"  });\n"
 	"})();\n";
 
-/* Whether any stack of @p runs through an asyncio task (--async). */
-static int has_tasks(const struct profile *p)
+/* Whether any stack of @p has a frame of @kind: an asyncio task (--async), C code
+ * (--native). */
+static int has_kind(const struct profile *p, enum agg_frame_kind kind)
 {
 	for (size_t i = 0; i < aggregate__count(p->agg); i++) {
 		const struct agg_stack *s = aggregate__stack(p->agg, i);
 
 		for (uint32_t k = 0; k < s->depth; k++)
-			if (s->frames[k].kind == AGG_TASK)
+			if (s->frames[k].kind == kind)
 				return 1;
 	}
 	return 0;
@@ -514,11 +554,13 @@ static void put_legend(FILE *f, const struct profile *p, unsigned y)
 		{ FRAME_USER, "your code" },
 		{ FRAME_STDLIB, "standard library" },
 		{ FRAME_THIRD_PARTY, "third-party" },
-		{ FRAME_NATIVE, "not Python" },
+		{ FRAME_OTHER, "not Python" },
 		{ FRAME_WAIT, "off the CPU" },		/* only profiles of time have it */
 		{ FRAME_TASK, "asyncio task" },		/* only profiles with tasks */
+		{ FRAME_NATIVE, "native code" },	/* only with --native */
 	};
-	int shown[] = { 1, 1, 1, 1, p->unit == PROFILE_NS, has_tasks(p) };
+	int shown[] = { 1, 1, 1, 1, p->unit == PROFILE_NS, has_kind(p, AGG_TASK),
+			has_kind(p, AGG_NATIVE) };
 	unsigned x = 330;
 
 	fputs("<g id=\"legend\">", f);
