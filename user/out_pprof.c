@@ -6,8 +6,18 @@
  * pprof, Pyroscope, Parca, Grafana) are strict about two things: string_table[0] is
  * "", and every id is non-zero, so ids are index + 1 and no message uses id 0.
  *
- * There is no Mapping: the functions are already symbolized, and a location without a
- * mapping (mapping_id 0) is valid and is not handed to any symbolizer.
+ * Python frames have no Mapping: their functions are already named, and a location
+ * without a mapping (mapping_id 0) is valid and is not handed to any symbolizer.
+ *
+ * Native frames (--native) have one Mapping per object (path and build-id) and their
+ * exact address in it, so that a reader can find the object by build-id and symbolize
+ * or disassemble again. The address is the ELF vaddr in the object (func_rel + offset),
+ * not where one process loaded it: a profile adds up processes that load a library at
+ * different places (ASLR), and one Location per (frame, object) serves them all. So
+ * every Mapping starts at 0 and covers any vaddr (memory_start 0, file_offset 0), which
+ * makes address - start + file_offset, what pprof takes for a file offset, the vaddr:
+ * the same number for the text of position-independent objects, whose text is mapped
+ * at file offset == vaddr. has_functions tells pprof the names are there already.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +33,7 @@
 enum {
 	PROFILE_SAMPLE_TYPE = 1,
 	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
 	PROFILE_LOCATION = 4,
 	PROFILE_FUNCTION = 5,
 	PROFILE_STRING_TABLE = 6,
@@ -39,7 +50,14 @@ enum {
 	LABEL_KEY = 1,
 	LABEL_STR = 2,
 	LABEL_NUM = 3,
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
 	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
 	LOCATION_LINE = 4,
 	LINE_FUNCTION_ID = 1,
 	LINE_LINE = 2,
@@ -84,9 +102,25 @@ struct pprof_ctx {
 	 * of its task's name (0 for other frames). */
 	uint64_t task_key;
 	uint64_t *task_label;
-	/* Distinct (kind, name, file): each a stack of depth 1; id = index + 1. */
+	/*
+	 * Locations: the distinct frames, then the (native frame, object) pairs a frame
+	 * met in another object than its first (one base name, two builds); id = index
+	 * + 1. loc_ids holds each stack's locations as ix.frame_ids holds its frames,
+	 * and is ix.frame_ids in a profile without native frames.
+	 */
+	const uint32_t *loc_ids;
+	uint32_t *own_loc_ids;
+	size_t nlocs;
+	struct aggregate *extra_locs;	/* depth 1: { name = frame, file = object + 1 } */
+	uint32_t *loc_object;		/* per location: object + 1, 0 none; NULL: none */
+	/* Mappings: the objects locations use, in the order first used; id = index + 1. */
+	uint32_t *mapping_of;		/* object -> mapping id, 0: unused */
+	uint32_t *mapping_object;	/* mapping index -> object */
+	size_t nmappings;
+	/* Distinct (kind, name, file), a native one with its object as a second frame
+	 * { name = object + 1 }: each a stack; id = index + 1. */
 	struct aggregate *functions;
-	uint32_t *function_of;	/* distinct frame -> function index */
+	uint32_t *function_of;	/* location -> function index */
 };
 
 static uint64_t used_str_hash(uint32_t k, const void *ctx)
@@ -118,10 +152,10 @@ static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 }
 
 /* Room for every string the profile can name: its functions' names and files (at
- * most two per distinct frame) and its threads' names. */
+ * most two per location), its mappings' files and build-ids and its threads' names. */
 static int index_strings(struct pprof_ctx *c)
 {
-	size_t most = 2 * profile_index__nframes(&c->ix) + c->ix.nthreads + 1, n = 16;
+	size_t most = 2 * c->nlocs + 2 * c->nmappings + c->ix.nthreads + 1, n = 16;
 
 	while (n < 2 * most)
 		n *= 2;
@@ -191,24 +225,139 @@ static int index_labels(struct pprof_ctx *c)
 	return 0;
 }
 
+/* The frame location @loc is of. */
+static const struct agg_frame *loc_frame(const struct pprof_ctx *c, size_t loc)
+{
+	size_t nframes = profile_index__nframes(&c->ix);
+
+	if (loc >= nframes)
+		loc = aggregate__stack(c->extra_locs, loc - nframes)->frames->name;
+	return profile_index__frame(&c->ix, (uint32_t)loc);
+}
+
+/* The object + 1 of location @loc, 0 if none. */
+static uint32_t loc_object(const struct pprof_ctx *c, size_t loc)
+{
+	return c->loc_object ? c->loc_object[loc] : 0;
+}
+
 static int index_functions(struct pprof_ctx *c)
 {
-	size_t n = profile_index__nframes(&c->ix);
 	int err;
 
 	c->functions = aggregate__new();
-	c->function_of = calloc(n ? n : 1, sizeof(*c->function_of));
+	c->function_of = calloc(c->nlocs ? c->nlocs : 1, sizeof(*c->function_of));
 	if (!c->functions || !c->function_of)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		struct agg_frame fn = *profile_index__frame(&c->ix, (uint32_t)i);
+	for (size_t i = 0; i < c->nlocs; i++) {
+		struct agg_frame fn[2] = { *loc_frame(c, i), { .name = loc_object(c, i) } };
 
-		fn.line = -1;
-		err = aggregate__add(c->functions, 0, 0, &fn, 1, 1, &c->function_of[i]);
+		fn[0].line = -1;
+		err = aggregate__add(c->functions, 0, 0, fn, fn[0].kind == AGG_NATIVE ? 2 : 1, 1,
+				     &c->function_of[i]);
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+static int has_native_frames(const struct profile_index *ix)
+{
+	for (size_t i = 0; i < profile_index__nframes(ix); i++)
+		if (profile_index__frame(ix, (uint32_t)i)->kind == AGG_NATIVE)
+			return 1;
+	return 0;
+}
+
+/*
+ * The location of frame @frame of a stack of process @pid, *@first holding per
+ * distinct frame the object + 1 it was first seen in (UINT32_MAX: not yet): the frame
+ * itself, or a (frame, object) pair after the distinct frames.
+ */
+static int native_loc(struct pprof_ctx *c, uint32_t pid, uint32_t frame, uint32_t *first,
+		      uint32_t *loc)
+{
+	const struct agg_frame *fr = profile_index__frame(&c->ix, frame);
+	struct agg_frame key = { .name = frame };
+	uint32_t object;
+	int err;
+
+	*loc = frame;
+	if (fr->kind != AGG_NATIVE)
+		return 0;
+	key.file = aggregate__native_object_of(c->p->agg, pid, fr->file, &object) ? 0
+									     : object + 1;
+	if (first[frame] == UINT32_MAX)
+		first[frame] = key.file;
+	if (first[frame] == key.file)
+		return 0;
+	err = aggregate__add(c->extra_locs, 0, 0, &key, 1, 1, loc);
+	*loc += (uint32_t)profile_index__nframes(&c->ix);
+	return err;
+}
+
+/* The objects of the locations, and a mapping for each object used, in first use. */
+static int index_mappings(struct pprof_ctx *c, const uint32_t *first)
+{
+	size_t nframes = profile_index__nframes(&c->ix);
+	size_t nobjects = aggregate__native_objects(c->p->agg);
+
+	c->loc_object = calloc(c->nlocs, sizeof(*c->loc_object));
+	c->mapping_of = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_of));
+	c->mapping_object = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_object));
+	if (!c->loc_object || !c->mapping_of || !c->mapping_object)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nlocs; i++) {
+		uint32_t o = i < nframes ? first[i] :
+			     aggregate__stack(c->extra_locs, i - nframes)->frames->file;
+
+		c->loc_object[i] = o == UINT32_MAX ? 0 : o;
+		if (!c->loc_object[i] || c->mapping_of[o - 1])
+			continue;
+		c->mapping_object[c->nmappings++] = o - 1;
+		c->mapping_of[o - 1] = (uint32_t)c->nmappings;
+	}
+	return 0;
+}
+
+/*
+ * Locations: the distinct frames, each native one with the object its first stack's
+ * process maps it from, and a location more for each other object a native frame is
+ * in. A profile without native frames keeps the distinct frames as they are.
+ */
+static int index_locations(struct pprof_ctx *c)
+{
+	size_t nframes = profile_index__nframes(&c->ix), nstacks = aggregate__count(c->p->agg);
+	uint32_t *first = NULL;
+	int err = -ENOMEM;
+
+	c->loc_ids = c->ix.frame_ids;
+	c->nlocs = nframes;
+	if (!has_native_frames(&c->ix))
+		return 0;
+	c->own_loc_ids = calloc(c->ix.frame_start[nstacks] + 1, sizeof(*c->own_loc_ids));
+	first = malloc((nframes ? nframes : 1) * sizeof(*first));
+	c->extra_locs = aggregate__new();
+	if (!c->own_loc_ids || !first || !c->extra_locs)
+		goto out;
+	memset(first, 0xff, (nframes ? nframes : 1) * sizeof(*first));
+	err = 0;
+	for (size_t i = 0; i < nstacks && !err; i++) {
+		const struct agg_stack *s = aggregate__stack(c->p->agg, i);
+		const uint32_t *ids = profile_index__stack_frames(&c->ix, (uint32_t)i);
+		uint32_t *locs = c->own_loc_ids + c->ix.frame_start[i];
+
+		for (uint32_t k = 0; k < s->depth && !err; k++)
+			err = native_loc(c, s->pid, ids[k], first, &locs[k]);
+	}
+	if (err)
+		goto out;
+	c->loc_ids = c->own_loc_ids;
+	c->nlocs = nframes + aggregate__count(c->extra_locs);
+	err = index_mappings(c, first);
+out:
+	free(first);
+	return err;
 }
 
 static void put_value_type(struct pb *b, uint32_t field, uint64_t type, uint64_t unit)
@@ -235,11 +384,12 @@ static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
 	const struct agg_stack *s = aggregate__stack(c->p->agg, stack);
 	const struct pi_thread *t = &c->ix.threads[c->ix.thread_of[stack]];
 	const uint32_t *ids = profile_index__stack_frames(&c->ix, stack);
+	const uint32_t *locs = c->loc_ids + c->ix.frame_start[stack];
 	size_t m = pb__open(b), packed;
 
 	packed = pb__open(b);
 	for (uint32_t k = s->depth; k-- > 0;)	/* leaf first */
-		pb__varint(b, ids[k] + 1ull);
+		pb__varint(b, locs[k] + 1ull);
 	pb__close(b, SAMPLE_LOCATION_ID, packed);
 	packed = pb__open(b);
 	if (c->p->unit == PROFILE_NS) {
@@ -270,15 +420,47 @@ static void put_sample(struct pprof_ctx *c, struct pb *b, uint32_t stack)
 	pb__close(b, PROFILE_SAMPLE, m);
 }
 
-static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t frame)
+static void put_mapping(struct pprof_ctx *c, struct pb *b, uint32_t i)
 {
-	const struct agg_frame *fr = profile_index__frame(&c->ix, frame);
+	struct agg_native_object o = aggregate__native_object_at(c->p->agg,
+								  c->mapping_object[i]);
+	size_t m = pb__open(b);
+
+	pb__uint(b, MAPPING_ID, i + 1ull);
+	/* Any vaddr: signed readers (Java's longs) must see a positive limit. */
+	pb__uint(b, MAPPING_MEMORY_LIMIT, INT64_MAX);
+	pb__uint(b, MAPPING_FILENAME, str_id(c, o.path));
+	pb__uint(b, MAPPING_BUILD_ID, str_id(c, o.build_id));
+	pb__uint(b, MAPPING_HAS_FUNCTIONS, 1);
+	pb__close(b, PROFILE_MAPPING, m);
+}
+
+/* A native location's mapping and address: its function's start + the offset, or the
+ * start when the offset is unknown; none when the session did not say where it is. */
+static void put_native_address(struct pprof_ctx *c, struct pb *b, const struct agg_frame *fr,
+			       uint32_t object)
+{
+	uint64_t func_rel;
+
+	if (!object)
+		return;
+	pb__uint(b, LOCATION_MAPPING_ID, c->mapping_of[object - 1]);
+	if (!aggregate__native_func_rel(c->p->agg, object - 1, fr->name, &func_rel))
+		pb__uint(b, LOCATION_ADDRESS, func_rel + (fr->line > 0 ? (uint64_t)fr->line : 0));
+}
+
+static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t loc)
+{
+	const struct agg_frame *fr = loc_frame(c, loc);
 	size_t m = pb__open(b), line;
 
-	pb__uint(b, LOCATION_ID, frame + 1ull);
+	pb__uint(b, LOCATION_ID, loc + 1ull);
+	if (fr->kind == AGG_NATIVE)
+		put_native_address(c, b, fr, loc_object(c, loc));
 	line = pb__open(b);
-	pb__uint(b, LINE_FUNCTION_ID, c->function_of[frame] + 1ull);
-	if (fr->line > 0)
+	pb__uint(b, LINE_FUNCTION_ID, c->function_of[loc] + 1ull);
+	/* A native frame's "line" is its offset, which the address holds. */
+	if (fr->kind != AGG_NATIVE && fr->line > 0)
 		pb__uint(b, LINE_LINE, (uint64_t)fr->line);
 	pb__close(b, LOCATION_LINE, line);
 	pb__close(b, PROFILE_LOCATION, m);
@@ -288,6 +470,7 @@ static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
 {
 	const struct agg_frame *fr = aggregate__stack(c->functions, fn)->frames;
 	uint64_t name = str_id(c, fr->name);
+	uint32_t object = fr->kind == AGG_NATIVE ? fr[1].name : 0;
 	size_t m = pb__open(b);
 
 	pb__uint(b, FUNCTION_ID, fn + 1ull);
@@ -295,7 +478,11 @@ static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
 	 * equal "demangles" the system name; Go's pprof does, and takes a name in angle
 	 * brackets (<module>, <lambda>) for C++ template arguments, leaving it empty. */
 	pb__uint(b, FUNCTION_NAME, name);
-	if (fr->kind == AGG_PYTHON)
+	/* A native function's file is its object's path, or base name if unknown. */
+	if (object)
+		pb__uint(b, FUNCTION_FILENAME,
+			 str_id(c, aggregate__native_object_at(c->p->agg, object - 1).path));
+	else if (fr->kind == AGG_PYTHON || fr->kind == AGG_NATIVE)
 		pb__uint(b, FUNCTION_FILENAME, str_id(c, fr->file));
 	pb__close(b, PROFILE_FUNCTION, m);
 }
@@ -322,7 +509,9 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 	}
 	for (size_t i = 0; i < aggregate__count(p->agg); i++)
 		put_sample(c, head, (uint32_t)i);
-	for (size_t i = 0; i < profile_index__nframes(&c->ix); i++)
+	for (size_t i = 0; i < c->nmappings; i++)
+		put_mapping(c, head, (uint32_t)i);
+	for (size_t i = 0; i < c->nlocs; i++)
 		put_location(c, head, (uint32_t)i);
 	for (size_t i = 0; i < aggregate__count(c->functions); i++)
 		put_function(c, head, (uint32_t)i);
@@ -396,7 +585,9 @@ int out_pprof__write(FILE *f, const struct profile *p)
 
 	if (err)
 		return err;
-	err = index_strings(&c);
+	err = index_locations(&c);
+	if (!err)
+		err = index_strings(&c);
 	if (!err)
 		err = index_labels(&c);
 	if (!err)
@@ -412,6 +603,11 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	hashmap__free(&c.str_index);
 	free(c.str_order);
 	free(c.function_of);
+	free(c.own_loc_ids);
+	aggregate__free(c.extra_locs);
+	free(c.loc_object);
+	free(c.mapping_of);
+	free(c.mapping_object);
 	free(c.label_str);
 	free(c.label_strings);
 	free(c.task_label);
