@@ -103,6 +103,18 @@ static void reset(struct top_view *v, const struct aggregate *agg)
 	v->agg = agg;
 }
 
+/*
+ * The file a row shows beside the name: a Python frame's, or a native frame's object,
+ * so that a C function reads "FUNCTION (OBJECT)", as in the collapsed format without
+ * the offset (a row is a function, whatever the line or offset). A Python function
+ * and a C one share a row only if a .py file is named like a shared object and holds
+ * a function named like the C one; then they read alike too.
+ */
+static uint32_t row_file(const struct agg_frame *fr)
+{
+	return fr->kind == AGG_PYTHON || fr->kind == AGG_NATIVE ? fr->file : TOP_NO_FILE;
+}
+
 static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t delta)
 {
 	const struct agg_frame *leaf = s->depth ? &s->frames[s->depth - 1] : NULL;
@@ -114,10 +126,10 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 
 		/* A process is a row too: its total is its share of the samples; and so
 		 * is each kind of wait, and each asyncio task (--async). */
-		if (fr->kind != AGG_PYTHON && fr->kind != AGG_PROCESS && fr->kind != AGG_WAIT &&
-		    fr->kind != AGG_TASK)
+		if (fr->kind != AGG_PYTHON && fr->kind != AGG_NATIVE && fr->kind != AGG_PROCESS &&
+		    fr->kind != AGG_WAIT && fr->kind != AGG_TASK)
 			continue;
-		r = row_of(v, fr->name, fr->kind == AGG_PYTHON ? fr->file : TOP_NO_FILE);
+		r = row_of(v, fr->name, row_file(fr));
 		if (r < 0)
 			return (int)r;
 		/* Recursion: a function is on the stack of this sample once, not per frame. */
@@ -127,8 +139,9 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 		v->rows[r].total += delta;
 		v->rows[r].total_now += delta;
 	}
-	if (leaf && (leaf->kind == AGG_PYTHON || leaf->kind == AGG_WAIT)) {
-		r = row_of(v, leaf->name, leaf->kind == AGG_PYTHON ? leaf->file : TOP_NO_FILE);
+	if (leaf && (leaf->kind == AGG_PYTHON || leaf->kind == AGG_NATIVE ||
+		     leaf->kind == AGG_WAIT)) {
+		r = row_of(v, leaf->name, row_file(leaf));
 		if (r < 0)
 			return (int)r;
 		v->rows[r].own += delta;

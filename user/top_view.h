@@ -4,7 +4,8 @@
  * as text: a full screen of a given size, or a plain block for a pipe or a file. Pure:
  * it knows no terminal and no session, so a fixed profile gives a fixed rendering.
  *
- * A function is a (qualname, file) pair of Python frames, whatever the line. Its own
+ * A function is a (qualname, file) pair of Python frames, whatever the line, or a
+ * (function, object) pair of native ones (--native), whatever the offset. Its own
  * samples are those where it is the innermost frame; its total samples are those where
  * it is anywhere on the stack, counted once per sample even when it recurses.
  * Percentages are of the samples taken since the previous update (what runs now, as in
@@ -21,7 +22,8 @@
 enum top_sort { TOP_BY_OWN, TOP_BY_TOTAL };
 
 struct top_row {
-	uint32_t name, file;		/* strtab ids of co_qualname and co_filename */
+	uint32_t name, file;		/* strtab ids of co_qualname and co_filename, or
+					 * of a C function and its object */
 	uint64_t own, total;		/* samples since the start */
 	uint64_t own_now, total_now;	/* samples of the last update */
 };
