@@ -309,6 +309,8 @@ static int export_one(struct agent_ctx *c, const struct profile *all,
 	if (!agg)
 		return -ENOMEM;
 	err = copy_stacks(all->agg, refs, n, agg);
+	if (!err)	/* the objects of its native frames (--native), for pprof's mappings */
+		err = aggregate__copy_natives(agg, all->agg, refs[0].pid);
 	if (err)
 		goto out;
 	nl = c->nstatic < LABELS_MAX ? c->nstatic : LABELS_MAX;
