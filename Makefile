@@ -104,6 +104,11 @@ $(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tes
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
 
+$(OUT)/tests/test_aggregate: tests/unit/test_aggregate.c $(OUT)/user/aggregate.o \
+		$(OUT)/user/hashmap.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 $(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -184,6 +189,7 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
+	$(OUT)/tests/test_aggregate \
 	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
