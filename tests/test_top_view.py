@@ -26,6 +26,7 @@ RENDERINGS = {
     "top_40x12_own.txt": ["screen", "own", "40", "12"],
     "top_text.txt": ["text", "own", "5"],
     "top_update.txt": ["update", "own"],
+    "top_native.txt": ["native"],
 }
 
 
@@ -65,6 +66,19 @@ def test_rendering_matches_golden_file(golden, build):
     assert out == expected, (f"{RENDERINGS[golden]} differs from {path}:\n--- got ---\n"
                              f"{out.decode(errors='replace')}\n--- expected ---\n"
                              f"{expected.decode(errors='replace')}")
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_native_function_is_one_row_named_as_in_collapsed(build):
+    """--native: a C function is a row, FUNCTION (OBJECT) as the collapsed format names
+    it without the offset, whatever offsets its samples had; the binary checks the
+    counts and fails on a mismatch."""
+    rows = _run(build, ["native"]).decode().splitlines()
+    memcpy = [r for r in rows if r.endswith("  memcpy (libc.so.6)")]
+    assert len(memcpy) == 1, rows
+    assert memcpy[0].split()[:2] == ["66.7", "66.7"], memcpy[0]
+    assert any(r.endswith("  libz.so.1+0x3a40 (libz.so.1)") for r in rows), rows
+    assert not any("+0x2c" in r or "+0x4a" in r for r in rows), rows
 
 
 @pytest.mark.parametrize("width,height", [(80, 24), (120, 40), (56, 10), (55, 10),

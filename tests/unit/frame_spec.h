@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Frames of the unit tests' fixed profiles, written as text: "KIND|NAME[|FILE|LINE]",
- * KIND one of Y (Python), T (thread), M (marker), P (process); LINE -1 for none.
+ * KIND one of Y (Python), T (thread), M (marker), P (process), W (wait), K (task) or
+ * N (native: FILE is the object, LINE the offset, "0x2c"); LINE -1 for none.
  */
 #ifndef PBP_TEST_FRAME_SPEC_H
 #define PBP_TEST_FRAME_SPEC_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +28,17 @@ static inline void spec_parse_frame(struct strtab *strs, const char *spec,
 				    struct agg_frame *fr)
 {
 	const char *name = spec + 2, *bar = strchr(name, '|');
-	static const char kinds[] = "YTMP";
+	/* In enum agg_frame_kind's order. */
+	static const char kinds[] = "YTMPWKN";
+	const char *kind = strchr(kinds, spec[0]);
 
-	fr->kind = (uint32_t)(strchr(kinds, spec[0]) - kinds);
+	_Static_assert(sizeof(kinds) - 1 == AGG_NATIVE + 1, "a letter per frame kind");
+
+	if (!kind || !spec[0]) {
+		fprintf(stderr, "bad frame spec %s\n", spec);
+		exit(1);
+	}
+	fr->kind = (uint32_t)(kind - kinds);
 	fr->name = spec_intern(strs, name, bar ? (size_t)(bar - name) : strlen(name));
 	fr->line = -1;
 	fr->file = 0;
@@ -37,7 +47,7 @@ static inline void spec_parse_frame(struct strtab *strs, const char *spec,
 	name = bar + 1;
 	bar = strchr(name, '|');
 	fr->file = spec_intern(strs, name, (size_t)(bar - name));
-	fr->line = atoi(bar + 1);
+	fr->line = (int32_t)strtol(bar + 1, NULL, 0);
 }
 
 #endif

@@ -5,6 +5,8 @@
  *   test_top_view screen own|total W H [ansi]   a W x H screen
  *   test_top_view text own|total N              a plain block of N rows
  *   test_top_view update                        two updates: percentages of the second
+ *   test_top_view native                        C frames (--native): their rows checked,
+ *                                               then a plain block of every row
  * The profile has what the table must get right: recursion (counted once per sample),
  * one qualname in two files, markers, a stack with no Python frame, a long name and a
  * long path, UTF-8, and names carrying terminal control sequences.
@@ -43,6 +45,17 @@ static const struct fixed_stack fixed[] = {
 		    "Y|VeryLongClassNameForTesting.very_long_method_name_that_will_not_fit|"
 		    APP "|9" } },
 	{ 100, 1, { "Y|<module>|" APP "|40", "Y|f\xc3\xa9\x1b[2J\xc2\x9b" "31m\xff|<x\ny>|1" } },
+};
+
+/* Python calling C calling Python: a C function is a row whatever its offset. */
+static const struct fixed_stack native[] = {
+	{ 100, 40, { "Y|<module>|" APP "|40", "N|PyObject_Vectorcall|libpython3.11.so.1.0|0x4a",
+		     "N|deflate|libz.so.1|0x31c", "N|memcpy|libc.so.6|0x2c" } },
+	{ 100, 20, { "Y|<module>|" APP "|40", "N|PyObject_Vectorcall|libpython3.11.so.1.0|0x4a",
+		     "N|deflate|libz.so.1|0x400" } },
+	{ 100, 10, { "Y|<module>|" APP "|40", "N|list_sort|libpython3.11.so.1.0|-1",
+		     "Y|key|" APP "|3", "N|memcpy|libc.so.6|0x31" } },
+	{ 100, 5, { "Y|<module>|" APP "|40", "N|libz.so.1+0x3a40|libz.so.1|0x22" } },
 };
 
 /* Added before the second update of "update": only these make its percentages. */
@@ -96,6 +109,24 @@ static int expect(const struct top_view *v, const struct profile *p, const char 
 	return 1;
 }
 
+static int check_native(const struct top_view *v, const struct profile *p)
+{
+	int bad = 0;
+
+	bad |= expect(v, p, "memcpy", "libc.so.6", 50, 50);	/* two offsets, one row */
+	bad |= expect(v, p, "deflate", "libz.so.1", 20, 60);
+	bad |= expect(v, p, "PyObject_Vectorcall", "libpython3.11.so.1.0", 0, 60);
+	bad |= expect(v, p, "list_sort", "libpython3.11.so.1.0", 0, 10);
+	bad |= expect(v, p, "key", APP, 0, 10);
+	bad |= expect(v, p, "libz.so.1+0x3a40", "libz.so.1", 5, 5);
+	bad |= expect(v, p, "<module>", APP, 0, 75);
+	if (top_view__count(v) != 7) {
+		fprintf(stderr, "%zu functions, expected 7\n", top_view__count(v));
+		bad = 1;
+	}
+	return bad;
+}
+
 static int check(const struct top_view *v, const struct profile *p)
 {
 	int bad = 0;
@@ -146,6 +177,16 @@ int main(int argc, char **argv)
 
 	if (!strs || !agg || top_view__new(&v) || argc < 2)
 		goto out;
+	if (!strcmp(argv[1], "native")) {
+		add(agg, strs, native, sizeof(native) / sizeof(native[0]));
+		h.samples = 75;
+		err = top_view__update(v, &p);
+		if (!err)
+			err = check_native(v, &p);
+		if (!err)
+			err = top_view__render_text(v, &p, &h, TOP_BY_OWN, 10, stdout);
+		goto out;
+	}
 	add(agg, strs, fixed, sizeof(fixed) / sizeof(fixed[0]));
 	if (top_view__update(v, &p))
 		goto out;
