@@ -36,8 +36,8 @@ def _build_plain():
     return str(PLAIN)
 
 
-def _output(binary, fmt, env=None):
-    p = subprocess.run([binary, fmt], capture_output=True, timeout=60, env=env)
+def _output(binary, fmt, env=None, args=()):
+    p = subprocess.run([binary, fmt, *args], capture_output=True, timeout=60, env=env)
     if env is not None:
         assert_clean(subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(
             "latin-1"), p.stderr.decode("latin-1")), f"test_writers {fmt}")

@@ -9,6 +9,10 @@
  * instead, to see how a format copes with a big profile (file size, load time).
  * `test_writers FORMAT --labels` gives the fixed profile the labels the agent adds to
  * every sample (one of them empty, so left out, and one repeating a value).
+ * `test_writers FORMAT --native` writes a profile whose stacks interleave C frames
+ * with Python ones (--native): objects with and without a build-id, a stripped one, an
+ * offset unknown, a function without a known start, an object the session never
+ * named, and one base name (libc.so.6) that is another build in another process.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +48,58 @@ static const struct fixed_stack fixed[] = {
 
 /* Which fixed stack each timeline sample added to, in time order, 10 ms apart. */
 static const uint32_t timeline[] = { 0, 0, 1, 4, 0, 2, 2, 3, 1, 0, 5, 4, 0 };
+
+#define LIBPY "libpython3.11.so.1.0"
+#define ZLIBMOD "_zlib.cpython-311-x86_64-linux-gnu.so"
+
+static const struct fixed_stack native[] = {
+	{ 300, 300, 40, { "P|process 300 python3 ext.py", "Y|<module>|/srv/ext.py|5",
+			  "Y|run|/srv/ext.py|9", "N|PyObject_Vectorcall|" LIBPY "|0x4a",
+			  "N|zlib_compress|" ZLIBMOD "|0x90", "N|deflate|libz.so.1|0x31c",
+			  "N|__memmove_avx_unaligned_erms|libc.so.6|0x2c" } },
+	{ 300, 300, 25, { "P|process 300 python3 ext.py", "Y|<module>|/srv/ext.py|5",
+			  "Y|run|/srv/ext.py|9", "N|PyObject_Vectorcall|" LIBPY "|0x4a",
+			  "N|zlib_compress|" ZLIBMOD "|0x90", "N|deflate|libz.so.1|0x31c",
+			  "N|libz.so.1+0x3a40|libz.so.1|0x22" } },
+	/* C calling back into Python: a key function under sorted() */
+	{ 300, 300, 10, { "P|process 300 python3 ext.py", "Y|<module>|/srv/ext.py|5",
+			  "Y|run|/srv/ext.py|12", "N|list_sort|" LIBPY "|-1",
+			  "Y|key|/srv/ext.py|3" } },
+	{ 300, 301, 5, { "P|process 300 python3 ext.py", "T|thread 301",
+			 "Y|Worker.run|/srv/ext.py|20",
+			 "N|__futex_abstimed_wait_common|libc.so.6|0x102" } },
+	{ 400, 400, 20, { "P|process 400 python3 other.py", "Y|<module>|/app/other.py|1",
+			  "N|__memmove_avx_unaligned_erms|libc.so.6|0x2c" } },
+	{ 400, 400, 3, { "P|process 400 python3 other.py", "Y|<module>|/app/other.py|1",
+			 "N|f\xc3\xa9;<&>\"q\"|lib x;y<1>.so|8" } },
+};
+
+static const uint32_t native_timeline[] = { 0, 0, 1, 2, 3, 0, 4, 4, 1, 5, 0, 3 };
+
+/* What the session says of the objects and functions of the native frames. */
+static const struct { uint32_t pid; const char *file, *path, *build_id; } native_objects[] = {
+	{ 300, LIBPY, "/usr/lib/x86_64-linux-gnu/" LIBPY,
+	  "5d1e8c2a47f03b9e6a1c0d2f3e4b5a6978c9d0e1" },
+	{ 300, ZLIBMOD, "/usr/lib/python3.11/lib-dynload/" ZLIBMOD, "" },
+	{ 300, "libz.so.1", "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13",
+	  "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c" },
+	{ 300, "libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	  "c3a1b2d4e5f60718293a4b5c6d7e8f9001122334" },
+	{ 400, "libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	  "9e8d7c6b5a49382716051f2e3d4c5b6a79881726" },
+};
+
+static const struct { uint32_t pid; const char *file, *name; uint64_t func_rel; }
+native_functions[] = {
+	{ 300, LIBPY, "PyObject_Vectorcall", 0x1a2b30 },
+	{ 300, LIBPY, "list_sort", 0x2001f0 },
+	/* zlib_compress: no start known */
+	{ 300, "libz.so.1", "deflate", 0x9c70 },
+	{ 300, "libz.so.1", "libz.so.1+0x3a40", 0x3a40 },
+	{ 300, "libc.so.6", "__memmove_avx_unaligned_erms", 0x19e6c0 },
+	{ 300, "libc.so.6", "__futex_abstimed_wait_common", 0x8f3e0 },
+	{ 400, "libc.so.6", "__memmove_avx_unaligned_erms", 0x1a0340 },
+};
 
 /* A fixed-seed generator: the large profile is the same on every run. */
 static uint32_t next_random(uint64_t *state)
@@ -94,49 +150,92 @@ static int add_large(struct aggregate *agg, struct strtab *strs, size_t n)
 	return 0;
 }
 
-/* The fixed profile, its threads and its timeline. */
-static int add_fixed(struct aggregate *agg, struct strtab *strs, struct profile_thread *pt,
-		     struct profile_sample *samples)
+struct fixture {
+	const struct fixed_stack *stacks;
+	size_t nstacks;
+	const uint32_t *timeline;
+	size_t ntimeline;
+	struct { uint32_t pid, tid; const char *name; } threads[3];
+	const char *target;
+};
+
+static const struct fixture fixtures[] = {
+	{ fixed, sizeof(fixed) / sizeof(fixed[0]), timeline,
+	  sizeof(timeline) / sizeof(timeline[0]),
+	  { { 100, 100, "python3" }, { 100, 101, "worker-1" }, { 200, 200, NULL } },
+	  "pid 100 (python3 app.py)" },
+	{ native, sizeof(native) / sizeof(native[0]), native_timeline,
+	  sizeof(native_timeline) / sizeof(native_timeline[0]),
+	  { { 300, 300, "python3" }, { 300, 301, "worker" }, { 400, 400, NULL } },
+	  "pid 300 (python3 ext.py)" },
+};
+
+#define MAX_TIMELINE 16
+
+static uint32_t intern(struct strtab *strs, const char *s)
 {
-	static const struct { uint32_t pid, tid; const char *name; } threads[] = {
-		{ 100, 100, "python3" }, { 100, 101, "worker-1" }, { 200, 200, NULL },
-	};
+	return spec_intern(strs, s, strlen(s));
+}
+
+/* A fixture's stacks, threads and timeline. */
+static int add_fixture(struct aggregate *agg, struct strtab *strs, const struct fixture *fx,
+		       struct profile_thread *pt, struct profile_sample *samples)
+{
 	struct agg_frame frames[MAX_FRAMES];
 
-	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+	for (size_t i = 0; i < fx->nstacks; i++) {
+		const struct fixed_stack *s = &fx->stacks[i];
 		uint32_t n = 0;
 
-		while (n < MAX_FRAMES && fixed[i].frames[n]) {
-			spec_parse_frame(strs, fixed[i].frames[n], &frames[n]);
+		while (n < MAX_FRAMES && s->frames[n]) {
+			spec_parse_frame(strs, s->frames[n], &frames[n]);
 			n++;
 		}
-		if (aggregate__add(agg, fixed[i].pid, fixed[i].tid, frames, n, fixed[i].count,
-				   NULL))
+		if (aggregate__add(agg, s->pid, s->tid, frames, n, s->count, NULL))
 			return -1;
 	}
 	for (size_t i = 0; i < 3; i++) {
-		pt[i].pid = threads[i].pid;
-		pt[i].tid = threads[i].tid;
-		pt[i].name = threads[i].name ?
-			     spec_intern(strs, threads[i].name, strlen(threads[i].name)) :
-			     PROFILE_NO_NAME;
+		pt[i].pid = fx->threads[i].pid;
+		pt[i].tid = fx->threads[i].tid;
+		pt[i].name = fx->threads[i].name ? intern(strs, fx->threads[i].name)
+						 : PROFILE_NO_NAME;
 	}
-	for (size_t i = 0; i < sizeof(timeline) / sizeof(timeline[0]); i++)
+	for (size_t i = 0; i < fx->ntimeline; i++)
 		samples[i] = (struct profile_sample){ .t_ns = i * 10000000ull,
 						      .weight_ns = 10000000ull,
-						      .stack = timeline[i] };
+						      .stack = fx->timeline[i] };
+	return 0;
+}
+
+/* The objects and function starts of the native fixture, as the session gives them. */
+static int add_natives(struct aggregate *agg, struct strtab *strs)
+{
+	for (size_t i = 0; i < sizeof(native_objects) / sizeof(native_objects[0]); i++)
+		if (aggregate__native_object(agg, native_objects[i].pid,
+					     intern(strs, native_objects[i].file),
+					     intern(strs, native_objects[i].path),
+					     intern(strs, native_objects[i].build_id)))
+			return -1;
+	for (size_t i = 0; i < sizeof(native_functions) / sizeof(native_functions[0]); i++)
+		if (aggregate__native_function(agg, native_functions[i].pid,
+					       intern(strs, native_functions[i].file),
+					       intern(strs, native_functions[i].name),
+					       native_functions[i].func_rel))
+			return -1;
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	struct profile_thread pt[3];
-	struct profile_sample samples[sizeof(timeline) / sizeof(timeline[0])];
+	struct profile_sample samples[MAX_TIMELINE];
 	struct strtab *strs = strtab__new();
 	struct aggregate *agg = aggregate__new();
 	const struct writer *w = argc >= 2 ? writers__find(argv[1]) : NULL;
 	size_t large = argc == 4 && !strcmp(argv[2], "--large") ? strtoul(argv[3], NULL, 0) : 0;
 	int labels = argc == 3 && !strcmp(argv[2], "--labels");
+	int natives = argc == 3 && !strcmp(argv[2], "--native");
+	const struct fixture *fx = &fixtures[natives];
 	static const struct profile_label agent_labels[] = {
 		{ "hostname", "node-1" }, { "container_id", "" },
 		{ "pod_uid", "8d1a2f5c-7b1e-4c3a-9f00-1234567890ab" },
@@ -149,8 +248,8 @@ int main(int argc, char **argv)
 		.threads = pt,
 		.nthreads = 3,
 		.timeline = samples,
-		.ntimeline = sizeof(timeline) / sizeof(timeline[0]),
-		.target = "pid 100 (python3 app.py)",
+		.ntimeline = fx->ntimeline,
+		.target = fx->target,
 		.start_unix_ns = 1700000000123456789ll,
 		.duration_ns = 1500000000ull,
 		.rate_hz = 100,
@@ -158,9 +257,13 @@ int main(int argc, char **argv)
 	};
 	int err;
 
+	_Static_assert(sizeof(timeline) / sizeof(timeline[0]) <= MAX_TIMELINE &&
+		       sizeof(native_timeline) / sizeof(native_timeline[0]) <= MAX_TIMELINE,
+		       "timelines fit");
 	/* The large profile has no timeline to give. */
-	if (!w || !strs || !agg || (argc != 2 && !large && !labels) || (large && w->timeline)) {
-		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS | --labels]\n");
+	if (!w || !strs || !agg || (argc != 2 && !large && !labels && !natives) ||
+	    (large && w->timeline)) {
+		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS | --labels | --native]\n");
 		return 2;
 	}
 	if (large) {
@@ -174,7 +277,8 @@ int main(int argc, char **argv)
 		p.period_ns = 1000000ull;
 		if (add_large(agg, strs, large))
 			return 1;
-	} else if (add_fixed(agg, strs, pt, samples)) {
+	} else if (add_fixture(agg, strs, fx, pt, samples) ||
+		   (natives && add_natives(agg, strs))) {
 		return 1;
 	}
 	if (labels) {

@@ -1,0 +1,285 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Every writer on a profile whose stacks interleave C frames with Python ones (--native;
+`test_writers FORMAT --native`, tests/unit/test_writers.c): byte for byte against
+tests/golden/native/, then read back by parsers that share no code with the writers.
+
+The fixture has what native frames must get right: objects with and without a
+build-id, a stripped object's function named OBJECT+0xSTART, an offset unknown, a
+function whose start the session did not give, an object the session never named (and
+a name and object that need escaping), and libc.so.6 as two builds in two processes,
+which pprof must keep apart as two mappings. A deliberate change of a format is
+recorded with PBP_UPDATE_GOLDEN=1 and reviewed like code.
+"""
+
+import colorsys
+import json
+import os
+import re
+import sys
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+
+from conftest import REPO
+from test_sanitizers import SAN_ENV, san_binary
+from test_writers_formats import (FIXED_PERIOD, check_chrome, check_pprof_header,
+                                  check_speedscope, collapsed_counts)
+from test_writers_golden import FORMATS, _build_plain, _output
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile, one  # noqa: E402
+
+GOLDEN = REPO / "tests" / "golden" / "native"
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+LIBPY = "libpython3.11.so.1.0"
+ZLIBMOD = "_zlib.cpython-311-x86_64-linux-gnu.so"
+ODD_NAME, ODD_LIB = 'f\u00e9;<&>"q"', "lib x;y<1>.so"
+
+# What tests/unit/test_writers.c's session said of the objects: (pid, base name) ->
+# (path, build-id), and of the functions: (pid, base name, function) -> start.
+OBJECTS = {
+    (300, LIBPY): ("/usr/lib/x86_64-linux-gnu/" + LIBPY,
+                   "5d1e8c2a47f03b9e6a1c0d2f3e4b5a6978c9d0e1"),
+    (300, ZLIBMOD): ("/usr/lib/python3.11/lib-dynload/" + ZLIBMOD, ""),
+    (300, "libz.so.1"): ("/usr/lib/x86_64-linux-gnu/libz.so.1.2.13",
+                         "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c"),
+    (300, "libc.so.6"): ("/usr/lib/x86_64-linux-gnu/libc.so.6",
+                         "c3a1b2d4e5f60718293a4b5c6d7e8f9001122334"),
+    (400, "libc.so.6"): ("/usr/lib/x86_64-linux-gnu/libc.so.6",
+                         "9e8d7c6b5a49382716051f2e3d4c5b6a79881726"),
+}
+STARTS = {
+    (300, LIBPY, "PyObject_Vectorcall"): 0x1a2b30,
+    (300, LIBPY, "list_sort"): 0x2001f0,
+    (300, "libz.so.1", "deflate"): 0x9c70,
+    (300, "libz.so.1", "libz.so.1+0x3a40"): 0x3a40,
+    (300, "libc.so.6", "__memmove_avx_unaligned_erms"): 0x19e6c0,
+    (300, "libc.so.6", "__futex_abstimed_wait_common"): 0x8f3e0,
+    (400, "libc.so.6", "__memmove_avx_unaligned_erms"): 0x1a0340,
+}
+
+P300 = "process 300 python3 ext.py;<module> (/srv/ext.py:5)"
+P400 = "process 400 python3 other.py;<module> (/app/other.py:1)"
+ZLIB_CALL = (f"run (/srv/ext.py:9);PyObject_Vectorcall+0x4a ({LIBPY});"
+             f"zlib_compress+0x90 ({ZLIBMOD});deflate+0x31c (libz.so.1)")
+COLLAPSED = {
+    f"{P300};{ZLIB_CALL};__memmove_avx_unaligned_erms+0x2c (libc.so.6)": 40,
+    f"{P300};{ZLIB_CALL};libz.so.1+0x3a40+0x22 (libz.so.1)": 25,
+    f"{P400};__memmove_avx_unaligned_erms+0x2c (libc.so.6)": 20,
+    f"{P300};run (/srv/ext.py:12);list_sort ({LIBPY});key (/srv/ext.py:3)": 10,
+    "process 300 python3 ext.py;thread 301;Worker.run (/srv/ext.py:20);"
+    "__futex_abstimed_wait_common+0x102 (libc.so.6)": 5,
+    f'{P400};f\u00e9_<&>"q"+0x8 (lib x_y<1>.so)': 3,
+}
+# The native frames' names in the formats that keep ';' (speedscope, chrome).
+NATIVE_NAMES = {
+    f"PyObject_Vectorcall+0x4a ({LIBPY})", f"zlib_compress+0x90 ({ZLIBMOD})",
+    "deflate+0x31c (libz.so.1)", "__memmove_avx_unaligned_erms+0x2c (libc.so.6)",
+    "libz.so.1+0x3a40+0x22 (libz.so.1)", f"list_sort ({LIBPY})",
+    "__futex_abstimed_wait_common+0x102 (libc.so.6)", f"{ODD_NAME}+0x8 ({ODD_LIB})",
+}
+
+
+@pytest.fixture(scope="module")
+def native():
+    binary = _build_plain()
+    return {fmt: _output(binary, fmt, args=["--native"]) for fmt in FORMATS}
+
+
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_native_writer_matches_golden_file(fmt, build):
+    if build == "plain":
+        out = _output(_build_plain(), fmt, args=["--native"])
+    else:
+        out = _output(san_binary("tests/test_writers"), fmt, env=SAN_ENV, args=["--native"])
+    golden = GOLDEN / FORMATS[fmt]
+    if os.environ.get("PBP_UPDATE_GOLDEN") == "1" and build == "plain":
+        GOLDEN.mkdir(exist_ok=True)
+        golden.write_bytes(out)
+    assert golden.exists(), f"{golden} is missing (record it with PBP_UPDATE_GOLDEN=1)"
+    expected = golden.read_bytes()
+    assert out == expected, (
+        f"{fmt} --native output differs from {golden}:\n--- got ---\n{out[:3000]!r}\n"
+        f"--- expected ---\n{expected[:3000]!r}")
+
+
+def test_collapsed_names_native_frames_function_offset_object(native):
+    assert collapsed_counts(native["collapsed"].decode()) == COLLAPSED
+
+
+# --------------------------------------------------------------------------------------
+# pprof
+
+def mapping_of(prof, loc):
+    mid = one(loc, "mapping_id")
+    if not mid:
+        return None
+    (m,) = [m for m in prof.msg["mapping"] if one(m, "id") == mid]
+    return m
+
+
+def test_pprof_has_a_mapping_per_object_with_its_build_id(native):
+    prof = Profile.parse(native["pprof"])
+    check_pprof_header(prof, FIXED_PERIOD)
+    maps = prof.msg.get("mapping", [])
+    assert [one(m, "id") for m in maps] == list(range(1, len(maps) + 1))
+    got = sorted((prof.s(one(m, "filename")), prof.s(one(m, "build_id"))) for m in maps)
+    assert got == sorted(OBJECTS.values()), got
+    for m in maps:
+        # ELF vaddrs: every mapping starts at 0 and covers any address.
+        assert one(m, "memory_start") == 0 and one(m, "file_offset") == 0, m
+        assert one(m, "memory_limit") == 2**63 - 1, m
+        assert one(m, "has_functions") is True, m
+
+
+def test_pprof_native_locations_have_object_and_exact_address(native):
+    prof = Profile.parse(native["pprof"])
+    paths = {path: base for (pid, base), (path, bid) in OBJECTS.items()}
+    seen = Counter()
+    for smp in prof.msg["sample"]:
+        labels = prof.labels(smp)
+        for lid in smp["location_id"]:
+            loc = prof.locations[lid]
+            (line,) = loc["line"]
+            fn = prof.functions[one(line, "function_id")]
+            name, file = prof.s(one(fn, "name")), prof.s(one(fn, "filename"))
+            m = mapping_of(prof, loc)
+            if m is None:
+                assert one(loc, "address") == 0, loc
+                if name == ODD_NAME:
+                    # An object the session never named: its base name, no mapping.
+                    assert file == ODD_LIB
+                    seen["unnamed object"] += 1
+                continue
+            # A native location: its function's file is its object's path, and the
+            # offset is in the address, not in the line.
+            path, bid = prof.s(one(m, "filename")), prof.s(one(m, "build_id"))
+            base = paths[path]
+            assert file == path, (name, file, path)
+            assert one(line, "line") == 0, loc
+            assert OBJECTS[(labels["pid"], base)] == (path, bid), (labels, name, bid)
+            start = STARTS.get((labels["pid"], base, name))
+            if start is None:
+                assert name == "zlib_compress" and one(loc, "address") == 0, loc
+            else:
+                seen[(labels["pid"], name, one(loc, "address") - start)] += 1
+    assert seen["unnamed object"] == 1
+    # Offsets as the collapsed names give them; list_sort's is unknown: its start.
+    assert {k for k in seen if k != "unnamed object"} == {
+        (300, "PyObject_Vectorcall", 0x4a), (300, "deflate", 0x31c),
+        (300, "__memmove_avx_unaligned_erms", 0x2c), (300, "libz.so.1+0x3a40", 0x22),
+        (300, "list_sort", 0), (300, "__futex_abstimed_wait_common", 0x102),
+        (400, "__memmove_avx_unaligned_erms", 0x2c)}
+
+
+def test_pprof_keeps_one_base_name_of_two_builds_apart(native):
+    prof = Profile.parse(native["pprof"])
+    leaf_bid = {}
+    for smp in prof.msg["sample"]:
+        loc = prof.locations[smp["location_id"][0]]
+        fn = prof.functions[one(loc["line"][0], "function_id")]
+        if prof.s(one(fn, "name")) == "__memmove_avx_unaligned_erms":
+            m = mapping_of(prof, loc)
+            leaf_bid[prof.labels(smp)["pid"]] = (prof.s(one(m, "build_id")),
+                                                 one(loc, "address"))
+    assert leaf_bid == {300: (OBJECTS[(300, "libc.so.6")][1], 0x19e6c0 + 0x2c),
+                        400: (OBJECTS[(400, "libc.so.6")][1], 0x1a0340 + 0x2c)}
+
+
+def test_pprof_of_native_profile_matches_collapsed(native):
+    """Each sample's stack, named from the pprof alone (a native frame's offset is its
+    address less its function's start), is the collapsed line of the same stack."""
+    prof = Profile.parse(native["pprof"])
+    base_of = {path: base for (pid, base), (path, bid) in OBJECTS.items()}
+    merged = Counter()
+    for smp in prof.msg["sample"]:
+        pid = prof.labels(smp)["pid"]
+        names = []
+        for lid in reversed(smp["location_id"]):
+            loc = prof.locations[lid]
+            fn = prof.functions[one(loc["line"][0], "function_id")]
+            name, file = prof.s(one(fn, "name")), prof.s(one(fn, "filename"))
+            line = one(loc["line"][0], "line")
+            m = mapping_of(prof, loc)
+            if m is not None or name == ODD_NAME:
+                base = base_of.get(file, file)
+                start = STARTS.get((pid, base, name))
+                off = {ODD_NAME: 8, "zlib_compress": 0x90, "list_sort": None}.get(
+                    name, one(loc, "address") - (start or 0))
+                names.append(f"{name}{'' if off is None else f'+{off:#x}'} ({base})")
+            elif file:
+                names.append(f"{name} ({file}{f':{line}' if line else ''})")
+            else:
+                names.append(name)
+        merged[";".join(n.replace(";", "_") for n in names)] += smp["value"][0]
+    assert dict(merged) == COLLAPSED
+
+
+# --------------------------------------------------------------------------------------
+# speedscope, chrome, SVG
+
+def test_speedscope_native_frames_follow_schema_and_carry_object_in_name(native):
+    data = json.loads(native["speedscope"])
+    check_speedscope(data, FIXED_PERIOD)
+    frames = data["shared"]["frames"]
+    natives = [f for f in frames if f["name"] in NATIVE_NAMES]
+    assert {f["name"] for f in natives} == NATIVE_NAMES
+    # The object is in the name; "file" and "line" are a source position.
+    assert all("file" not in f and "line" not in f for f in natives), natives
+
+
+def test_chrome_native_events_are_named_as_collapsed(native):
+    data = json.loads(native["chrome"])
+    threads = check_chrome(data)
+    native_events = [e for evs in threads.values() for e in evs if e["cat"] == "native"]
+    assert native_events
+    assert {e["name"] for e in native_events} == NATIVE_NAMES
+    for e in native_events:
+        assert e["name"].endswith(f"({e['args']['object']})"), e
+        if "offset" in e["args"]:
+            assert f"+{e['args']['offset']:#x} (" in e["name"], e
+        else:
+            assert e["name"] == f"list_sort ({LIBPY})", e
+
+
+def _hls(fill):
+    r, g, b = (int(fill[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    h, l, s = colorsys.rgb_to_hls(r, g, b)
+    return h * 360, l, s
+
+
+def test_svg_native_frames_have_a_hue_per_object_apart_from_python(native):
+    root = ET.fromstring(native["svg"])
+    hues = {}
+    for g in root.find(f"{SVG_NS}g[@id='frames']"):
+        title = g.find(f"{SVG_NS}title").text.split("\n")[0]
+        fill = g.find(f"{SVG_NS}rect").get("fill")
+        hue, light, sat = _hls(fill)
+        m = re.fullmatch(r".*?(?:\+0x[0-9a-f]+)? \((lib[^()]*|_zlib[^()]*)\)", title)
+        if g.get("class") == "c":
+            assert m, f"class c on a frame that is not native: {title}"
+            # Browns, ochres, khakis: duller than the flame colours that share them.
+            assert 14 <= hue <= 65 and 0.33 <= sat <= 0.43 and 0.44 <= light <= 0.58, \
+                (title, fill)
+            hues.setdefault(m[1], set()).add(round(hue))
+        else:
+            assert not m, f"native frame {title} not in class c"
+            if g.get("class") == "u":
+                assert sat > 0.6, (title, fill)    # the flame colours are saturated
+    assert set(hues) == {LIBPY, ZLIBMOD, "libz.so.1", "libc.so.6", ODD_LIB}
+    # One hue per object, whatever the function (lightness picks the function).
+    for lib, hs in hues.items():
+        assert max(hs) - min(hs) <= 2, (lib, hs)
+    assert abs(min(hues["libc.so.6"]) - min(hues["libz.so.1"])) > 5, hues
+    legend = root.find(f"{SVG_NS}g[@id='legend']")
+    labels = [t.text for t in legend.findall(f"{SVG_NS}text")]
+    assert labels[-1] == "native code"
+    assert legend.findall(f"{SVG_NS}rect")[-1].get("class") == "c"
+
+
+def test_svg_without_native_frames_has_no_native_legend():
+    out = _output(_build_plain(), "svg")
+    assert b"native code" not in out and b'class="c"' not in out
