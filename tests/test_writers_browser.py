@@ -136,3 +136,20 @@ def test_speedscope_app_shows_a_real_run(browser, app, py311, profiler_bin, tmp_
     rec = record(tmp_path, profiler_bin, py311, "ratio", fmt, "bpf")
     data = rec.output().read_bytes()
     open_in_speedscope(browser, app, f"ratio{suffix}", data, ["fa", "fb", "parent"])
+
+
+@pytest.mark.parametrize("fmt,name", [("speedscope", "native.speedscope.json"),
+                                      ("chrome", "native.trace.json"),
+                                      ("pprof", "native.pb.gz")])
+def test_speedscope_app_shows_native_frames(browser, app, fmt, name):
+    """--native: C frames with their objects (and pprof's mappings and addresses) are
+    imported like any other frame."""
+    p = subprocess.run([_build_plain(), fmt, "--native"], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # pprof names a function without its file (the sandwich view shows no files); the
+    # others name a frame as the collapsed format does.
+    expect = (["__memmove_avx_unaligned_erms", "libz.so.1+0x3a40", "list_sort",
+               "deflate"] if fmt == "pprof" else
+              ["__memmove_avx_unaligned_erms+0x2c (libc.so.6)",
+               "libz.so.1+0x3a40+0x22 (libz.so.1)", "list_sort (libpython3.11.so.1.0)"])
+    open_in_speedscope(browser, app, name, p.stdout, expect)
