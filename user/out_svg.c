@@ -76,19 +76,21 @@ static int frame_text(struct text *t, const struct profile *p, const struct agg_
 	const char *name = fr ? profile__name(p, fr) : "all";
 	const char *file = fr ? profile__file(p, fr) : NULL;
 	const char *lib = fr ? profile__lib(p, fr) : NULL;
-	char line[16], off[16];
+	const char *where = file ? file : lib;
+	char offset[16] = "", line[16] = "";	/* "+0x2c" before " (", ":12" before ")" */
 	int err;
 
 	t->len = 0;
 	err = text__put(t, name, strlen(name));
-	if (err || (!file && !lib))
+	if (err || !where)
 		return err;
-	snprintf(line, sizeof(line), ":%d", fr->line);
-	snprintf(off, sizeof(off), "+0x%x", (unsigned)fr->line);
-	if ((lib && fr->line >= 0 && (err = text__put(t, off, strlen(off)))) ||
-	    (err = text__put(t, " (", 2)) ||
-	    (err = text__put(t, file ? file : lib, strlen(file ? file : lib))) ||
-	    (file && fr->line >= 0 && (err = text__put(t, line, strlen(line)))))
+	if (lib && fr->line >= 0)
+		snprintf(offset, sizeof(offset), "+0x%x", (unsigned)fr->line);
+	if (file && fr->line >= 0)
+		snprintf(line, sizeof(line), ":%d", fr->line);
+	if ((err = text__put(t, offset, strlen(offset))) || (err = text__put(t, " (", 2)) ||
+	    (err = text__put(t, where, strlen(where))) ||
+	    (err = text__put(t, line, strlen(line))))
 		return err;
 	return text__put(t, ")", 1);
 }
