@@ -61,7 +61,7 @@ def parse(out):
                            "function": None if m[4] == "-" else m[4], "module": m[5],
                            "rel": int(m[6], 16), "func_rel": int(m[7], 16), "text": m[8]})
         elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ",
-                              "guessed_from ")):
+                              "guessed_from ", "sp_checked ", "locals_in_frames ")):
             key, value = line.split(" ", 1)
             info[key] = value
     return frames, info
@@ -150,6 +150,10 @@ def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, l
     assert frames[0]["lookup"] == frames[0]["pc"]
     assert all(f["lookup"] == f["pc"] - 1 for f in frames[1:])
     assert 0 < int(info["stack_used"]) <= int(info["stack_copied"])
+    # Each frame's stack pointer sits just past its callee's return address, and a
+    # local of leaf, middle and outer each lies in its own function's stack area.
+    assert info["sp_checked"] == str(len(frames) - 1), info
+    assert info["locals_in_frames"] == "3", info
     # The program's functions start where its symbol table says.
     ranges = symbol_ranges(exe)
     for f in frames[:4]:
@@ -388,6 +392,7 @@ def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
               f"{info['end']}, stack_used {info['stack_used']} bytes, "
               f"ns_per_walk {info.get('ns_per_walk')}")
         assert info["end"] == "outermost", frames
+        assert info["sp_checked"] == str(len(frames) - 1), info
         assert fn[-1] == "_start" and "Py_BytesMain" in fn and "__libc_start_main" in fn, fn
         assert frames[0]["module"] == f"python{version}"
         assert fn.count("PyObject_CallOneArg") == reentries, fn

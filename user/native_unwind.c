@@ -542,20 +542,38 @@ fail:
 
 struct walk {
 	struct native_stack *out;
+	uint64_t sp0; /* the snapshot's RSP */
 	unsigned int max;
 	int bound;
 };
 
+/*
+ * The stack pointer of the frame @state stands for. Past the first frame it is the
+ * value libdwfl unwound into RSP: x86-64 has no CFI rule for RSP, and libdwfl's ABI
+ * rules (backends/x86_64_cfi.c) make it DW_CFA_val_offset(rsp, 0), the CFA of the
+ * frame below; its frame-pointer fallback sets it to RBP + 16, the same place.
+ */
+static uint64_t frame_sp(Dwfl_Frame *state, const struct walk *w)
+{
+	Dwarf_Word sp;
+
+	if (!w->out->n)
+		return w->sp0;
+	return dwfl_frame_reg(state, NATIVE_REG_RSP, &sp) == 0 ? sp : 0;
+}
+
 static int frame_cb(Dwfl_Frame *state, void *arg)
 {
 	struct walk *w = arg;
+	struct native_frame *f = &w->out->frames[w->out->n];
 	Dwarf_Addr pc;
 	bool activation;
 
 	if (!dwfl_frame_pc(state, &pc, &activation))
 		return DWARF_CB_ABORT;
-	w->out->frames[w->out->n].pc = pc;
-	w->out->frames[w->out->n].lookup = activation ? pc : pc - 1;
+	f->pc = pc;
+	f->lookup = activation ? pc : pc - 1;
+	f->sp = frame_sp(state, w);
 	w->out->n++;
 	if (w->out->n >= w->max) {
 		w->bound = 1;
@@ -616,6 +634,7 @@ int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s
 	if (!w.max)
 		w.max = 1;
 	sp = s->regs[NATIVE_REG_RSP];
+	w.sp0 = sp;
 	u->snap = s;
 	u->max_read_end = sp;
 	u->refused = 0;

@@ -63,6 +63,12 @@ struct native_frame {
 	uint64_t pc;	 /* as unwound: a return address for every frame but the first */
 	uint64_t lookup; /* the address inside the call (pc - 1 for a return address):
 				 * what to symbolise and to report in pprof Locations */
+	/* The frame's stack pointer: the snapshot's RSP for the first frame, and for
+	 * every other one the value RSP has once the frame below returns into it (the
+	 * CFA of the frame below, where its return address ends). The frame's own
+	 * locals lie in [frames[i].sp, frames[i + 1].sp), which is how a C-stack address
+	 * (an eval-loop activation's entry frame) is tied to a frame. 0 if unknown. */
+	uint64_t sp;
 };
 
 #define NATIVE_MAX_FRAMES 256

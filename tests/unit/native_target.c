@@ -5,7 +5,9 @@
  * it to a file, says "ready" on stdout and waits for stdin to close, so that
  * test_native_unwind can unwind the snapshot against its live mappings.
  *
- *   native_target chain SNAPFILE   main -> outer -> middle -> leaf (snapshot in leaf)
+ *   native_target chain SNAPFILE   main -> outer -> middle -> leaf (snapshot in leaf);
+ *                                  SNAPFILE.locals says where a local of each of
+ *                                  leaf, middle and outer lives ("NAME 0xADDR")
  *   native_target qsort SNAPFILE   main -> sorter -> libc qsort -> ... -> compare
  *                                  (snapshot in the first call of the comparator)
  *   native_target vdso -           main -> clock_loop -> clock_gettime for ever, most
@@ -36,6 +38,12 @@ struct snap_header {
 
 static struct snap_header snap;
 static const char *snap_path;
+
+/* The address of one local of leaf, middle and outer, in that order: each must lie in
+ * its own function's stack area of the unwound snapshot. Taken by address and stored
+ * here, so the local lives in memory, in its function's frame. */
+static const char *const local_names[] = { "leaf", "middle", "outer" };
+static volatile uintptr_t local_at[3];
 
 /*
  * Stores every general register in DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8-r15)
@@ -86,6 +94,28 @@ static uint64_t mapping_end(uint64_t addr)
 	return end;
 }
 
+/* SNAPFILE.locals: the locals recorded so far (none but in the chain). */
+static void dump_locals(void)
+{
+	char path[4096];
+	FILE *f;
+
+	if (!local_at[0])
+		return;
+	snprintf(path, sizeof(path), "%s.locals", snap_path);
+	f = fopen(path, "w");
+	if (!f) {
+		perror("native_target: writing the locals");
+		exit(1);
+	}
+	for (size_t i = 0; i < sizeof(local_names) / sizeof(local_names[0]); i++)
+		fprintf(f, "%s 0x%llx\n", local_names[i], (unsigned long long)local_at[i]);
+	if (fclose(f)) {
+		perror("native_target: writing the locals");
+		exit(1);
+	}
+}
+
 /* Copies the stack from the captured RSP up and writes the snapshot. Runs in a frame
  * below the capturing function's, so the bytes it copies are as they were. */
 __attribute__((noipa)) static void dump(void)
@@ -108,23 +138,33 @@ __attribute__((noipa)) static void dump(void)
 		perror("native_target: writing the snapshot");
 		exit(1);
 	}
+	dump_locals();
 }
 
 __attribute__((noipa)) int leaf(int x)
 {
+	volatile int here = x;
+
+	local_at[0] = (uintptr_t)&here;
 	CAPTURE(snap.regs);
 	dump();
-	return x + 1;
+	return here + 1;
 }
 
 __attribute__((noipa)) int middle(int x)
 {
-	return leaf(x * 2) + 1;
+	volatile int here = x;
+
+	local_at[1] = (uintptr_t)&here;
+	return leaf(here * 2) + here;
 }
 
 __attribute__((noipa)) int outer(int x)
 {
-	return middle(x + 3) + 1;
+	volatile int here = x;
+
+	local_at[2] = (uintptr_t)&here;
+	return middle(here + 3) + here;
 }
 
 static int compared;

@@ -93,6 +93,73 @@ static int same_prefix(const struct native_stack *a, const struct native_stack *
 	return 1;
 }
 
+/*
+ * Each frame's stack pointer: the snapshot's RSP for the first; above it they rise,
+ * and each lies just past its callee's return address (the word below it in the copy
+ * is the frame's own PC, a return address). Returns how many frames were checked
+ * against the copy.
+ */
+static unsigned int check_sp(const struct native_snapshot *s, const struct native_stack *st)
+{
+	uint64_t rsp = s->regs[NATIVE_REG_RSP];
+	unsigned int checked = 0;
+
+	CHECK_MSG(st->n && st->frames[0].sp == rsp, "frame 0 sp 0x%" PRIx64 ", RSP 0x%" PRIx64,
+		  st->n ? st->frames[0].sp : 0, rsp);
+	for (unsigned int i = 1; i < st->n; i++) {
+		uint64_t sp = st->frames[i].sp, ra;
+
+		CHECK_MSG(sp > st->frames[i - 1].sp, "frame %u sp 0x%" PRIx64 " not above 0x%" PRIx64,
+			  i, sp, st->frames[i - 1].sp);
+		if (sp < rsp + 8 || sp - rsp > s->stack_len)
+			continue;
+		memcpy(&ra, s->stack + (sp - rsp - 8), sizeof(ra));
+		CHECK_MSG(ra == st->frames[i].pc, "frame %u: 0x%" PRIx64 " below its sp, pc 0x%" PRIx64,
+			  i, ra, st->frames[i].pc);
+		checked++;
+	}
+	return checked;
+}
+
+/*
+ * PATH.locals, if native_target wrote it: "NAME 0xADDR" lines, a local of function
+ * NAME. It must lie in that function's own stack area, [sp, the next frame's sp).
+ * Returns how many did; -1 without the file.
+ */
+static int check_locals(const char *path, struct native_sym *sym, struct native_unwind *u,
+			const struct native_stack *st)
+{
+	char name[64], lpath[4096];
+	unsigned long long addr;
+	int found = 0;
+	FILE *f;
+
+	snprintf(lpath, sizeof(lpath), "%s.locals", path);
+	f = fopen(lpath, "r");
+	if (!f)
+		return -1;
+	while (fscanf(f, "%63s %llx", name, &addr) == 2) {
+		unsigned int i;
+
+		for (i = 0; i + 1 < st->n; i++) {
+			struct native_symbol ns;
+
+			native_sym__lookup(sym, u, st->frames[i].lookup, &ns);
+			if (ns.function && !strcmp(ns.function, name))
+				break;
+		}
+		CHECK_MSG(i + 1 < st->n, "no frame of %s below the outermost", name);
+		if (i + 1 >= st->n)
+			continue;
+		CHECK_MSG(addr >= st->frames[i].sp && addr < st->frames[i + 1].sp,
+			  "%s's local at 0x%llx, its frame [0x%" PRIx64 ", 0x%" PRIx64 ")", name,
+			  addr, st->frames[i].sp, st->frames[i + 1].sp);
+		found++;
+	}
+	fclose(f);
+	return found;
+}
+
 /* Every shorter copy of the stack: a prefix of the full walk, ended for want of bytes
  * (or complete, once the copy holds everything the walk reads). */
 static void check_cuts(struct native_unwind *u, const struct native_snapshot *full_snap,
@@ -273,6 +340,8 @@ static int do_unwind(int pid, const char *path, int repeat)
 		       i, st->frames[i].pc, st->frames[i].lookup, ns.function ? ns.function : "-",
 		       ns.module, ns.rel, ns.func_rel, text);
 	}
+	printf("sp_checked %u\n", check_sp(&s, st));
+	printf("locals_in_frames %d\n", check_locals(path, sym, u, st));
 	printf("end %s\n", native_end__name(st->end));
 	printf("guessed_from %u\n", st->guessed_from);
 	printf("stack_used %u\n", st->stack_used);
