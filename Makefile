@@ -89,8 +89,13 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/py_offsets.o | 
 
 # The readers of copied structs against a fake target (tests/unit/fake_mem.h).
 FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,py_offsets.o code_cache.o py_obj.o strtab.o hashmap.o \
-		py_linetable.o decoder.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o log.o)
+		py_linetable.o decoder.o decode_runs.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o log.o)
 $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
+# The decoder's runs of frames per eval-loop activation, every layout, a fake target.
+$(OUT)/tests/test_decode_runs: tests/unit/test_decode_runs.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -187,6 +192,7 @@ AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
+	$(OUT)/tests/test_decode_runs \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
 	$(OUT)/tests/test_aggregate \
@@ -217,7 +223,7 @@ container-load: all
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
-	decoder.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
+	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
 
 .PHONY: FORCE
 $(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FORCE | $(OUT)/tests

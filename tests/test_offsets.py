@@ -295,7 +295,53 @@ def snapshot(where):
     verify(where, ts, raw_chain(ts), pyframes)
 
 
+def stack_mapping(addr):
+    with open("/proc/self/maps") as f:
+        for line in f:
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= addr < hi:
+                return line.split()[5] if len(line.split()) > 5 else ""
+    return None
+
+
+def check_activations(where, ts, chain):
+    """What user/decode_runs.c relies on: each activation of the eval loop is marked
+    on the C stack, inner ones lower. 3.11: frames with is_entry end the runs, and the
+    _PyCFrame chain from tstate->cframe names each run's innermost frame, inner ones
+    first, down to tstate's root_cframe. 3.12+: entry frames (shims), never in the
+    thread state, except 3.15's base frame, the only one with no previous."""
+    marks = []
+    if O["fr_is_entry"] != NONE:
+        cf, root, top = u64(ts + O["ts_cframe"]), ts + O["ts_root_cframe"], None
+        for (f, own, code, instr) in chain:
+            if top is None:
+                top = f
+                # The innermost activation is this code's: its current_frame moves
+                # with every call made here. The outer ones wait in a C call.
+                check(cf != root and (not marks or u64(cf + O["cframe_current_frame"]) == f),
+                      "%s: cframe %#x does not name run top %#x" % (where, cf, f))
+                marks.append(cf)
+            if u8(f + O["fr_is_entry"]):
+                cf, top = u64(cf + O["cframe_previous"]), None
+        check(top is None and cf == root, "%s: cframe chain does not end at root_cframe" % where)
+    else:
+        for (f, own, code, instr) in chain:
+            if OWNERS.get(own) not in ("cstack", "interpreter"):
+                continue
+            if O["ts_base_frame"] != NONE and u64(f + O["fr_previous"]) == 0:
+                check(f == u64(ts + O["ts_base_frame"]), "%s: a shim with no previous" % where)
+                continue
+            check(not ts <= f < ts + O["ts_size"], "%s: entry frame in the thread state" % where)
+            marks.append(f)
+    check(marks == sorted(set(marks)), "%s: activations not rising: %s" % (where, marks))
+    if threading.current_thread() is threading.main_thread():
+        check(all(stack_mapping(m) == "[stack]" for m in marks),
+              "%s: activations not on the main thread's stack" % where)
+    seen["activations"] = max(seen.get("activations", 0), len(marks))
+
+
 def verify(where, ts, chain, pyframes):
+    full_chain = chain
     me = id(snapshot.__code__)
     codes = [c for (_, own, c, _) in chain]
     check(me in codes, "%s: snapshot() not on the raw chain" % where)
@@ -333,6 +379,8 @@ def verify(where, ts, chain, pyframes):
     seen["bottoms"].add(OWNERS.get(own))
     if O["ts_base_frame"] != NONE:
         check(u64(ts + O["ts_base_frame"]) == bottom, "%s: tstate->base_frame is not the bottom" % where)
+
+    check_activations(where, ts, full_chain)
 
     # thread ids, the runtime's interpreter and thread lists
     check(u64(ts + O["ts_thread_id"]) == threading.get_ident(), "%s: thread_id" % where)
@@ -413,6 +461,7 @@ th.join()
 if errors:
     raise errors[0]
 check(seen["generator"] >= 3, "generator frames not reached through previous: %r" % seen)
+check(seen["activations"] >= 2, "no C re-entry of the eval loop seen: %r" % seen)
 check({"ascii", 1, 2, 4} <= seen["kinds"], "string kinds not all seen: %r" % seen["kinds"])
 print("walk ok:", sys.version.split()[0], json.dumps({k: sorted(map(str, v)) if isinstance(v, set) else v
                                                       for k, v in seen.items()}))

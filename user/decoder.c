@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "decode_runs.h"
 #include "decoder.h"
 #include "frame_cache.h"
 #include "hash.h"
@@ -71,7 +72,7 @@ void decoder__free(struct decoder *d)
 
 /* The fields of one frame header that the walk uses. */
 struct frame_hdr {
-	uint8_t owner;
+	uint8_t owner, is_entry;
 	uint64_t previous, code, instr;
 };
 
@@ -94,6 +95,9 @@ static int read_frame(struct mem_source *m, const struct py_offsets *o, uint64_t
 	if (structbuf__u8(&b, o->fr_owner, &f->owner) ||
 	    structbuf__u64(&b, o->fr_previous, &f->previous) ||
 	    structbuf__u64(&b, o->fr_code, &f->code) || structbuf__u64(&b, o->fr_instr, &f->instr))
+		return -EINVAL;
+	f->is_entry = 0;
+	if (o->fr_is_entry != PBP_OFF_NONE && structbuf__u8(&b, o->fr_is_entry, &f->is_entry))
 		return -EINVAL;
 	if (o->executable_tagged)
 		f->code &= ~(uint64_t)7;
@@ -196,6 +200,7 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		r->previous = f.previous;
 		r->code = 0;
 		r->instr = 0;
+		r->is_entry = !!f.is_entry;
 		if (!is_shim(o, owner)) {
 			r->code = f.code;
 			r->instr = f.instr;
@@ -349,17 +354,19 @@ static int torn(const struct thread_sample *t)
 }
 
 /* A sample copied down to the anchor: the walk ends there and the cache supplies the
- * parents. */
+ * parents. *@nwalked: the raw frames of the chain in the scratch space. */
 static enum decode_gap decode_anchored(struct decoder *d, const struct thread_sample *t,
-				       struct stack *st)
+				       struct stack *st, uint32_t *nwalked)
 {
 	uint64_t stop = d->cfg.fcache ? frame_cache__stop(d->cfg.fcache, t) : 0;
 	uint32_t n = 0, nraw, ndec;
 	enum decode_gap gap;
 
+	*nwalked = 0;
 	if (!stop)
 		return GAP_CACHE_LOST;
 	gap = walk(d, t, stop, &n);
+	*nwalked = n;
 	if (gap == GAP_NONE && t->verify)
 		gap = verify(d, t, n);
 	if (gap == GAP_TORN)
@@ -376,18 +383,21 @@ static enum decode_gap decode_anchored(struct decoder *d, const struct thread_sa
 				DECODE_MAX_DEPTH - n, &nraw,
 				st->frames + st->depth, DECODE_MAX_DEPTH - st->depth, &ndec))
 		return GAP_CACHE_LOST;
+	*nwalked = n + nraw;
 	st->depth += ndec;
 	d->stats.frames_from_cache += ndec;
 	frame_cache__after_hit(d->cfg.fcache, t, d->scratch->raw, n);
 	return GAP_NONE;
 }
 
+/* *@nwalked as for decode_anchored(). */
 static enum decode_gap decode_full(struct decoder *d, const struct thread_sample *t,
-				   struct stack *st)
+				   struct stack *st, uint32_t *nwalked)
 {
 	uint32_t n = 0, m = 0, nreused = 0;
 	enum decode_gap gap = walk(d, t, 0, &n);
 
+	*nwalked = n;
 	if (t->verify && n && verify(d, t, n) == GAP_TORN)
 		return GAP_TORN;
 	if (!n)
@@ -415,18 +425,24 @@ static enum decode_gap decode_full(struct decoder *d, const struct thread_sample
 
 static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
 {
+	uint32_t nwalked = 0;
+
 	st->pid = t->pid;
 	st->tid = t->tid;
 	st->ts_ns = t->ts_ns;
 	st->flags = t->flags;
 	st->depth = 0;
+	st->nruns = 0;
 	st->task = st->task_fp = 0;
 	if (torn(t))
 		st->gap = GAP_TORN;
 	else if (t->from_anchor)
-		st->gap = decode_anchored(d, t, st);
+		st->gap = decode_anchored(d, t, st, &nwalked);
 	else
-		st->gap = decode_full(d, t, st);
+		st->gap = decode_full(d, t, st, &nwalked);
+	/* A torn stack's frames were dropped: no runs of what is not there. */
+	if (st->depth)
+		decode_runs__find(d->off, t, d->scratch->raw, nwalked, st);
 }
 
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
@@ -445,6 +461,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	uint64_t t0 = thread_cpu_ns();
 
 	st->depth = 0;
+	st->nruns = 0;
 	st->task = st->task_fp = 0;
 	if (load_record(d, s, len)) {
 		st->gap = GAP_BAD_RECORD;

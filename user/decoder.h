@@ -14,10 +14,15 @@
 #include "py_interp.h"
 #include "mem.h"
 #include "pbp_abi.h"
+#include "py_run.h"
 
 struct mem_snapshot;
 
 #define DECODE_MAX_DEPTH 4096
+/* Eval-loop activations told apart in one stack. A native walk holds at most
+ * NATIVE_MAX_FRAMES (256) frames, one at least per activation, so more could never be
+ * placed among native frames: past this, the last run holds the rest, c_addr 0. */
+#define DECODE_MAX_RUNS 256
 
 /* Why a stack is incomplete (0 = complete). */
 enum decode_gap {
@@ -43,6 +48,7 @@ struct raw_frame {
 	uint64_t instr;
 	uint64_t previous;
 	uint8_t owner;
+	uint8_t is_entry;	/* 3.11: the first frame its eval-loop activation ran */
 };
 
 struct decoded_frame {
@@ -61,6 +67,10 @@ struct stack {
 	uint64_t task, task_fp;	/* --async: the running task and its coroutine's code fp */
 	uint32_t depth;
 	struct decoded_frame frames[DECODE_MAX_DEPTH];	/* innermost first */
+	/* Which activation of the eval loop ran which frames, innermost first: together
+	 * the runs cover frames[0, depth), in order (decode_runs.h). */
+	uint32_t nruns;
+	struct py_run runs[DECODE_MAX_RUNS];
 };
 
 struct decode_stats {
@@ -97,6 +107,12 @@ struct thread_sample {
 	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
 	uint64_t verify_anchor, verify_seq;	/* with @verify: the anchor in that reading */
 	int torn;		/* the caller already saw the readings disagree */
+	/* Optional (NULL: none): the copy of the thread's native stack taken with the
+	 * sample, cstack_len bytes from cstack_addr (its RSP) up. 3.11 finds its
+	 * eval-loop activations there (decode_runs.c); nothing else reads it. */
+	const uint8_t *cstack;
+	uint64_t cstack_addr;
+	size_t cstack_len;
 };
 
 struct decoder;

@@ -42,7 +42,11 @@
  * one row. Neither has a per-code generation (co_version); fr_code is f_code and
  * fr_instr prev_instr; 3.11 keeps the GIL in the runtime (ceval.gil) where 3.12 has
  * each interpreter point to its own or the main one's; 3.11's PyASCIIObject still has
- * wstr, hence its longer unicode headers.
+ * wstr, hence its longer unicode headers. Only 3.11 needs the _PyCFrame chain's link
+ * and the frame's is_entry to tell the eval loop's activations apart (3.12 has an
+ * entry frame on the C stack for that): _PyCFrame is { uint8_t use_tracing;
+ * current_frame; previous }, and root_cframe is PyThreadState's last field, after
+ * trace_info (a PyTraceInfo, 48 bytes), the datastack pointers and exc_state (16).
  */
 #define BUILTIN_OFFSETS(X)						\
 	/* field			3.11	3.12 */			\
@@ -64,6 +68,8 @@
 	X(ts_native_thread_id,		160,	144)			\
 	X(ts_cframe,			56,	56)			\
 	X(cframe_current_frame,		8,	0)			\
+	X(cframe_previous,		16,	NONE)			\
+	X(ts_root_cframe,		336,	NONE)			\
 	X(ts_current_frame,		NONE,	NONE)			\
 	X(ts_datastack_chunk,		296,	232)			\
 	X(ts_datastack_top,		304,	240)			\
@@ -79,6 +85,7 @@
 	X(fr_previous,			48,	8)			\
 	X(fr_instr,			56,	56)			\
 	X(fr_owner,			69,	70)			\
+	X(fr_is_entry,			68,	NONE)			\
 	X(fr_size,			72,	72)			\
 	X(owner_thread,			0,	0)			\
 	X(owner_generator,		1,	1)			\
@@ -515,6 +522,8 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.ts_native_thread_id = slot(buf, l->ts_native_thread_id);
 	o.ts_cframe = NONE;
 	o.cframe_current_frame = NONE;
+	o.cframe_previous = NONE;
+	o.ts_root_cframe = NONE;
 	o.ts_current_frame = slot(buf, l->ts_current_frame);
 	o.ts_datastack_chunk = chunk;
 	o.ts_datastack_top = chunk + l->datastack_top_after_chunk;
@@ -532,6 +541,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.fr_previous = slot(buf, l->fr_previous);
 	o.fr_instr = slot(buf, l->fr_instr_ptr);
 	o.fr_owner = slot(buf, l->fr_owner);
+	o.fr_is_entry = NONE;
 	o.fr_size = slot(buf, l->fr_localsplus);
 
 	o.owner_thread = l->owner_thread;

@@ -49,6 +49,12 @@ struct py_offsets {
 	uint64_t ts_native_thread_id;	/* kernel tid */
 	uint64_t ts_cframe;		/* 3.11/3.12: _PyCFrame *cframe; else NONE */
 	uint64_t cframe_current_frame;	/* 3.11/3.12: offset inside _PyCFrame */
+	/* 3.11 only (NONE after): each activation of the eval loop keeps a _PyCFrame on
+	 * the C stack, chained from tstate->cframe through previous down to the thread's
+	 * own root_cframe; where an activation's frames end, is_entry (see decode_runs.c).
+	 * 3.12+ mark the activation with an entry frame on the C stack instead. */
+	uint64_t cframe_previous;
+	uint64_t ts_root_cframe;	/* the embedded _PyCFrame root_cframe */
 	uint64_t ts_current_frame;	/* 3.13+: _PyInterpreterFrame *current_frame */
 	uint64_t ts_datastack_chunk;
 	uint64_t ts_datastack_top;
@@ -68,6 +74,7 @@ struct py_offsets {
 	uint64_t fr_previous;
 	uint64_t fr_instr;		/* prev_instr (3.11/3.12), instr_ptr (3.13+) */
 	uint64_t fr_owner;		/* one byte */
+	uint64_t fr_is_entry;		/* 3.11: bool, the first frame an activation ran */
 	uint64_t fr_size;		/* fixed part, before localsplus */
 
 	/* values of _PyInterpreterFrame.owner; 0xff where a version has no such owner */

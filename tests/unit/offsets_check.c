@@ -114,6 +114,16 @@ static void check_all(const struct py_offsets *o)
 	CHECK(ts_interp, offsetof(PyThreadState, interp));
 	CHECK(ts_thread_id, offsetof(PyThreadState, thread_id));
 	CHECK(ts_native_thread_id, offsetof(PyThreadState, native_thread_id));
+#if PY_VERSION_HEX < 0x030c0000
+	CHECK(cframe_previous, offsetof(_PyCFrame, previous));
+	CHECK(ts_root_cframe, offsetof(PyThreadState, root_cframe));
+	CHECK(fr_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+	expect("is_entry is one byte", sizeof(((_PyInterpreterFrame *)0)->is_entry) == 1);
+#else
+	CHECK(cframe_previous, NONE);
+	CHECK(ts_root_cframe, NONE);
+	CHECK(fr_is_entry, NONE);
+#endif
 #if PY_VERSION_HEX < 0x030d0000
 	CHECK(ts_cframe, offsetof(PyThreadState, cframe));
 	CHECK(cframe_current_frame, offsetof(_PyCFrame, current_frame));
@@ -214,6 +224,7 @@ static void check_all(const struct py_offsets *o)
 	X(runtime_interpreters_head) X(interp_threads_head) X(interp_next) \
 	X(ts_size) X(ts_next) X(ts_interp) X(ts_thread_id)		\
 	X(ts_native_thread_id) X(ts_cframe) X(cframe_current_frame)	\
+	X(cframe_previous) X(ts_root_cframe) X(fr_is_entry)		\
 	X(ts_current_frame) X(ts_datastack_chunk) X(ts_datastack_top)	\
 	X(ts_datastack_limit) X(ts_base_frame) X(ts_last_profiled_frame) \
 	X(ts_last_profiled_frame_seq) X(chunk_previous) X(chunk_size)	\
