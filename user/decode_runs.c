@@ -41,14 +41,14 @@
 struct runs_walk {
 	const struct py_offsets *o;
 	const struct thread_sample *t;
-	uint64_t cframe;	/* 3.11: the next activation's _PyCFrame; 0 once lost */
-	uint64_t root;		/* 3.11: &tstate->root_cframe */
+	uint64_t cframe; /* 3.11: the next activation's _PyCFrame; 0 once lost */
+	uint64_t root;	 /* 3.11: &tstate->root_cframe */
 
-	struct py_run run;	/* the run being gathered */
-	uint64_t run_top;	/* the address of its innermost frame */
-	uint32_t ndec;		/* decoded frames seen so far */
-	int ended;		/* in the last slot: an activation ended it, more may follow */
-	int merged;		/* in the last slot: it holds more than one activation */
+	struct py_run run; /* the run being gathered */
+	uint64_t run_top;  /* the address of its innermost frame */
+	uint32_t ndec;	   /* decoded frames seen so far */
+	int ended;	   /* in the last slot: an activation ended it, more may follow */
+	int merged;	   /* in the last slot: it holds more than one activation */
 };
 
 /* A u64 of the native stack copy; -ERANGE outside it (an address of the live process
@@ -117,8 +117,6 @@ static void end_run(struct runs_walk *w, struct stack *st, uint64_t c_addr)
 		w->run = (struct py_run){ .first = w->ndec };
 		return;
 	}
-	if (w->ended)
-		w->merged = 1;
 	w->ended = 1;
 	w->run.c_addr = w->merged ? 0 : c_addr;
 }
@@ -135,7 +133,8 @@ static void add_frame(struct runs_walk *w, const struct raw_frame *r)
 }
 
 /* What is left open at the end: an activation whose end was not walked (c_addr 0),
- * or the last slot. Decoded frames the chain somehow did not show join it. */
+ * or the last slot. Decoded frames the chain did not show (none, as the decoder
+ * names them from it) would join it, so that the runs always cover the stack. */
 static void flush(struct runs_walk *w, struct stack *st)
 {
 	if (w->ndec < st->depth) {
@@ -157,19 +156,17 @@ void decode_runs__find(const struct py_offsets *o, const struct thread_sample *t
 	walk_init(&w, o, t);
 	for (uint32_t i = 0; i < nraw; i++) {
 		const struct raw_frame *r = &raw[i];
-		int past = w.ndec == st->depth, ends;
+		int past = w.ndec == st->depth;
 
-		/* Past the decoded frames only the end of the open run is of use. */
-		if (past && !w.run.n)
+		/* Past the decoded frames only the end of the open run is of use (in the
+		 * last slot, its first end: an activation without frames after it has
+		 * nothing of the run). */
+		if (past && (!w.run.n || w.ended))
 			break;
 		if (r->code && !past)
 			add_frame(&w, r);
-		ends = r->code ? r->is_entry : is_activation(&w, r);
-		if (!ends)
-			continue;
-		end_run(&w, st, r->code ? next_cframe(&w, w.run_top) : r->addr);
-		if (past)
-			break;
+		if (r->code ? r->is_entry : is_activation(&w, r))
+			end_run(&w, st, r->code ? next_cframe(&w, w.run_top) : r->addr);
 	}
 	flush(&w, st);
 }

@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "debug_tables.h"
+#include "decode_runs.h"
 #include "decoder.h"
 #include "fake_mem.h"
 #include "fake_py.h"
@@ -288,6 +289,20 @@ static void test_empty_run(struct strtab *strs)
 	printf("empty runs: an activation entering or leaving keeps its place\n");
 }
 
+/* 3.15: frames straight on the base frame (none of an activation's own, which CPython
+ * never leaves): their run has no address, the base frame on the heap is not one. */
+static void test_base_frame(struct strtab *strs)
+{
+	const struct decode_opts opt = { 0 };
+	struct target tg;
+
+	build(&tg, 15, "ffB");
+	decode_and_expect(&tg, strs, &opt, ~0u, "frames on the base frame");
+	build(&tg, 15, "ff|ffB");
+	decode_and_expect(&tg, strs, &opt, ~0u, "an activation, then frames on the base frame");
+	printf("3.15: the base frame is no activation\n");
+}
+
 /* 3.11: the chain is read from the copy only; whatever cannot be read there, or
  * does not name its run, gives 0 for that run and every one after it. */
 static void test_311_chain(struct strtab *strs)
@@ -417,6 +432,42 @@ static void test_too_many(struct strtab *strs)
 	       DECODE_MAX_RUNS);
 }
 
+/* Straight from raw frames: the runs cover the decoded frames even where the raw
+ * chain shows fewer, and an activation with no frames after the last slot's adds
+ * nothing to it. */
+static void test_direct(void)
+{
+	struct py_offsets o = offsets_of(13);
+	struct thread_sample t = { 0 };
+	struct raw_frame raw[2 * DECODE_MAX_RUNS + 2];
+	struct stack *st = calloc(1, sizeof(*st));
+	uint32_t n = 0;
+
+	CHECK(st);
+	raw[n++] = (struct raw_frame){ .addr = FRAMES, .code = CODE, .owner = 0 };
+	raw[n++] = (struct raw_frame){ .addr = CSTACK, .previous = 1, .owner = 3 };
+	st->depth = 3;
+	decode_runs__find(&o, &t, raw, n, st);
+	check_cover("fewer raw frames", st);
+	CHECK(st->nruns == 2 && st->runs[0].c_addr == CSTACK && st->runs[1].n == 2 &&
+	      st->runs[1].c_addr == 0);
+
+	n = 0;
+	for (uint32_t i = 0; i < DECODE_MAX_RUNS; i++) {
+		raw[n++] = (struct raw_frame){ .addr = FRAMES + i * 0x80, .code = CODE };
+		raw[n++] = (struct raw_frame){ .addr = CSTACK + i * 0x100, .previous = 1,
+					       .owner = 3 };
+	}
+	raw[n++] = (struct raw_frame){ .addr = CSTACK + 0x100000, .previous = 1, .owner = 3 };
+	st->depth = DECODE_MAX_RUNS;
+	decode_runs__find(&o, &t, raw, n, st);
+	check_cover("empty activation after the last slot", st);
+	CHECK(st->nruns == DECODE_MAX_RUNS &&
+	      st->runs[DECODE_MAX_RUNS - 1].c_addr == CSTACK + (DECODE_MAX_RUNS - 1) * 0x100);
+	free(st);
+	printf("direct: runs cover the decoded frames, the last slot keeps its activation\n");
+}
+
 /* The frame cache's reused names (the unchanged outer frames of a second sample)
  * change nothing. */
 static void test_frame_cache(struct strtab *strs)
@@ -442,10 +493,12 @@ int main(void)
 	CHECK(strs);
 	test_versions(strs);
 	test_empty_run(strs);
+	test_base_frame(strs);
 	test_311_chain(strs);
 	test_incomplete(strs);
 	test_too_many(strs);
 	test_frame_cache(strs);
+	test_direct();
 	strtab__free(strs);
 	if (check_failures)
 		return 1;
