@@ -188,11 +188,17 @@ $(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) 
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
 
+# Native and Python frames in one stack: a pure function, nothing else linked.
+$(OUT)/tests/test_native_merge: tests/unit/test_native_merge.c $(OUT)/user/native_merge.o \
+		| $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
-	$(OUT)/tests/test_decode_runs \
+	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
 	$(OUT)/tests/test_aggregate \
