@@ -124,7 +124,8 @@ static unsigned int check_sp(const struct native_snapshot *s, const struct nativ
 /*
  * PATH.locals, if native_target wrote it: "NAME 0xADDR" lines, a local of function
  * NAME. It must lie in that function's own stack area, [sp, the next frame's sp).
- * Returns how many did; -1 without the file.
+ * Returns how many did (a stripped program's frames have no names to find); -1
+ * without the file.
  */
 static int check_locals(const char *path, struct native_sym *sym, struct native_unwind *u,
 			const struct native_stack *st)
@@ -148,7 +149,6 @@ static int check_locals(const char *path, struct native_sym *sym, struct native_
 			if (ns.function && !strcmp(ns.function, name))
 				break;
 		}
-		CHECK_MSG(i + 1 < st->n, "no frame of %s below the outermost", name);
 		if (i + 1 >= st->n)
 			continue;
 		CHECK_MSG(addr >= st->frames[i].sp && addr < st->frames[i + 1].sp,
