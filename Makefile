@@ -194,11 +194,18 @@ $(OUT)/tests/test_native_merge: tests/unit/test_native_merge.c $(OUT)/user/nativ
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+# The same against a live CPython: unwinding, decoding with the stack copy, merging.
+NATIVE_LIVE_OBJS = $(sort $(NATIVE_OBJS) $(FIELD_BOUNDS_OBJS) $(addprefix $(OUT)/user/,native_merge.o \
+		py_interp.o elf_syms.o mem_core.o))
+$(OUT)/tests/test_native_live: tests/unit/test_native_live.c $(NATIVE_LIVE_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
+
 AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
-	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge \
+	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge $(OUT)/tests/test_native_live \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
 	$(OUT)/tests/test_aggregate \
