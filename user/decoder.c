@@ -111,7 +111,8 @@ static int is_owner(const struct py_offsets *o, uint8_t owner)
 	       owner == o->owner_interpreter;
 }
 
-/* Shim frames (3.12+) and base frames (3.14+) hold no Python code of their own. */
+/* Shim frames (3.12+: the eval loop's entry frames; 3.15+ also the thread's base
+ * frame) hold no Python code of their own. */
 static int is_shim(const struct py_offsets *o, uint8_t owner)
 {
 	return (o->owner_cstack != 0xff && owner == o->owner_cstack) ||

@@ -81,8 +81,10 @@ struct py_offsets {
 	uint8_t owner_thread;
 	uint8_t owner_generator;
 	uint8_t owner_frame_object;
-	uint8_t owner_cstack;		/* shim frames on the C stack (3.12+) */
-	uint8_t owner_interpreter;	/* base/sentinel frames (3.14+) */
+	uint8_t owner_cstack;		/* 3.12, 3.13: the eval loop's entry frames on the C
+					 * stack (3.14 assigns its value nowhere) */
+	uint8_t owner_interpreter;	/* 3.14+: those entry frames; 3.15+ also the
+					 * thread's base frame, on the heap */
 
 	/* PyObject */
 	uint64_t ob_type;
