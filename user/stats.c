@@ -135,6 +135,9 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "bpf_native_bytes", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_BYTES] },
 		{ "bpf_native_capped", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_CAPPED] },
 		{ "bpf_native_faults", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FAULTS] },
+		/* --native blocks the decoder took, and those it refused as malformed */
+		{ "native_blocks", FIELD_U64, .u = s->decode.native_blocks },
+		{ "native_invalid", FIELD_U64, .u = s->decode.native_invalid },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },
