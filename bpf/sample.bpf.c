@@ -548,21 +548,30 @@ static long extend_native(__u32 i, void *arg)
 	return 0;
 }
 
-static long vma_end(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+/*
+ * The top of the stack that holds RSP, given the mapping @vma that does. In the main
+ * thread's [stack] it is where the process started (mm->start_stack, its first RSP,
+ * argc there): _start's frame is the last below it, and above lie argv, the
+ * environment, and a gap of random size the kernel leaves untouched, whose pages are
+ * not present and fault. Elsewhere, the end of the mapping (a thread's: its TLS and
+ * TCB on top).
+ */
+static long stack_top(struct task_struct *task, struct vm_area_struct *vma, void *arg)
 {
-	*(__u64 *)arg = vma->vm_end;
+	__u64 start = vma->vm_mm->start_stack;
+
+	*(__u64 *)arg = start >= vma->vm_start && start < vma->vm_end ? start + 8 : vma->vm_end;
 	return 0;
 }
 
 /*
- * Copies @want bytes of @task's user stack from @sp to @at, or up to the stack's top:
- * a shallow stack's top (the end of the main thread's [stack], of a thread's mapping)
- * is often less than @want above RSP. The end of RSP's mapping says where; when it
- * cannot be looked up (mmap_lock is taken only if free), or a page below it cannot be
- * read, the copy, which copies nothing when it faults, is cut back: RSP's own page,
- * then the pages above it by halvings up to the first that cannot be read. Faults are
- * what the lookup saves: each costs microseconds, more in a virtual machine. Returns
- * the bytes copied; sets @flags to say how the copy ended.
+ * Copies @want bytes of @task's user stack from @sp to @at, or up to the stack's top,
+ * which is often less than @want above a shallow stack's RSP (see stack_top()). When
+ * the top cannot be looked up (mmap_lock is taken only if free), or a page below it
+ * cannot be read, the copy, which copies nothing when it faults, is cut back: RSP's
+ * own page, then the pages above it by halvings up to the first that cannot be read.
+ * Faults are what the lookup saves: each costs microseconds, more in a virtual
+ * machine. Returns the bytes copied; sets @flags to say how the copy ended.
  */
 static __always_inline __u32 copy_native_stack(struct task_struct *task, struct scratch *sc,
 					       __u32 at, __u64 sp, __u32 want, __u16 *flags)
@@ -571,7 +580,7 @@ static __always_inline __u32 copy_native_stack(struct task_struct *task, struct 
 	__u32 head = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
 	__u64 end = 0;
 
-	if (!bpf_find_vma(task, sp, vma_end, &end, 0) && end > sp && end - sp < want) {
+	if (!bpf_find_vma(task, sp, stack_top, &end, 0) && end > sp && end - sp < want) {
 		want = end - sp;
 		*flags |= PBP_NF_STACK_TOP;
 	}

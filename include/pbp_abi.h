@@ -166,8 +166,9 @@ struct pbp_sample {
 						 * read (most often the stack's top) */
 #define PBP_NF_STACK_CAPPED	(1u << 2)	/* the copy is the whole configured size:
 						 * the stack may go on above it */
-#define PBP_NF_STACK_TOP	(1u << 3)	/* the copy ends at the end of RSP's
-						 * mapping: the whole stack is there */
+#define PBP_NF_STACK_TOP	(1u << 3)	/* the copy ends at the stack's top (the
+						 * main thread's first RSP, else the end
+						 * of RSP's mapping): all of it is there */
 #define PBP_NF_KNOWN		(PBP_NF_REGS_AT_ENTRY | PBP_NF_STACK_FAULT | \
 				 PBP_NF_STACK_CAPPED | PBP_NF_STACK_TOP)
 
