@@ -101,6 +101,24 @@ struct {
 	__type(value, struct switch_state);
 } offcpu SEC(".maps");
 
+/*
+ * --native: where a thread's stack was found to end (see stack_top()). A stack's top
+ * stays put while RSP is in it, so the lookup, which takes the process's mmap_lock and,
+ * from an interrupt, defers its release to an irq_work, is made once per thread and
+ * stack rather than at every sample (it cost about as much as the rest of a sample).
+ */
+struct stack_span {
+	__u64 lo;		/* the mapping's start when it was looked up */
+	__u64 top;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct stack_span);
+} stack_spans SEC(".maps");
+
 /* Records are too large for the 512-byte BPF stack and their size is only known after
  * the copy, so they are built here and handed to bpf_ringbuf_output(). Two slots per
  * CPU: the perf-event program and the scheduler's tracepoint (which runs with
@@ -558,10 +576,29 @@ static long extend_native(__u32 i, void *arg)
  */
 static long stack_top(struct task_struct *task, struct vm_area_struct *vma, void *arg)
 {
+	struct stack_span *span = arg;
 	__u64 start = vma->vm_mm->start_stack;
 
-	*(__u64 *)arg = start >= vma->vm_start && start < vma->vm_end ? start + 8 : vma->vm_end;
+	span->lo = vma->vm_start;
+	span->top = start >= vma->vm_start && start < vma->vm_end ? start + 8 : vma->vm_end;
 	return 0;
+}
+
+/* The top of @task's stack at @sp, from its cache when @sp is in the span found last;
+ * 0 if unknown. A span gone stale (a stack unmapped, another mapped there) only cuts a
+ * copy short or makes it fault and be cut back. */
+static __always_inline __u64 stack_top_of(struct task_struct *task, __u64 sp)
+{
+	struct stack_span *c, found = {};
+
+	c = bpf_task_storage_get(&stack_spans, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c && sp >= c->lo && sp < c->top)
+		return c->top;
+	if (bpf_find_vma(task, sp, stack_top, &found, 0))
+		return 0;
+	if (c)
+		*c = found;
+	return found.top;
 }
 
 /*
@@ -578,9 +615,9 @@ static __always_inline __u32 copy_native_stack(struct task_struct *task, struct 
 {
 	struct native_copy c = { .sc = sc, .sp = sp, .at = at };
 	__u32 head = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
-	__u64 end = 0;
+	__u64 end = stack_top_of(task, sp);
 
-	if (!bpf_find_vma(task, sp, stack_top, &end, 0) && end > sp && end - sp < want) {
+	if (end > sp && end - sp < want) {
 		want = end - sp;
 		*flags |= PBP_NF_STACK_TOP;
 	}
