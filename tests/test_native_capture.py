@@ -16,6 +16,7 @@ unwinder's to judge: tests/test_native_unwind.py unwinds the same snapshots take
 ptrace.
 """
 
+import math
 import subprocess
 
 import pytest
@@ -24,10 +25,10 @@ from conftest import Harness, Once, fraction, make_interp, total
 
 VERSIONS = ["3.11", "3.13", "3.15"]
 SECONDS = 3
-RATE = 499
+RATE = 997
+MIN_SAMPLES = 300           # a loaded machine may give the target a third of a CPU
 MAX_FAULT_SHARE = 0.01      # copies that met an unreadable page: lookups that failed
 MIN_STACK = 1024            # below _start's frame, in the leanest of the three versions
-SHARE_POINTS = 0.06         # fa's share, with and without --native
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"py{v}")
@@ -54,6 +55,12 @@ def runs(interp, module_tmp, profiler_bin):
     return Once(lambda: record_twice(module_tmp / interp.id, profiler_bin, interp))
 
 
+def native_stats(st):
+    """The counters these tests judge, for the failure messages."""
+    return {k: v for k, v in st.items()
+            if "native" in k or k.startswith("samples_") or k in ("ringbuf_drops",)}
+
+
 def leaf_total(samples, name):
     return total([s for s in samples if s.leaf is not None and s.leaf.name == name])
 
@@ -63,11 +70,11 @@ def test_native_block_rides_with_every_sample(interp, runs):
     native.check_ok()
     st = native.stats()
     delivered = st["samples_delivered"]
-    assert delivered >= RATE, f"too few samples to judge: {st}"
+    assert delivered >= MIN_SAMPLES, f"too few samples to judge: {native_stats(st)}"
     # Counted by BPF once the record is in the ring buffer, and by the decoder as it
     # takes it in: every record delivered has one, and the decoder refused none.
-    assert st["bpf_native_copied"] == delivered, st
-    assert st["native_blocks"] == delivered and st["native_invalid"] == 0, st
+    assert st["bpf_native_copied"] == delivered, native_stats(st)
+    assert st["native_blocks"] == delivered and st["native_invalid"] == 0, native_stats(st)
 
 
 def test_native_stack_copy_reaches_the_stack_top_without_faults(interp, runs):
@@ -83,19 +90,25 @@ def test_native_stack_copy_reaches_the_stack_top_without_faults(interp, runs):
 
 
 def test_native_leaves_the_python_profile_as_it_was(interp, runs):
+    """fa's share of fa+fb, with --native, against the run without it and the truth;
+    each bound is four standard deviations of the sampling error (at least 5 points)."""
     truth, plain, native = runs.get()
-    shares = {}
+    shares, counts = {}, {}
     for name, run in (("without", plain), ("with", native)):
         prof = run.check_ok()
         fa, fb = leaf_total(prof, "fa"), leaf_total(prof, "fb")
         incomplete = total([s for s in prof if s.incomplete])
+        assert fa + fb >= MIN_SAMPLES, f"{name} --native: too few samples ({fa}+{fb})"
         assert fa + fb >= 0.9 * total(prof), f"{name} --native: {fa}+{fb} of {total(prof)}"
         assert fraction(incomplete, total(prof)) <= 0.02, \
             f"{name} --native: {incomplete} of {total(prof)} samples incomplete"
-        shares[name] = fa / (fa + fb)
+        shares[name], counts[name] = fa / (fa + fb), fa + fb
     want = truth["expected_fa_share"]
-    assert abs(shares["with"] - shares["without"]) <= SHARE_POINTS, (shares, want)
-    assert abs(shares["with"] - want) <= SHARE_POINTS, (shares, want)
+    var = want * (1 - want)
+    both = max(0.05, 4 * math.sqrt(var * (1 / counts["with"] + 1 / counts["without"])))
+    alone = max(0.05, 4 * math.sqrt(var / counts["with"]))
+    assert abs(shares["with"] - shares["without"]) <= both, (shares, counts, want)
+    assert abs(shares["with"] - want) <= alone, (shares, counts, want)
 
 
 def test_without_native_nothing_native_is_copied(interp, runs):
