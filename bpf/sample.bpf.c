@@ -101,6 +101,24 @@ struct {
 	__type(value, struct switch_state);
 } offcpu SEC(".maps");
 
+/*
+ * --native: where a thread's stack was found to end (see stack_top()). A stack's top
+ * stays put while RSP is in it, so the lookup, which takes the process's mmap_lock and,
+ * from an interrupt, defers its release to an irq_work, is made once per thread and
+ * stack rather than at every sample (it cost about as much as the rest of a sample).
+ */
+struct stack_span {
+	__u64 lo;		/* the mapping's start when it was looked up */
+	__u64 top;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct stack_span);
+} stack_spans SEC(".maps");
+
 /* Records are too large for the 512-byte BPF stack and their size is only known after
  * the copy, so they are built here and handed to bpf_ringbuf_output(). Two slots per
  * CPU: the perf-event program and the scheduler's tracepoint (which runs with
@@ -320,10 +338,10 @@ struct copy_ctx {
  * Copies @len bytes from @src to @at in the record. The verifier checks the write
  * against the largest @at plus the largest @len, which it tracks apart: lengths are
  * taken in bands, and within a band @at is checked against the room the band's
- * shortest length leaves. Spans then end at most one band past the record's chunk
- * bytes in the verifier's eyes, never in fact: the copy keeps at + len within
- * PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX. Global, so that it is verified once, on its
- * own, and its bands do not multiply the states of its callers.
+ * shortest length leaves. A copy then ends at most one band past the largest record
+ * in the verifier's eyes, never in fact: chunk bytes stay within PBP_PAYLOAD_OFF_MAX +
+ * PBP_STACK_MAX and native stack bytes within PBP_RECORD_MAX. Global, so that it is
+ * verified once, on its own, and its bands do not multiply the states of its callers.
  */
 __noinline int read_span(struct scratch *sc, __u64 at, __u64 len, __u64 src)
 {
@@ -333,7 +351,7 @@ __noinline int read_span(struct scratch *sc, __u64 at, __u64 len, __u64 src)
 	for (__u32 k = 1; k <= PBP_STACK_BANDS; k++) {
 		if (len > k * PBP_STACK_BAND)
 			continue;
-		if (at > PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX - (k - 1) * PBP_STACK_BAND)
+		if (at > PBP_RECORD_MAX - (k - 1) * PBP_STACK_BAND)
 			return -1;
 		return bpf_probe_read_user(sc->buf + at, len, (void *)src);
 	}
@@ -518,10 +536,180 @@ static __always_inline void running_task(const struct pbp_target *t, __u64 ts,
 		s->task_fp = code_fingerprint(t, code);
 }
 
-/* What an off-CPU record carries besides the stack; all zero for an on-CPU tick. */
+/* The halvings that find the first unreadable page among the 16 a copy can span. */
+#define NATIVE_TRIES 5
+
+/* A user stack copy being cut back to the pages that can be read. */
+struct native_copy {
+	struct scratch *sc;
+	__u64 sp;
+	__u32 at;		/* where the byte at sp goes in sc->buf */
+	__u32 have;		/* bytes copied: sp's page, then whole pages */
+	__u32 hi;		/* a copy of this many bytes meets an unreadable page */
+};
+
+/* One halving: copies the lower half of the pages in doubt, after those copied. A copy
+ * that faults leaves nothing, and zeroes only its own part. */
+static long extend_native(__u32 i, void *arg)
+{
+	struct native_copy *c = arg;
+	__u32 pages, mid;
+
+	if (c->hi <= c->have + PAGE_BYTES)
+		return 1;
+	pages = (c->hi - c->have + PAGE_BYTES - 1) / PAGE_BYTES;
+	mid = c->have + pages / 2 * PAGE_BYTES;
+	if (read_span(c->sc, c->at + c->have, mid - c->have, c->sp + c->have))
+		c->hi = mid;
+	else
+		c->have = mid;
+	return 0;
+}
+
+/*
+ * The top of the stack that holds RSP, given the mapping @vma that does. In the main
+ * thread's [stack] it is where the process started (mm->start_stack, its first RSP,
+ * argc there): _start's frame is the last below it, and above lie argv, the
+ * environment, and a gap of random size the kernel leaves untouched, whose pages are
+ * not present and fault. Elsewhere, the end of the mapping (a thread's: its TLS and
+ * TCB on top).
+ */
+static long stack_top(struct task_struct *task, struct vm_area_struct *vma, void *arg)
+{
+	struct stack_span *span = arg;
+	__u64 start = vma->vm_mm->start_stack;
+
+	span->lo = vma->vm_start;
+	span->top = start >= vma->vm_start && start < vma->vm_end ? start + 8 : vma->vm_end;
+	return 0;
+}
+
+/* The top of @task's stack at @sp, from its cache when @sp is in the span found last;
+ * 0 if unknown. A span gone stale (a stack unmapped, another mapped there) only cuts a
+ * copy short or makes it fault and be cut back. */
+static __always_inline __u64 stack_top_of(struct task_struct *task, __u64 sp)
+{
+	struct stack_span *c, found = {};
+
+	c = bpf_task_storage_get(&stack_spans, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (c && sp >= c->lo && sp < c->top)
+		return c->top;
+	if (bpf_find_vma(task, sp, stack_top, &found, 0))
+		return 0;
+	if (c)
+		*c = found;
+	return found.top;
+}
+
+/*
+ * Copies @want bytes of @task's user stack from @sp to @at, or up to the stack's top,
+ * which is often less than @want above a shallow stack's RSP (see stack_top()). When
+ * the top cannot be looked up (mmap_lock is taken only if free), or a page below it
+ * cannot be read, the copy, which copies nothing when it faults, is cut back: RSP's
+ * own page, then the pages above it by halvings up to the first that cannot be read.
+ * Faults are what the lookup saves: each costs microseconds, more in a virtual
+ * machine. Returns the bytes copied; sets @flags to say how the copy ended.
+ */
+static __always_inline __u32 copy_native_stack(struct task_struct *task, struct scratch *sc,
+					       __u32 at, __u64 sp, __u32 want, __u16 *flags)
+{
+	struct native_copy c = { .sc = sc, .sp = sp, .at = at };
+	__u32 head = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
+	__u64 end = stack_top_of(task, sp);
+
+	if (end > sp && end - sp < want) {
+		want = end - sp;
+		*flags |= PBP_NF_STACK_TOP;
+	}
+	if (!read_span(sc, at, want, sp)) {
+		if (!(*flags & PBP_NF_STACK_TOP))
+			*flags |= PBP_NF_STACK_CAPPED;
+		return want;
+	}
+	*flags &= ~PBP_NF_STACK_TOP;
+	*flags |= PBP_NF_STACK_FAULT;
+	if (head >= want || read_span(sc, at, head, sp))
+		return 0;
+	c.have = head;
+	c.hi = want;
+	bpf_loop(NATIVE_TRIES, extend_native, &c, 0);
+	return c.have;
+}
+
+/*
+ * --native: the thread's user registers and stack into a pbp_native block at @off, an
+ * 8-byte boundary after the rest of the record. The registers are those the kernel
+ * saved when the thread entered it: for a tick that interrupted user code, that
+ * code's; in a system call or for an off-CPU record, those of the call (@flags says
+ * which). Returns the stack bytes copied, or -1 when no block was written.
+ */
+static __always_inline int native_capture(const struct pbp_target *t, struct task_struct *task,
+					  struct scratch *sc, __u64 off, __u16 *flags)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *r;
+	struct pbp_native *n;
+	__u32 want = t->native_stack, got;
+
+	if (!want || off > PBP_NATIVE_OFF_MAX || (off & 7))
+		return -1;
+	r = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!r)
+		return -1;
+	if (want > PBP_NATIVE_STACK_MAX)
+		want = PBP_NATIVE_STACK_MAX;
+	want &= ~7u;
+	n = (struct pbp_native *)(sc->buf + off);
+	__builtin_memset(n, 0, sizeof(*n));
+	n->hdr_len = sizeof(*n);
+	n->regs_mask = (1u << PBP_NATIVE_REGS) - 1;
+	/* DWARF order; a BTF pointer, read by plain loads. */
+	n->regs[0] = r->ax;
+	n->regs[1] = r->dx;
+	n->regs[2] = r->cx;
+	n->regs[3] = r->bx;
+	n->regs[4] = r->si;
+	n->regs[5] = r->di;
+	n->regs[6] = r->bp;
+	n->regs[7] = r->sp;
+	n->regs[8] = r->r8;
+	n->regs[9] = r->r9;
+	n->regs[10] = r->r10;
+	n->regs[11] = r->r11;
+	n->regs[12] = r->r12;
+	n->regs[13] = r->r13;
+	n->regs[14] = r->r14;
+	n->regs[15] = r->r15;
+	n->regs[16] = r->ip;
+	n->stack_off = off + sizeof(*n);
+	got = want ? copy_native_stack(task, sc, off + sizeof(*n), r->sp, want, flags) : 0;
+	n->stack_len = got;
+	n->flags = *flags;
+	return got;
+#else
+	return -1;
+#endif
+}
+
+/* Counts a native block that went out. */
+static __always_inline void count_native(int got, __u16 flags)
+{
+	if (got < 0)
+		return;
+	count(PBP_C_NATIVE_COPIED);
+	add(PBP_C_NATIVE_BYTES, got);
+	if (flags & PBP_NF_STACK_CAPPED)
+		count(PBP_C_NATIVE_CAPPED);
+	if (flags & PBP_NF_STACK_FAULT)
+		count(PBP_C_NATIVE_FAULTS);
+}
+
+/* What a record carries besides the stack: off-CPU and wall-mode fields, all zero for
+ * an on-CPU tick but native_flags. */
 struct off_cpu {
 	__u32 flags;		/* PBP_SF_OFF_CPU, PBP_SF_OFF_PENDING, PBP_SF_CPU_TIMED */
-	__u32 slot;		/* scratch slot: 0, or 1 for the system-call exit */
+	__u16 slot;		/* scratch slot: 0, or 1 for the system-call exit */
+	__u16 native_flags;	/* PBP_NF_REGS_AT_ENTRY: the thread is in the kernel */
 	__u64 cpu_ns;		/* PBP_SF_CPU_TIMED */
 	__u64 start_ns;
 	__u64 weight_ns;
@@ -547,6 +735,8 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	__u64 ts, frame, gil = 0;
 	__u64 total;
 	__u32 tlen, slot;
+	__u16 nflags;
+	int native;
 
 	if (!t || !off)
 		return -1;
@@ -634,6 +824,14 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	bpf_loop(PBP_FP_FRAMES, capture_frame, &cc, 0);
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
+	nflags = off->native_flags;
+	native = native_capture(t, task, sc, (total + 7) & ~7ull, &nflags);
+	if (native >= 0) {
+		s->flags |= PBP_SF_NATIVE;
+		s->native_off = (total + 7) & ~7ull;
+		s->native_len = sizeof(struct pbp_native) + native;
+		total = s->native_off + s->native_len;
+	}
 	if (total > PBP_RECORD_MAX)
 		return -1;
 	s->len = total;
@@ -644,6 +842,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 		return -1;
 	}
 	count(PBP_C_SUBMITTED);
+	count_native(native, nflags);
 	if (off->flags & PBP_SF_OFF_CPU)
 		count(PBP_C_OFF_SAMPLED);
 	return 0;
@@ -673,7 +872,7 @@ static __always_inline __u64 cpu_since_tick(const struct pbp_target *t, struct t
 	return now > st->cpu_ns ? now - st->cpu_ns : 0;
 }
 
-static __always_inline int sample_tick(void)
+static __always_inline int sample_tick(struct bpf_perf_event_data *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
@@ -688,6 +887,9 @@ static __always_inline int sample_tick(void)
 	if (task->flags & PF_EXITING)
 		return 0;
 	count(PBP_C_TARGET_EVENTS);
+	/* A tick in a system call or fault: the user registers are those of its entry. */
+	if ((long)PT_REGS_IP(&ctx->regs) < 0)
+		on.native_flags = PBP_NF_REGS_AT_ENTRY;
 	if (cpu_timed) {
 		on.flags = PBP_SF_CPU_TIMED;
 		on.cpu_ns = cpu_since_tick(t, task, &so);
@@ -705,9 +907,9 @@ int pbp_sample(struct bpf_perf_event_data *ctx)
 	__u64 t0;
 
 	if (!self_timed)
-		return sample_tick();
+		return sample_tick(ctx);
 	t0 = bpf_ktime_get_ns();
-	sample_tick();
+	sample_tick(ctx);
 	add(PBP_C_SELF_NS, bpf_ktime_get_ns() - t0);
 	count(PBP_C_SELF_RUNS);
 	return 0;
@@ -851,6 +1053,7 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 		return;		/* no longer a target's */
 	so->win_kept++;
 	off.flags = PBP_SF_OFF_CPU | PBP_SF_OFF_PENDING;
+	off.native_flags = PBP_NF_REGS_AT_ENTRY;
 	off.start_ns = now;
 	off.syscall = -1;
 	off.state = state;
@@ -1034,6 +1237,7 @@ static __always_inline void call_done(void)
 		return;
 	so->win_kept++;
 	off.flags = PBP_SF_OFF_CPU;
+	off.native_flags = PBP_NF_REGS_AT_ENTRY;
 	off.start_ns = so->first_ns;
 	off.arg = so->arg;
 	off.syscall = so->syscall;

@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 4
+#define PBP_ABI_VERSION 5
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -52,6 +52,13 @@ typedef int32_t pbp_s32;
 #define PBP_OFF_WINDOW_BUDGET 100
 #define PBP_OFF_THRESHOLD_MAX_NS (1ull << 30)
 #define PBP_INTERPS_MAX 4		/* interpreters walked per process */
+/* --native: bytes of the user stack copied from RSP up, at most and by default. 1.7
+ * KiB reach _start from a CPython loop; each Python->C->Python re-entry adds 5-7 KiB
+ * (docs/native-unwinding.md). */
+#define PBP_NATIVE_STACK_MAX (64 * 1024)
+#define PBP_NATIVE_STACK_DEFAULT (16 * 1024)
+#define PBP_NATIVE_STACK_MIN (4 * 1024)
+#define PBP_NATIVE_REGS 17		/* x86-64 DWARF registers 0-16 */
 
 /* pbp_sample.flags */
 #define PBP_SF_TSTATE_FAULT	(1u << 0)	/* thread state could not be copied */
@@ -64,6 +71,7 @@ typedef int32_t pbp_s32;
 #define PBP_SF_OFF_CPU		(1u << 7)	/* an off-CPU interval: see off_ns */
 #define PBP_SF_OFF_PENDING	(1u << 8)	/* ... whose length a pbp_off_end brings */
 #define PBP_SF_CPU_TIMED	(1u << 9)	/* an on-CPU tick standing for off_ns of CPU */
+#define PBP_SF_NATIVE		(1u << 10)	/* a pbp_native block at native_off */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -142,9 +150,50 @@ struct pbp_sample {
 	 */
 	pbp_u64 task;
 	pbp_u64 task_fp;
+	/* With PBP_SF_NATIVE: where the struct pbp_native block starts (8-aligned, after
+	 * the spans' bytes) and its length with the stack bytes; both 0 without. */
+	pbp_u32 native_off;
+	pbp_u32 native_len;
 	struct pbp_segment seg[PBP_SPANS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
+
+/* pbp_native.flags */
+#define PBP_NF_REGS_AT_ENTRY	(1u << 0)	/* the thread was in the kernel: the regs
+						 * are those saved at its entry (system
+						 * call, interrupt, fault) */
+#define PBP_NF_STACK_FAULT	(1u << 1)	/* the copy ends where a page could not be
+						 * read (most often the stack's top) */
+#define PBP_NF_STACK_CAPPED	(1u << 2)	/* the copy is the whole configured size:
+						 * the stack may go on above it */
+#define PBP_NF_STACK_TOP	(1u << 3)	/* the copy ends at the stack's top (the
+						 * main thread's first RSP, else the end
+						 * of RSP's mapping): all of it is there */
+#define PBP_NF_KNOWN		(PBP_NF_REGS_AT_ENTRY | PBP_NF_STACK_FAULT | \
+				 PBP_NF_STACK_CAPPED | PBP_NF_STACK_TOP)
+
+/*
+ * --native: the sampled thread's user registers and a copy of its user stack, for the
+ * unwinder in user space (user/native_unwind.c, struct native_snapshot). The registers
+ * are in DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. The stack bytes are
+ * those from regs[7] (RSP) up, stack_len of them at stack_off from the record's start.
+ * nfp, fp_off, kstack_id and reserved are 0: kept for a frame-pointer walk and kernel
+ * stacks to come.
+ */
+struct pbp_native {
+	pbp_u16 hdr_len;	/* sizeof(struct pbp_native) */
+	pbp_u16 flags;		/* PBP_NF_* */
+	pbp_u32 regs_mask;	/* bit i: regs[i] is known */
+	pbp_u64 regs[PBP_NATIVE_REGS];
+	pbp_u32 stack_len;
+	pbp_u32 stack_off;	/* 8-aligned, within native_off + native_len */
+	pbp_u32 nfp;
+	pbp_u32 fp_off;
+	pbp_s32 kstack_id;
+	pbp_u32 reserved;
+};
+
+_Static_assert(sizeof(struct pbp_native) == 8 + 8 * PBP_NATIVE_REGS + 24, "pbp_native layout");
 
 /*
  * The end of a pending off-CPU interval (PBP_SF_OFF_PENDING): the thread is back on a
@@ -267,7 +316,7 @@ struct pbp_target {
 	pbp_u32 ts_running_task;
 	pbp_u32 task_coro;
 	pbp_u32 gen_iframe;
-	pbp_u32 _pad_async;
+	pbp_u32 native_stack;		/* --native: user stack bytes to copy; 0: off */
 	/* When it became a target (bpf_ktime_get_ns()): a wait already under way then
 	 * is counted from here. */
 	pbp_u64 since_ns;
@@ -279,19 +328,22 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 144 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 152 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
 
 /*
  * The largest record: the header, the copied thread state, the capped chunk bytes,
- * then the headers of the innermost frames that live outside the chunks.
+ * then the headers of the innermost frames that live outside the chunks; with
+ * --native, then the native block and its stack bytes, at the next 8-byte boundary.
  */
 #define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
-#define PBP_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
+#define PBP_PY_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
+#define PBP_NATIVE_OFF_MAX ((PBP_PY_RECORD_MAX + 7) & ~(pbp_u64)7)
+#define PBP_RECORD_MAX (PBP_NATIVE_OFF_MAX + sizeof(struct pbp_native) + PBP_NATIVE_STACK_MAX)
 /*
  * The verifier bounds a copy into the record by the largest offset plus the largest
- * length, not by their sum; the program copies chunks by bands of lengths so that
- * the two together overshoot by at most one band (see read_span() there).
+ * length, not by their sum; the program copies by bands of lengths so that the two
+ * together overshoot the record by at most one band (see read_span() there).
  */
 #define PBP_STACK_BANDS 32
 #define PBP_STACK_BAND (PBP_STACK_MAX / PBP_STACK_BANDS)
@@ -299,9 +351,12 @@ _Static_assert(sizeof(struct pbp_sample) == 144 + 16 * PBP_SPANS_MAX + 24 * PBP_
 #define PBP_SCRATCH_SIZE (PBP_RECORD_MAX + PBP_STACK_BAND)
 
 _Static_assert(PBP_STACK_BAND * PBP_STACK_BANDS == PBP_STACK_MAX, "whole bands");
-_Static_assert(PBP_SCRATCH_SIZE >= PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_STACK_BAND &&
-	       PBP_SCRATCH_SIZE >= PBP_RECORD_MAX, "a record fits the scratch space");
-_Static_assert(PBP_SCRATCH_SIZE < 160 * 1024, "scratch space near the largest record");
+_Static_assert(PBP_NATIVE_STACK_MAX <= PBP_STACK_MAX, "native copies fit read_span()'s bands");
+_Static_assert(sizeof(struct pbp_native) % 8 == 0, "the native stack bytes stay 8-aligned");
+_Static_assert(PBP_SCRATCH_SIZE >= PBP_RECORD_MAX + PBP_STACK_BAND, "a record fits the scratch space");
+/* Allocated twice per possible CPU, with or without --native: kept near the largest
+ * record (the Python part is ~132 KiB of it, the native part 64 KiB). */
+_Static_assert(PBP_SCRATCH_SIZE <= 200 * 1024, "scratch space near the largest record");
 _Static_assert(sizeof(struct pbp_target) == 168, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
@@ -383,6 +438,11 @@ enum pbp_counter {
 	PBP_C_OFF_SELF_NS,	/* the switch programs' run time over their timed runs */
 	PBP_C_OFF_SELF_RUNS,	/* their runs */
 	PBP_C_OFF_SELF_TIMED,	/* their timed runs, one in PBP_OFF_TIMED_EVERY */
+	/* --native */
+	PBP_C_NATIVE_COPIED,	/* records that carry a native block */
+	PBP_C_NATIVE_BYTES,	/* user stack bytes in them */
+	PBP_C_NATIVE_CAPPED,	/* copies that filled the size asked: deeper frames cut */
+	PBP_C_NATIVE_FAULTS,	/* copies that met an unreadable page (cut back, or empty) */
 	PBP_C_MAX,
 };
 

@@ -4,8 +4,8 @@ largest record, not to a loose bound: it is allocated once per possible CPU, in 
 kernel, and charged to the profiler's memory cgroup.
 
 The largest record is computed here from the ABI's own building blocks (header,
-thread-state cap, stack cap, frame headers) by compiling a few lines against
-include/pbp_abi.h; the size of the map the running profiler created is read from
+thread-state cap, stack cap, frame headers, then the --native block and its stack cap
+at an 8-byte boundary) by compiling a few lines against include/pbp_abi.h; the size of the map the running profiler created is read from
 /proc/PID/fdinfo of its map descriptors.
 """
 
@@ -23,8 +23,11 @@ RECORD_MAX_C = r"""
 #include "pbp_abi.h"
 int main(void)
 {
-	printf("%zu\n", sizeof(struct pbp_sample) + PBP_TSTATE_MAX + PBP_STACK_MAX +
-	       PBP_FP_FRAMES * PBP_FRAME_HDR_MAX);
+	size_t py = sizeof(struct pbp_sample) + PBP_TSTATE_MAX + PBP_STACK_MAX +
+		    PBP_FP_FRAMES * PBP_FRAME_HDR_MAX;
+
+	printf("%zu\n", ((py + 7) & ~(size_t)7) + sizeof(struct pbp_native) +
+	       PBP_NATIVE_STACK_MAX);
 	return 0;
 }
 """

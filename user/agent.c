@@ -227,10 +227,15 @@ static void reload(struct agent_ctx *c)
 			session__mode_name(c->cfg.mode));
 	if (next.async_tasks != c->cfg.async_tasks)
 		pr_warn("async: %s stays until a restart\n", c->cfg.async_tasks ? "on" : "off");
+	if (next.native != c->cfg.native || next.native_stack != c->cfg.native_stack)
+		pr_warn("native: %s, %u bytes, stays until a restart\n",
+			c->cfg.native ? "on" : "off", c->cfg.native_stack);
 	next.rate_hz = c->cfg.rate_hz;
 	next.mode = c->cfg.mode;
 	next.min_block_us = c->cfg.min_block_us;
 	next.async_tasks = c->cfg.async_tasks;
+	next.native = c->cfg.native;
+	next.native_stack = c->cfg.native_stack;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
 	if (err) {
@@ -547,6 +552,8 @@ static int start(struct agent_ctx *c)
 		.mode = c->cfg.mode,
 		.min_block_us = c->cfg.min_block_us,
 		.async_tasks = c->cfg.async_tasks,
+		.native = c->cfg.native,
+		.native_stack = c->cfg.native_stack,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,

@@ -28,6 +28,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_HOST_NAME] = "host-name", [AK_PYROSCOPE_TOKEN_FILE] = "pyroscope-token-file",
 	[AK_PYROSCOPE_PASSWORD_FILE] = "pyroscope-password-file",
 	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block", [AK_ASYNC] = "async",
+	[AK_NATIVE] = "native", [AK_NATIVE_STACK] = "native-stack",
 };
 
 #define SECRET_MAX_BYTES 16384
@@ -88,6 +89,7 @@ int agent_config__init(struct agent_config *c)
 	c->period_ms = 10000;
 	c->rate_hz = 100;
 	c->min_block_us = SESSION_MIN_BLOCK_DEFAULT_US;
+	c->native_stack = PBP_NATIVE_STACK_DEFAULT;
 	c->output_max_mb = 1024;
 	c->queue_max = 64;
 	c->queue_max_mb = 256;
@@ -229,12 +231,15 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is not cpu, wall or off-cpu";
 		break;
 	case AK_ASYNC:
-		if (!strcmp(value, "on"))
-			c->async_tasks = 1;
-		else if (!strcmp(value, "off"))
-			c->async_tasks = 0;
+	case AK_NATIVE:
+		if (!strcmp(value, "on") || !strcmp(value, "off"))
+			*(k == AK_ASYNC ? &c->async_tasks : &c->native) = !strcmp(value, "on");
 		else
 			why = "is not on or off";
+		break;
+	case AK_NATIVE_STACK:
+		if (session__parse_native_stack(value, &c->native_stack))
+			why = "is not a size from 4K to 64K (bytes, or with K)";
 		break;
 	case AK_MIN_BLOCK:
 		if (parse_uint(value, 0, SESSION_MIN_BLOCK_MAX_US, &u))
@@ -538,6 +543,8 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 	out->mode = PICK(AK_MODE)->mode;
 	out->min_block_us = PICK(AK_MIN_BLOCK)->min_block_us;
 	out->async_tasks = PICK(AK_ASYNC)->async_tasks;
+	out->native = PICK(AK_NATIVE)->native;
+	out->native_stack = PICK(AK_NATIVE_STACK)->native_stack;
 	out->output_max_mb = PICK(AK_OUTPUT_MAX_MB)->output_max_mb;
 	out->queue_max = PICK(AK_QUEUE_MAX)->queue_max;
 	out->queue_max_mb = PICK(AK_QUEUE_MAX_MB)->queue_max_mb;

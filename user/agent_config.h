@@ -32,7 +32,7 @@ enum agent_key {
 	AK_PYROSCOPE_USER, AK_PYROSCOPE_PASSWORD, AK_PYROSCOPE_HEADER, AK_OUTPUT_DIR,
 	AK_OUTPUT_MAX_MB, AK_QUEUE_MAX, AK_QUEUE_MAX_MB, AK_METRICS_ADDR, AK_LABEL,
 	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_PYROSCOPE_TOKEN_FILE,
-	AK_PYROSCOPE_PASSWORD_FILE, AK_MODE, AK_MIN_BLOCK, AK_ASYNC, AK_COUNT,
+	AK_PYROSCOPE_PASSWORD_FILE, AK_MODE, AK_MIN_BLOCK, AK_ASYNC, AK_NATIVE, AK_NATIVE_STACK, AK_COUNT,
 };
 
 struct agent_config {
@@ -41,6 +41,8 @@ struct agent_config {
 	enum session_mode mode;		/* default cpu */
 	uint32_t min_block_us;		/* default SESSION_MIN_BLOCK_DEFAULT_US */
 	int async_tasks;		/* async = on: asyncio tasks (default off) */
+	int native;			/* native = on: user registers and stack (off) */
+	uint32_t native_stack;		/* native-stack = SIZE (PBP_NATIVE_STACK_DEFAULT) */
 	char *app_name;			/* default "pybpfprof" */
 	char *host_name;		/* the host label; NULL: gethostname() */
 	char *pyroscope_url, *pyroscope_token, *pyroscope_user, *pyroscope_password;

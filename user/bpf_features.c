@@ -31,7 +31,11 @@ static const struct feature features[] = {
 	{ MAP, BPF_MAP_TYPE_LRU_HASH, 0, "LRU hash maps", "4.10" },
 	{ HELPER, BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_get_current_task_btf,
 	  "the bpf_get_current_task_btf helper", "5.11" },
+	{ HELPER, BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_task_pt_regs,
+	  "the bpf_task_pt_regs helper", "5.15" },
 	{ HELPER, BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_loop, "the bpf_loop helper", "5.17" },
+	{ HELPER, BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_find_vma, "the bpf_find_vma helper",
+	  "5.17" },
 	{ HELPER, BPF_PROG_TYPE_PERF_EVENT, BPF_FUNC_ringbuf_query,
 	  "the bpf_ringbuf_query helper", "5.8" },
 };

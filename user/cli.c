@@ -115,6 +115,26 @@ int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode)
 	return 0;
 }
 
+int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes)
+{
+	if (session__parse_native_stack(arg, bytes))
+		return cli__usage_error(cmd, "invalid --native-stack '%s': expected 4K to 64K "
+					"(bytes, or with K)", arg);
+	return 0;
+}
+
+int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no_bpf)
+{
+	if (native_stack && !native)
+		return cli__usage_error(cmd, "%s", "--native-stack sizes what --native copies: "
+					"add --native");
+	if (native && no_bpf)
+		return cli__usage_error(cmd, "%s", "--native needs BPF: the registers and stack "
+					"are copied while the thread is stopped; --no-bpf cannot do "
+					"that");
+	return 0;
+}
+
 int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us)
 {
 	unsigned long v;

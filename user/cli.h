@@ -42,6 +42,21 @@ int cli__end_options(const char *cmd, int argc, char **argv, int verbose);
  */
 int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode);
 int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
+/* --native-stack SIZE, and --native's checks against the other options (record, top). */
+int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
+int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no_bpf);
+#define CLI_NATIVE_HELP \
+	"      --native           also copy, with each sample, the thread's user\n" \
+	"                         registers and the top of its C stack, for native\n" \
+	"                         frames (this version copies and counts them:\n" \
+	"                         bpf_native_* in --stats-file). Needs BPF\n" \
+	"      --native-stack SIZE  bytes of C stack copied from the stack pointer up\n" \
+	"                         (4K to 64K, bytes or K; default 16K): about 1.7 KiB\n" \
+	"                         reach _start from a CPython loop, and each\n" \
+	"                         Python->C->Python re-entry (sorted() with a key, a C\n" \
+	"                         callback) adds 5-7 KiB; a deeper stack keeps its\n" \
+	"                         innermost frames. With --native\n"
+
 #define CLI_MODE_HELP \
 	"      --mode MODE        what the profile measures (default cpu):\n" \
 	"                         cpu: on-CPU samples, counted\n" \

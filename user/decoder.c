@@ -131,8 +131,47 @@ static int is_bottom(const struct py_offsets *o, uint8_t owner)
 	return is_shim(o, owner);
 }
 
-/* Maps the record's spans into the snapshot memory source; checks every length. */
-static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len)
+/*
+ * The native block of @s, whose Python payload ends @payload_end bytes in, with its
+ * stack bytes in *@stack; NULL if there is none. The record is foreign bytes: the
+ * block must lie within it, after the payload, aligned, and say exactly what this ABI
+ * writes (reserved fields 0), or it is counted invalid and ignored.
+ */
+static const struct pbp_native *native_block(struct decoder *d, const struct pbp_sample *s,
+					     size_t payload_end, const uint8_t **stack)
+{
+	uint64_t end = (uint64_t)s->native_off + s->native_len;
+	const struct pbp_native *n;
+
+	*stack = NULL;
+	if (!(s->flags & PBP_SF_NATIVE) && !s->native_off && !s->native_len)
+		return NULL;
+	if (!(s->flags & PBP_SF_NATIVE) || s->native_off % 8 || s->native_off < payload_end ||
+	    end > s->len || s->native_len < sizeof(*n))
+		goto invalid;
+	n = (const void *)((const uint8_t *)s + s->native_off);
+	/* Ring-buffer records are 8-aligned; a copy elsewhere might not be. */
+	if ((uintptr_t)n % _Alignof(struct pbp_native))
+		goto invalid;
+	if (n->hdr_len != sizeof(*n) || (n->flags & ~PBP_NF_KNOWN) ||
+	    (n->regs_mask & ~((1u << PBP_NATIVE_REGS) - 1)) || n->nfp || n->fp_off ||
+	    n->kstack_id || n->reserved)
+		goto invalid;
+	if (n->stack_off % 8 || n->stack_off < (uint64_t)s->native_off + n->hdr_len ||
+	    n->stack_len > PBP_NATIVE_STACK_MAX || (uint64_t)n->stack_off + n->stack_len > end)
+		goto invalid;
+	d->stats.native_blocks++;
+	*stack = (const uint8_t *)s + n->stack_off;
+	return n;
+invalid:
+	d->stats.native_invalid++;
+	return NULL;
+}
+
+/* Maps the record's spans into the snapshot memory source; checks every length. Sets
+ * @payload_end to where the spans' bytes end. */
+static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len,
+		       size_t *payload_end)
 {
 	const uint8_t *p = (const uint8_t *)s + s->hdr_len;
 	size_t left;
@@ -156,6 +195,7 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 		p += s->seg[i].len;
 		left -= s->seg[i].len;
 	}
+	*payload_end = (size_t)(p - (const uint8_t *)s);
 	return 0;
 }
 
@@ -435,6 +475,8 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
+	st->native = NULL;
+	st->native_stack = NULL;
 	if (torn(t))
 		st->gap = GAP_TORN;
 	else if (t->from_anchor)
@@ -459,12 +501,17 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 {
 	const struct pbp_sample *s = rec;
 	struct thread_sample t = { 0 };
+	const struct pbp_native *native;
+	const uint8_t *native_stack;
 	uint64_t t0 = thread_cpu_ns();
+	size_t payload_end;
 
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
-	if (load_record(d, s, len)) {
+	st->native = NULL;
+	st->native_stack = NULL;
+	if (load_record(d, s, len, &payload_end)) {
 		st->gap = GAP_BAD_RECORD;
 		account(d, st, t0);
 		return -EINVAL;
@@ -489,6 +536,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.cache_gen = s->cache_gen;
 	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
+	native = native_block(d, s, payload_end, &native_stack);
 	/* A stack BPF could not copy would be read from live memory, which has moved on
 	 * since the sample: a wrong stack is worse than a missing one. */
 	if (s->flags & (PBP_SF_STACK_FAULT | PBP_SF_STACK_MOVING)) {
@@ -497,12 +545,16 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->flags = t.flags;
 		st->gap = s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
 		st->task = st->task_fp = 0;
+		st->native = native;
+		st->native_stack = native_stack;
 		account(d, st, t0);
 		return 0;
 	}
 	decode_thread(d, &t, st);
 	st->task = s->task;
 	st->task_fp = s->task_fp;
+	st->native = native;
+	st->native_stack = native_stack;
 	account(d, st, t0);
 	return 0;
 }

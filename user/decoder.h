@@ -65,6 +65,12 @@ struct stack {
 	uint32_t flags;		/* PBP_TS_* of the sample */
 	enum decode_gap gap;
 	uint64_t task, task_fp;	/* --async: the running task and its coroutine's code fp */
+	/* --native: the record's registers and user stack copy (native->stack_len bytes),
+	 * checked to lie within it; NULL when it has none or an invalid one, and from
+	 * every source but a record. They point into the ring buffer: valid only until
+	 * the record's callback returns. */
+	const struct pbp_native *native;
+	const uint8_t *native_stack;
 	uint32_t depth;
 	struct decoded_frame frames[DECODE_MAX_DEPTH];	/* innermost first */
 	/* Which activation of the eval loop ran which frames, innermost first: together
@@ -77,6 +83,8 @@ struct decode_stats {
 	uint64_t samples, complete, incomplete;
 	uint64_t gaps[GAP_MAX];
 	uint64_t frames, frames_from_snapshot, frames_read_live, frames_from_cache;
+	uint64_t native_blocks;		/* records with a valid native block */
+	uint64_t native_invalid;	/* ... with one that failed the checks, ignored */
 	uint64_t ns;		/* CPU time spent decoding */
 };
 

@@ -72,6 +72,7 @@ static const char record_help[] =
 	"                         awaiting it, each at its await, in place of the event\n"
 	"                         loop's frames (CPython 3.14+; older ones are profiled\n"
 	"                         as threads, with a notice)\n"
+	CLI_NATIVE_HELP
 	CLI_MODE_HELP
 	"      --no-frame-cache   decode every frame of every sample afresh (see\n"
 	"                         docs/frame-cache.md); for comparison and debugging\n"
@@ -127,7 +128,7 @@ static const char record_help[] =
 
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
-       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK };
+       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_STACK };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -146,6 +147,8 @@ static const struct option longopts[] = {
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "async", no_argument, NULL, OPT_ASYNC },
+	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -230,6 +233,13 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 	case OPT_ASYNC:
 		o->session.async_tasks = 1;
 		break;
+	case OPT_NATIVE:
+		o->session.native = 1;
+		break;
+	case OPT_NATIVE_STACK:
+		if (cli__parse_native_stack("record", optarg, &o->session.native_stack))
+			return EXIT_USAGE;
+		break;
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
 		break;
@@ -271,6 +281,10 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	if (o->session.async_tasks && o->session.no_bpf)
 		return usage_error("%s", "--async needs BPF: the running task is read with each "
 				   "sample; --no-bpf cannot do that");
+	code = cli__native_check("record", o->session.native, o->session.native_stack,
+				 o->session.no_bpf);
+	if (code)
+		return code;
 	if (sel->all) {
 		if (o->session.pid || o->session.cmd)
 			return usage_error("%s", "-a profiles every process: give -a, -p PID or a "

@@ -250,6 +250,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.gil_holder = off32(o->gil_last_holder),
 		.since_ns = clock__mono_ns(),
 		.ts_running_task = PBP_OFF_ABSENT,
+		.native_stack = s->cfg.native_stack,
 	};
 	struct pbp_target old;
 	uint32_t pid = in->pid;

@@ -26,6 +26,7 @@ struct sampler_cfg {
 	int on_cpu;		/* tick on every CPU at rate_hz */
 	int off_cpu;		/* record target threads' off-CPU intervals */
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
+	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */
 	sampler_fn on_sample;
 	sampler_event_fn on_event;	/* process events; NULL: none wanted */
 	void *ctx;

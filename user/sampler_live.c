@@ -284,6 +284,9 @@ static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_
 	ls->stack->pid = (uint32_t)ls->cfg.interp->pid;
 	ls->stack->tid = t->tid;
 	ls->stack->flags = flags;
+	ls->stack->task = ls->stack->task_fp = 0;
+	ls->stack->native = NULL;
+	ls->stack->native_stack = NULL;
 }
 
 /* Where one sample's readings copy from, fixed until the thread is read again. */

@@ -103,6 +103,8 @@ static int new_sampler(struct session *s)
 		.on_cpu = s->opts.mode != SESSION_OFF_CPU,
 		.off_cpu = s->opts.mode != SESSION_CPU,
 		.min_block_ns = (uint64_t)s->opts.min_block_us * 1000,
+		.native_stack = !s->opts.native ? 0 :
+				s->opts.native_stack ? s->opts.native_stack : PBP_NATIVE_STACK_DEFAULT,
 		.on_sample = session_sink__on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
 		 * forking target; outside -a only a target's exec is acted on. */
@@ -156,6 +158,8 @@ static int choose_sampler(struct session *s, struct target *first)
 			"with --no-bpf\n", why);
 		if (s->opts.async_tasks)
 			pr_warn("--async needs BPF: samples stay threads' stacks\n");
+		if (s->opts.native)
+			pr_warn("--native needs BPF: samples have no native stacks\n");
 	}
 	s->live_mode = 1;
 	err = session_targets__enrol(s, first, gil);

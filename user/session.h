@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -58,6 +59,31 @@ static inline int session__parse_mode(const char *name, enum session_mode *mode)
 	return -EINVAL;
 }
 
+/*
+ * --native-stack SIZE: bytes ("16384") or KiB ("16K"), PBP_NATIVE_STACK_MIN to
+ * PBP_NATIVE_STACK_MAX, rounded up to 8 (the stack copy's unit). 0, or -EINVAL.
+ */
+static inline int session__parse_native_stack(const char *s, uint32_t *bytes)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if ((*end == 'K' || *end == 'k') && v <= PBP_NATIVE_STACK_MAX) {
+		v *= 1024;
+		end++;
+	}
+	if (*end || v < PBP_NATIVE_STACK_MIN || v > PBP_NATIVE_STACK_MAX)
+		return -EINVAL;
+	*bytes = (uint32_t)((v + 7) & ~7ull);
+	return 0;
+}
+
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
 	char **cmd;		/* NULL-terminated argv after "--" */
@@ -70,6 +96,8 @@ struct session_opts {
 	uint32_t min_block_us;	/* off-CPU: shorter intervals are sampled, unbiased */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int async_tasks;	/* --async: a sample in an asyncio task is the task's stack */
+	int native;		/* --native: each sample also carries user registers and stack */
+	uint32_t native_stack;	/* ... this many bytes of it (0: PBP_NATIVE_STACK_DEFAULT) */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */
 	int nolineno;		/* aggregate by function, not by line */

@@ -127,6 +127,17 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "bpf_thread_walks", FIELD_U64, .u = s->bpf[PBP_C_THREAD_WALKS] },
 		{ "bpf_tstate_faults", FIELD_U64, .u = s->bpf[PBP_C_TSTATE_FAULTS] },
 		{ "bpf_stack_faults", FIELD_U64, .u = s->bpf[PBP_C_STACK_FAULTS] },
+		/* --native: records with registers and a user stack copy, its bytes, copies
+		 * that filled --native-stack before the stack's top (deeper frames may be
+		 * cut), and copies that met a page they could not read (cut back to the
+		 * pages below it; none at all if RSP's own was one) */
+		{ "bpf_native_copied", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_COPIED] },
+		{ "bpf_native_bytes", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_BYTES] },
+		{ "bpf_native_capped", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_CAPPED] },
+		{ "bpf_native_faults", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FAULTS] },
+		/* --native blocks the decoder took, and those it refused as malformed */
+		{ "native_blocks", FIELD_U64, .u = s->decode.native_blocks },
+		{ "native_invalid", FIELD_U64, .u = s->decode.native_invalid },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

@@ -290,6 +290,8 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.idle = o->idle,
 		.gil = o->gil,
 		.async_tasks = o->async_tasks,
+		.native = o->native,
+		.native_stack = o->native_stack,
 		.mode = o->mode,
 		.min_block_us = o->min_block_us,
 		/* A table of functions: lines would only split them. */

@@ -13,7 +13,8 @@
  * in an ELF header):
  *   byte 0     bits 0-1: 0-2 start from the real 3.13/3.14/3.15 table
  *                        (tests/unit/debug_tables.h), 3 take the table from the input;
- *              bit 2: also decode the thread from a BPF record; bit 3: no frame cache
+ *              bit 2: also decode the thread from a BPF record; bit 3: no frame cache;
+ *              bit 4: the record carries a --native block (registers, 256 stack bytes)
  *   table      0-2: a count byte, then that many (mod 16) edits of 4 bytes: slot
  *                   (from 2), kind (how the 16-bit value becomes the slot's), value;
  *              3: a 16-bit length, then that many bytes (what the input holds)
@@ -197,8 +198,33 @@ static void build(struct fake_mem *m, const struct py_offsets *o)
 	fake_py__bytes(m, o, LINETABLE, lt, sizeof(lt));
 }
 
+#define NATIVE_STACK 256
+
+/* With --native: the block after the payload at @len, as the BPF program lays it out. */
+static size_t add_native(uint8_t *rec, size_t len)
+{
+	struct pbp_sample *s = (struct pbp_sample *)rec;
+	size_t off = (len + 7) & ~(size_t)7;
+	struct pbp_native *n = (struct pbp_native *)(rec + off);
+
+	memset(n, 0, sizeof(*n));
+	n->hdr_len = sizeof(*n);
+	n->flags = PBP_NF_STACK_TOP;
+	n->regs_mask = (1u << PBP_NATIVE_REGS) - 1;
+	n->regs[7] = BASE + 0x9000;
+	n->stack_off = (uint32_t)(off + sizeof(*n));
+	n->stack_len = NATIVE_STACK;
+	memset(rec + n->stack_off, 0x5a, NATIVE_STACK);
+	s->flags |= PBP_SF_NATIVE;
+	s->native_off = (uint32_t)off;
+	s->native_len = sizeof(*n) + NATIVE_STACK;
+	s->len = (uint32_t)(off + s->native_len);
+	return s->len;
+}
+
 /* The BPF program's record of the thread: header, thread state, the chunk. */
-static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8_t *rec)
+static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8_t *rec,
+			   int native)
 {
 	struct pbp_sample *s = (struct pbp_sample *)rec;
 	uint32_t tlen = o->ts_size < PBP_TSTATE_MAX ? (uint32_t)o->ts_size : PBP_TSTATE_MAX;
@@ -221,7 +247,20 @@ static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8
 	s->fps[1] = (struct pbp_code_fp){ .frame = CHUNK + 0x200, .code = CODE_B, .fp = 2 };
 	fake_mem__read(&m->base, TSTATE, rec + sizeof(*s), tlen);
 	fake_mem__read(&m->base, CHUNK, rec + sizeof(*s) + tlen, CHUNK_BYTES);
-	return len;
+	return native ? add_native(rec, len) : len;
+}
+
+/* Reads every byte the decoder handed out of the record, for ASan to check. */
+static void touch_native(const struct stack *st)
+{
+	volatile uint8_t sum = 0;
+
+	if (!st->native)
+		return;
+	for (uint32_t i = 0; i < PBP_NATIVE_REGS; i++)
+		sum += (uint8_t)st->native->regs[i];
+	for (uint32_t i = 0; i < st->native->stack_len; i++)
+		sum += st->native_stack[i];
 }
 
 /* Each thread the walk finds is decoded as live sampling would, reading twice. */
@@ -270,7 +309,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_mem__init(&m, BASE, bytes, MEM_BYTES);
 	build(&m, &in.off);
 	if (mode & 4)
-		rlen = build_record(&m, &in.off, bytes + MEM_BYTES);
+		rlen = build_record(&m, &in.off, bytes + MEM_BYTES, mode & 16);
 	while (p < end) {
 		uint16_t off;
 		uint8_t n;
@@ -295,7 +334,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	py_threads__walk(&m.base, &in, on_thread, &c);
 	if (rlen) {
 		decoder__decode(c.d, bytes + MEM_BYTES, rlen, c.st);
+		touch_native(c.st);
 		decoder__decode(c.d, bytes + MEM_BYTES, rlen, c.st);
+		touch_native(c.st);
 	}
 	decoder__free(c.d);
 out:

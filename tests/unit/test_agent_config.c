@@ -41,6 +41,8 @@ static const char good[] =
 	"mode = wall\n"
 	"min-block = 250\n"
 	"async = on\n"
+	"native = on\n"
+	"native-stack = 20K\n"
 	"container = defg";	/* no newline at the end */
 
 static void periods(void)
@@ -81,6 +83,7 @@ static void parses_every_key(void)
 	CHECK(!strcmp(c.host_name, "node-7"));
 	CHECK(c.mode == SESSION_WALL && c.min_block_us == 250);
 	CHECK(c.async_tasks == 1);
+	CHECK(c.native == 1 && c.native_stack == 20 * 1024);
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
 }
@@ -105,6 +108,11 @@ static void refuses_bad_lines(void)
 		"pyroscope-token = a\tb\n",
 		"pyroscope-user = a:b\n",
 		"pyroscope-password-file =\n",
+		"native = yes\n",
+		"native-stack = 3K\n",
+		"native-stack = 65537\n",
+		"native-stack = 16M\n",
+		"native-stack = -16K\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

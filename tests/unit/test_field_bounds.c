@@ -10,7 +10,9 @@
  * at them. Each reader must refuse, never read past its buffer: built with
  * -fsanitize=address the old code reports a stack-buffer-overflow here. Each case has
  * a control that decodes the same objects at sound offsets, so a refusal means the
- * bound, not a broken fixture. The BPF record's own length is checked the same way.
+ * bound, not a broken fixture. The BPF record's own length is checked the same way,
+ * and so is its --native block: each way it could point outside the record, or say
+ * what this ABI does not write, leaves the stack without it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -250,6 +252,127 @@ static void test_record_len(void)
 	printf("records: lengths shorter than the header refused\n");
 }
 
+/* A record with no thread state or chunks and a native block of NATIVE_STACK bytes. */
+#define NATIVE_STACK 64
+#define NATIVE_REC (sizeof(struct pbp_sample) + sizeof(struct pbp_native) + NATIVE_STACK)
+
+static void build_native_record(uint64_t *buf)
+{
+	struct pbp_sample *s = (struct pbp_sample *)buf;
+	struct pbp_native *n = (struct pbp_native *)((uint8_t *)buf + sizeof(*s));
+
+	memset(buf, 0, NATIVE_REC + 64);
+	s->abi = PBP_ABI_VERSION;
+	s->hdr_len = sizeof(*s);
+	s->len = NATIVE_REC;
+	s->tstate = FRAME;
+	s->current_frame = FRAME;
+	s->flags = PBP_SF_NATIVE;
+	s->native_off = sizeof(*s);
+	s->native_len = sizeof(*n) + NATIVE_STACK;
+	n->hdr_len = sizeof(*n);
+	n->flags = PBP_NF_STACK_TOP;
+	n->regs_mask = (1u << PBP_NATIVE_REGS) - 1;
+	n->regs[7] = 0x7ffc0000;
+	n->stack_off = sizeof(*s) + sizeof(*n);
+	n->stack_len = NATIVE_STACK;
+}
+
+/* The ways of spoiling the block, each on a sound record. */
+static const char *const native_cases[] = {
+	"offsets without PBP_SF_NATIVE", "native_off not 8-aligned",
+	"native_off inside the Python payload", "native_off past the record",
+	"native_len past the record", "native_len shorter than the block",
+	"hdr_len not this ABI's", "an unknown flag", "a register beyond rip",
+	"a frame-pointer walk (reserved)", "a kernel stack id (reserved)",
+	"stack_off not 8-aligned", "stack_off inside the block's header",
+	"stack_len past native_len", "stack_off + stack_len wrapping 32 bits",
+	"stack_len of 4 GiB",
+};
+
+static void spoil_native(size_t i, struct pbp_sample *s, struct pbp_native *n)
+{
+	switch (i) {
+	case 0: s->flags = 0; break;
+	case 1: s->native_off += 4; break;
+	case 2: s->native_off -= 8; break;
+	case 3: s->native_off = UINT32_MAX - 7; break;
+	case 4: s->native_len += 8; break;
+	case 5: s->native_len = sizeof(*n) - 8; n->stack_len = 0; break;
+	case 6: n->hdr_len += 8; break;
+	case 7: n->flags |= 0x8000; break;
+	case 8: n->regs_mask |= 1u << PBP_NATIVE_REGS; break;
+	case 9: n->nfp = 1; break;
+	case 10: n->kstack_id = -1; break;
+	case 11: n->stack_off += 4; n->stack_len -= 8; break;
+	case 12: n->stack_off -= 8; break;
+	case 13: n->stack_len += 8; break;
+	case 14: n->stack_off = UINT32_MAX - 7; n->stack_len = 16; break;
+	default: n->stack_len = UINT32_MAX; break;
+	}
+}
+
+/* The --native block: taken as is when sound; ignored and counted, never read past the
+ * record, in every other case, while the Python stack still decodes. */
+static void test_native_block(void)
+{
+	struct py_offsets o = base_offsets();
+	struct py_interp in = { .off = o };
+	struct strtab *strs = strtab__new();
+	const struct decoder_cfg cfg = { .interp = &in, .live = &mem.base, .strs = strs };
+	struct stack *st = calloc(1, sizeof(*st));
+	uint64_t *buf = calloc(1, NATIVE_REC + 64);
+	struct pbp_sample *s = (struct pbp_sample *)buf;
+	struct pbp_native *n = (struct pbp_native *)((uint8_t *)buf + sizeof(*s));
+	const struct decode_stats *ds;
+	struct decoder *d;
+
+	CHECK(strs && st && buf);
+	build_frame(&o);
+	CHECK(decoder__new(&cfg, &d) == 0);
+	ds = decoder__stats(d);
+	/* control: the sound block, and a record without one */
+	build_native_record(buf);
+	CHECK(decoder__decode(d, buf, NATIVE_REC, st) == 0);
+	CHECK(st->gap == GAP_NONE && st->depth == 1);
+	CHECK(st->native == n && st->native_stack == (uint8_t *)buf + n->stack_off);
+	CHECK(st->native->regs[7] == 0x7ffc0000 && ds->native_blocks == 1);
+	s->flags = 0;
+	s->native_off = s->native_len = 0;
+	s->len = sizeof(*s);
+	CHECK(decoder__decode(d, buf, NATIVE_REC, st) == 0);
+	CHECK(!st->native && !st->native_stack && ds->native_invalid == 0);
+
+	for (size_t i = 0; i < sizeof(native_cases) / sizeof(native_cases[0]); i++) {
+		build_native_record(buf);
+		spoil_native(i, s, n);
+		CHECK(decoder__decode(d, buf, NATIVE_REC, st) == 0);
+		if (st->native || st->native_stack || ds->native_invalid != i + 1 ||
+		    st->gap != GAP_NONE || st->depth != 1) {
+			fprintf(stderr, "FAIL native block with %s: native %p, invalid %llu, gap %d\n",
+				native_cases[i], (const void *)st->native,
+				(unsigned long long)ds->native_invalid, st->gap);
+			exit(1);
+		}
+	}
+	CHECK(ds->native_blocks == 1);
+	/* A live sample (no record) has none. */
+	{
+		const struct thread_sample t = {
+			.pid = 1, .tid = 1, .current_frame = FRAME, .mem = &mem.base,
+		};
+
+		st->native = n;
+		CHECK(decoder__decode_thread(d, &t, st) == 0 && !st->native && !st->native_stack);
+	}
+	decoder__free(d);
+	free(buf);
+	free(st);
+	strtab__free(strs);
+	printf("records: %zu malformed native blocks ignored\n",
+	       sizeof(native_cases) / sizeof(native_cases[0]));
+}
+
 static int count_thread(const struct py_thread *t, void *arg)
 {
 	struct py_thread *seen = arg;
@@ -303,6 +426,7 @@ int main(void)
 	test_code_fields();
 	test_frame_fields();
 	test_record_len();
+	test_native_block();
 	test_thread_fields();
 	printf("test_field_bounds: all passed\n");
 	return 0;
