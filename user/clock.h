@@ -17,6 +17,15 @@ static inline uint64_t clock__mono_ns(void)
 	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* CPU time of the calling thread: what decoding and unwinding cost us. */
+static inline uint64_t clock__thread_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 /* Wall-clock time, only for stamping profiles with when they were taken. */
 static inline int64_t clock__real_ns(void)
 {

@@ -13,6 +13,8 @@
 
 #include "decode_runs.h"
 #include "decoder.h"
+
+#include "clock.h"
 #include "frame_cache.h"
 #include "hash.h"
 #include "mem_snapshot.h"
@@ -366,14 +368,6 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 	return GAP_NONE;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 {
 	d->stats.samples++;
@@ -383,7 +377,7 @@ static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 	else
 		d->stats.incomplete++;
 	d->stats.frames += st->depth;
-	d->stats.ns += thread_cpu_ns() - t0;
+	d->stats.ns += clock__thread_ns() - t0;
 }
 
 /* The anchor's sequence only grows: the same (anchor, seq) in both readings means it
@@ -490,7 +484,7 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
 {
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = clock__thread_ns();
 
 	decode_thread(d, t, st);
 	account(d, st, t0);
@@ -503,7 +497,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	struct thread_sample t = { 0 };
 	const struct pbp_native *native;
 	const uint8_t *native_stack;
-	uint64_t t0 = thread_cpu_ns();
+	uint64_t t0 = clock__thread_ns();
 	size_t payload_end;
 
 	st->depth = 0;
@@ -537,6 +531,12 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
 	native = native_block(d, s, payload_end, &native_stack);
+	if (native) {
+		/* 3.11 finds its activations' _PyCFrames in the C stack copy. */
+		t.cstack = native_stack;
+		t.cstack_addr = native->regs[7];	/* RSP, in DWARF numbering */
+		t.cstack_len = native->stack_len;
+	}
 	/* A stack BPF could not copy would be read from live memory, which has moved on
 	 * since the sample: a wrong stack is worse than a missing one. */
 	if (s->flags & (PBP_SF_STACK_FAULT | PBP_SF_STACK_MOVING)) {

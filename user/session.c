@@ -216,9 +216,10 @@ static int setup(struct session *s)
 	s->agg = aggregate__new();
 	s->threads = thread_table__new();
 	s->stack = malloc(sizeof(*s->stack));
-	/* Process, thread and marker frames, the task chain's, and the stack's. */
-	s->frames = calloc(DECODE_MAX_DEPTH + 3 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX),
-			   sizeof(*s->frames));
+	/* Process, thread and marker frames, the task chain's, and the stack's with its
+	 * native frames. */
+	s->frames = calloc(DECODE_MAX_DEPTH + 4 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX) +
+				   NATIVE_MAX_FRAMES, sizeof(*s->frames));
 	if (s->opts.async_tasks)
 		s->task_chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->task_chain));
 	s->codes = (struct code_budget){ .per_cache = CODE_CACHE_BYTES_DEFAULT,
@@ -248,6 +249,8 @@ static int setup(struct session *s)
 	s->incomplete_name = 0;
 	s->no_python_name = 1;
 	s->idle_name = 2;
+	if (s->opts.native)
+		return session_native__new(s);
 	return 0;
 }
 
@@ -503,6 +506,7 @@ static void compact_strings(struct session *s)
 	strtab_remap__id(&map, &s->incomplete_name);
 	strtab_remap__id(&map, &s->no_python_name);
 	strtab_remap__id(&map, &s->idle_name);
+	session_native__remap(s, &map);
 	for (size_t i = 0; i < s->ntargets; i++)
 		target__remap_strings(s->targets[i], &map);
 	strtab_remap__finish(&map);
@@ -691,5 +695,6 @@ void session__free(struct session *s)
 	free(s->stack);
 	free(s->frames);
 	free(s->task_chain);
+	session_native__free(s);
 	free(s);
 }

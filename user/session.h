@@ -98,6 +98,7 @@ struct session_opts {
 	int async_tasks;	/* --async: a sample in an asyncio task is the task's stack */
 	int native;		/* --native: each sample also carries user registers and stack */
 	uint32_t native_stack;	/* ... this many bytes of it (0: PBP_NATIVE_STACK_DEFAULT) */
+	int native_all;		/* --native-all: the interpreter's own C frames too */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */
 	int nolineno;		/* aggregate by function, not by line */

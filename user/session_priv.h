@@ -15,6 +15,8 @@
 
 #include "aggregate.h"
 #include "descendants.h"
+#include "native_merge.h"
+#include "native_unwind.h"
 #include "offcpu_class.h"
 #include "pbp_abi.h"
 #include "profile.h"
@@ -65,6 +67,7 @@ struct session {
 	uint64_t tasks_swept_ns;	/* the last sweep of suspended tasks */
 	uint64_t tasks_suspended_ns;	/* the time charged to them */
 	struct task_link *task_chain;	/* SESSION_TASK_CHAIN_MAX of them */
+	struct session_native *native;	/* --native */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
 	struct pending_wait {
@@ -127,6 +130,33 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
  * if SESSION_TASK_SWEEP_NS has passed or @now_anyway (a profile's end). */
 #define SESSION_TASK_SWEEP_NS 100000000ull
 void session_tasks__sweep(struct session *s, int now_anyway);
+
+/* session_native.c: --native (see there). */
+struct session_native_stats {
+	uint64_t walks, frames;
+	uint64_t failed;		/* samples whose snapshot could not be unwound at all */
+	uint64_t ns;			/* CPU time unwinding, naming and merging */
+	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
+	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
+};
+int session_native__new(struct session *s);
+void session_native__free(struct session *s);
+/* Readies target @t for native unwinding, if the session has --native. */
+int session_native__target(struct session *s, struct target *t);
+void session_native__remap(struct session *s, struct strtab_remap *map);
+/*
+ * Appends @st's frames, root first, to s->frames from *@n, native and Python
+ * interleaved, of which @keep Python frames (innermost first) are the stack's own.
+ * 0; -ENOENT when the caller is to add the Python frames itself (no native snapshot,
+ * or one that cannot be unwound or matched: a marker may then have been added);
+ * -ENOMEM.
+ */
+int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
+			   uint32_t *n);
+void session_native__stats(const struct session *s, struct session_native_stats *st);
+/* session_sink.c: a Python frame as the options show it. */
+struct agg_frame session_sink__python_frame(const struct session_opts *o,
+					    const struct decoded_frame *f);
 
 /* session_waits.c: charges the waits still open now to the profile (see there). */
 int session_waits__close(struct session *s);

@@ -48,7 +48,8 @@ static int32_t frame_line(const struct session_opts *o, const struct decoded_fra
 	return o->function_lines ? f->first_line : f->line;
 }
 
-static struct agg_frame python_frame(const struct session_opts *o, const struct decoded_frame *f)
+struct agg_frame session_sink__python_frame(const struct session_opts *o,
+					    const struct decoded_frame *f)
 {
 	return (struct agg_frame){
 		.kind = AGG_PYTHON, .name = f->qualname, .file = f->filename,
@@ -144,7 +145,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 
 			s->frames[n++] = (struct agg_frame){ .kind = AGG_TASK, .name = l->name };
 			for (uint32_t i = 0; i < l->nframes; i++)
-				s->frames[n++] = python_frame(&s->opts, &l->frames[i]);
+				s->frames[n++] = session_sink__python_frame(&s->opts, &l->frames[i]);
 		}
 	} else if (st->gap != GAP_NONE) {
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
@@ -153,8 +154,11 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
 						     .name = s->no_python_name };
 	}
-	for (uint32_t i = depth; i-- > 0;)
-		s->frames[n++] = python_frame(&s->opts, &st->frames[i]);
+	err = session_native__frames(t, st, depth, &n);
+	if (err == -ENOMEM)
+		goto fail;
+	for (uint32_t i = depth; err && i-- > 0;)
+		s->frames[n++] = session_sink__python_frame(&s->opts, &st->frames[i]);
 	if (wait)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
 	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
@@ -337,7 +341,7 @@ int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct tas
 	for (uint32_t k = n; k-- > 0;) {
 		s->frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
 		for (uint32_t i = 0; i < chain[k].nframes; i++)
-			s->frames[depth++] = python_frame(&s->opts, &chain[k].frames[i]);
+			s->frames[depth++] = session_sink__python_frame(&s->opts, &chain[k].frames[i]);
 	}
 	s->frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
 	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->frames, depth, ns, &index);

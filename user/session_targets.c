@@ -106,7 +106,10 @@ int session_targets__enrol(struct session *s, struct target *t, uint64_t gil)
 	t->cpu = t->cpu0;
 	t->gil = gil;
 	t->asyncio_state = s->opts.async_tasks ? TARGET_ASYNCIO_LOOK : TARGET_ASYNCIO_NONE;
-	err = s->live_mode ? start_live(t) : sampler__add_target(s->sampler, &t->interp, gil, NULL);
+	err = session_native__target(s, t);
+	if (!err)
+		err = s->live_mode ? start_live(t) :
+				     sampler__add_target(s->sampler, &t->interp, gil, NULL);
 	if (err)
 		return err;
 	session_tasks__look(s, t);

@@ -185,5 +185,6 @@ void target__free(struct target *t)
 	decoder__free(t->dec);
 	frame_cache__free(t->fcache);
 	free(t->tids);
+	native_proc__free(t->native);
 	free(t);
 }

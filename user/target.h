@@ -14,6 +14,7 @@
 #include "tid_map.h"
 #include "py_interp.h"
 #include "mem_live.h"
+#include "native_proc.h"
 #include "proc.h"
 #include "sampler_live.h"
 #include "stats.h"
@@ -59,6 +60,7 @@ struct target {
 	uint64_t tasks_swept_ns;	/* its suspended tasks are charged up to here */
 	struct py_asyncio asyncio;
 	struct tid_map *tids;	/* its thread ids as ours, for the wall-mode task sweep */
+	struct native_proc *native;	/* --native: its maps and unwinder */
 	char cmd[128];
 };
 

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * --native: a sample's native frames, from the registers and stack bytes BPF copied
+ * with it, unwound by the target's native_proc, named through the session's symbol
+ * cache, and interleaved with its Python frames by where each eval-loop activation
+ * sits on the C stack (native_merge.h). What a stack cannot tell is marked, not
+ * guessed: a walk that stopped short keeps the outer Python frames without their C
+ * callers, and one whose activations disagree with the Python runs keeps the Python
+ * frames under "[native unmatched]".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "native_merge.h"
+#include "native_proc.h"
+#include "native_sym.h"
+#include "session_priv.h"
+
+/* Names for a process's native frames, shared by every target: the same libc is
+ * named once. */
+#define NATIVE_SYM_BYTES (8u << 20)
+#define NATIVE_BUILDID_BYTES (1u << 20)
+
+struct session_native {
+	struct native_sym *syms;
+	struct native_buildid_cache *ids;
+	struct native_stack walk;
+	struct native_merge_frame in[NATIVE_MAX_FRAMES];
+	struct agg_frame names[NATIVE_MAX_FRAMES];
+	struct native_merge_item items[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
+	uint32_t unmatched_name;
+	struct session_native_stats st;
+};
+
+int session_native__new(struct session *s)
+{
+	struct session_native *n;
+	int64_t id;
+	int err;
+
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	err = native_sym__new(NATIVE_SYM_BYTES, &n->syms);
+	if (!err)
+		err = native_buildid_cache__new(NATIVE_BUILDID_BYTES, &n->ids);
+	if (err)
+		goto fail;
+	id = strtab__intern(s->strs, "[native unmatched]", 18);
+	if (id < 0) {
+		err = (int)id;
+		goto fail;
+	}
+	n->unmatched_name = (uint32_t)id;
+	s->native = n;
+	return 0;
+fail:
+	native_buildid_cache__free(n->ids);
+	native_sym__free(n->syms);
+	free(n);
+	return err;
+}
+
+void session_native__free(struct session *s)
+{
+	struct session_native *n = s->native;
+
+	if (!n)
+		return;
+	native_buildid_cache__free(n->ids);
+	native_sym__free(n->syms);
+	free(n);
+	s->native = NULL;
+}
+
+int session_native__target(struct session *s, struct target *t)
+{
+	if (!s->native || t->native)
+		return 0;
+	return native_proc__new(t->interp.pid, s->native->ids, &t->native);
+}
+
+void session_native__remap(struct session *s, struct strtab_remap *map)
+{
+	if (s->native)
+		strtab_remap__id(map, &s->native->unmatched_name);
+}
+
+static int intern(struct session *s, const char *text, uint32_t *id)
+{
+	int64_t r = strtab__intern(s->strs, text, strlen(text));
+
+	if (r < 0)
+		return (int)r;
+	*id = (uint32_t)r;
+	return 0;
+}
+
+/* The build-id of @m as lower-case hex, "" if it has none. */
+static void build_id_hex(const struct native_map *m, char *buf)
+{
+	size_t i;
+
+	for (i = 0; m && i < m->build_id_len; i++)
+		snprintf(buf + 2 * i, 3, "%02x", m->build_id[i]);
+	buf[2 * i] = 0;
+}
+
+/*
+ * Names walked frame @i: its agg frame in n->names[i], its object for the merge in
+ * n->in[i].module, and its object and function start in the aggregate for pprof.
+ */
+static int name_frame(struct target *t, uint32_t i)
+{
+	struct session *s = t->session;
+	struct session_native *n = s->native;
+	const struct native_frame *f = &n->walk.frames[i];
+	const struct native_map *m = native_maps__find(native_proc__maps(t->native), f->lookup);
+	struct agg_frame *a = &n->names[i];
+	struct native_symbol sym;
+	char text[NATIVE_BUILD_ID_MAX * 2 + 32];
+	uint32_t path = 0, bid = 0;
+	int err;
+
+	err = native_sym__lookup(n->syms, native_proc__unwind(t->native), f->lookup, &sym);
+	if (err && err != -ENOENT)
+		return err;
+	*a = (struct agg_frame){ .kind = AGG_NATIVE, .line = -1 };
+	err = intern(s, sym.module, &a->file);
+	if (err)
+		return err;
+	if (sym.function) {
+		err = intern(s, sym.function, &a->name);
+		if (!s->opts.nolineno)
+			a->line = s->opts.function_lines ? 0 : (int32_t)(sym.offset & INT32_MAX);
+	} else if (sym.func_rel) {
+		snprintf(text, sizeof(text), "%s+0x%llx", sym.module,
+			 (unsigned long long)sym.func_rel);
+		err = intern(s, text, &a->name);
+		if (!s->opts.nolineno && sym.rel >= sym.func_rel)
+			a->line = s->opts.function_lines ? 0 :
+				  (int32_t)((sym.rel - sym.func_rel) & INT32_MAX);
+	} else {
+		snprintf(text, sizeof(text), "%s+0x%llx", sym.module, (unsigned long long)sym.rel);
+		err = intern(s, text, &a->name);
+	}
+	if (err)
+		return err;
+	n->in[i] = (struct native_merge_frame){ .sp = f->sp, .module = a->file + 1 };
+	if (!m)
+		return 0;
+	build_id_hex(m, text);
+	err = intern(s, m->path, &path);
+	if (!err)
+		err = intern(s, text, &bid);
+	if (!err)
+		err = aggregate__native_object(s->agg, t->interp.pid, a->file, path, bid);
+	if (err == -EEXIST)
+		return 0;	/* another object of that base name named first: it stays */
+	if (!err && sym.func_rel)
+		err = aggregate__native_function(s->agg, t->interp.pid, a->file, a->name,
+						 sym.func_rel);
+	return err == -EEXIST ? 0 : err;
+}
+
+/* The snapshot BPF took with @st. */
+static int snapshot_of(const struct stack *st, struct native_snapshot *snap)
+{
+	const struct pbp_native *nv = st->native;
+
+	if (!nv || !st->native_stack)
+		return -ENOENT;
+	*snap = (struct native_snapshot){
+		.tid = st->tid,
+		.regs_mask = nv->regs_mask & ((1u << NATIVE_NREGS) - 1),
+		.stack = st->native_stack,
+		.stack_len = nv->stack_len,
+	};
+	memcpy(snap->regs, nv->regs, sizeof(snap->regs));
+	return 0;
+}
+
+/* The runs that hold the stack's own Python frames: with --async only the innermost
+ * @keep are, the rest being the event loop's, which the task chain replaces. */
+static uint32_t runs_kept(const struct stack *st, uint32_t keep)
+{
+	uint32_t k = 0;
+
+	while (k < st->nruns && st->runs[k].first < keep)
+		k++;
+	return k;
+}
+
+static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_t *nitems,
+		enum native_merge_result *result)
+{
+	struct session_native *n = t->session->native;
+	struct native_snapshot snap;
+	struct native_merge_in in;
+	int err;
+
+	err = snapshot_of(st, &snap);
+	if (err)
+		return err;
+	err = native_proc__walk(t->native, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk);
+	if (err)
+		return err;
+	n->st.walks++;
+	n->st.ends[n->walk.end]++;
+	n->st.frames += n->walk.n;
+	for (uint32_t i = 0; i < n->walk.n; i++) {
+		err = name_frame(t, i);
+		if (err)
+			return err;
+	}
+	in = (struct native_merge_in){
+		.frames = n->in,
+		.nframes = n->walk.n,
+		.complete = n->walk.end == NATIVE_END_OUTERMOST,
+		.runs = st->runs,
+		.nruns = runs_kept(st, keep),
+		.all = t->session->opts.native_all,
+	};
+	err = native_merge__interleave(&in, n->items, (uint32_t)(sizeof(n->items) /
+								  sizeof(n->items[0])),
+				       nitems, result);
+	if (err)
+		return err;
+	n->st.results[*result]++;
+	return 0;
+}
+
+int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
+			   uint32_t *n)
+{
+	struct session *s = t->session;
+	struct session_native *nat = s->native;
+	enum native_merge_result result;
+	uint32_t nitems, depth = *n;
+	uint64_t t0 = clock__thread_ns();
+	int err;
+
+	if (!nat || !t->native || !st->native)
+		return -ENOENT;
+	err = walk(t, st, keep, &nitems, &result);
+	nat->st.ns += clock__thread_ns() - t0;
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		nat->st.failed++;
+		return -ENOENT;
+	}
+	if (result == NATIVE_MERGE_UNMATCHED) {
+		s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER,
+							 .name = nat->unmatched_name };
+		*n = depth;
+		return -ENOENT;	/* the caller adds the Python frames alone */
+	}
+	for (uint32_t i = nitems; i-- > 0;) {
+		const struct native_merge_item *it = &nat->items[i];
+
+		if (it->kind == NATIVE_MERGE_NATIVE)
+			s->frames[depth++] = nat->names[it->index];
+		else if (it->index < keep)
+			s->frames[depth++] = session_sink__python_frame(&s->opts,
+									 &st->frames[it->index]);
+	}
+	*n = depth;
+	return 0;
+}
+
+void session_native__stats(const struct session *s, struct session_native_stats *st)
+{
+	if (s->native)
+		*st = s->native->st;
+	else
+		memset(st, 0, sizeof(*st));
+}
