@@ -470,6 +470,30 @@ void native_unwind__stats(const struct native_unwind *u, struct native_unwind_st
 	*st = u->st;
 }
 
+/*
+ * Whether mapping @i shows a page of a file that another executable mapping of it
+ * shows from further down: a copy the process mapped again elsewhere (libffi maps
+ * its closure trampolines' page of its own text once more, at an address of the
+ * kernel's choosing), not where the file was loaded: its bias disagrees with that of
+ * a mapping of the file from a smaller offset, the text segment's start. Reported, it
+ * would give the whole object the copy's bias and every CFI lookup in it the wrong
+ * place. A copy's frames are then in no module, which is what they are.
+ */
+static int remapped(const struct native_maps *m, size_t i)
+{
+	const struct native_map *e = &m->maps[i];
+
+	for (size_t j = 0; j < m->n; j++) {
+		const struct native_map *o = &m->maps[j];
+
+		if (j == i || o->dev != e->dev || o->ino != e->ino)
+			continue;
+		if (o->offset < e->offset && o->start - o->offset != e->start - e->offset)
+			return 1;
+	}
+	return 0;
+}
+
 int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m)
 {
 	Dwfl_Module *first = NULL;
@@ -505,6 +529,8 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 		 * mprotect) lie within the module its first one reported. */
 		if (i && e->dev == m->maps[i - 1].dev && e->ino == m->maps[i - 1].ino &&
 		    e->start < last_end)
+			continue;
+		if (remapped(m, i))
 			continue;
 		last_end = 0;
 		if (report_one(u, m, e, &last_end))

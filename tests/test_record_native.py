@@ -1,0 +1,225 @@
+"""record --native: one stack from C up through Python, checked against workloads that
+know their own Python stacks (tests/workloads/native_calls.py, deep.py).
+
+- A C extension (tests/fixtures/pbpext.c), built here against each version's headers:
+  samples in callback(), which pbpext_call calls from C, read the truth's Python frames,
+  then `pbpext_call+0x.. (pbpext...so)`, then callback at its burn line; samples in the
+  C burn read the truth's frames, the interpreter's call into C, then pbpext_burn
+  then pbpext_spin. At least 95 % of the samples in each.
+- ctypes calling libc's qsort with a Python comparator: sorter, then native frames with
+  libc's among them, then compare.
+- deep.py (601 recursive frames): the Python frames with --native are those without.
+- pprof: native frames have Locations with addresses in Mappings that carry the
+  object's build-id, which readelf reads from the file itself.
+"""
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import (PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction, profile_workload,
+                      same_except_leaf_line, show, total, truth_frames)
+
+sys.path.insert(0, str(REPO / "tests" / "tools"))
+from pprof_text import Profile, one  # noqa: E402
+
+RATE = 499
+DURATION = 4
+NATIVE = re.compile(r"^(?P<func>.+?)(?:\+0x(?P<off>[0-9a-f]+))? \((?P<obj>[^():]+)\)$")
+SHARE = 0.95
+
+
+def native_of(frame: Frame):
+    """(function, object) of a native frame, None for any other."""
+    if frame.file is not None:
+        return None
+    m = NATIVE.match(frame.name)
+    return (m["func"], m["obj"]) if m else None
+
+
+def interp_query(py, code):
+    p = subprocess.run(py.argv + ["-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, f"{py.version}: {code!r} failed: {p.stderr}"
+    return p.stdout.strip()
+
+
+def build_ext(py, tmp: Path):
+    """pbpext for @py, built with the host's gcc against that version's headers and put
+    beside the workloads, where the target imports it. Returns its host path."""
+    include, suffix = interp_query(
+        py, "import sysconfig, importlib.machinery as m; "
+            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])").split("\n")
+    inc = py.host_path(include)
+    if py.version == "3.12" and not (inc / "Python.h").exists():
+        inc = PY312_HOME / "include" / "python3.12"   # the runnable copy has no headers
+    # Debian's pyconfig.h includes <x86_64-linux-gnu/pythonX.Y/pyconfig.h> from the
+    # target's /usr/include: give gcc that directory alone, not the target's libc headers.
+    multiarch = tmp / "inc"
+    arch_dir = py.host_path(f"/usr/include/x86_64-linux-gnu/{Path(include).name}")
+    if arch_dir.is_dir():
+        (multiarch / "x86_64-linux-gnu").mkdir(parents=True, exist_ok=True)
+        link = multiarch / "x86_64-linux-gnu" / Path(include).name
+        if not link.exists():
+            link.symlink_to(arch_dir)
+    out = py.host_path(f"{WL_DIR}/pbpext{suffix}")
+    cmd = ["gcc", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}",
+           f"-I{multiarch}", "-o", str(out), str(REPO / "tests" / "fixtures" / "pbpext.c")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"building pbpext for {py.version} failed:\n{p.stderr}"
+    return out
+
+
+def build_id(path):
+    p = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True, timeout=30)
+    m = re.search(r"Build ID: ([0-9a-f]+)", p.stdout)
+    assert m, f"{path} has no build-id:\n{p.stdout}"
+    return m.group(1)
+
+
+@pytest.fixture(scope="module")
+def ext_runs(py, module_tmp, profiler_bin):
+    def run():
+        tmp = module_tmp / f"{py.id}-ext"
+        tmp.mkdir(parents=True, exist_ok=True)
+        so = build_ext(py, tmp)
+        prof = profile_workload(tmp, profiler_bin, py, "native_calls", ("--mode", "ext"),
+                                rate=RATE, duration=DURATION, extra=["--native"])
+        return so, prof
+    return Once(run)
+
+
+def python_part(frames):
+    return tuple(f for f in frames if f.file is not None)
+
+
+def test_extension_frames_sit_between_their_python_callers_and_callees(py, ext_runs):
+    _, ext = ext_runs.get()
+    prof = ext.run.check_ok()
+    want = truth_frames(ext.truth["stacks"]["callback"])
+    burn = ext.truth["lines"]["callback_burn"]
+    mine = [s for s in prof if any(f.name == "callback" and f.file for f in s.frames)]
+    assert total(mine) >= 100, f"too few samples in callback\n{show(prof)}"
+
+    def right(s):
+        at = next(i for i, f in enumerate(s.frames) if f.name == "callback" and f.file)
+        before, rest = s.frames[:at - 1], s.frames[at - 1:]
+        if not same_except_leaf_line(python_part(before) + (s.frames[at],), want):
+            return False
+        if native_of(rest[0]) is None or native_of(rest[0])[0] != "pbpext_call":
+            return False
+        if not native_of(rest[0])[1].startswith("pbpext."):
+            return False
+        # Inside callback only native frames may follow: the interpreter's own
+        # functions it is running (an add, an allocation).
+        return rest[1].line == burn and all(native_of(f) for f in rest[2:]) and \
+            all(native_of(f) is None for f in before)
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} callback samples read <truth>;pbpext_call;callback\n"
+        f"{show([s for s in mine if not right(s)], 8)}")
+
+
+def test_c_burn_is_named_under_its_python_caller(py, ext_runs):
+    _, ext = ext_runs.get()
+    prof = ext.run.check_ok()
+    want = truth_frames(ext.truth["stacks"]["c_burn"])
+    mine = [s for s in prof if any((native_of(f) or ("",))[0] == "pbpext_spin"
+                                   for f in s.frames)]
+    assert total(mine) >= 100, f"too few samples in pbpext_spin\n{show(prof)}"
+
+    def right(s):
+        n = len(want)
+        names = [native_of(f) for f in s.frames[n:]]
+        # The interpreter's own call into the C function may stand between them
+        # (cfunction_vectorcall_O): frames of the interpreter's object, then ours.
+        return (same_except_leaf_line(s.frames[:n], want) and s.frames[n - 1].line ==
+                want[-1].line and len(names) >= 2 and all(names) and
+                [x[0] for x in names[-2:]] == ["pbpext_burn", "pbpext_spin"] and
+                all(x[1].startswith("pbpext.") for x in names[-2:]) and
+                all(x[1].startswith(("python3", "libpython3")) for x in names[:-2]))
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} C-burn samples read <truth>;pbpext_burn;pbpext_spin\n"
+        f"{show([s for s in mine if not right(s)], 8)}")
+
+
+def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, profiler_bin):
+    prof_run = profile_workload(module_tmp / f"{py.id}-qsort", profiler_bin, py,
+                                "native_calls", ("--mode", "qsort"), rate=RATE,
+                                duration=DURATION, extra=["--native"])
+    prof = prof_run.run.check_ok()
+    want = truth_frames(prof_run.truth["stacks"]["compare"])
+    mine = [s for s in prof if any(f.name == "compare" and f.file for f in s.frames)]
+    assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
+
+    def right(s):
+        at = next(i for i, f in enumerate(s.frames) if f.name == "compare" and f.file)
+        python_before = python_part(s.frames[:at])
+        if not same_except_leaf_line(python_before + (s.frames[at],), want):
+            return False
+        first_native = len(python_before)
+        between = s.frames[first_native:at]
+        objs = [native_of(f) for f in between]
+        return (python_part(s.frames[:first_native]) == python_before and all(objs) and
+                any(o == "libc.so.6" for _, o in objs))
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
+        f"compare\n{show([s for s in mine if not right(s)], 8)}")
+
+
+@pytest.fixture(scope="module")
+def deep_pair(py, module_tmp, profiler_bin):
+    def run():
+        h = Harness(module_tmp / f"{py.id}-deep", profiler_bin)
+        try:
+            w = h.start_workload(py, "deep")
+            plain = h.record_pid(w.pid, rate=RATE, duration=3)
+            native = h.record_pid(w.pid, rate=RATE, duration=3, extra=["--native"])
+        finally:
+            h.close()
+        return w.truth, plain, native
+    return Once(run)
+
+
+def test_deep_recursion_keeps_every_python_frame(py, deep_pair):
+    truth, plain, native = deep_pair.get()
+    want = truth_frames(truth["stacks"]["leaf"])
+    for label, run in (("without --native", plain), ("with --native", native)):
+        prof = run.check_ok()
+        leaf = [s for s in prof if any(f.name == "leaf" and f.file for f in s.frames)]
+        good = [s for s in leaf if not s.incomplete and
+                same_except_leaf_line(python_part(s.frames), want)]
+        assert total(leaf) >= 100, f"{label}: too few leaf samples\n{show(prof)}"
+        assert fraction(total(good), total(leaf)) >= SHARE, (
+            f"{label}: {total(good)}/{total(leaf)} leaf samples have the truth's "
+            f"{len(want)} Python frames\n{show([s for s in leaf if s not in good], 4)}")
+
+
+def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs, module_tmp,
+                                                              profiler_bin):
+    so, _ = ext_runs.get()
+    h = Harness(module_tmp / f"{py.id}-pprof", profiler_bin)
+    try:
+        w = h.start_workload(py, "native_calls", "--mode", "ext")
+        out = h.tmp / "native.pb.gz"
+        run = h.run_profiler(["record", "-p", w.pid, "-r", RATE, "-d", 3, "--native", "-f",
+                              "pprof", "-o", out], timeout=60)
+    finally:
+        h.close()
+    assert run.rc == 0, run.describe()
+    prof = Profile.load(out)
+    want = build_id(so)
+    maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
+    ours = [m for m in maps.values() if prof.s(one(m, "filename")).endswith(so.name)]
+    assert ours, f"no mapping for {so.name}: {[prof.s(one(m, 'filename')) for m in maps.values()]}"
+    assert prof.s(one(ours[0], "build_id")) == want, "pbpext's mapping has another build-id"
+    spin = [loc for i, loc in prof.locations.items() if prof.frame(i)[0] == "pbpext_spin"]
+    assert spin, "no location for pbpext_spin"
+    for loc in spin:
+        assert one(loc, "address") > 0, f"pbpext_spin location without an address: {loc}"
+        assert one(loc, "mapping_id") == one(ours[0], "id"), f"wrong mapping: {loc}"

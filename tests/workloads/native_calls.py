@@ -1,0 +1,89 @@
+"""native_calls: Python -> C -> Python, for --native.
+
+--ext: c_caller() alternately has the test extension pbpext call callback() from C
+(pbpext_call), which burns in Python, and burn in C itself (pbpext_burn ->
+pbpext_spin), half the time each.
+--qsort: sorter() sorts with libc's qsort through ctypes, with compare() as the
+comparison function, which burns in Python.
+Truth: the Python stacks at each burn (root first), and the burn lines."""
+
+import ctypes
+import sys
+import time
+
+from pbp_common import Truth, burn_line, deadline_after, parse_args
+
+T = None
+N_PY = 20_000          # callback iterations per call (about a millisecond)
+N_C = 400_000          # pbpext_spin iterations per burn (about as long as the calls)
+N_CMP = 2_000          # compare() iterations per comparison
+
+
+def callback():
+    if "callback" not in T.data["stacks"]: T.stack("callback", LINE_CALLBACK)
+    i = 0
+    while i < N_PY: i += 1  # BURN:callback
+    return i
+
+
+def c_caller(deadline):
+    import pbpext
+    T.stack("c_burn", LINE_C_CALLER_BURN)
+    while True:
+        pbpext.call(callback, 5)
+        pbpext.burn(N_C)  # BURN:c_caller
+        T.write()
+        if time.monotonic() >= deadline:
+            break
+
+
+def compare(a, b):
+    if "compare" not in T.data["stacks"]: T.stack("compare", LINE_COMPARE)
+    i = 0
+    while i < N_CMP: i += 1  # BURN:compare
+    return a[0] - b[0]
+
+
+CMPFUNC = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                           ctypes.POINTER(ctypes.c_int))
+
+
+def sorter(deadline):
+    libc = ctypes.CDLL(None)
+    libc.qsort.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, CMPFUNC]
+    libc.qsort.restype = None
+    cmp = CMPFUNC(compare)
+    while True:
+        arr = (ctypes.c_int * 64)(*range(64, 0, -1))
+        libc.qsort(arr, len(arr), ctypes.sizeof(ctypes.c_int), cmp)  # BURN:sorter
+        T.write()
+        if time.monotonic() >= deadline:
+            break
+
+
+LINE_CALLBACK = burn_line(callback, "callback")
+LINE_C_CALLER_BURN = burn_line(c_caller, "c_caller")
+LINE_COMPARE = burn_line(compare, "compare")
+LINE_SORTER = burn_line(sorter, "sorter")
+
+
+def main():
+    global T
+    args = parse_args(lambda p: p.add_argument("--mode", choices=("ext", "qsort"),
+                                               default="ext"))
+    T = Truth(args.truth)
+    T["mode"] = args.mode
+    T.line("callback_burn", LINE_CALLBACK)
+    T.line("c_caller_burn", LINE_C_CALLER_BURN)
+    T.line("compare_burn", LINE_COMPARE)
+    T.line("sorter_call", LINE_SORTER)
+    deadline = deadline_after(args.seconds)
+    if args.mode == "ext":
+        c_caller(deadline)
+    else:
+        sorter(deadline)
+    return args.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
