@@ -72,6 +72,8 @@ async def blipper(stop):
 
 async def main(args):
     asyncio.current_task().set_name("main")
+    # Ready: whoever holds --go may now start a profile that will see the burns.
+    open(args.go + ".ready", "w").close()
     while not os.path.exists(args.go):
         await asyncio.sleep(0.005)
     stop = time.monotonic() + args.seconds
