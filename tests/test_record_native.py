@@ -223,3 +223,45 @@ def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs, modu
     for loc in spin:
         assert one(loc, "address") > 0, f"pbpext_spin location without an address: {loc}"
         assert one(loc, "mapping_id") == one(ours[0], "id"), f"wrong mapping: {loc}"
+
+
+def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, profiler_bin):
+    """--native-all: the same Python frames, now with the interpreter's own C frames
+    between c_caller and pbpext_call, and the process's start-up (_start) at the root."""
+    ext_runs.get()   # the extension is built
+    run = profile_workload(module_tmp / f"{py.id}-all", profiler_bin, py, "native_calls",
+                           ("--mode", "ext"), rate=RATE, duration=3, extra=["--native-all"])
+    prof = run.run.check_ok()
+    want = truth_frames(run.truth["stacks"]["callback"])
+    mine = [s for s in prof if any(f.name == "callback" and f.file for f in s.frames)]
+    assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
+
+    def right(s):
+        at = next(i for i, f in enumerate(s.frames) if f.name == "c_caller" and f.file)
+        call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
+        return (native_of(s.frames[0]) is not None and native_of(s.frames[0])[0] == "_start"
+                and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
+                and call[0] > at + 1 and
+                all(native_of(f) and native_of(f)[1].startswith(("python3", "libpython3"))
+                    for f in s.frames[at + 1:call[0]]))
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} callback samples read _start;...;c_caller;"
+        f"<interpreter>;pbpext_call;...;callback\n{show([s for s in mine if not right(s)], 6)}")
+
+
+def test_native_counters_add_up(py, ext_runs):
+    """--stats-file: every sample's copy was walked, nearly all to the outermost frame,
+    and nearly none disagreed with its Python runs."""
+    _, ext = ext_runs.get()
+    ext.run.check_ok()
+    st = ext.run.stats()
+    walks = st["native_walks"]
+    print(f"{py.id}: " + ", ".join(f"{k}={v}" for k, v in st.items() if k.startswith("native")))
+    assert walks >= 0.95 * st["samples_delivered"] > 0, st
+    ends = sum(st[k] for k in st if k.startswith("native_end_"))
+    assert ends == walks, st
+    assert st["native_end_outermost"] >= 0.95 * walks, st
+    assert st["native_matched"] + st["native_cut"] + st["native_unmatched"] == walks, st
+    assert st["native_unmatched"] <= 0.01 * walks, st
+    assert st["native_invalid"] == 0 and st["native_failed"] == 0, st

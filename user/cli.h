@@ -46,10 +46,17 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
 int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no_bpf);
 #define CLI_NATIVE_HELP \
-	"      --native           also copy, with each sample, the thread's user\n" \
-	"                         registers and the top of its C stack, for native\n" \
-	"                         frames (this version copies and counts them:\n" \
-	"                         bpf_native_* in --stats-file). Needs BPF\n" \
+	"      --native           C frames too, in call order with the Python ones:\n" \
+	"                         'handler (app.py:12);my_ext_fn+0x1f (my_ext.so);\n" \
+	"                         callback (app.py:30)'. BPF copies each sample's user\n" \
+	"                         registers and C stack; pybpfprof unwinds them with\n" \
+	"                         the objects' DWARF CFI and names frames from their\n" \
+	"                         symbols (separate debug files by build-id under\n" \
+	"                         /usr/lib/debug); a stripped object's frames read\n" \
+	"                         'lib.so+0xSTART'. The interpreter's own C frames\n" \
+	"                         between two Python frames are left out. Needs BPF\n" \
+	"      --native-all       --native, keeping the interpreter's own frames too\n" \
+	"                         (the eval loop, calls into C, start-up)\n" \
 	"      --native-stack SIZE  bytes of C stack copied from the stack pointer up\n" \
 	"                         (4K to 64K, bytes or K; default 16K): about 1.7 KiB\n" \
 	"                         reach _start from a CPython loop, and each\n" \

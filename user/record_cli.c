@@ -128,7 +128,7 @@ static const char record_help[] =
 
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
-       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_STACK };
+       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -148,6 +148,7 @@ static const struct option longopts[] = {
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "async", no_argument, NULL, OPT_ASYNC },
 	{ "native", no_argument, NULL, OPT_NATIVE },
+	{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 	{ "mode", required_argument, NULL, OPT_MODE },
@@ -233,6 +234,9 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 	case OPT_ASYNC:
 		o->session.async_tasks = 1;
 		break;
+	case OPT_NATIVE_ALL:
+		o->session.native_all = 1;
+		/* fall through */
 	case OPT_NATIVE:
 		o->session.native = 1;
 		break;

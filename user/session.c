@@ -640,6 +640,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->async_task_samples = s->tasks_placed;
 	st->async_unplaced = s->tasks_unplaced;
 	st->async_suspended_ns = s->tasks_suspended_ns;
+	session_native__stats(s, st);
 	if (s->live_mode) {
 		st->mode = "live";
 		/* One tick samples every thread; the rate is per tick, in wall-clock time. */

@@ -32,8 +32,16 @@ struct session_native {
 	struct agg_frame names[NATIVE_MAX_FRAMES];
 	struct native_merge_item items[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
 	uint32_t unmatched_name;
-	struct session_native_stats st;
+	uint64_t walks, frames, failed, ns;
+	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
+	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
 };
+
+_Static_assert(sizeof(((struct run_stats *)0)->native_ends) ==
+		       sizeof(((struct session_native *)0)->ends) &&
+	       sizeof(((struct run_stats *)0)->native_merges) ==
+		       sizeof(((struct session_native *)0)->results),
+	       "run_stats has a counter for each end and result");
 
 int session_native__new(struct session *s)
 {
@@ -208,9 +216,9 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	err = native_proc__walk(t->native, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk);
 	if (err)
 		return err;
-	n->st.walks++;
-	n->st.ends[n->walk.end]++;
-	n->st.frames += n->walk.n;
+	n->walks++;
+	n->ends[n->walk.end]++;
+	n->frames += n->walk.n;
 	for (uint32_t i = 0; i < n->walk.n; i++) {
 		err = name_frame(t, i);
 		if (err)
@@ -229,7 +237,7 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 				       nitems, result);
 	if (err)
 		return err;
-	n->st.results[*result]++;
+	n->results[*result]++;
 	return 0;
 }
 
@@ -246,11 +254,11 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 	if (!nat || !t->native || !st->native)
 		return -ENOENT;
 	err = walk(t, st, keep, &nitems, &result);
-	nat->st.ns += clock__thread_ns() - t0;
+	nat->ns += clock__thread_ns() - t0;
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
-		nat->st.failed++;
+		nat->failed++;
 		return -ENOENT;
 	}
 	if (result == NATIVE_MERGE_UNMATCHED) {
@@ -272,10 +280,18 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 	return 0;
 }
 
-void session_native__stats(const struct session *s, struct session_native_stats *st)
+void session_native__stats(const struct session *s, struct run_stats *st)
 {
-	if (s->native)
-		*st = s->native->st;
-	else
-		memset(st, 0, sizeof(*st));
+	const struct session_native *n = s->native;
+
+	if (!n)
+		return;
+	st->native_walks += n->walks;
+	st->native_frames += n->frames;
+	st->native_failed += n->failed;
+	st->native_ns += n->ns;
+	for (size_t i = 0; i < sizeof(n->ends) / sizeof(n->ends[0]); i++)
+		st->native_ends[i] += n->ends[i];
+	for (size_t i = 0; i < sizeof(n->results) / sizeof(n->results[0]); i++)
+		st->native_merges[i] += n->results[i];
 }

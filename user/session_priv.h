@@ -132,13 +132,6 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 void session_tasks__sweep(struct session *s, int now_anyway);
 
 /* session_native.c: --native (see there). */
-struct session_native_stats {
-	uint64_t walks, frames;
-	uint64_t failed;		/* samples whose snapshot could not be unwound at all */
-	uint64_t ns;			/* CPU time unwinding, naming and merging */
-	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
-	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
-};
 int session_native__new(struct session *s);
 void session_native__free(struct session *s);
 /* Readies target @t for native unwinding, if the session has --native. */
@@ -153,7 +146,8 @@ void session_native__remap(struct session *s, struct strtab_remap *map);
  */
 int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
 			   uint32_t *n);
-void session_native__stats(const struct session *s, struct session_native_stats *st);
+/* Adds the walks' counters to @st. */
+void session_native__stats(const struct session *s, struct run_stats *st);
 /* session_sink.c: a Python frame as the options show it. */
 struct agg_frame session_sink__python_frame(const struct session_opts *o,
 					    const struct decoded_frame *f);

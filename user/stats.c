@@ -138,6 +138,23 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		/* --native blocks the decoder took, and those it refused as malformed */
 		{ "native_blocks", FIELD_U64, .u = s->decode.native_blocks },
 		{ "native_invalid", FIELD_U64, .u = s->decode.native_invalid },
+		/* --native in user space: walks and their frames; how they ended: at the
+		 * outermost frame, at the end of the copy, at code without CFI, at the
+		 * frame bound, at a frame that made no sense; and how their frames met
+		 * the Python ones (cut: the walk ended before an activation, whose Python
+		 * frames then stand alone; unmatched: shown as [native unmatched]) */
+		{ "native_walks", FIELD_U64, .u = s->native_walks },
+		{ "native_frames_per_walk", FIELD_DEC1, .d = ratio(s->native_frames, s->native_walks) },
+		{ "native_ns_per_walk", FIELD_DEC1, .d = ratio(s->native_ns, s->native_walks) },
+		{ "native_failed", FIELD_U64, .u = s->native_failed },
+		{ "native_end_outermost", FIELD_U64, .u = s->native_ends[0] },
+		{ "native_end_stack_copy", FIELD_U64, .u = s->native_ends[1] },
+		{ "native_end_no_cfi", FIELD_U64, .u = s->native_ends[2] },
+		{ "native_end_bound", FIELD_U64, .u = s->native_ends[3] },
+		{ "native_end_bad_frame", FIELD_U64, .u = s->native_ends[4] },
+		{ "native_matched", FIELD_U64, .u = s->native_merges[0] },
+		{ "native_cut", FIELD_U64, .u = s->native_merges[1] },
+		{ "native_unmatched", FIELD_U64, .u = s->native_merges[2] },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

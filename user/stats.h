@@ -52,6 +52,11 @@ struct run_stats {
 	uint64_t async_unplaced;	/* ... in a task that had ended or was not found */
 	uint64_t async_suspended_ns;	/* wall and off-CPU modes: suspended tasks' time */
 	uint64_t switch_run_ns, switch_run_cnt;	/* the scheduler programs' cost */
+	/* --native: walks of the copied C stacks, how each ended (native_end order), how
+	 * their frames met the Python runs (native_merge_result order), their cost */
+	uint64_t native_walks, native_frames, native_failed, native_ns;
+	uint64_t native_ends[5];
+	uint64_t native_merges[3];
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

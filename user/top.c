@@ -291,6 +291,7 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.gil = o->gil,
 		.async_tasks = o->async_tasks,
 		.native = o->native,
+		.native_all = o->native_all,
 		.native_stack = o->native_stack,
 		.mode = o->mode,
 		.min_block_us = o->min_block_us,

@@ -20,7 +20,8 @@ struct top_opts {
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int async_tasks;	/* --async: asyncio tasks as rows */
-	int native;		/* --native: samples carry user registers and stack */
+	int native;		/* --native: C frames with the Python ones */
+	int native_all;		/* --native-all: the interpreter's own C frames too */
 	uint32_t native_stack;	/* ... this many bytes (0: the default) */
 	enum session_mode mode;	/* wall, off-cpu: shares of time, waits as rows */
 	uint32_t min_block_us;

@@ -73,7 +73,7 @@ static const char top_help[] =
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
 	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC, OPT_NATIVE,
-	       OPT_NATIVE_STACK };
+	       OPT_NATIVE_ALL, OPT_NATIVE_STACK };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -82,6 +82,7 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		{ "gil", no_argument, NULL, OPT_GIL },
 		{ "async", no_argument, NULL, OPT_ASYNC },
 		{ "native", no_argument, NULL, OPT_NATIVE },
+		{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -125,6 +126,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		case OPT_ASYNC:
 			o.async_tasks = 1;
 			break;
+		case OPT_NATIVE_ALL:
+			o.native_all = 1;
+			/* fall through */
 		case OPT_NATIVE:
 			o.native = 1;
 			break;
