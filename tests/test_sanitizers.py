@@ -56,3 +56,20 @@ def test_profiler_is_clean_under_sanitizers(py, tmp_path, mode):
     names = {f.name for s in samples for f in s.frames}
     assert "recurse" in names and "leaf" in names, \
         f"profile lacks the workload:\n{out.read_text()[:2000]}"
+
+
+def test_native_unwinding_is_clean_under_sanitizers(py, tmp_path):
+    """--native-all under the sanitizers: copies unwound with libdw, named, merged with
+    the Python frames, through ctypes, libffi and libc's qsort (native_calls.py)."""
+    out = tmp_path / "profile.txt"
+    truth = f"{RUN_DIR}/san-native-{py.version}.json"
+    argv = ([san_binary("pybpfprof"), "record", "-r", "499", "--native-all", "-o", str(out),
+             "--"] + py.argv + [py.script("native_calls"), "--mode", "qsort", "--seconds", "2",
+                                "--truth", truth])
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=SAN_ENV)
+    assert_clean(p, " ".join(argv))
+    samples = parse_collapsed(out.read_text())
+    names = {f.name for s in samples for f in s.frames}
+    assert "compare" in names and any(n.startswith("qsort") or "(libc.so.6)" in n
+                                      for n in names), \
+        f"profile lacks the workload's native frames:\n{out.read_text()[:2000]}"
