@@ -131,11 +131,12 @@ static int name_frame(struct target *t, uint32_t i)
 	struct native_symbol sym;
 	char text[NATIVE_BUILD_ID_MAX * 2 + 32];
 	uint32_t path = 0, bid = 0;
-	int err;
+	int known, err;
 
 	err = native_sym__lookup(n->syms, native_proc__unwind(t->native), f->lookup, &sym);
 	if (err && err != -ENOENT)
 		return err;
+	known = !err;
 	*a = (struct agg_frame){ .kind = AGG_NATIVE, .line = -1 };
 	err = intern(s, sym.module, &a->file);
 	if (err)
@@ -157,7 +158,8 @@ static int name_frame(struct target *t, uint32_t i)
 	}
 	if (err)
 		return err;
-	n->in[i] = (struct native_merge_frame){ .sp = f->sp, .module = a->file + 1 };
+	/* Any id will do for the merge, so long as 0 is "no object". */
+	n->in[i] = (struct native_merge_frame){ .sp = f->sp, .module = known ? a->file + 1 : 0 };
 	if (!m)
 		return 0;
 	build_id_hex(m, text);
