@@ -229,7 +229,8 @@ static void reload(struct agent_ctx *c)
 		pr_warn("async: %s stays until a restart\n", c->cfg.async_tasks ? "on" : "off");
 	if (next.native != c->cfg.native || next.native_stack != c->cfg.native_stack)
 		pr_warn("native: %s, %u bytes, stays until a restart\n",
-			c->cfg.native ? "on" : "off", c->cfg.native_stack);
+			c->cfg.native == AGENT_NATIVE_ALL ? "all" : c->cfg.native ? "on" : "off",
+			c->cfg.native_stack);
 	next.rate_hz = c->cfg.rate_hz;
 	next.mode = c->cfg.mode;
 	next.min_block_us = c->cfg.min_block_us;
@@ -552,7 +553,8 @@ static int start(struct agent_ctx *c)
 		.mode = c->cfg.mode,
 		.min_block_us = c->cfg.min_block_us,
 		.async_tasks = c->cfg.async_tasks,
-		.native = c->cfg.native,
+		.native = !!c->cfg.native,
+		.native_all = c->cfg.native == AGENT_NATIVE_ALL,
 		.native_stack = c->cfg.native_stack,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,

@@ -231,11 +231,18 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is not cpu, wall or off-cpu";
 		break;
 	case AK_ASYNC:
-	case AK_NATIVE:
 		if (!strcmp(value, "on") || !strcmp(value, "off"))
-			*(k == AK_ASYNC ? &c->async_tasks : &c->native) = !strcmp(value, "on");
+			c->async_tasks = !strcmp(value, "on");
 		else
 			why = "is not on or off";
+		break;
+	case AK_NATIVE:
+		if (!strcmp(value, "all"))
+			c->native = AGENT_NATIVE_ALL;
+		else if (!strcmp(value, "on") || !strcmp(value, "off"))
+			c->native = !strcmp(value, "on");
+		else
+			why = "is not on, all or off";
 		break;
 	case AK_NATIVE_STACK:
 		if (session__parse_native_stack(value, &c->native_stack))

@@ -35,13 +35,17 @@ enum agent_key {
 	AK_PYROSCOPE_PASSWORD_FILE, AK_MODE, AK_MIN_BLOCK, AK_ASYNC, AK_NATIVE, AK_NATIVE_STACK, AK_COUNT,
 };
 
+/* native = all: --native-all */
+#define AGENT_NATIVE_ALL 2
+
 struct agent_config {
 	uint32_t period_ms;		/* default 10000 */
 	uint32_t rate_hz;		/* default 100 */
 	enum session_mode mode;		/* default cpu */
 	uint32_t min_block_us;		/* default SESSION_MIN_BLOCK_DEFAULT_US */
 	int async_tasks;		/* async = on: asyncio tasks (default off) */
-	int native;			/* native = on: user registers and stack (off) */
+	int native;			/* native = on (1) or all (AGENT_NATIVE_ALL): C
+					 * frames too, as record --native(-all) (off) */
 	uint32_t native_stack;		/* native-stack = SIZE (PBP_NATIVE_STACK_DEFAULT) */
 	char *app_name;			/* default "pybpfprof" */
 	char *host_name;		/* the host label; NULL: gethostname() */

@@ -86,6 +86,10 @@ static void parses_every_key(void)
 	CHECK(c.native == 1 && c.native_stack == 20 * 1024);
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
+	CHECK(!agent_config__init(&c));
+	CHECK(agent_config__parse(&c, "native = all\n", "all.conf") == 0);
+	CHECK(c.native == AGENT_NATIVE_ALL);
+	agent_config__free(&c);
 }
 
 /* Each bad line alone; the message (file:line) goes to stderr for the pytest side. */
@@ -109,6 +113,7 @@ static void refuses_bad_lines(void)
 		"pyroscope-user = a:b\n",
 		"pyroscope-password-file =\n",
 		"native = yes\n",
+		"native = All\n",
 		"native-stack = 3K\n",
 		"native-stack = 65537\n",
 		"native-stack = 16M\n",
