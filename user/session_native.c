@@ -129,7 +129,7 @@ static int name_frame(struct target *t, uint32_t i)
 	const struct native_map *m = native_maps__find(native_proc__maps(t->native), f->lookup);
 	struct agg_frame *a = &n->names[i];
 	struct native_symbol sym;
-	char text[NATIVE_BUILD_ID_MAX * 2 + 32];
+	char text[512];	/* an object's base name and an address, or a build-id in hex */
 	uint32_t path = 0, bid = 0;
 	int known, err;
 
