@@ -154,10 +154,29 @@ def test_bench_smoke_async_part_judges_every_profiler(smoke):
     assert finite(ours["bpf_ns"], 1) and finite(ours["decode_ns"], 1), ours
 
 
+def test_bench_smoke_native_part_measures_both_versions(smoke):
+    _, res, log = smoke
+    rows = res["native"]["rows"]
+    assert set(rows) == {f"{v} {p}" for v in ("3.13", "3.15")
+                         for p in ("pybpfprof", "pybpfprof --native")}, rows.keys()
+    for name, r in rows.items():
+        assert r["runs"] >= 1 and not r["errors"], f"{name}: {r}\n{log[-3000:]}"
+        assert finite(r["samples"], 1) and finite(r["bpf_ns"], 1), (name, r)
+        assert finite(r["in_target_pct"], 0, 100), (name, r)
+        if r["profiler"] == "pybpfprof":
+            assert r["bytes"] is None and r["walk_us"] is None, (name, r)
+            continue
+        # A qsort stack reaches _start in a few KiB; most walks must get there.
+        assert finite(r["bytes"], 512, 64 * 1024) and finite(r["walk_us"], 0), (name, r)
+        assert finite(r["frames"], 5) and finite(r["outermost_pct"], 50, 100), (name, r)
+        assert finite(r["matched_pct"], 50, 100), (name, r)
+
+
 def test_bench_smoke_writes_report_and_chart(smoke):
     out, res, _ = smoke
     report = (out / "report.md").read_text()
-    for heading in ("## Goals", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6."):
+    for heading in ("## Goals", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.",
+                    "## 8."):
         assert heading in report, f"report lacks {heading!r}"
     assert "SMOKE RUN" in report
     assert len(res["goals"]) >= 6

@@ -9,6 +9,8 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
   5. wall mode: switch-heavy targets, and waits found against the truth
   6. asyncio: tasks found and their CPU shares against the truth, and what --async
      costs per sample, beside the peer's --async-aware
+  7. native stacks: what --native copies and costs per sample, in the target and in
+     user space, and how many walks reach _start, on 3.13 and 3.15
   the chart: cost growth with depth, threads and processes
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
@@ -72,6 +74,9 @@ FULL = {
     "async_reps": 3,
     "async_rate": 1000,
     "async_seconds": 5.0,    # whole seconds: the peer's -d takes an integer
+    "native_reps": 3,
+    "native_rate": 100,
+    "native_seconds": 5.0,
 }
 SMOKE = {
     "reps": 1,
@@ -101,6 +106,9 @@ SMOKE = {
     "async_reps": 1,
     "async_rate": 1000,
     "async_seconds": 3.0,    # whole seconds: the peer's -d takes an integer
+    "native_reps": 1,
+    "native_rate": 100,
+    "native_seconds": 2.0,
 }
 OURS_MAX_RATE = 10000
 
@@ -148,7 +156,8 @@ class Env:
         os.makedirs(dest + "/out")
         for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py"):
             shutil.copy(os.path.join(HERE, name), dest)
-        for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py"):
+        for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py",
+                     "native_calls.py"):
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
@@ -629,6 +638,76 @@ def parse_task_stacks(text):
                 leaf = m.group(1).rsplit(".", 1)[-1] if m else part
         out.append((chain, leaf, int(count)))
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Part 7: native stacks
+
+NATIVE_VERSIONS = ("3.13", "3.15")
+
+
+def part_native(env, cfg):
+    """native_calls.py --mode qsort (tests/workloads: Python sorts through ctypes and
+    libc's qsort with a Python comparator, so a sample holds C frames between two runs
+    of Python frames) on 3.13 and 3.15, profiled by pybpfprof without and with
+    --native, interleaved."""
+    rate, rows = cfg["native_rate"], {}
+    for ver in NATIVE_VERSIONS:
+        py = ["chroot", env.root, f"/usr/bin/python{ver}"]
+        profs = [Profiler(env, "pybpfprof", "ours", rate),
+                 Profiler(env, "pybpfprof --native", "ours", rate, ["--native"])]
+        runs = {p.name: [] for p in profs}
+        for rep in range(cfg["native_reps"]):
+            for p in profs[rep % 2:] + profs[:rep % 2]:
+                runs[p.name].append(safe(native_run, env, p, py, cfg))
+        for name, rs in runs.items():
+            ok = ok_runs(rs)
+            rows[f"{ver} {name}"] = {
+                "version": ver, "profiler": name, "runs": len(ok),
+                "errors": [r["error"] for r in rs if "error" in r][:2],
+                **{k: med(r.get(k) for r in ok) for k in NATIVE_KEYS},
+            }
+        log(f"part 7: {ver} done")
+    return {"rate": rate, "seconds": cfg["native_seconds"], "rows": rows}
+
+
+NATIVE_KEYS = ("samples", "bytes", "bpf_ns", "in_target_pct", "decode_ns", "walk_us",
+               "frames", "outermost_pct", "matched_pct")
+
+
+def native_run(env, prof, py, cfg):
+    secs = cfg["native_seconds"]
+    argv = env.target_cpu + py + [env.work + "/native_calls.py", "--mode", "qsort",
+                                  "--seconds", f"{secs + 30:g}"]
+    t = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    run = None
+    try:
+        time.sleep(1.0)     # the interpreter up, ctypes loaded
+        if t.poll() is not None:
+            raise BenchError("native_calls.py did not start")
+        c0 = cpu_ns(t.pid)
+        run = prof.start(t.pid, env.scratch("native") + ".txt", duration=secs)
+        res = prof.finish(run)
+        c1 = cpu_ns(t.pid)
+    finally:
+        kill_left(t, run)
+    st = res["stats"]
+    walks = st.get("native_walks") or 0
+    copied = st.get("bpf_native_copied") or 0
+    cpu = (c1 - c0) if c0 is not None and c1 is not None else 0
+    return {
+        "samples": st["samples_delivered"],
+        "bytes": st["bpf_native_bytes"] / copied if copied else None,
+        "bpf_ns": st.get("bpf_ns_per_target_sample"),
+        # BPF runs on the target's CPU, in its time slice: its share of the target's CPU.
+        "in_target_pct": 100.0 * st["bpf_run_time_ns"] / cpu if cpu else None,
+        "decode_ns": st.get("decode_ns_per_sample"),
+        "walk_us": st["native_ns_per_walk"] / 1000 if walks else None,
+        "frames": st.get("native_frames_per_walk") if walks else None,
+        "outermost_pct": 100.0 * st["native_end_outermost"] / walks if walks else None,
+        "matched_pct": 100.0 * st["native_matched"] / walks if walks else None,
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -1319,7 +1398,8 @@ def write_report(res, cfg, path, meta):
     w("")
     write_wall(w, res.get("wall") or {})
     write_async(w, res.get("async") or {})
-    w("## 7. Cost growth")
+    write_native(w, res.get("native") or {})
+    w("## 8. Cost growth")
     w("")
     w("![profiler cost per sample by stack depth, thread count and process count]"
       "(chart.svg)")
@@ -1405,6 +1485,32 @@ def write_async(w, a):
     w("")
 
 
+def write_native(w, n):
+    if not n.get("rows"):
+        return
+    w(f"## 7. Native stacks: `--native` ({n['rate']} Hz, {n['seconds']:g} s per run)")
+    w("")
+    w("`native_calls.py --mode qsort` (tests/workloads): Python sorts through ctypes and "
+      "libc's qsort with a Python comparator that burns, so samples hold C frames (ctypes, "
+      "libffi, libc) between two runs of Python frames. Bytes: C stack copied per sample. "
+      "BPF ns: the program's time per target sample. In target: BPF time as a share of "
+      "the target's CPU time. Walk: pybpfprof's user-space unwinding, naming and merging "
+      "per sample (not in the target). To _start: walks that reached the outermost "
+      "frame; matched: walks whose every Python run sat in its eval-loop frame.")
+    w("")
+    w("| CPython | profiler | samples | bytes / sample | BPF ns / sample | in target | "
+      "decode ns / sample | walk µs | frames / walk | to _start | matched |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in n["rows"].values():
+        w(f"| {r['version']} | {r['profiler']} | {fnum(r.get('samples'))} | "
+          f"{fnum(r.get('bytes'))} | {fnum(r.get('bpf_ns'))} | "
+          f"{fnum(r.get('in_target_pct'), '{:.3f}%')} | {fnum(r.get('decode_ns'))} | "
+          f"{fnum(r.get('walk_us'), '{:.1f}')} | {fnum(r.get('frames'), '{:.1f}')} | "
+          f"{fnum(r.get('outermost_pct'), '{:.1f}%')} | "
+          f"{fnum(r.get('matched_pct'), '{:.1f}%')} |")
+    w("")
+
+
 def write_chart(res, path):
     rows = res["cost"]["rows"]
     rate_txt = f"{rows[0]['rate'] / 1000:g} kHz" if rows else "?"
@@ -1454,7 +1560,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5,6", help="comma-separated parts to run")
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7", help="comma-separated parts to run")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
                     "again from a results.json of an earlier run, running nothing")
     a = ap.parse_args()
@@ -1493,6 +1599,8 @@ def main():
             res["wall"] = part_wall(env, cfg)
         if "6" in parts:
             res["async"] = part_async(env, cfg)
+        if "7" in parts:
+            res["native"] = part_native(env, cfg)
     finally:
         env.teardown()
     meta = {
