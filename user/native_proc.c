@@ -84,6 +84,9 @@ int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
 	int err;
 
 	if (!p->maps) {
+		/* Maps that could not be read are tried again at the same pace. */
+		if (p->read_ns && now_ns - p->read_ns < NATIVE_PROC_REREAD_NS)
+			return -EAGAIN;
 		err = reread(p, now_ns);
 		if (err)
 			return err;

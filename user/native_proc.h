@@ -29,7 +29,8 @@ void native_proc__free(struct native_proc *p);
 
 /*
  * Unwinds @s (at most @max_frames) into @out, reading the maps first if due. 0 (see
- * out->end), or a negative errno when the process's maps cannot be had at all.
+ * out->end), or a negative errno when the process's maps cannot be had at all
+ * (-EAGAIN: not again so soon after a read that failed).
  */
 int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
 		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out);
