@@ -15,7 +15,7 @@ from pbp_common import Truth, burn_line, deadline_after, parse_args
 
 T = None
 N_PY = 20_000          # callback iterations per call (about a millisecond)
-N_C = 400_000          # pbpext_spin iterations per burn (about as long as the calls)
+N_C = 3_000_000        # pbpext_spin iterations per burn (about as long as the calls)
 N_CMP = 2_000          # compare() iterations per comparison
 
 
