@@ -1491,7 +1491,7 @@ def write_native(w, n):
     w(f"## 7. Native stacks: `--native` ({n['rate']} Hz, {n['seconds']:g} s per run)")
     w("")
     w("`native_calls.py --mode qsort` (tests/workloads): Python sorts through ctypes and "
-      "libc's qsort with a Python comparator that burns, so samples hold C frames (ctypes, "
+      "libc's qsort with a Python comparator that burns, so samples carry C frames (ctypes, "
       "libffi, libc) between two runs of Python frames. Bytes: C stack copied per sample. "
       "BPF ns: the program's time per target sample. In target: BPF time as a share of "
       "the target's CPU time. Walk: pybpfprof's user-space unwinding, naming and merging "
