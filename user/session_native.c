@@ -250,11 +250,12 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 	struct session_native *nat = s->native;
 	enum native_merge_result result;
 	uint32_t nitems, depth = *n;
-	uint64_t t0 = clock__thread_ns();
+	uint64_t t0;
 	int err;
 
 	if (!nat || !t->native || !st->native)
 		return -ENOENT;
+	t0 = clock__thread_ns();
 	err = walk(t, st, keep, &nitems, &result);
 	nat->ns += clock__thread_ns() - t0;
 	if (err == -ENOMEM)
