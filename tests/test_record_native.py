@@ -92,6 +92,16 @@ def ext_runs(py, module_tmp, profiler_bin):
     return Once(run)
 
 
+def python_at(s, name):
+    """The index of @s's Python frame @name, None if it has none."""
+    return next((i for i, f in enumerate(s.frames) if f.name == name and f.file), None)
+
+
+def samples_in(prof, name):
+    """The samples with a Python frame @name."""
+    return [s for s in prof if python_at(s, name) is not None]
+
+
 def python_part(frames):
     return tuple(f for f in frames if f.file is not None)
 
@@ -101,11 +111,11 @@ def test_extension_frames_sit_between_their_python_callers_and_callees(py, ext_r
     prof = ext.run.check_ok()
     want = truth_frames(ext.truth["stacks"]["callback"])
     burn = ext.truth["lines"]["callback_burn"]
-    mine = [s for s in prof if any(f.name == "callback" and f.file for f in s.frames)]
+    mine = samples_in(prof, "callback")
     assert total(mine) >= 100, f"too few samples in callback\n{show(prof)}"
 
     def right(s):
-        at = next(i for i, f in enumerate(s.frames) if f.name == "callback" and f.file)
+        at = python_at(s, "callback")
         before, rest = s.frames[:at - 1], s.frames[at - 1:]
         if not same_except_leaf_line(python_part(before) + (s.frames[at],), want):
             return False
@@ -153,11 +163,11 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
                                 duration=DURATION, extra=["--native"])
     prof = prof_run.run.check_ok()
     want = truth_frames(prof_run.truth["stacks"]["compare"])
-    mine = [s for s in prof if any(f.name == "compare" and f.file for f in s.frames)]
+    mine = samples_in(prof, "compare")
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
-        at = next(i for i, f in enumerate(s.frames) if f.name == "compare" and f.file)
+        at = python_at(s, "compare")
         python_before = python_part(s.frames[:at])
         if not same_except_leaf_line(python_before + (s.frames[at],), want):
             return False
@@ -191,7 +201,7 @@ def test_deep_recursion_keeps_every_python_frame(py, deep_pair):
     want = truth_frames(truth["stacks"]["leaf"])
     for label, run in (("without --native", plain), ("with --native", native)):
         prof = run.check_ok()
-        leaf = [s for s in prof if any(f.name == "leaf" and f.file for f in s.frames)]
+        leaf = samples_in(prof, "leaf")
         good = [s for s in leaf if not s.incomplete and
                 same_except_leaf_line(python_part(s.frames), want)]
         assert total(leaf) >= 100, f"{label}: too few leaf samples\n{show(prof)}"
@@ -233,11 +243,11 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
                            ("--mode", "ext"), rate=RATE, duration=3, extra=["--native-all"])
     prof = run.run.check_ok()
     want = truth_frames(run.truth["stacks"]["callback"])
-    mine = [s for s in prof if any(f.name == "callback" and f.file for f in s.frames)]
+    mine = samples_in(prof, "callback")
     assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
 
     def right(s):
-        at = next(i for i, f in enumerate(s.frames) if f.name == "c_caller" and f.file)
+        at = python_at(s, "c_caller")
         call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
         return (native_of(s.frames[0]) is not None and native_of(s.frames[0])[0] == "_start"
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
