@@ -29,8 +29,9 @@ from conftest import REPO, RUN_DIR, Harness, Once, make_interp
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
 
-SECONDS = 8             # covered versions; older ones only show that they are refused
-SECONDS_REFUSED = 3
+CPU_GOAL = 2.5          # covered versions: the burners' CPU seconds profiled
+BURN_CAP = 60           # ... within at most this many seconds
+SECONDS_REFUSED = 3     # older versions only show that they are refused
 LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.*):(?P<line>\d+)\)$")
 COVERED = ("3.14", "3.15")
@@ -60,26 +61,36 @@ def start_burning(harness, py):
 
 
 def profile(tmpdir, profiler, interp):
+    """Covered versions are profiled until the burners have burned CPU_GOAL seconds of
+    CPU (at most BURN_CAP seconds of wall time), so that a loaded machine that gives the
+    target a few per cent of a CPU still yields enough samples; refused versions only
+    for SECONDS_REFUSED."""
     h = Harness(tmpdir, profiler)
-    seconds = SECONDS if interp.version in COVERED else SECONDS_REFUSED
+    covered = interp.version in COVERED
     try:
         go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-        w = h.start_workload(interp, "async_burn", "--go", go, seconds=seconds, wait=False)
+        extra = ["--cpu", CPU_GOAL] if covered else []
+        w = h.start_workload(interp, "async_burn", "--go", go, *extra,
+                             seconds=BURN_CAP if covered else SECONDS_REFUSED, wait=False)
         wait_ready(w, interp.host_path(go + ".ready"))
         out = Path(tmpdir) / f"async-{w.pid}.txt"
         st = Path(tmpdir) / f"async-{w.pid}.json"
         started = []
 
-        def start(_stdout, stderr):
+        def burnt(_stdout, stderr):
+            """Start the burn once the profiler runs; stop the profile once it ended."""
             if not started and "profiling pid" in stderr:
                 interp.host_path(go).touch()
                 started.append(time.monotonic())
-            return False
+            return bool(started) and w.truth_path.exists()
 
-        run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", "-d", seconds - 0.5,
-                              "-r", RATE,
+        if covered:
+            window, until = [], (burnt, signal.SIGINT)
+        else:
+            window, until = ["-d", SECONDS_REFUSED - 0.5], (burnt, 0)
+        run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", *window, "-r", RATE,
                               "-f", "collapsed", "-o", out, "--stats-file", st],
-                             seconds + 60, out=out, stats=st, signal_when=(start, 0))
+                             BURN_CAP + 60, out=out, stats=st, signal_when=until)
         assert started, run.describe()
         assert run.rc == 0, run.describe()
         deadline = time.monotonic() + 30

@@ -5,8 +5,9 @@ of the three burners burns in its own coroutine for its quantum of thread CPU ti
 'sleeper' sleeps. Every so often a short task 'blip-N' is made, runs one quantum and
 ends, replaced by the next (the names of ended tasks must not stay on later samples).
 
-Until --go exists the burners wait. Then each counts the CPU it burns; at --seconds
-the truth file gets each burner's CPU time (time.thread_time() deltas around its
+Until --go exists the burners wait. Then each counts the CPU it burns until --seconds
+have passed or, with --cpu, until the burners together have burned that much CPU (a
+loaded machine can give the process a few per cent of a CPU). Then the truth file gets each burner's CPU time (time.thread_time() deltas around its
 bursts), its coroutine's burn line and its chain of tasks, from 'main' (which awaits
 'parent' and 'waiter') down to itself."""
 
@@ -18,6 +19,14 @@ from pbp_common import Truth, burn_line, parse_args
 
 QUANTUM = {"worker-a": 0.004, "worker-b": 0.002, "lonely": 0.002}
 CPU = {}
+CPU_GOAL = [None]       # --cpu: the burners' CPU seconds that end the burn
+
+
+def burning(stop):
+    if time.monotonic() >= stop:
+        return False
+    goal = CPU_GOAL[0]
+    return goal is None or sum(CPU.get(k, 0.0) for k in QUANTUM) < goal
 
 
 def burn(name, seconds):
@@ -29,20 +38,20 @@ def burn(name, seconds):
 
 
 async def crunch_a(stop):
-    while time.monotonic() < stop:
+    while burning(stop):
         burn("worker-a", QUANTUM["worker-a"])  # BURN:crunch_a
         await asyncio.sleep(0)
 
 
 async def crunch_b(stop):
-    while time.monotonic() < stop:
+    while burning(stop):
         burn("worker-b", QUANTUM["worker-b"])  # BURN:crunch_b
         await asyncio.sleep(0)
 
 
 async def crunch_c(stop):
     await asyncio.sleep(0)      # its waiter awaits it before it burns
-    while time.monotonic() < stop:
+    while burning(stop):
         burn("lonely", QUANTUM["lonely"])  # BURN:crunch_c
         await asyncio.sleep(0)
 
@@ -64,7 +73,7 @@ async def blip(stop):
 
 async def blipper(stop):
     n = 0
-    while time.monotonic() < stop:
+    while burning(stop):
         n += 1
         await asyncio.get_running_loop().create_task(blip(stop), name=f"blip-{n}")
         await asyncio.sleep(0.05)
@@ -103,5 +112,9 @@ async def main(args):
 
 
 if __name__ == "__main__":
-    a = parse_args(lambda p: p.add_argument("--go", required=True))
+    def extra(p):
+        p.add_argument("--go", required=True)
+        p.add_argument("--cpu", type=float, help="end the burn once the burners used this")
+    a = parse_args(extra)
+    CPU_GOAL[0] = a.cpu
     asyncio.run(main(a))
