@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "decoder.h"
 #include "dump.h"
+#include "dump_native.h"
 #include "dump_tasks.h"
 #include "exitcodes.h"
 #include "py_interp.h"
@@ -42,6 +43,19 @@ struct dump_ctx {
 	struct py_thread *threads;
 	unsigned int nthreads;
 	struct tid_map tids;	/* live: the target's thread ids as /proc names them */
+	struct dump_native *native;	/* --native */
+};
+
+/* --native: what was read of a thread while the process was held, for writing after
+ * it runs again. */
+struct dump_held {
+	enum tb_cpu cpu;
+	struct dump_native_capture cap;
+	int python;		/* a stack was decoded: the fields below hold it */
+	enum decode_gap gap;
+	uint32_t depth, nruns;
+	struct decoded_frame *frames;
+	struct py_run *runs;
 };
 
 static int core_open_error(const char *path, int err)
@@ -163,8 +177,11 @@ static int refresh_thread(const struct py_thread *t, void *arg)
 	return 1;
 }
 
-/* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. */
-static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t)
+/* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. @cap,
+ * if not NULL, is its C stack as read at the same time (3.11 finds its eval-loop
+ * activations there). */
+static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
+				      const struct dump_native_capture *cap)
 {
 	struct thread_sample s = {
 		.pid = (uint32_t)c->interp.pid,
@@ -174,6 +191,12 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t)
 		/* A core does not change: one reading is the truth. */
 		.verify = c->core ? NULL : c->mem,
 	};
+
+	if (cap && cap->stack_len) {
+		s.cstack = cap->stack;
+		s.cstack_addr = cap->regs[NATIVE_REG_RSP];
+		s.cstack_len = cap->stack_len;
+	}
 
 	for (int i = 0; i <= TORN_RETRIES; i++) {
 		if (i) {
@@ -210,6 +233,98 @@ static enum tb_cpu cpu_state(struct dump_ctx *c, uint32_t tid)
 	return state == 'R' ? TB_CPU_ON : TB_CPU_IDLE;
 }
 
+static int held_save(struct dump_held *h, const struct stack *st)
+{
+	if (!st)
+		return 0;
+	h->frames = malloc((st->depth ? st->depth : 1) * sizeof(*h->frames));
+	h->runs = malloc((st->nruns ? st->nruns : 1) * sizeof(*h->runs));
+	if (!h->frames || !h->runs)
+		return -ENOMEM;
+	memcpy(h->frames, st->frames, st->depth * sizeof(*h->frames));
+	memcpy(h->runs, st->runs, st->nruns * sizeof(*h->runs));
+	h->depth = st->depth;
+	h->nruns = st->nruns;
+	h->gap = st->gap;
+	h->python = 1;
+	return 0;
+}
+
+/* The held thread's stack back into c->stack; NULL if it had none. */
+static const struct stack *held_stack(struct dump_ctx *c, const struct dump_held *h)
+{
+	struct stack *st = c->stack;
+
+	if (!h->python)
+		return NULL;
+	memcpy(st->frames, h->frames, h->depth * sizeof(*h->frames));
+	memcpy(st->runs, h->runs, h->nruns * sizeof(*h->runs));
+	st->depth = h->depth;
+	st->nruns = h->nruns;
+	st->gap = h->gap;
+	return st;
+}
+
+static void held_free(struct dump_held *held, unsigned int n)
+{
+	for (unsigned int i = 0; held && i < n; i++) {
+		dump_native__capture_free(&held[i].cap);
+		free(held[i].frames);
+		free(held[i].runs);
+	}
+	free(held);
+}
+
+/*
+ * --native: with the process held, each thread's registers, C stack and Python
+ * frames; the states /proc shows are read before (a held thread shows as traced).
+ */
+static int read_held(struct dump_ctx *c, struct dump_held *held)
+{
+	uint64_t t0;
+	int err = 0;
+
+	for (unsigned int i = 0; i < c->nthreads; i++)
+		held[i].cpu = cpu_state(c, c->threads[i].tid);
+	t0 = clock__mono_ns();
+	err = dump_native__hold(c->native);
+	if (err)
+		return err;
+	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
+		struct dump_held *h = &held[i];
+		pid_t host;
+
+		if (!tid_map__host(&c->tids, c->threads[i].tid, &host)) {
+			err = dump_native__capture(c->native, &c->live, host, &h->cap);
+			if (err == -ESRCH)
+				err = 0;	/* not held: Python frames only */
+		}
+		if (!err)
+			err = held_save(h, decode_one(c, &c->threads[i], &h->cap));
+	}
+	dump_native__release(c->native);
+	pr_info("process %d was held for %.1f ms\n", (int)c->interp.pid,
+		(double)(clock__mono_ns() - t0) / 1e6);
+	return err;
+}
+
+static int hold_error(int err)
+{
+	switch (err) {
+	case -EBUSY:
+	case -EPERM:
+	case -EACCES:
+		return EXIT_PRIVILEGES;
+	case -ESRCH:
+		return EXIT_NO_PROCESS;
+	case -ENOMEM:
+		pr_warn("out of memory\n");
+		return EXIT_RUNTIME;
+	default:
+		return EXIT_RUNTIME;
+	}
+}
+
 static void write_header(const struct dump_ctx *c, FILE *f)
 {
 	char ver[32];
@@ -240,13 +355,50 @@ static int write_dump(struct dump_ctx *c, FILE *f)
 		struct tb_thread tb = { .tid = t->tid, .gil = t->gil };
 
 		tb.cpu = cpu_state(c, t->tid);
-		tb.st = decode_one(c, t);
+		tb.st = decode_one(c, t, NULL);
 		fputc('\n', f);
 		err = out_traceback__thread(f, c->strs, &tb);
 	}
 	if (!err && fflush(f))
 		err = -errno;
 	return err;
+}
+
+/* dump --native: read everything with the process held, then write. An exit status. */
+static int write_native_dump(struct dump_ctx *c, FILE *f)
+{
+	struct dump_held *held = calloc(c->nthreads ? c->nthreads : 1, sizeof(*held));
+	int err;
+
+	if (!held) {
+		pr_warn("out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	err = read_held(c, held);
+	if (err) {
+		held_free(held, c->nthreads);
+		return hold_error(err);
+	}
+	write_header(c, f);
+	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
+		struct py_thread *t = &c->threads[i];
+		struct tb_thread tb = { .tid = t->tid, .gil = t->gil, .cpu = held[i].cpu };
+
+		tb.st = held_stack(c, &held[i]);
+		err = dump_native__frames(c->native, &held[i].cap, tb.st, &tb);
+		if (!err) {
+			fputc('\n', f);
+			err = out_traceback__thread(f, c->strs, &tb);
+		}
+	}
+	held_free(held, c->nthreads);
+	if (!err && fflush(f))
+		err = -errno;
+	if (err) {
+		pr_warn("cannot write the dump: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
 }
 
 static int run(struct dump_ctx *c)
@@ -284,10 +436,21 @@ static int run(struct dump_ctx *c)
 		pr_warn("cannot read the thread list of process %d\n", (int)c->interp.pid);
 		return EXIT_RUNTIME;
 	}
-	err = write_dump(c, stdout);
-	if (err) {
-		pr_warn("cannot write the dump: %s\n", strerror(-err));
-		return EXIT_RUNTIME;
+	if (c->opts->native) {
+		err = dump_native__new(c->interp.pid, c->opts->native_all, &c->native);
+		if (err) {
+			pr_warn("cannot set up native unwinding: %s\n", strerror(-err));
+			return EXIT_RUNTIME;
+		}
+		err = write_native_dump(c, stdout);
+		if (err != EXIT_OK)
+			return err;
+	} else {
+		err = write_dump(c, stdout);
+		if (err) {
+			pr_warn("cannot write the dump: %s\n", strerror(-err));
+			return EXIT_RUNTIME;
+		}
 	}
 	if (c->opts->async_tasks) {
 		const struct dump_tasks_in in = {
@@ -308,6 +471,7 @@ int dump__run(const struct dump_opts *o)
 	code = o->core ? open_core(&c) : open_live(&c);
 	if (code == EXIT_OK)
 		code = run(&c);
+	dump_native__free(c.native);
 	decoder__free(c.dec);
 	strtab__free(c.strs);
 	free(c.stack);

@@ -11,6 +11,8 @@ struct dump_opts {
 	const char *exe;	/* core only: the executable on this host */
 	const char *sysroot;	/* core only: where the core's paths are rooted */
 	int async_tasks;	/* --async: the asyncio task tree too */
+	int native;		/* --native: C frames too (live processes) */
+	int native_all;		/* --native-all: the interpreter's own frames too */
 };
 
 /* Writes the dump to standard output; returns the process exit status (exitcodes.h). */

@@ -11,7 +11,7 @@
 
 static const char dump_help[] =
 	"Usage:\n"
-	"  pybpfprof dump -p PID [--async]\n"
+	"  pybpfprof dump -p PID [--async] [--native | --native-all]\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"\n"
 	"Prints the current stack of every Python thread once, like a traceback but most\n"
@@ -48,25 +48,37 @@ static const char dump_help[] =
 	"      --sysroot DIR      look up the paths the core names under DIR (a core from a\n"
 	"                         container or chroot, or from another machine)\n"
 	"      --async            also the asyncio task tree (live processes, 3.14+)\n"
+	"      --native           also each thread's C frames (live processes): the C\n"
+	"                         code Python calls (an extension, libc, the GIL wait)\n"
+	"                         as 'native: function+0xOFF (library)' lines between\n"
+	"                         the Python frames that called it and that it calls.\n"
+	"                         The process is held (ptrace) while its threads'\n"
+	"                         registers and stacks are copied (ms); it fails\n"
+	"                         (status 6) if another tracer (a debugger) has it\n"
+	"      --native-all       --native with the interpreter's own frames between\n"
+	"                         Python frames, and the thread's start-up, kept\n"
 	"  -v, --verbose          more diagnostics (twice: debug)\n"
 	"  -h, --help             this help\n"
 	"\n"
 	"Exit status: 0 dump written; 2 bad command line; 3 no such process; 4 not a\n"
 	"CPython process (or core); 5 unsupported CPython version (with --async: older\n"
-	"than 3.14); 6 missing privileges;\n"
+	"than 3.14); 6 missing privileges (with --native: also a process that another\n"
+	"tracer holds);\n"
 	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
 	"names is not on this host or differs from the one the process ran. See\n"
 	"'pybpfprof --help'.\n";
 
 int dump_cli__main(int argc, char **argv)
 {
-	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_ASYNC };
+	enum { OPT_CORE = 256, OPT_EXE, OPT_SYSROOT, OPT_ASYNC, OPT_NATIVE, OPT_NATIVE_ALL };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "core", required_argument, NULL, OPT_CORE },
 		{ "exe", required_argument, NULL, OPT_EXE },
 		{ "sysroot", required_argument, NULL, OPT_SYSROOT },
 		{ "async", no_argument, NULL, OPT_ASYNC },
+		{ "native", no_argument, NULL, OPT_NATIVE },
+		{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -95,6 +107,12 @@ int dump_cli__main(int argc, char **argv)
 		case OPT_ASYNC:
 			o.async_tasks = 1;
 			break;
+		case OPT_NATIVE_ALL:
+			o.native_all = 1;
+			/* fall through */
+		case OPT_NATIVE:
+			o.native = 1;
+			break;
 		default:
 			code = cli__common_option("dump", dump_help, opt, argv, &verbose);
 			if (code != CLI_GO_ON)
@@ -113,6 +131,9 @@ int dump_cli__main(int argc, char **argv)
 	if (o.core && o.async_tasks)
 		return cli__usage_error("dump", "%s",
 					"--async reads a live process (-p PID), not a core");
+	if (o.core && o.native)
+		return cli__usage_error("dump", "%s",
+					"--native reads a live process (-p PID), not a core");
 	if (!o.core && (o.exe || o.sysroot))
 		return cli__usage_error("dump", "%s",
 					"--exe and --sysroot apply to --core only");

@@ -8,6 +8,9 @@
 
 #include "mem_live.h"
 
+#define MEM_PAGE 4096ull
+#define MEM_PREFIX_PAGES 1024	/* IOV_MAX */
+
 int mem_live__readv(struct mem_live *m, unsigned int n, const uint64_t *addr,
 		    void *const *dst, const size_t *len)
 {
@@ -54,6 +57,40 @@ int mem_live__write(struct mem_live *m, uint64_t addr, const void *src, size_t l
 	if (n < 0)
 		return -errno;
 	return n == (ssize_t)len ? 0 : -EFAULT;
+}
+
+int mem_live__read_prefix(struct mem_live *m, uint64_t addr, void *dst, size_t len,
+			  size_t *got)
+{
+	struct iovec local, remote[MEM_PREFIX_PAGES];
+	uint64_t at = addr;
+	unsigned int n = 0;
+	ssize_t r;
+
+	*got = 0;
+	if (!addr || addr + len < addr)
+		return -EINVAL;
+	/* The kernel never splits one iovec: a page per iovec lets it stop at the first
+	 * page that is not there and say how far it got. */
+	while (at < addr + len && n < MEM_PREFIX_PAGES) {
+		uint64_t next = (at | (MEM_PAGE - 1)) + 1;
+
+		if (next > addr + len)
+			next = addr + len;
+		remote[n++] = (struct iovec){ .iov_base = (void *)(uintptr_t)at,
+					      .iov_len = next - at };
+		at = next;
+	}
+	local = (struct iovec){ .iov_base = dst, .iov_len = at - addr };
+	m->base.stats.reads++;
+	r = process_vm_readv(m->pid, &local, 1, remote, n, 0);
+	if (r <= 0) {
+		m->base.stats.failures++;
+		return 0;
+	}
+	m->base.stats.bytes += (size_t)r;
+	*got = (size_t)r;
+	return 0;
 }
 
 static const struct mem_ops live_ops = { .read = live_read };

@@ -33,10 +33,24 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 
 	fprintf(f, "Thread %u (%s%s):\n", t->tid, cpu[t->cpu],
 		t->gil == PY_THREAD_GIL_HELD ? ", holds the GIL" : "");
-	if (!st || (!st->depth && st->gap == GAP_NONE))
+	if ((!st || (!st->depth && st->gap == GAP_NONE)) && !t->nitems)
 		fputs("  (no Python frames)\n", f);
-	for (uint32_t i = 0; st && i < st->depth; i++)
+	for (uint32_t i = 0; t->items && i < t->nitems; i++) {
+		const struct tb_item *it = &t->items[i];
+
+		if (!it->native) {
+			if (st && it->index < st->depth)
+				out_traceback__frame(f, strs, &st->frames[it->index], 2);
+			continue;
+		}
+		fputs("  native: ", f);
+		text_safe__put(f, it->text);
+		fputc('\n', f);
+	}
+	for (uint32_t i = 0; !t->items && st && i < st->depth; i++)
 		out_traceback__frame(f, strs, &st->frames[i], 2);
+	if (t->native_note)
+		fprintf(f, "  [native: %s]\n", t->native_note);
 	if (st && st->gap != GAP_NONE)
 		fprintf(f, "  [incomplete: %s]\n", decode_gap__text(st->gap));
 	return ferror(f) ? -EIO : 0;

@@ -1,0 +1,228 @@
+"""`pybpfprof dump --native`: each Python thread's C frames between its Python frames,
+read while the process is held for an instant, on every version.
+
+- dumpee.py (three threads held in known places): the Python frames of each thread are
+  exactly the truth's, as without --native; the sleeping threads show libc's
+  nanosleep above their innermost Python frame (the burner, in the eval loop, shows
+  none: the interpreter's own frames are left out); every C stack is whole (no note);
+  with --native-all the main thread ends at _start and the others in libc.
+- native_calls.py --qsort (ctypes calling libc's qsort with a Python comparator): a
+  dump that catches compare() reads compare, then native frames with libc's qsort
+  among them, then sorter and the rest of the truth's stack, in that order.
+- The target is let go: no thread is left traced or stopped, the burner goes on
+  burning, and the qsort workload ends on its own with status 0.
+- A process another tracer holds: exit 6 with a one-line reason that names the
+  tracer; a plain dump still works. --native with --core is a usage error.
+"""
+
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import Frame, Harness, Once, truth_frames, wait_asleep
+from test_dump import FRAME_RE, QUICK, THREAD_RE
+
+NATIVE_RE = re.compile(r"^  native: (?P<func>.+?)(?:\+0x[0-9a-f]+)?(?: \((?P<obj>[^()]+)\))?$")
+NOTE_RE = re.compile(r"^  \[native: (.*)\]$")
+EXIT_USAGE = 2
+EXIT_PRIVILEGES = 6
+QSORT_TRIES = 40
+
+
+class Thread:
+    def __init__(self, tid, state):
+        self.tid, self.state = tid, state
+        self.items = []          # innermost first: ("py", Frame) or ("c", func, obj)
+        self.note = None
+
+    def python(self):
+        """The Python frames, root first."""
+        return tuple(reversed([it[1] for it in self.items if it[0] == "py"]))
+
+    def natives_before_python(self):
+        """The native frames above the innermost Python frame."""
+        out = []
+        for it in self.items:
+            if it[0] == "py":
+                break
+            out.append(it[1:])
+        return out
+
+
+def parse(text):
+    """{tid: Thread}; fails on any line that is not part of the format."""
+    lines = text.splitlines()
+    assert len(lines) >= 2 and lines[1] == "Stacks are most recent call first.", text
+    threads, cur = {}, None
+    for raw in lines[2:]:
+        if not raw:
+            cur = None
+            continue
+        m = THREAD_RE.match(raw)
+        if m:
+            cur = threads[int(m[1])] = Thread(int(m[1]), m[2])
+            continue
+        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
+        if m := FRAME_RE.match(raw):
+            cur.items.append(("py", Frame(m[3], m[1], None if m[2] == "?" else int(m[2]))))
+        elif m := NATIVE_RE.match(raw):
+            cur.items.append(("c", m["func"], m["obj"]))
+        elif m := NOTE_RE.match(raw):
+            cur.note = m[1]
+        elif raw != "  (no Python frames)":
+            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
+    return threads
+
+
+def dump(h, pid, *extra):
+    run = h.run_profiler(["dump", "-p", pid, *extra], timeout=QUICK)
+    assert run.rc == 0 and not run.stderr.strip(), run.describe()
+    return parse(run.stdout), run.stdout
+
+
+def task_states(pid):
+    """{tid: (State letter, TracerPid)} of every thread of @pid."""
+    out = {}
+    for line in subprocess.run(["sh", "-c", f"grep -H -E '^(State|TracerPid):' "
+                                f"/proc/{pid}/task/*/status"], capture_output=True,
+                               text=True).stdout.splitlines():
+        path, key, value = line.split(":", 2)
+        tid = int(path.split("/")[4])
+        st, tracer = out.get(tid, ("?", -1))
+        if key == "State":
+            st = value.split()[0]
+        else:
+            tracer = int(value)
+        out[tid] = (st, tracer)
+    return out
+
+
+def thread_cpu_ticks(pid, tid):
+    fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def dumpee_run(tmpdir, profiler, interp):
+    h = Harness(tmpdir, profiler)
+    try:
+        w = h.start_workload(interp, "dumpee", seconds=300)
+        wait_asleep(w.pid)
+        plain, plain_text = dump(h, w.pid, "--native")
+        every, every_text = dump(h, w.pid, "--native-all")
+        states = task_states(w.pid)
+        burner = w.truth["threads"]["burner"]
+        before = thread_cpu_ticks(w.pid, burner)
+        time.sleep(0.5)
+        burnt = thread_cpu_ticks(w.pid, burner) - before
+        alive = w.proc.poll() is None
+    finally:
+        h.close()
+    return w.truth, (plain, plain_text), (every, every_text), states, burnt, alive
+
+
+@pytest.fixture(scope="module")
+def dumpee(py, module_tmp, profiler_bin):
+    return Once(lambda: dumpee_run(module_tmp / f"dn-{py.id}", profiler_bin, py))
+
+
+def test_dump_native_python_frames_are_the_truth(py, dumpee):
+    truth, (threads, text), _, _, _, _ = dumpee.get()
+    for key, tid in truth["threads"].items():
+        assert tid in threads, f"{key} thread {tid} missing:\n{text}"
+        t = threads[tid]
+        assert t.python() == truth_frames(truth["stacks"][key]), \
+            f"{key}: {[str(f) for f in t.python()]}\n{text}"
+        assert t.note is None, f"{key}: {t.note}\n{text}"
+    assert threads[truth["threads"]["burner"]].state == "on CPU", text
+    assert threads[truth["threads"]["main"]].state == "idle", text
+
+
+def test_dump_native_sleepers_show_libc_nanosleep(py, dumpee):
+    truth, (threads, text), _, _, _, _ = dumpee.get()
+    for key in ("main", "sleeper"):
+        above = threads[truth["threads"][key]].natives_before_python()
+        assert any("nanosleep" in func and obj == "libc.so.6" for func, obj in above), \
+            f"{key}: {above}\n{text}"
+
+
+def test_dump_native_all_ends_at_thread_start(py, dumpee):
+    truth, _, (threads, text), _, _, _ = dumpee.get()
+    for key, tid in truth["threads"].items():
+        t = threads[tid]
+        assert t.python() == truth_frames(truth["stacks"][key]), text
+        # Other threads start in libc (start_thread, clone3: named unless libc is
+        # stripped, as sid's is).
+        last = t.items[-1]
+        ok = last[1] == "_start" if key == "main" else \
+            "libc.so.6" in (last[1].split("+")[0], last[2])
+        assert last[0] == "c" and ok, \
+            f"{key}: ends {last}\n{text}"
+
+
+def test_dump_native_lets_the_target_go(py, dumpee):
+    _, _, _, states, burnt, alive = dumpee.get()
+    assert alive, "the dumpee died"
+    held = {tid: s for tid, s in states.items() if s[0] in "tT" or s[1] != 0}
+    assert not held, f"threads left stopped or traced: {held}"
+    assert burnt > 0, "the burner did not burn after the dumps"
+
+
+def test_dump_native_qsort_reads_python_libc_python(py, harness):
+    w = harness.start_workload(py, "native_calls", "--mode", "qsort", seconds=20, wait=True)
+    want = truth_frames(w.truth["stacks"]["compare"])
+    seen, texts = None, []
+    for _ in range(QSORT_TRIES):
+        threads, text = dump(harness, w.pid, "--native")
+        t = threads[w.pid]
+        py_frames = t.python()
+        if py_frames and py_frames[-1].name == "compare":
+            seen = t
+            break
+        texts.append(text)
+    assert seen, f"no dump caught compare() in {QSORT_TRIES}:\n{texts[-1]}"
+    got = seen.python()
+    assert tuple(f.name for f in got) == tuple(f.name for f in want), \
+        f"{[str(f) for f in got]} want {[str(f) for f in want]}\n{text}"
+    i_cmp = next(i for i, it in enumerate(seen.items) if it[0] == "py")
+    i_sorter = next(i for i, it in enumerate(seen.items)
+                    if it[0] == "py" and it[1].name == "sorter")
+    between = seen.items[i_cmp + 1:i_sorter]
+    assert all(it[0] == "c" for it in between) and \
+        any(it[1].startswith("qsort") and it[2] == "libc.so.6" for it in between), \
+        f"between compare and sorter: {between}\n{text}"
+    assert seen.note is None, text
+    w.proc.wait(60)
+    assert w.proc.returncode == 0, f"the workload failed after the dumps:\n{w.output()}"
+
+
+def test_dump_native_of_a_traced_process_exits_6(py311, harness):
+    w = harness.start_workload(py311, "dumpee", seconds=300, wait=True)
+    seized = harness.tmp / f"seized-{w.pid}"
+    tracer = harness.spawn([sys.executable, "-c", (
+        "import ctypes, sys, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.ptrace.argtypes = [ctypes.c_long] * 4\n"
+        f"if libc.ptrace(0x4206, {w.pid}, 0, 0): sys.exit(ctypes.get_errno())\n"
+        f"open({str(seized)!r}, 'w').close()\n"
+        "time.sleep(120)\n")])
+    deadline = time.monotonic() + 30
+    while not seized.exists():
+        assert tracer.poll() is None and time.monotonic() < deadline, \
+            f"the tracer did not seize the process (status {tracer.poll()})"
+        time.sleep(0.02)
+    run = harness.run_profiler(["dump", "-p", w.pid, "--native"], timeout=QUICK)
+    assert run.rc == EXIT_PRIVILEGES, run.describe()
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"traced by process {tracer.pid}" in lines[0], run.describe()
+    assert not run.stdout.strip(), run.describe()
+    threads, _ = dump(harness, w.pid)
+    assert w.truth["threads"]["main"] in threads
+
+
+def test_dump_native_with_a_core_is_a_usage_error(harness, tmp_path):
+    run = harness.run_profiler(["dump", "--core", tmp_path / "x.core", "--native"],
+                               timeout=QUICK)
+    assert run.rc == EXIT_USAGE and "--native" in run.stderr, run.describe()

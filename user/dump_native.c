@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * dump --native. The threads are held only while their registers, stack bytes and
+ * Python frames are copied; libdw's work (opening each object, its CFI and symbols)
+ * comes after they run again, so a dump stops the target for the time of a few reads
+ * per thread, not for the time symbolisation takes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "dump_native.h"
+#include "hash.h"
+#include "log.h"
+#include "native_merge.h"
+#include "native_proc.h"
+#include "native_sym.h"
+#include "thread_freeze.h"
+
+#define DUMP_NATIVE_SYM_BYTES (4u << 20)
+#define DUMP_NATIVE_BUILDID_BYTES (256u << 10)
+#define DUMP_NATIVE_NAME 320	/* "function+0xOFF (object)", cut */
+
+struct dump_native {
+	pid_t pid;
+	int all;
+	struct thread_freeze *held;
+	struct native_buildid_cache *ids;
+	struct native_sym *syms;
+	struct native_proc *proc;
+	struct native_stack walk;
+	struct native_merge_frame in[NATIVE_MAX_FRAMES];
+	char names[NATIVE_MAX_FRAMES][DUMP_NATIVE_NAME];
+	struct native_merge_item merged[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
+	struct tb_item items[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
+	char note[128];
+};
+
+int dump_native__new(pid_t pid, int all, struct dump_native **out)
+{
+	struct dump_native *d = calloc(1, sizeof(*d));
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->pid = pid;
+	d->all = all;
+	err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
+	if (!err)
+		err = native_sym__new(DUMP_NATIVE_SYM_BYTES, &d->syms);
+	if (!err)
+		err = native_proc__new(pid, d->ids, &d->proc);
+	if (err) {
+		dump_native__free(d);
+		return err;
+	}
+	*out = d;
+	return 0;
+}
+
+void dump_native__free(struct dump_native *d)
+{
+	if (!d)
+		return;
+	dump_native__release(d);
+	native_proc__free(d->proc);
+	native_sym__free(d->syms);
+	native_buildid_cache__free(d->ids);
+	free(d);
+}
+
+int dump_native__hold(struct dump_native *d)
+{
+	struct thread_freeze_stats st;
+	pid_t tracer;
+	int err;
+
+	err = thread_freeze__all(d->pid, &d->held, &tracer);
+	switch (err) {
+	case 0:
+		thread_freeze__stats(d->held, &st);
+		if (st.late)
+			pr_warn("%u thread%s of process %d did not stop within %d ms (in an "
+				"uninterruptible wait?): no native stack for %s\n", st.late,
+				st.late == 1 ? "" : "s", (int)d->pid, THREAD_FREEZE_WAIT_MS,
+				st.late == 1 ? "it" : "them");
+		return 0;
+	case -EBUSY:
+		if (tracer)
+			pr_warn("cannot hold process %d for its native stacks: it is traced by "
+				"process %d (a debugger or strace?)\n", (int)d->pid, (int)tracer);
+		else
+			pr_warn("cannot hold process %d for its native stacks: it is traced by "
+				"another process\n", (int)d->pid);
+		return err;
+	case -EPERM:
+	case -EACCES:
+		pr_warn("cannot hold process %d for its native stacks: ptrace not allowed "
+			"(needs CAP_SYS_PTRACE, or see kernel.yama.ptrace_scope)\n", (int)d->pid);
+		return err;
+	case -ESRCH:
+		pr_warn("no such process: %d\n", (int)d->pid);
+		return err;
+	default:
+		pr_warn("cannot hold process %d for its native stacks: %s\n", (int)d->pid,
+			strerror(-err));
+		return err;
+	}
+}
+
+void dump_native__release(struct dump_native *d)
+{
+	thread_freeze__release(d->held);
+	d->held = NULL;
+}
+
+int dump_native__capture(struct dump_native *d, struct mem_live *mem, pid_t tid,
+			 struct dump_native_capture *cap)
+{
+	int err;
+
+	*cap = (struct dump_native_capture){ 0 };
+	err = thread_freeze__regs(d->held, tid, cap->regs, &cap->regs_mask);
+	if (err)
+		return err;
+	cap->stack = malloc(DUMP_NATIVE_STACK);
+	if (!cap->stack)
+		return -ENOMEM;
+	/* From RSP up to the end of the stack's mapping, or the cap. */
+	err = mem_live__read_prefix(mem, cap->regs[NATIVE_REG_RSP], cap->stack,
+				    DUMP_NATIVE_STACK, &cap->stack_len);
+	return err;
+}
+
+void dump_native__capture_free(struct dump_native_capture *cap)
+{
+	free(cap->stack);
+	*cap = (struct dump_native_capture){ 0 };
+}
+
+/* Names walked frame @i into d->names[i] and gives it its object for the merge. */
+static int name_frame(struct dump_native *d, uint32_t i)
+{
+	const struct native_frame *f = &d->walk.frames[i];
+	struct native_symbol sym;
+	int err;
+
+	err = native_sym__lookup(d->syms, native_proc__unwind(d->proc), f->lookup, &sym);
+	if (err && err != -ENOENT)
+		return err;
+	native_sym__format(&sym, d->names[i], sizeof(d->names[i]));
+	/* Any id will do, so long as 0 is "no object". */
+	d->in[i] = (struct native_merge_frame){
+		.sp = f->sp,
+		.module = err ? 0 : (uint32_t)(hash_bytes(sym.module, strlen(sym.module)) | 1),
+	};
+	return 0;
+}
+
+/* Why a C stack ends short of the thread's start; NULL if it does not. */
+static const char *end_note(enum native_end end)
+{
+	switch (end) {
+	case NATIVE_END_OUTERMOST:
+		return NULL;
+	case NATIVE_END_STACK_COPY:
+		return "the C stack ends here: deeper than the copy of it (1 MiB)";
+	case NATIVE_END_NO_CFI:
+		return "the C stack ends here: code without unwind information";
+	case NATIVE_END_BOUND:
+		return "the C stack ends here: the frame limit";
+	default:
+		return "the C stack ends here: a frame that does not hold together";
+	}
+}
+
+/* The Python frames alone, as items. */
+static void python_only(struct dump_native *d, const struct stack *st, struct tb_thread *tb)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; st && i < st->depth && n < DECODE_MAX_DEPTH; i++)
+		d->items[n++] = (struct tb_item){ .index = i };
+	tb->items = d->items;
+	tb->nitems = n;
+}
+
+static int walk_and_merge(struct dump_native *d, const struct dump_native_capture *cap,
+			  const struct stack *st, struct tb_thread *tb)
+{
+	struct native_snapshot snap = {
+		.tid = tb->tid,
+		.regs_mask = cap->regs_mask,
+		.stack = cap->stack,
+		.stack_len = cap->stack_len,
+	};
+	enum native_merge_result result;
+	struct native_merge_in in;
+	uint32_t n;
+	int err;
+
+	memcpy(snap.regs, cap->regs, sizeof(snap.regs));
+	err = native_proc__walk(d->proc, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(), &d->walk);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		snprintf(d->note, sizeof(d->note), "not unwound: the process's maps cannot be "
+			 "read (%s)", strerror(-err));
+		return -ENOENT;
+	}
+	for (uint32_t i = 0; i < d->walk.n; i++) {
+		err = name_frame(d, i);
+		if (err)
+			return err;
+	}
+	in = (struct native_merge_in){
+		.frames = d->in,
+		.nframes = d->walk.n,
+		.complete = d->walk.end == NATIVE_END_OUTERMOST,
+		.runs = st ? st->runs : NULL,
+		.nruns = st ? st->nruns : 0,
+		.all = d->all,
+	};
+	err = native_merge__interleave(&in, d->merged, sizeof(d->merged) / sizeof(d->merged[0]),
+				       &n, &result);
+	if (err) {
+		snprintf(d->note, sizeof(d->note), "not merged: %s", strerror(-err));
+		return -ENOENT;
+	}
+	if (result == NATIVE_MERGE_UNMATCHED) {
+		snprintf(d->note, sizeof(d->note), "the C stack does not match the Python "
+			 "frames; Python frames only");
+		return -ENOENT;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const struct native_merge_item *it = &d->merged[i];
+
+		d->items[i] = it->kind == NATIVE_MERGE_NATIVE ?
+			(struct tb_item){ .native = 1, .text = d->names[it->index] } :
+			(struct tb_item){ .index = it->index };
+	}
+	tb->items = d->items;
+	tb->nitems = n;
+	tb->native_note = end_note(d->walk.end);
+	return 0;
+}
+
+int dump_native__frames(struct dump_native *d, const struct dump_native_capture *cap,
+			const struct stack *st, struct tb_thread *tb)
+{
+	int err;
+
+	tb->items = NULL;
+	tb->nitems = 0;
+	tb->native_note = NULL;
+	if (!cap->regs_mask) {
+		python_only(d, st, tb);
+		tb->native_note = "not unwound: the thread was not held";
+		return 0;
+	}
+	err = walk_and_merge(d, cap, st, tb);
+	if (err == -ENOENT) {
+		python_only(d, st, tb);
+		tb->native_note = d->note;
+		return 0;
+	}
+	return err;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Every thread of a live process held still for a moment (PTRACE_SEIZE, then
+ * PTRACE_INTERRUPT), so that `dump --native` reads each thread's registers, C stack
+ * and Python frames as they were at one instant, then lets them all go. Nothing is
+ * injected and no signal is sent: a seized thread stops in a ptrace stop its own code
+ * never sees, and a signal that arrives meanwhile is handed back on release. If this
+ * process dies while they are held, the kernel releases them.
+ */
+#ifndef PBP_THREAD_FREEZE_H
+#define PBP_THREAD_FREEZE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "native_unwind.h"
+
+/* How long the threads get to stop: one in an uninterruptible wait (a disk read, a
+ * page fault on NFS) stops only when that ends. */
+#define THREAD_FREEZE_WAIT_MS 2000
+/* Threads held at most: past this the rest run on and are not dumped natively. */
+#define THREAD_FREEZE_MAX 4096
+
+struct thread_freeze;
+
+struct thread_freeze_stats {
+	uint32_t seized, stopped, gone;
+	uint32_t late;	/* seized but not stopped within THREAD_FREEZE_WAIT_MS */
+};
+
+/*
+ * Seizes and stops every thread of @pid (threads started while this runs too, within
+ * a few passes). 0 and *@out; -EBUSY if a thread is traced by another process
+ * (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not allowed;
+ * -ESRCH if the process is gone; -ENOMEM. On failure nothing stays seized.
+ */
+int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer);
+
+/*
+ * The user registers of held thread @tid (its id here), by DWARF number as native
+ * unwinding takes them (regs_mask: which are set). -ESRCH if @tid is not held.
+ */
+int thread_freeze__regs(const struct thread_freeze *f, pid_t tid, uint64_t regs[NATIVE_NREGS],
+			uint32_t *regs_mask);
+
+void thread_freeze__stats(const struct thread_freeze *f, struct thread_freeze_stats *st);
+
+/* Lets every thread go, handing back a signal any of them stopped with; frees @f. */
+void thread_freeze__release(struct thread_freeze *f);
+
+#endif
