@@ -13,16 +13,18 @@ know their own Python stacks (tests/workloads/native_calls.py, deep.py).
   object's build-id, which readelf reads from the file itself.
 """
 
+import gzip
 import os
 import re
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import (PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction, profile_workload,
-                      same_except_leaf_line, show, total, truth_frames)
+from conftest import (PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction, make_interp,
+                      profile_workload, same_except_leaf_line, show, total, truth_frames)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -275,3 +277,78 @@ def test_native_counters_add_up(py, ext_runs):
     assert st["native_matched"] + st["native_cut"] + st["native_unmatched"] == walks, st
     assert st["native_unmatched"] <= 0.01 * walks, st
     assert st["native_invalid"] == 0 and st["native_failed"] == 0, st
+
+
+FLEET = ("3.13", "3.15")
+
+
+def test_all_and_agent_native_on_two_versions(sid_root, workloads_installed, tmp_path,
+                                              profiler_bin):
+    """-a --native and the agent with --native on, over a 3.13 and a 3.15 process at once
+    (narrowed to a cgroup of this test's own): each process's C burn reads c_caller,
+    then pbpext_burn and pbpext_spin in its own pbpext, in the collapsed output and in
+    every process's pprof, where pbpext_spin has an address in a Mapping that carries
+    the build-id readelf reads."""
+    from test_agent import Agent
+    from test_system_wide import cgroup2_root, remove_cgroups
+
+    group = Path(cgroup2_root()) / f"pbp-native-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    h = Harness(tmp_path, profiler_bin)
+    ws, ids = [], {}
+    try:
+        for v in FLEET:
+            base = make_interp(v, sid_root)
+            so = build_ext(base, tmp_path / v)
+            interp = type(base)(base.version, base.root,
+                                ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
+                                + base.argv, base.error)
+            w = h.start_workload(interp, "native_calls", "--mode", "ext", seconds=60,
+                                 wait=True)
+            ws.append(w)
+            ids[w.pid] = (so.name, build_id(so))
+        out = tmp_path / "all.txt"
+        run = h.run_profiler(["record", "-a", "--native", "--container", group.name, "-d", 3,
+                              "-r", RATE, "-f", "collapsed", "-o", out], 3 + 60, out=out)
+        assert run.rc == 0, run.describe()
+        text = out.read_text()
+        for w in ws:
+            so_name = ids[w.pid][0]
+            burns = [ln for ln in text.splitlines() if ln.startswith(f"process {w.pid} ")
+                     and "pbpext_spin+" in ln]
+            assert burns, f"pid {w.pid} ({w.interp.version}): no pbpext_spin\n{text[:3000]}"
+            for ln in burns:
+                frames = ln.rsplit(" ", 1)[0].split(";")
+                at = next(i for i, f in enumerate(frames) if f.startswith("pbpext_spin+"))
+                assert frames[at].endswith(f"({so_name})") and \
+                    frames[at - 1].startswith("pbpext_burn+") and \
+                    any(f.startswith("c_caller (") for f in frames[:at]), ln
+        out_dir = tmp_path / "agent"
+        out_dir.mkdir()
+        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--native", "on",
+                                    "--rate", RATE, "--container", group.name])
+        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
+                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
+                               >= 2 for w in ws), 60, "two profiles of each process")
+        rc, _ = agent.stop()
+        assert rc == 0, agent.stderr()
+    finally:
+        h.close()
+        remove_cgroups([group])
+    for w in ws:
+        so_name, want_id = ids[w.pid]
+        spins = 0
+        for path in out_dir.iterdir():
+            if f"-{w.pid}-" not in path.name or not path.name.endswith(".pb.gz"):
+                continue
+            prof = Profile.parse(gzip.decompress(path.read_bytes()))
+            maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
+            for i, loc in prof.locations.items():
+                if prof.frame(i)[0] != "pbpext_spin":
+                    continue
+                m = maps[one(loc, "mapping_id")]
+                assert prof.s(one(m, "filename")).endswith(so_name), (path.name, m)
+                assert prof.s(one(m, "build_id")) == want_id, (path.name, m)
+                assert one(loc, "address") > 0, (path.name, loc)
+                spins += 1
+        assert spins, f"pid {w.pid} ({w.interp.version}): no pbpext_spin in the agent's profiles"
