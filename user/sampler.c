@@ -19,16 +19,19 @@
 
 #include "clock.h"
 #include "log.h"
+#include "perf_clock.h"
 #include "sample.skel.h"
 #include "sampler.h"
+#include "sampler_tasks.h"
 
 struct sampler {
 	struct sampler_cfg cfg;
 	struct sample_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link **links;
+	struct bpf_link **links;	/* per-CPU clocks */
 	int *pfds;
 	int ncpus;
+	struct sampler_tasks *tasks;	/* per-thread clocks, instead (cfg.per_thread) */
 	int stats_fd;
 };
 
@@ -62,21 +65,6 @@ static int handle_event(void *ctx, void *data, size_t len)
 	return s->cfg.on_event(s->cfg.ctx, data);
 }
 
-static int open_clock(int cpu, uint32_t rate_hz)
-{
-	struct perf_event_attr attr = {
-		.type = PERF_TYPE_SOFTWARE,
-		.size = sizeof(attr),
-		.config = PERF_COUNT_SW_CPU_CLOCK,
-		/* A fixed period, not a frequency: the kernel would otherwise retune it
-		 * and the expected sample count would drift. */
-		.sample_period = 1000000000ull / rate_hz,
-	};
-	int fd = (int)syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-	return fd < 0 ? -errno : fd;
-}
-
 static int attach_clocks(struct sampler *s)
 {
 	int err = 0, attached = 0;
@@ -89,7 +77,7 @@ static int attach_clocks(struct sampler *s)
 	if (!s->links || !s->pfds)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		s->pfds[cpu] = open_clock(cpu, s->cfg.rate_hz);
+		s->pfds[cpu] = perf_clock__open(-1, cpu, s->cfg.rate_hz);
 		if (s->pfds[cpu] < 0) {
 			/* A possible CPU that is offline has no clock; skip it. */
 			if (s->pfds[cpu] == -ENODEV)
@@ -160,7 +148,10 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	err = sample_bpf__attach(s->skel);	/* the tracepoints */
 	if (err)
 		goto fail;
-	err = cfg->on_cpu ? attach_clocks(s) : 0;
+	if (cfg->on_cpu && cfg->per_thread)
+		err = sampler_tasks__new(s->skel->progs.pbp_sample, cfg->rate_hz, &s->tasks);
+	else if (cfg->on_cpu)
+		err = attach_clocks(s);
 	if (err)
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), handle_record, s, NULL);
@@ -182,6 +173,8 @@ fail:
 
 void sampler__stop(struct sampler *s)
 {
+	sampler_tasks__free(s->tasks);
+	s->tasks = NULL;
 	if (s->skel) {
 		bpf_link__destroy(s->skel->links.pbp_switch);
 		bpf_link__destroy(s->skel->links.pbp_sys_exit);
@@ -210,6 +203,25 @@ void sampler__free(struct sampler *s)
 	free(s->links);
 	free(s->pfds);
 	free(s);
+}
+
+/*
+ * Per-thread clocks for a new target; where it cannot have them (another tracer holds
+ * it, too many threads), every target is ticked by per-CPU clocks from now on, and
+ * the per-thread ones close so that no thread is sampled twice.
+ */
+static int tick_target(struct sampler *s, pid_t pid)
+{
+	int err = sampler_tasks__add(s->tasks, pid);
+
+	if (!err || err == -ESRCH || err == -ENOMEM)
+		return err;
+	pr_info("process %d: no clock of its own for each thread (%s); sampling with one "
+		"on every CPU\n", (int)pid, err == -EBUSY ? "another process traces it" :
+		err == -E2BIG ? "too many threads" : strerror(-err));
+	sampler_tasks__free(s->tasks);
+	s->tasks = NULL;
+	return attach_clocks(s);
 }
 
 static uint32_t off32(uint64_t off)
@@ -302,13 +314,19 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
 		return err;
 	}
-	return 0;
+	if (known || !s->tasks)
+		return 0;
+	err = tick_target(s, (pid_t)pid);
+	if (err)
+		sampler__remove_target(s, (pid_t)pid);
+	return err;
 }
 
 int sampler__remove_target(struct sampler *s, pid_t pid)
 {
 	uint32_t key = pid;
 
+	sampler_tasks__remove(s->tasks, pid);
 	if (bpf_map__delete_elem(s->skel->maps.targets, &key, sizeof(key), 0))
 		return -errno;
 	s->skel->bss->target_buckets[key % PBP_TARGET_BUCKETS]--;

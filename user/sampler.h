@@ -23,7 +23,8 @@ struct sampler_cfg {
 	uint32_t ringbuf_bytes;	/* power of two */
 	int frame_cache;	/* copy only above the anchor where the cache allows */
 	int every_exec;		/* report every exec on the host, not just targets' */
-	int on_cpu;		/* tick on every CPU at rate_hz */
+	int on_cpu;		/* tick at rate_hz: on every CPU, or */
+	int per_thread;		/* ... only while a target's thread runs (sampler_tasks.h) */
 	int off_cpu;		/* record target threads' off-CPU intervals */
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */

@@ -101,6 +101,8 @@ static int new_sampler(struct session *s)
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
 		.on_cpu = s->opts.mode != SESSION_OFF_CPU,
+		/* One process's ticks need not interrupt every CPU; -a samples them all. */
+		.per_thread = !s->opts.system_wide,
 		.off_cpu = s->opts.mode != SESSION_CPU,
 		.min_block_ns = (uint64_t)s->opts.min_block_us * 1000,
 		.native_stack = !s->opts.native ? 0 :

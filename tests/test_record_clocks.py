@@ -1,0 +1,123 @@
+"""record -p ticks only while the target's threads run (a clock per thread, inherited
+by the threads they start), not on every CPU.
+
+- late_threads.py starts a chain of threads after the profile began, each started by
+  the one before: each must have as many samples as its CPU time says (rate x CPU
+  time, within a quarter), so no thread is missed and none is sampled twice.
+- With a busy process beside the target, the BPF program runs only for the target's
+  ticks (the kernel's run count against the program's own count of target events).
+- A target another tracer holds cannot be held for its clocks: record says so (-v),
+  ticks every CPU instead, and still samples the target as its CPU time says.
+"""
+
+import json
+import signal
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import RUN_DIR, Harness, Once
+
+RATE = 1000
+LATE = 3
+LATE_CPU = 0.5          # each late thread burns twice this
+RATIO = (0.75, 1.25)
+
+
+def profile_late(tmpdir, profiler, interp, verbose=False, before=None):
+    """late_threads under record -p from before its first late thread starts until its
+    last one ended. @before(h, w) runs once the workload is up, before the profile.
+    Returns (truth, run, {tid: samples}, stats)."""
+    h = Harness(tmpdir, profiler)
+    try:
+        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+        w = h.start_workload(interp, "late_threads", "--go", go, "--threads", LATE,
+                             "--cpu", LATE_CPU, seconds=60, wait=False)
+        ready = interp.host_path(go + ".ready")
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert w.proc.poll() is None and time.monotonic() < deadline, w.output()
+            time.sleep(0.02)
+        if before:
+            before(h, w)
+        out = h.tmp / f"late-{w.pid}.txt"
+        st = h.tmp / f"late-{w.pid}.json"
+        started = []
+
+        def ended(_stdout, stderr):
+            if not started and "profiling pid" in stderr:
+                interp.host_path(go).touch()
+                started.append(1)
+            return bool(started) and w.truth_path.exists()
+
+        run = h.run_profiler(["record", "-p", w.pid, "-r", RATE, "--threads", "-v",
+                              "-f", "collapsed", "-o", out, "--stats-file", st], 120,
+                             out=out, stats=st, signal_when=(ended, signal.SIGINT))
+        assert run.rc == 0, run.describe()
+        truth = json.loads(w.truth_path.read_text())
+    finally:
+        h.close()
+    per_tid = {}
+    for line in out.read_text().splitlines():
+        stack, n = line.rsplit(" ", 1)
+        first = stack.split(";", 1)[0]
+        if first.startswith("thread "):
+            tid = int(first.split()[1])
+            per_tid[tid] = per_tid.get(tid, 0) + int(n)
+    return truth, run, per_tid, json.loads(st.read_text())
+
+
+@pytest.fixture(scope="module")
+def late(py, module_tmp, profiler_bin):
+    return Once(lambda: profile_late(module_tmp / f"late-{py.id}", profiler_bin, py))
+
+
+def check_ratios(truth, per_tid, text):
+    assert len(truth["threads"]) == LATE, truth
+    for name, t in truth["threads"].items():
+        want = RATE * t["cpu"]
+        got = per_tid.get(t["tid"], 0)
+        assert RATIO[0] * want <= got <= RATIO[1] * want, \
+            f"{name} (tid {t['tid']}): {got} samples for {t['cpu']:.3f} s of CPU " \
+            f"({want:.0f} expected)\n{text}"
+
+
+def test_threads_started_later_are_sampled_once(py, late):
+    truth, run, per_tid, _ = late.get()
+    check_ratios(truth, per_tid, run.describe())
+
+
+def test_program_runs_only_for_the_targets_ticks(py311, tmp_path, profiler_bin):
+    def busy(h, w):
+        h.spawn(["sh", "-c", "while :; do :; done"])
+        h.spawn(["sh", "-c", "while :; do :; done"])
+    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=busy)
+    check_ratios(truth, per_tid, run.describe())
+    # A clock on every CPU would run it on the busy loops' ticks too.
+    assert st["bpf_run_cnt"] <= 1.05 * st["bpf_target_events"] + 50, st
+
+
+def test_a_traced_target_is_ticked_on_every_cpu_instead(py311, tmp_path, profiler_bin):
+    def traced(h, w):
+        seized = h.tmp / f"seized-{w.pid}"
+        tracer = h.spawn([sys.executable, "-c", (
+            "import ctypes, sys, time\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.ptrace.argtypes = [ctypes.c_long] * 4\n"
+            f"if libc.ptrace(0x4206, {w.pid}, 0, 0): sys.exit(ctypes.get_errno())\n"
+            f"open({str(seized)!r}, 'w').close()\n"
+            "time.sleep(120)\n")])
+        deadline = time.monotonic() + 30
+        while not seized.exists():
+            assert tracer.poll() is None and time.monotonic() < deadline, \
+                f"the tracer did not seize the process (status {tracer.poll()})"
+            time.sleep(0.02)
+        h.spawn(["sh", "-c", "while :; do :; done"])
+        h.spawn(["sh", "-c", "while :; do :; done"])
+    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=traced)
+    assert "(another process traces it); sampling with one on every CPU" in run.stderr, \
+        run.describe()
+    check_ratios(truth, per_tid, run.describe())
+    assert st["bpf_run_cnt"] > 1.2 * st["bpf_target_events"], st

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perf_clock.h"
+
+int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		/* A fixed period, not a frequency: the kernel would otherwise retune it
+		 * and the expected sample count would drift. */
+		.sample_period = 1000000000ull / (rate_hz ? rate_hz : 1),
+		.inherit = tid >= 0,
+		.inherit_thread = tid >= 0,
+	};
+	int fd = (int)syscall(__NR_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Per-thread clocks; see sampler_tasks.h. A thread that ends keeps its clock's
+ * descriptor open until its process is removed: the event is dead and costs nothing,
+ * and only threads found at the start have descriptors (later ones inherit).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "perf_clock.h"
+#include "proc.h"
+#include "sampler_tasks.h"
+#include "thread_freeze.h"
+
+struct task_clock {
+	pid_t pid, tid;
+	int fd;
+	struct bpf_link *link;
+};
+
+struct sampler_tasks {
+	struct bpf_program *prog;
+	uint32_t rate_hz;
+	struct task_clock *c;
+	uint32_t n;
+};
+
+/* One pass of adding: the target's threads go after @first. */
+struct adding {
+	struct sampler_tasks *t;
+	pid_t pid;
+	uint32_t first;
+};
+
+int sampler_tasks__new(struct bpf_program *prog, uint32_t rate_hz, struct sampler_tasks **out)
+{
+	struct sampler_tasks *t = calloc(1, sizeof(*t));
+
+	if (t)
+		t->c = calloc(SAMPLER_TASKS_MAX, sizeof(*t->c));
+	if (!t || !t->c) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->prog = prog;
+	t->rate_hz = rate_hz;
+	*out = t;
+	return 0;
+}
+
+static void close_clock(struct task_clock *c)
+{
+	bpf_link__destroy(c->link);
+	if (c->fd >= 0)
+		close(c->fd);
+}
+
+/* Closes the clocks from @from on that belong to @pid, keeping the others in order. */
+static void drop(struct sampler_tasks *t, pid_t pid, uint32_t from)
+{
+	uint32_t k = from;
+
+	for (uint32_t i = from; i < t->n; i++) {
+		if (t->c[i].pid == pid)
+			close_clock(&t->c[i]);
+		else
+			t->c[k++] = t->c[i];
+	}
+	t->n = k;
+}
+
+static int open_one(pid_t tid, pid_t ns_tid, void *arg)
+{
+	struct adding *a = arg;
+	struct sampler_tasks *t = a->t;
+	struct task_clock *c;
+	int err;
+
+	(void)ns_tid;
+	if (t->n == SAMPLER_TASKS_MAX)
+		return -E2BIG;
+	c = &t->c[t->n];
+	c->fd = perf_clock__open(tid, -1, t->rate_hz);
+	if (c->fd == -ESRCH)
+		return 0;	/* it ended since the listing */
+	if (c->fd < 0)
+		return c->fd;
+	c->link = bpf_program__attach_perf_event(t->prog, c->fd);
+	if (!c->link) {
+		err = -errno;
+		close(c->fd);
+		return err;
+	}
+	c->pid = a->pid;
+	c->tid = tid;
+	t->n++;
+	return 0;
+}
+
+int sampler_tasks__add(struct sampler_tasks *t, pid_t pid)
+{
+	struct adding a = { .t = t, .pid = pid, .first = t->n };
+	struct thread_freeze *held = NULL;
+	pid_t tracer;
+	int err;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->c[i].pid == pid)
+			return 0;
+	err = thread_freeze__all(pid, &held, &tracer);
+	if (err)
+		return err;
+	err = proc__tasks_ns(pid, open_one, &a);
+	thread_freeze__release(held);
+	if (!err && t->n == a.first)
+		err = -ESRCH;
+	if (err)
+		drop(t, pid, a.first);
+	else
+		pr_debug("process %d: %u thread clocks\n", (int)pid, t->n - a.first);
+	return err;
+}
+
+void sampler_tasks__remove(struct sampler_tasks *t, pid_t pid)
+{
+	if (t)
+		drop(t, pid, 0);
+}
+
+uint32_t sampler_tasks__count(const struct sampler_tasks *t)
+{
+	return t ? t->n : 0;
+}
+
+void sampler_tasks__free(struct sampler_tasks *t)
+{
+	if (!t)
+		return;
+	for (uint32_t i = 0; i < t->n; i++)
+		close_clock(&t->c[i]);
+	free(t->c);
+	free(t);
+}
