@@ -1265,8 +1265,9 @@ def write_report(res, cfg, path, meta):
       "own count (BPF: target CPU time x rate; --no-bpf: ticks, each sampling every "
       "thread); peer: its 'Captured N samples in S s' against S x rate. Profiler CPU: "
       "the profiler process over the work window (schedstat), per second and per "
-      "delivered sample. In-target: BPF run time (the program's runs on every CPU, so a "
-      "slight overestimate) as a share of the target's own CPU. RSS: the profiler's VmHWM.")
+      "delivered sample. In-target: BPF run time (record -p's clocks tick only the "
+      "target's threads, so every run is one of its samples) as a share of the target's "
+      "own CPU. RSS: the profiler's VmHWM.")
     for tname, rows in res["slowdown"]["rows"].items():
         w("")
         w(f"**{tname}** (`cpu_bound.py {' '.join(cfg['targets'][tname][0])}`)")
