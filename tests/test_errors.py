@@ -231,3 +231,14 @@ def test_help_states_the_kernel_the_sampler_needs(harness):
     assert run.rc == 0, run.describe()
     text = run.stdout + run.stderr
     assert "5.17" in text and "5.8+" not in text, text
+
+
+@pytest.mark.parametrize("cmd", ["record", "top"])
+def test_rate_above_the_kernels_limit_is_a_usage_error_that_names_it(harness, cmd):
+    limit = int(open("/proc/sys/kernel/perf_event_max_sample_rate").read())
+    run = harness.run_profiler([cmd, "-p", "1", "-r", limit + 1], timeout=QUICK)
+    run.check_error(2)
+    assert f"expected 1 to {limit} Hz" in run.stderr and \
+        "kernel.perf_event_max_sample_rate" in run.stderr, run.describe()
+    assert len(run.stderr.strip().splitlines()) == 1, run.describe()
+

@@ -11,6 +11,7 @@
 #include "exitcodes.h"
 #include "log.h"
 #include "pbp_abi.h"
+#include "perf_clock.h"
 
 int cli__usage_error(const char *cmd, const char *fmt, const char *arg)
 {
@@ -27,6 +28,21 @@ int cli__parse_uint(const char *s, unsigned long min, unsigned long max, unsigne
 	errno = 0;
 	*v = strtoul(s, &end, 10);
 	return errno || end == s || *end || *s == '-' || *v < min || *v > max ? -EINVAL : 0;
+}
+
+int cli__parse_rate(const char *cmd, const char *s, uint32_t *rate)
+{
+	uint32_t max = perf_clock__max_rate();
+	unsigned long v;
+
+	if (!cli__parse_uint(s, 1, max, &v)) {
+		*rate = (uint32_t)v;
+		return 0;
+	}
+	fprintf(stderr, "pybpfprof: invalid rate '%s': expected 1 to %u Hz, the kernel's "
+		"limit (kernel.perf_event_max_sample_rate) (see 'pybpfprof %s --help')\n", s,
+		max, cmd);
+	return EXIT_USAGE;
 }
 
 int cli__common_option(const char *cmd, const char *help, int opt, char **argv, int *verbose)

@@ -7,6 +7,8 @@
 #ifndef PBP_CLI_H
 #define PBP_CLI_H
 
+#include <stdint.h>
+
 #include <getopt.h>
 
 #include "proc_filter.h"
@@ -22,6 +24,9 @@
 int cli__usage_error(const char *cmd, const char *fmt, const char *arg);
 /* A decimal in [@min, @max]; 0 or -EINVAL. */
 int cli__parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *v);
+/* -r/--rate: 1 to the kernel's limit for a perf clock. 0, or EXIT_USAGE with the error
+ * written. */
+int cli__parse_rate(const char *cmd, const char *s, uint32_t *rate);
 /*
  * The options every subcommand has, -v and -h, and getopt's complaints about the
  * others (its '+:' / ':' optstring, opterr 0): CLI_GO_ON after -v, EXIT_OK once

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,4 +22,17 @@ int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
 	int fd = (int)syscall(__NR_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
+}
+
+uint32_t perf_clock__max_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	unsigned long v = 0;
+
+	if (f) {
+		if (fscanf(f, "%lu", &v) != 1)
+			v = 0;
+		fclose(f);
+	}
+	return v && v <= UINT32_MAX ? (uint32_t)v : PERF_CLOCK_MAX_RATE_DEFAULT;
 }

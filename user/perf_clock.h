@@ -13,4 +13,14 @@
  */
 int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz);
 
+/* Used when the kernel's limit cannot be read. */
+#define PERF_CLOCK_MAX_RATE_DEFAULT 100000
+
+/*
+ * The highest rate the kernel lets a clock fire at (kernel.perf_event_max_sample_rate;
+ * PERF_CLOCK_MAX_RATE_DEFAULT if it cannot be read). The kernel lowers it by itself
+ * when perf interrupts take too long, and then throttles faster clocks to it.
+ */
+uint32_t perf_clock__max_rate(void);
+
 #endif

@@ -19,6 +19,7 @@
 #include "outfile.h"
 #include "proc.h"
 #include "proc_filter.h"
+#include "perf_clock.h"
 #include "record.h"
 #include "session.h"
 #include "stats.h"
@@ -207,6 +208,11 @@ static void report_end(struct record_ctx *c)
 	const struct run_stats *s = &c->stats;
 
 	stats__summary(stderr, s);
+	if (strcmp(s->mode, "live") && s->rate_hz > perf_clock__max_rate())
+		pr_warn("the kernel lowered kernel.perf_event_max_sample_rate to %u during the "
+			"run (its perf interrupts took too long) and throttled the %u Hz clock to "
+			"it: fewer samples than expected were taken\n", perf_clock__max_rate(),
+			s->rate_hz);
 	if (!c->samples && !strcmp(s->mode, "live"))
 		pr_warn("no samples: no Python thread of the target was %s while profiled "
 			"(%llu left out%s)\n", c->opts->session.idle ? "seen" : "on a CPU",

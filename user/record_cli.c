@@ -53,7 +53,10 @@ static const char record_help[] =
 	"                         " CLI_STR(PBP_TARGETS_MAX) "); a notice says when it is reached\n"
 	"\n"
 	"Sampling:\n"
-	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
+	"  -r, --rate HZ          samples per second of CPU time (default 100; at most\n"
+	"                         kernel.perf_event_max_sample_rate, 100000 unless\n"
+	"                         lowered; the kernel lowers it, and throttles faster\n"
+	"                         clocks, when its perf interrupts take too long)\n"
 	"  -d, --duration SECS    stop after SECS seconds (default: until the target\n"
 	"                         exits)\n"
 	"      --stack-bytes N    data-stack bytes copied per sample (default 122880,\n"
@@ -179,9 +182,8 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 		o->session.pid = (pid_t)v;
 		break;
 	case 'r':
-		if (cli__parse_uint(optarg, 1, 10000, &v))
-			return usage_error("invalid rate '%s': expected 1 to 10000 Hz", optarg);
-		o->session.rate_hz = (uint32_t)v;
+		if (cli__parse_rate("record", optarg, &o->session.rate_hz))
+			return EXIT_USAGE;
 		break;
 	case 'd':
 		errno = 0;

@@ -46,7 +46,8 @@ static const char top_help[] =
 	"  -a, --all              every CPython process on the host instead; narrowed by\n"
 	"                         --pid-filter, --container, --exclude and\n"
 	"                         --max-processes as for 'record -a'\n"
-	"  -r, --rate HZ          samples per second per CPU (default 100, 1-10000)\n"
+	"  -r, --rate HZ          samples per second of CPU time (default 100; at most\n"
+	"                         kernel.perf_event_max_sample_rate)\n"
 	"      --no-bpf           sample from user space, as for record (see 'pybpfprof\n"
 	"                         record --help'); chosen with a notice when BPF is\n"
 	"                         unavailable\n"
@@ -109,10 +110,8 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 			o.pid = (pid_t)v;
 			break;
 		case 'r':
-			if (cli__parse_uint(optarg, 1, 10000, &v))
-				return cli__usage_error("top", "invalid rate '%s': expected 1 to "
-							"10000 Hz", optarg);
-			o.rate_hz = (uint32_t)v;
+			if (cli__parse_rate("top", optarg, &o.rate_hz))
+				return EXIT_USAGE;
 			break;
 		case OPT_NO_BPF:
 			o.no_bpf = 1;
