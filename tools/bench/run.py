@@ -110,7 +110,18 @@ SMOKE = {
     "native_rate": 100,
     "native_seconds": 2.0,
 }
-OURS_MAX_RATE = 10000
+
+
+def kernel_max_rate():
+    """pybpfprof takes rates up to the kernel's limit for a perf clock."""
+    try:
+        with open("/proc/sys/kernel/perf_event_max_sample_rate") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 100000
+
+
+OURS_MAX_RATE = kernel_max_rate()
 
 
 class BenchError(Exception):
