@@ -278,6 +278,32 @@ def test_dump_kernel_core_stacks_match_truth(py, dumped, harness):
     check_matches_truth(threads, d.truth, run.stdout)
 
 
+@pytest.mark.parametrize("flag", ["--native", "--native-all"])
+def test_dump_kernel_core_native_stacks(py, dumped, harness, flag):
+    """--native from the kernel's core (it keeps thread stacks): registers from each
+    thread's NT_PRSTATUS, objects from NT_FILE under --sysroot. The Python frames are
+    the truth's; the sleepers show libc's nanosleep above them; with --native-all the
+    main thread ends at _start."""
+    from test_dump_native import parse
+
+    d = dumped.get()
+    args = ["--core", d.kernel_core] + ([] if py.root == "/" else ["--sysroot", py.root])
+    run = run_dump(harness, *args, flag)
+    assert run.rc == 0 and not run.stderr.strip(), run.describe()
+    threads = parse(run.stdout)
+    for key, tid in d.truth["threads"].items():
+        t = threads[tid]
+        assert t.python() == truth_frames(d.truth["stacks"][key]), run.stdout
+        assert t.note is None, f"{key}: {t.note}\n{run.stdout}"
+    for key in ("main", "sleeper"):
+        above = threads[d.truth["threads"][key]].natives_before_python()
+        assert any("nanosleep" in func and obj == "libc.so.6" for func, obj in above), \
+            f"{key}: {above}\n{run.stdout}"
+    if flag == "--native-all":
+        last = threads[d.truth["threads"]["main"]].items[-1]
+        assert last[:2] == ("c", "_start"), f"main ends {last}\n{run.stdout}"
+
+
 def test_dump_core_says_run_state_unknown(py, dumped, harness):
     d = dumped.get()
     run = run_dump(harness, *core_args(py, d))

@@ -12,7 +12,7 @@ read while the process is held for an instant, on every version.
 - The target is let go: no thread is left traced or stopped, the burner goes on
   burning, and the qsort workload ends on its own with status 0.
 - A process another tracer holds: exit 6 with a one-line reason that names the
-  tracer; a plain dump still works. --native with --core is a usage error.
+  tracer; a plain dump still works. (Cores: test_dump.py, with its cores.)
 """
 
 import re
@@ -27,7 +27,6 @@ from test_dump import FRAME_RE, QUICK, THREAD_RE
 
 NATIVE_RE = re.compile(r"^  native: (?P<func>.+?)(?:\+0x[0-9a-f]+)?(?: \((?P<obj>[^()]+)\))?$")
 NOTE_RE = re.compile(r"^  \[native: (.*)\]$")
-EXIT_USAGE = 2
 EXIT_PRIVILEGES = 6
 QSORT_TRIES = 40
 
@@ -221,8 +220,3 @@ def test_dump_native_of_a_traced_process_exits_6(py311, harness):
     threads, _ = dump(harness, w.pid)
     assert w.truth["threads"]["main"] in threads
 
-
-def test_dump_native_with_a_core_is_a_usage_error(harness, tmp_path):
-    run = harness.run_profiler(["dump", "--core", tmp_path / "x.core", "--native"],
-                               timeout=QUICK)
-    assert run.rc == EXIT_USAGE and "--native" in run.stderr, run.describe()

@@ -287,21 +287,25 @@ static int read_held(struct dump_ctx *c, struct dump_held *held)
 	for (unsigned int i = 0; i < c->nthreads; i++)
 		held[i].cpu = cpu_state(c, c->threads[i].tid);
 	t0 = clock__mono_ns();
-	err = dump_native__hold(c->native);
+	err = c->core ? 0 : dump_native__hold(c->native);
 	if (err)
 		return err;
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
 		struct dump_held *h = &held[i];
 		pid_t host;
 
-		if (!tid_map__host(&c->tids, c->threads[i].tid, &host)) {
+		if (c->core)
+			err = dump_native__capture_core(c->native, (pid_t)c->threads[i].tid,
+							&h->cap);
+		else if (!tid_map__host(&c->tids, c->threads[i].tid, &host))
 			err = dump_native__capture(c->native, &c->live, host, &h->cap);
-			if (err == -ESRCH)
-				err = 0;	/* not held: Python frames only */
-		}
+		if (err == -ESRCH)
+			err = 0;	/* not held, or not in the core: Python frames only */
 		if (!err)
 			err = held_save(h, decode_one(c, &c->threads[i], &h->cap));
 	}
+	if (c->core)
+		return err;
 	dump_native__release(c->native);
 	pr_info("process %d was held for %.1f ms\n", (int)c->interp.pid,
 		(double)(clock__mono_ns() - t0) / 1e6);
@@ -437,7 +441,11 @@ static int run(struct dump_ctx *c)
 		return EXIT_RUNTIME;
 	}
 	if (c->opts->native) {
-		err = dump_native__new(c->interp.pid, c->opts->native_all, &c->native);
+		err = dump_native__new(c->interp.pid, c->core, c->opts->native_all, &c->native);
+		if (err == -ENOENT && c->core) {
+			pr_warn("core %s maps no executable file: no native stacks\n", what);
+			return EXIT_BAD_CORE;
+		}
 		if (err) {
 			pr_warn("cannot set up native unwinding: %s\n", strerror(-err));
 			return EXIT_RUNTIME;

@@ -12,7 +12,7 @@
 static const char dump_help[] =
 	"Usage:\n"
 	"  pybpfprof dump -p PID [--async] [--native | --native-all]\n"
-	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
+	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR] [--native]\n"
 	"\n"
 	"Prints the current stack of every Python thread once, like a traceback but most\n"
 	"recent call first:\n"
@@ -48,12 +48,13 @@ static const char dump_help[] =
 	"      --sysroot DIR      look up the paths the core names under DIR (a core from a\n"
 	"                         container or chroot, or from another machine)\n"
 	"      --async            also the asyncio task tree (live processes, 3.14+)\n"
-	"      --native           also each thread's C frames (live processes): the C\n"
+	"      --native           also each thread's C frames (a live process, or a core\n"
+	"                         with its thread stacks, as the kernel writes them): the C\n"
 	"                         code Python calls (an extension, libc, the GIL wait)\n"
 	"                         as 'native: function+0xOFF (library)' lines between\n"
 	"                         the Python frames that called it and that it calls.\n"
-	"                         The process is held (ptrace) while its threads'\n"
-	"                         registers and stacks are copied (ms); it fails\n"
+	"                         A live process is held (ptrace) while its threads'\n"
+	"                         registers and stacks are copied (ms); that fails\n"
 	"                         (status 6) if another tracer (a debugger) has it\n"
 	"      --native-all       --native with the interpreter's own frames between\n"
 	"                         Python frames, and the thread's start-up, kept\n"
@@ -131,9 +132,6 @@ int dump_cli__main(int argc, char **argv)
 	if (o.core && o.async_tasks)
 		return cli__usage_error("dump", "%s",
 					"--async reads a live process (-p PID), not a core");
-	if (o.core && o.native)
-		return cli__usage_error("dump", "%s",
-					"--native reads a live process (-p PID), not a core");
 	if (!o.core && (o.exe || o.sysroot))
 		return cli__usage_error("dump", "%s",
 					"--exe and --sysroot apply to --core only");

@@ -14,8 +14,10 @@
 #include "dump_native.h"
 #include "hash.h"
 #include "log.h"
+#include "native_core.h"
 #include "native_merge.h"
 #include "native_proc.h"
+#include "native_regs.h"
 #include "native_sym.h"
 #include "thread_freeze.h"
 
@@ -26,6 +28,7 @@
 struct dump_native {
 	pid_t pid;
 	int all;
+	struct mem_core *core;	/* a core's threads, or else the live process's */
 	struct thread_freeze *held;
 	struct native_buildid_cache *ids;
 	struct native_sym *syms;
@@ -38,26 +41,36 @@ struct dump_native {
 	char note[128];
 };
 
-int dump_native__new(pid_t pid, int all, struct dump_native **out)
+int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_native **out)
 {
 	struct dump_native *d = calloc(1, sizeof(*d));
+	struct native_maps *maps;
 	int err;
 
 	if (!d)
 		return -ENOMEM;
 	d->pid = pid;
 	d->all = all;
+	d->core = core;
 	err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
 	if (!err)
 		err = native_sym__new(DUMP_NATIVE_SYM_BYTES, &d->syms);
-	if (!err)
+	if (err)
+		goto fail;
+	if (core) {
+		err = native_core__maps(core, &maps);
+		if (!err)
+			err = native_proc__with_maps(maps, &d->proc);
+	} else {
 		err = native_proc__new(pid, d->ids, &d->proc);
-	if (err) {
-		dump_native__free(d);
-		return err;
 	}
+	if (err)
+		goto fail;
 	*out = d;
 	return 0;
+fail:
+	dump_native__free(d);
+	return err;
 }
 
 void dump_native__free(struct dump_native *d)
@@ -132,6 +145,37 @@ int dump_native__capture(struct dump_native *d, struct mem_live *mem, pid_t tid,
 	err = mem_live__read_prefix(mem, cap->regs[NATIVE_REG_RSP], cap->stack,
 				    DUMP_NATIVE_STACK, &cap->stack_len);
 	return err;
+}
+
+int dump_native__capture_core(struct dump_native *d, pid_t tid,
+			      struct dump_native_capture *cap)
+{
+	struct mem_source *mem = mem_core__mem(d->core);
+	struct user_regs_struct r;
+	uint64_t at;
+	int err;
+
+	*cap = (struct dump_native_capture){ 0 };
+	err = mem_core__thread_regs(d->core, tid, &r);
+	if (err)
+		return -ESRCH;
+	cap->regs_mask = native_regs__from_user(&r, cap->regs);
+	cap->stack = malloc(DUMP_NATIVE_STACK);
+	if (!cap->stack)
+		return -ENOMEM;
+	/* Page by page up to the first the core lacks (or the cap). */
+	at = cap->regs[NATIVE_REG_RSP];
+	while (cap->stack_len < DUMP_NATIVE_STACK) {
+		size_t n = 4096 - (size_t)(at & 4095);
+
+		if (n > DUMP_NATIVE_STACK - cap->stack_len)
+			n = DUMP_NATIVE_STACK - cap->stack_len;
+		if (mem__read(mem, at, cap->stack + cap->stack_len, n))
+			break;
+		cap->stack_len += n;
+		at += n;
+	}
+	return 0;
 }
 
 void dump_native__capture_free(struct dump_native_capture *cap)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * `dump --native`: each Python thread's C stack interleaved with its Python frames.
- * The process's threads are held (thread_freeze.h) while every thread's registers,
+ * A core is still by nature. A live process's threads are held (thread_freeze.h)
+ * while every thread's registers,
  * C stack bytes and Python frames are read, so that the two halves of a stack are of
  * one instant; the unwinding, naming and merging happen after they are let go, from
  * the copies alone, with the same unwinder, symbol cache and merge as record --native.
@@ -13,6 +14,7 @@
 #include <sys/types.h>
 
 #include "decoder.h"
+#include "mem_core.h"
 #include "mem_live.h"
 #include "native_unwind.h"
 #include "out_traceback.h"
@@ -31,8 +33,9 @@ struct dump_native_capture {
 	size_t stack_len;
 };
 
-/* @all: keep the interpreter's own frames too (--native-all). */
-int dump_native__new(pid_t pid, int all, struct dump_native **out);
+/* Of process @pid live, or of @core if not NULL (its maps from its notes). @all: keep
+ * the interpreter's own frames too (--native-all). */
+int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_native **out);
 void dump_native__free(struct dump_native *d);
 
 /*
@@ -47,6 +50,10 @@ void dump_native__release(struct dump_native *d);
  * dump_native__capture_free). 0, -ESRCH if it is not held, -ENOMEM. */
 int dump_native__capture(struct dump_native *d, struct mem_live *mem, pid_t tid,
 			 struct dump_native_capture *cap);
+/* The same from a core: thread @tid's registers from its NT_PRSTATUS note and its stack
+ * as far as the core holds it. -ESRCH if the core has no registers of @tid. */
+int dump_native__capture_core(struct dump_native *d, pid_t tid,
+			      struct dump_native_capture *cap);
 void dump_native__capture_free(struct dump_native_capture *cap);
 
 /*

@@ -41,6 +41,7 @@
 
 struct core_seg {
 	uint64_t vaddr, memsz, offset, filesz;
+	uint32_t flags;		/* PF_* */
 };
 
 struct core_map {
@@ -70,8 +71,9 @@ struct mem_core {
 	char *names;
 	pid_t pid;
 	pid_t *tids;
+	struct user_regs_struct *regs;	/* each thread's, from its NT_PRSTATUS */
 	unsigned int ntids;
-	size_t cap_tids;
+	size_t cap_tids, cap_regs;
 	uint64_t at_phdr, at_entry;
 	int exe_file;		/* index into files, -1 if none */
 };
@@ -324,15 +326,19 @@ static int core_read(struct mem_source *base, uint64_t addr, void *dst, size_t l
 
 static const struct mem_ops core_ops = { .read = core_read };
 
-static int add_thread(struct mem_core *c, pid_t tid)
+static int add_thread(struct mem_core *c, pid_t tid, const struct user_regs_struct *regs)
 {
 	int err;
 
 	if (c->ntids == CORE_MAX_THREADS)
 		return -EINVAL;
 	err = vec__reserve((void **)&c->tids, &c->cap_tids, c->ntids + 1, sizeof(*c->tids), 16);
+	if (!err)
+		err = vec__reserve((void **)&c->regs, &c->cap_regs, c->ntids + 1, sizeof(*c->regs),
+				   16);
 	if (err)
 		return err;
+	c->regs[c->ntids] = *regs;
 	c->tids[c->ntids++] = tid;
 	return 0;
 }
@@ -420,11 +426,17 @@ static int parse_note(struct mem_core *c, const GElf_Nhdr *nh, const char *name,
 	if (nh->n_namesz != 5 || memcmp(name, "CORE", 5))
 		return 0;
 	switch (nh->n_type) {
-	case NT_PRSTATUS:
+	case NT_PRSTATUS: {
+		struct user_regs_struct regs = { 0 };
+
 		if (nh->n_descsz < offsetof(struct elf_prstatus, pr_pid) + sizeof(pid))
 			return -EINVAL;
 		memcpy(&pid, desc + offsetof(struct elf_prstatus, pr_pid), sizeof(pid));
-		return add_thread(c, pid);
+		/* pr_reg is the user_regs_struct the kernel saved at the thread's entry. */
+		if (nh->n_descsz >= offsetof(struct elf_prstatus, pr_reg) + sizeof(regs))
+			memcpy(&regs, desc + offsetof(struct elf_prstatus, pr_reg), sizeof(regs));
+		return add_thread(c, pid, &regs);
+	}
 	case NT_PRPSINFO:
 		if (nh->n_descsz < offsetof(struct elf_prpsinfo, pr_pid) + sizeof(pid))
 			return -EINVAL;
@@ -524,6 +536,7 @@ static int read_headers(struct mem_core *c)
 				.memsz = ph.p_memsz,
 				.offset = ph.p_offset,
 				.filesz = ph.p_filesz < ph.p_memsz ? ph.p_filesz : ph.p_memsz,
+				.flags = ph.p_flags,
 			};
 		}
 	}
@@ -635,6 +648,7 @@ void mem_core__close(struct mem_core *c)
 	free(c->names);
 	free(c->segs);
 	free(c->tids);
+	free(c->regs);
 	free(c->sysroot);
 	free(c->sysroot_real);
 	free(c->exe_override);
@@ -660,6 +674,30 @@ unsigned int mem_core__threads(const struct mem_core *c, const pid_t **tids)
 const char *mem_core__exe(const struct mem_core *c)
 {
 	return c->exe_file >= 0 ? c->files[c->exe_file].name : "";
+}
+
+int mem_core__thread_regs(const struct mem_core *c, pid_t tid, struct user_regs_struct *out)
+{
+	for (unsigned int i = 0; i < c->ntids; i++) {
+		if (c->tids[i] != tid)
+			continue;
+		if (!c->regs[i].rsp || !c->regs[i].rip)
+			return -ENOENT;
+		*out = c->regs[i];
+		return 0;
+	}
+	return -ESRCH;
+}
+
+int mem_core__executable(const struct mem_core *c, uint64_t start, uint64_t end)
+{
+	for (unsigned int i = 0; i < c->nsegs; i++) {
+		const struct core_seg *s = &c->segs[i];
+
+		if ((s->flags & PF_X) && s->vaddr < end && start < s->vaddr + s->memsz)
+			return 1;
+	}
+	return 0;
 }
 
 int mem_core__maps(const struct mem_core *c, int (*fn)(const struct proc_map *m, void *arg),

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/user.h>
 
 #include "mem.h"
 #include "proc.h"
@@ -42,6 +43,14 @@ pid_t mem_core__pid(const struct mem_core *c);
 
 /* Thread ids, one per NT_PRSTATUS, in the core's order (the dumping thread first). */
 unsigned int mem_core__threads(const struct mem_core *c, const pid_t **tids);
+
+/* Thread @tid's user registers as the core saved them. -ESRCH if the core has no such
+ * thread, -ENOENT if its note holds none. */
+int mem_core__thread_regs(const struct mem_core *c, pid_t tid, struct user_regs_struct *out);
+
+/* 1 if any of [start, end) was mapped executable (a PT_LOAD segment with PF_X): the
+ * NT_FILE note gives no permissions. */
+int mem_core__executable(const struct mem_core *c, uint64_t start, uint64_t end);
 
 /* The main executable as the core names it (the mapping holding AT_PHDR or AT_ENTRY,
  * else the first mapped file); "" if the core maps no file. */

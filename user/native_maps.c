@@ -293,25 +293,35 @@ int native_maps__parse(struct native_maps *m, const char *buf, size_t len)
 			m->vdso_end = e.end;
 			m->hash ^= hash_u64(e.start ^ 0x7664736full);
 		}
-		if (r <= 0)
-			goto next;
-		if (m->n >= NATIVE_MAPS_MAX_ENTRIES) {
-			m->dropped++;
-			goto next;
-		}
-		/* Kept by address: the kernel lists them in order, and a text that is not
-		 * (never seen) only costs lookups a linear fallback. */
-		if (vec__reserve((void **)&m->maps, &m->cap, m->n + 1, sizeof(*m->maps), 64))
+		if (r > 0 && native_maps__add(m, &e, path, plen))
 			return -ENOMEM;
-		e.path = strndup(path, plen);
-		if (!e.path)
-			return -ENOMEM;
-		m->maps[m->n++] = e;
-		m->hash = hash_u64(m->hash ^ e.start) ^ hash_u64(e.end ^ hash_u64(e.offset)) ^
-			hash_u64(e.ino + 0x9e3779b97f4a7c15ull * e.dev);
 	next:
 		p = nl ? nl + 1 : end;
 	}
+	return 0;
+}
+
+int native_maps__add(struct native_maps *m, const struct native_map *e, const char *path,
+		     size_t plen)
+{
+	struct native_map *d;
+
+	if (m->n >= NATIVE_MAPS_MAX_ENTRIES) {
+		m->dropped++;
+		return 0;
+	}
+	/* Kept by address: the kernel lists them in order, and a text that is not (never
+	 * seen) only costs lookups a linear fallback. */
+	if (vec__reserve((void **)&m->maps, &m->cap, m->n + 1, sizeof(*m->maps), 64))
+		return -ENOMEM;
+	d = &m->maps[m->n];
+	*d = *e;
+	d->path = strndup(path, plen);
+	if (!d->path)
+		return -ENOMEM;
+	m->n++;
+	m->hash = hash_u64(m->hash ^ e->start) ^ hash_u64(e->end ^ hash_u64(e->offset)) ^
+		  hash_u64(e->ino + 0x9e3779b97f4a7c15ull * e->dev);
 	return 0;
 }
 
@@ -459,6 +469,11 @@ int native_maps__open(const struct native_maps *m, const struct native_map *e)
 	const struct hostile_file_id id = { .dev = e->dev, .ino = e->ino };
 	char buf[4096 + 64];
 	int fd, best;
+
+	/* mem_core__file_path() found it and matched its first page against the core. */
+	if (m->from_core)
+		return e->open_err ? e->open_err : hostile_file__open(AT_FDCWD, e->path, 0, NULL,
+								      NULL);
 
 	/* The mapped inode itself, whatever its name now (CAP_SYS_ADMIN or
 	 * CAP_CHECKPOINT_RESTORE). */

@@ -42,6 +42,8 @@ struct native_maps {
 	uint64_t vdso_start, vdso_end; /* the kernel's [vdso], 0 if none: no file to open,
 					 * but the same image as ours (one kernel) */
 	char root[4096];	       /* the target's root as we see it; "" if unknown */
+	int from_core;		       /* paths are host files a core names (native_core.h):
+				        * opened as they are, with no inode to check */
 	uint64_t hash;		       /* of every (start, end, offset, dev, ino): tells a change */
 	uint32_t skipped_lines;	       /* malformed or too long */
 	uint32_t dropped;	       /* past NATIVE_MAPS_MAX_ENTRIES */
@@ -81,6 +83,11 @@ int native_maps__parse(struct native_maps *m, const char *buf, size_t len);
  */
 int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct native_maps **out);
 void native_maps__free(struct native_maps *m);
+
+/* Appends @e (its path copied from @path), keeping m->hash. 0 or -ENOMEM; past
+ * NATIVE_MAPS_MAX_ENTRIES it is dropped and counted. */
+int native_maps__add(struct native_maps *m, const struct native_map *e, const char *path,
+		     size_t plen);
 
 /* The mapping holding @addr, or NULL. */
 const struct native_map *native_maps__find(const struct native_maps *m, uint64_t addr);

@@ -10,6 +10,7 @@ struct native_proc {
 	struct native_maps *maps;
 	struct native_unwind *unwind;
 	uint64_t read_ns;		/* when the maps were last read; 0: never */
+	int fixed;			/* maps given once (a core): never read again */
 	struct native_proc_stats st;
 };
 
@@ -30,6 +31,29 @@ int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_
 	return 0;
 fail:
 	free(p);
+	return err;
+}
+
+int native_proc__with_maps(struct native_maps *m, struct native_proc **out)
+{
+	struct native_proc *p;
+	int err;
+
+	err = native_proc__new(m->pid, NULL, &p);
+	if (err)
+		goto fail;
+	err = native_unwind__set_maps(p->unwind, m);
+	if (err) {
+		native_proc__free(p);
+		goto fail;
+	}
+	p->maps = m;
+	p->fixed = 1;
+	p->read_ns = 1;
+	*out = p;
+	return 0;
+fail:
+	native_maps__free(m);
 	return err;
 }
 
@@ -92,7 +116,7 @@ int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
 			return err;
 	}
 	err = native_unwind__walk(p->unwind, s, max_frames, out);
-	if (err || !met_unmapped(p->maps, out))
+	if (err || p->fixed || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
 	if (now_ns - p->read_ns < NATIVE_PROC_REREAD_NS || reread(p, now_ns))

@@ -25,6 +25,9 @@ struct native_proc_stats {
 };
 
 int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_proc **out);
+/* A process whose maps are @m for good (a core's), which it takes over, also on
+ * failure. */
+int native_proc__with_maps(struct native_maps *m, struct native_proc **out);
 void native_proc__free(struct native_proc *p);
 
 /*

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "native_regs.h"
 #include "proc.h"
 #include "thread_freeze.h"
 
@@ -93,29 +94,13 @@ static int seize_one(pid_t tid, pid_t ns_tid, void *arg)
 	return 0;
 }
 
-/* The psABI's DWARF numbering of what PTRACE_GETREGS gives. */
-static void dwarf_regs(const struct user_regs_struct *r, uint64_t out[NATIVE_NREGS])
-{
-	const uint64_t v[NATIVE_NREGS] = {
-		[NATIVE_REG_RAX] = r->rax, [NATIVE_REG_RDX] = r->rdx, [NATIVE_REG_RCX] = r->rcx,
-		[NATIVE_REG_RBX] = r->rbx, [NATIVE_REG_RSI] = r->rsi, [NATIVE_REG_RDI] = r->rdi,
-		[NATIVE_REG_RBP] = r->rbp, [NATIVE_REG_RSP] = r->rsp, [NATIVE_REG_R8] = r->r8,
-		[NATIVE_REG_R9] = r->r9, [NATIVE_REG_R10] = r->r10, [NATIVE_REG_R11] = r->r11,
-		[NATIVE_REG_R12] = r->r12, [NATIVE_REG_R13] = r->r13, [NATIVE_REG_R14] = r->r14,
-		[NATIVE_REG_R15] = r->r15, [NATIVE_REG_RIP] = r->rip,
-	};
-
-	memcpy(out, v, sizeof(v));
-}
-
 static void take_regs(struct held *h)
 {
 	struct user_regs_struct r;
 
 	if (ptrace(PTRACE_GETREGS, h->tid, NULL, &r))
 		return;
-	dwarf_regs(&r, h->regs);
-	h->regs_mask = (1u << NATIVE_NREGS) - 1;
+	h->regs_mask = native_regs__from_user(&r, h->regs);
 }
 
 /* Collects the stops of seized threads until none is left running or @ms pass. */
