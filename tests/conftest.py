@@ -694,6 +694,25 @@ def unpriv_user():
 SLEEP_SYSCALLS = {"23", "35", "230", "270"}
 
 
+def seize_by_another_tracer(harness, pid):
+    """A helper process that holds @pid with PTRACE_SEIZE (the target runs on, but no
+    one else may trace it) until the harness closes. Returns it."""
+    seized = harness.tmp / f"seized-{pid}-{uuid.uuid4().hex[:6]}"
+    tracer = harness.spawn([sys.executable, "-c", (
+        "import ctypes, sys, time\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "libc.ptrace.argtypes = [ctypes.c_long] * 4\n"
+        f"if libc.ptrace(0x4206, {pid}, 0, 0): sys.exit(ctypes.get_errno())\n"
+        f"open({str(seized)!r}, 'w').close()\n"
+        "time.sleep(300)\n")])
+    deadline = time.monotonic() + 30
+    while not seized.exists():
+        assert tracer.poll() is None and time.monotonic() < deadline, \
+            f"the tracer did not seize process {pid} (status {tracer.poll()})"
+        time.sleep(0.02)
+    return tracer
+
+
 def wait_asleep(pid, tid=None, timeout=TRUTH_TIMEOUT):
     """Wait until thread @tid (default: the main thread) of @pid sits in a sleep
     syscall: the moment a `time.sleep()` or `sleep()` the test relies on has begun,

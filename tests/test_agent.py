@@ -92,6 +92,24 @@ class Agent:
         return rc, time.monotonic() - t0
 
 
+def pprofs_of(out_dir, pid):
+    """The pprof files the agent wrote into @out_dir for process @pid."""
+    return [p for p in out_dir.iterdir() if f"-{pid}-" in p.name and p.name.endswith(".pb.gz")]
+
+
+def agent_until_profiles(h, tmp_path, args, want, what="two profiles of each process"):
+    """Runs the agent with --output-dir tmp_path/agent and @args until every pid in
+    @want ({pid: n}) has n profiles there, then stops it (exit 0). The directory."""
+    out_dir = tmp_path / "agent"
+    out_dir.mkdir()
+    agent = Agent(h, tmp_path, ["--output-dir", out_dir] + list(args))
+    agent.wait(lambda: all(len(pprofs_of(out_dir, pid)) >= n for pid, n in want.items()), 60,
+               what)
+    rc, _ = agent.stop()
+    assert rc == 0, agent.stderr()
+    return out_dir
+
+
 def pushes_for(server, pid):
     """[(query dict, Profile)] of the pushes whose labels name @pid, in arrival order."""
     out = []

@@ -17,12 +17,11 @@ read while the process is held for an instant, on every version.
 
 import re
 import subprocess
-import sys
 import time
 
 import pytest
 
-from conftest import Frame, Harness, Once, truth_frames, wait_asleep
+from conftest import Frame, Harness, Once, seize_by_another_tracer, truth_frames, wait_asleep
 from test_dump import FRAME_RE, QUICK, THREAD_RE
 
 NATIVE_RE = re.compile(r"^  native: (?P<func>.+?)(?:\+0x[0-9a-f]+)?(?: \((?P<obj>[^()]+)\))?$")
@@ -199,19 +198,7 @@ def test_dump_native_qsort_reads_python_libc_python(py, harness):
 
 def test_dump_native_of_a_traced_process_exits_6(py311, harness):
     w = harness.start_workload(py311, "dumpee", seconds=300, wait=True)
-    seized = harness.tmp / f"seized-{w.pid}"
-    tracer = harness.spawn([sys.executable, "-c", (
-        "import ctypes, sys, time\n"
-        "libc = ctypes.CDLL(None, use_errno=True)\n"
-        "libc.ptrace.argtypes = [ctypes.c_long] * 4\n"
-        f"if libc.ptrace(0x4206, {w.pid}, 0, 0): sys.exit(ctypes.get_errno())\n"
-        f"open({str(seized)!r}, 'w').close()\n"
-        "time.sleep(120)\n")])
-    deadline = time.monotonic() + 30
-    while not seized.exists():
-        assert tracer.poll() is None and time.monotonic() < deadline, \
-            f"the tracer did not seize the process (status {tracer.poll()})"
-        time.sleep(0.02)
+    tracer = seize_by_another_tracer(harness, w.pid)
     run = harness.run_profiler(["dump", "-p", w.pid, "--native"], timeout=QUICK)
     assert run.rc == EXIT_PRIVILEGES, run.describe()
     lines = run.stderr.strip().splitlines()

@@ -318,7 +318,7 @@ def test_all_and_agent_async_on_both_covered_versions(sid_root, workloads_instal
     """-a --async and the agent with --async on, over 3.14 and 3.15 at once (narrowed to
     a cgroup of this test's own): each process's burners appear as their tasks under
     their chains, in the collapsed output and in every process's pprof."""
-    from test_agent import Agent
+    from test_agent import agent_until_profiles
     from test_system_wide import cgroup2_root, remove_cgroups
 
     group = Path(cgroup2_root()) / f"pbp-async-{uuid.uuid4().hex[:8]}"
@@ -345,15 +345,9 @@ def test_all_and_agent_async_on_both_covered_versions(sid_root, workloads_instal
             chains = {tuple(tasks_of(f)) for f, _ in mine}
             assert ("main", "parent", "worker-a") in chains, \
                 f"pid {w.pid} ({w.interp.version}): {sorted(chains)}\n{text[:3000]}"
-        out_dir = tmp_path / "agent"
-        out_dir.mkdir()
-        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--async", "on",
-                                    "--container", group.name])
-        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
-                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
-                               >= 2 for w in ws), 60, "two profiles of each process")
-        rc, _ = agent.stop()
-        assert rc == 0, agent.stderr()
+        out_dir = agent_until_profiles(h, tmp_path, ["--period", "1s", "--async", "on",
+                                                     "--container", group.name],
+                                       {w.pid: 2 for w in ws})
     finally:
         h.close()
         remove_cgroups([group])

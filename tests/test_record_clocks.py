@@ -13,13 +13,12 @@ by the threads they start), not on every CPU.
 
 import json
 import signal
-import sys
 import time
 import uuid
 
 import pytest
 
-from conftest import RUN_DIR, Harness, Once
+from conftest import RUN_DIR, Harness, Once, seize_by_another_tracer
 
 RATE = 1000
 LATE = 3
@@ -102,19 +101,7 @@ def test_program_runs_only_for_the_targets_ticks(py311, tmp_path, profiler_bin):
 
 def test_a_traced_target_is_ticked_on_every_cpu_instead(py311, tmp_path, profiler_bin):
     def traced(h, w):
-        seized = h.tmp / f"seized-{w.pid}"
-        tracer = h.spawn([sys.executable, "-c", (
-            "import ctypes, sys, time\n"
-            "libc = ctypes.CDLL(None, use_errno=True)\n"
-            "libc.ptrace.argtypes = [ctypes.c_long] * 4\n"
-            f"if libc.ptrace(0x4206, {w.pid}, 0, 0): sys.exit(ctypes.get_errno())\n"
-            f"open({str(seized)!r}, 'w').close()\n"
-            "time.sleep(120)\n")])
-        deadline = time.monotonic() + 30
-        while not seized.exists():
-            assert tracer.poll() is None and time.monotonic() < deadline, \
-                f"the tracer did not seize the process (status {tracer.poll()})"
-            time.sleep(0.02)
+        seize_by_another_tracer(h, w.pid)
         h.spawn(["sh", "-c", "while :; do :; done"])
         h.spawn(["sh", "-c", "while :; do :; done"])
     truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=traced)

@@ -289,7 +289,7 @@ def test_all_and_agent_native_on_two_versions(sid_root, workloads_installed, tmp
     then pbpext_burn and pbpext_spin in its own pbpext, in the collapsed output and in
     every process's pprof, where pbpext_spin has an address in a Mapping that carries
     the build-id readelf reads."""
-    from test_agent import Agent
+    from test_agent import agent_until_profiles, pprofs_of
     from test_system_wide import cgroup2_root, remove_cgroups
 
     group = Path(cgroup2_root()) / f"pbp-native-{uuid.uuid4().hex[:8]}"
@@ -323,24 +323,16 @@ def test_all_and_agent_native_on_two_versions(sid_root, workloads_installed, tmp
                 assert frames[at].endswith(f"({so_name})") and \
                     frames[at - 1].startswith("pbpext_burn+") and \
                     any(f.startswith("c_caller (") for f in frames[:at]), ln
-        out_dir = tmp_path / "agent"
-        out_dir.mkdir()
-        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--native", "on",
-                                    "--rate", RATE, "--container", group.name])
-        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
-                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
-                               >= 2 for w in ws), 60, "two profiles of each process")
-        rc, _ = agent.stop()
-        assert rc == 0, agent.stderr()
+        out_dir = agent_until_profiles(h, tmp_path, ["--period", "1s", "--native", "on",
+                                                     "--rate", RATE, "--container", group.name],
+                                       {w.pid: 2 for w in ws})
     finally:
         h.close()
         remove_cgroups([group])
     for w in ws:
         so_name, want_id = ids[w.pid]
         spins = 0
-        for path in out_dir.iterdir():
-            if f"-{w.pid}-" not in path.name or not path.name.endswith(".pb.gz"):
-                continue
+        for path in pprofs_of(out_dir, w.pid):
             prof = Profile.parse(gzip.decompress(path.read_bytes()))
             maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
             for i, loc in prof.locations.items():
