@@ -117,15 +117,24 @@ class Targets:
             raise bench.BenchError(f"work_loop.py gave no {what} line: {line!r} "
                                    f"{bench.read(self.errs[k])[-800:]}")
 
-    def work(self, seconds):
-        """Every target works from LEAD_S from now for seconds; their results."""
+    def work(self, seconds, watch=None):
+        """Every target works from LEAD_S from now for seconds; their results. watch (a
+        Watch) is told when the window starts and when the last result came."""
         start = time.monotonic() + LEAD_S
         for p in self.procs:
             p.stdin.write(f"{start:.6f} {start + seconds:.6f}\n")
             p.stdin.flush()
+        if watch:
+            time.sleep(max(0.0, start - time.monotonic()))
+            watch.begin()
         out = [self._line(k, "result", LEAD_S + seconds + 30) for k in range(len(self.procs))]
+        if watch:
+            watch.end()
         for p in self.procs:
-            p.wait(10)
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                raise bench.BenchError("work_loop.py still running 10 s after its result")
         return out
 
     def close(self):
@@ -156,21 +165,38 @@ def must_have_written(name, path, res):
                                f"samples ({res.get('samples')})")
 
 
-def profile_one(env, prof, pid, pin):
-    """Attach prof to pid; returns a function that, once the work is done, reaps it and
-    returns its costs over the window."""
-    out_arg, out_host = outputs(env, prof)
-    run = prof.start(pid, out_arg, pin=pin)
-    c0, w0 = bench.cpu_ns(run["proc"].pid), time.monotonic()
+class Watch:
+    """One profiler attached to one target for one window: what it delivered, and its
+    own CPU time over exactly the targets' window."""
 
-    def done():
-        c1, w1 = bench.cpu_ns(run["proc"].pid), time.monotonic()
-        res = prof.finish(run)
-        must_have_written(prof.name, out_host, res)
-        if c0 is not None and c1 is not None:
-            res["prof_cpu_s"], res["window_s"] = (c1 - c0) / 1e9, w1 - w0
+    def __init__(self, env, prof, pid, pin):
+        self.prof, self.out_host, self.cpu = prof, None, [None, None]
+        if isinstance(prof, HostWide):
+            self.run = prof.start(pid)      # checks its own output
+        else:
+            out_arg, self.out_host = outputs(env, prof)
+            self.run = prof.start(pid, out_arg, pin=pin)
+
+    def begin(self):
+        self.cpu[0], self.w0 = bench.cpu_ns(self.run["proc"].pid), time.monotonic()
+
+    def end(self):
+        self.cpu[1], self.w1 = bench.cpu_ns(self.run["proc"].pid), time.monotonic()
+
+    def finish(self, seconds):
+        res = self.prof.finish(self.run)
+        if self.out_host:
+            must_have_written(self.prof.name, self.out_host, res)
+        if None not in self.cpu:
+            res["prof_cpu_s"] = (self.cpu[1] - self.cpu[0]) / 1e9
+            res["window_s"] = self.w1 - self.w0
+        if self.prof.kind == "peer" and res.get("expected"):
+            # Its wall mode samples from attach to exit, the idle wait before the window
+            # too: keep the window's share of its samples ('Captured N samples in S s').
+            whole = res["expected"] / self.prof.rate
+            res["samples_all"] = res["samples"]
+            res["samples"] = res["samples"] * min(1.0, seconds / whole) if whole else None
         return res
-    return run, done
 
 
 class HostWide:
@@ -214,7 +240,11 @@ class HostWide:
     def finish(self, run):
         res = {}
         if "port" in run:
-            res["samples"] = agent_samples(run["port"])
+            try:
+                res["samples"] = agent_samples(run["port"])
+            except (OSError, ValueError) as e:
+                res["samples"] = None
+                bench.log(f"{self.name}: /metrics: {e}")
         run["proc"].send_signal(signal.SIGTERM if "port" in run else signal.SIGINT)
         try:
             rc, ru = bench.wait_rusage(run["proc"], bench.EXIT_TIMEOUT_S)
@@ -321,14 +351,15 @@ def twin_run(env, ver, depth, prof, seconds):
     run = None
     try:
         if prof:
-            run, done = profile_one(env, prof, t.pids[0], pin=True)
-        a, b = t.work(seconds)
+            watch = Watch(env, prof, t.pids[0], pin=True)
+            run = watch.run
+        a, b = t.work(seconds, watch if prof else None)
         if not a["work"] or not b["work"]:
             raise bench.BenchError(f"a twin did no work: {a} {b}")
         res = {"work_a": a["work"], "work_b": b["work"], "ratio": a["work"] / b["work"],
                "cpu_a": a["cpu"], "cpu_b": b["cpu"]}
         if prof:
-            res.update(done())
+            res.update(watch.finish(seconds))
         return res
     finally:
         t.close()
@@ -398,22 +429,13 @@ def saturated_run(env, prof, ncpu, seconds):
     t = Targets(env, [(cpu, "3.15", DEPTH) for cpu in range(ncpu)])
     run = None
     try:
-        if isinstance(prof, HostWide):
-            run = prof.start(t.pids[-1])
-            c0, w0 = bench.cpu_ns(run["proc"].pid), time.monotonic()
-
-            def done():
-                c1, w1 = bench.cpu_ns(run["proc"].pid), time.monotonic()
-                res = prof.finish(run)
-                if c0 is not None and c1 is not None:
-                    res["prof_cpu_s"], res["window_s"] = (c1 - c0) / 1e9, w1 - w0
-                return res
-        elif prof:
-            run, done = profile_one(env, prof, t.pids[-1], pin=False)
-        res = t.work(seconds)
+        if prof:
+            watch = Watch(env, prof, t.pids[-1], pin=False)
+            run = watch.run
+        res = t.work(seconds, watch if prof else None)
         out = {"work": sum(r["work"] for r in res), "cpu": sum(r["cpu"] for r in res)}
         if prof:
-            out.update(done())
+            out.update(watch.finish(seconds))
         return out
     finally:
         t.close()
@@ -612,8 +634,9 @@ def write_twins(w, tw):
       "the profiled target pays. Slowdown = (1 - ratio / unprofiled ratio) x 100, "
       "median with min..max; the unprofiled row's min..max is the method's noise. "
       "µs lost / sample: A's CPU time over the window times the slowdown, per sample "
-      "delivered (pybpfprof's --stats-file; the peer's 'Captured N samples'). Profiler "
-      "CPU: its own process over the window, per second and per sample. A point of "
+      "delivered (pybpfprof's --stats-file; the peer's 'Captured N samples in S s', "
+      "scaled to the window since its wall mode samples the wait before it too). "
+      "Profiler CPU: its own process over the window, per second and per sample. A point of "
       "slowdown is 10 µs per sample at 1 kHz but 100 µs at 100 Hz: at low rates µs lost "
       "/ sample is mostly the method's noise. "
       f"CPython's profiler runs in its default mode (`--mode {tw.get('peer_mode')}`) and "
