@@ -462,7 +462,7 @@ def saturated_rows(seq, names, ncpu, seconds):
               "work": bench.med(bases),
               # Spread of the unprofiled runs: drift and noise both.
               "spread_pct": 100.0 * (max(bases) - min(bases)) / bench.med(bases)
-              if bases else None}
+              if len(bases) >= 2 else None}
     rows = [unprof]
     for name in names:
         rs = [r for n, r in seq if n == name]
@@ -535,7 +535,8 @@ def goals(res, cfg):
         base = g.get("unprofiled", {})
         better, worse, rates = [], [], sorted({int(k.split(" @ ")[1]) for k in g if " @ " in k})
         spread = None
-        if base.get("slowdown_min_pct") is not None:
+        if base.get("slowdown_min_pct") is not None and base.get("runs", 0) - \
+                base.get("failed", 0) >= 2:
             spread = base["slowdown_max_pct"] - base["slowdown_min_pct"]
         beyond = 0
         for rate in rates:
