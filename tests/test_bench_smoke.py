@@ -187,7 +187,9 @@ def test_bench_smoke_twins_part_sets_every_profiler_against_the_unprofiled_pair(
         for r in table:
             where = f"{group} / {r['config']}"
             assert r["failed"] == 0, f"{where}: {r.get('errors')}\n{log[-3000:]}"
-            assert finite(r["ratio"], 0.1, 10) and finite(r["slowdown_pct"], -1000, 100), where
+            # A twin's work is never negative, so neither is the ratio, and no slowdown
+            # passes 100 %; a loaded machine may put them anywhere else.
+            assert finite(r["ratio"], 0) and finite(r["slowdown_pct"], hi=100), where
             if r["config"] == "unprofiled":
                 continue
             assert finite(r["samples"], 1), f"{where}: no samples: {r}"
@@ -212,7 +214,9 @@ def test_bench_smoke_saturated_part_measures_every_profiler_and_the_host_wide_on
         if name == "unprofiled":
             continue
         assert r["failed"] == 0, f"{name}: {r.get('errors')}\n{log[-3000:]}"
-        assert finite(r["lost_pct"], -100, 100) and finite(r["work"], 1), (name, r)
+        # Work lost passes 100 % never, but a loaded machine can give the unprofiled runs
+        # beside a run less than half its work: no lower bound.
+        assert finite(r["lost_pct"], hi=100) and finite(r["work"], 1), (name, r)
         assert finite(r["samples"], 1) and finite(r["machine_us_per_sample"]), (name, r)
         assert finite(r["prof_cpu_pct"], 0, 400) and finite(r["maxrss_mb"], 1, 4096), (name, r)
 
