@@ -11,7 +11,7 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
      costs per sample, beside the peer's --async-aware
   7. native stacks: what --native copies and costs per sample, in the target and in
      user space, and how many walks reach _start, on 3.13 and 3.15
-  the chart: cost growth with depth, threads and processes
+  8. the chart: cost growth with depth, threads and processes
   9. in-target cost, paired twins: two identical targets pinned to one CPU, only one
      profiled; their work ratio against the unprofiled one, at 100, 1,000, 10,000 Hz,
      on 3.15 beside the peer and on 3.11, 3.13, 3.14 for pybpfprof (machine_cost.py)
