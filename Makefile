@@ -3,9 +3,10 @@
 #   make            build
 #   make test       install what is missing, prepare interpreters, run every test
 #   make demo       install what is missing, build, profile the bundled example
-#   make bench      slowdown, cost per sample, accuracy and scale, side by side with
-#                   CPython's profiler: build/bench/report.md and chart.svg, then
-#                   README's Performance section from them (root; about 15 minutes)
+#   make bench      slowdown, cost per sample, accuracy, scale, in-target and machine
+#                   cost, side by side with CPython's profiler: build/bench/report.md
+#                   and chart.svg, then README's Performance section from them
+#                   (root; about 30 minutes)
 #   make fuzz       run the libFuzzer targets for a while
 #   make lint       clang-tidy and cppcheck over user/
 #   make format     clang-format the C sources

@@ -14,7 +14,8 @@ import pytest
 
 from conftest import REPO
 
-SMOKE_TIMEOUT = 240
+# Parts 9 and 10 (paired twins, saturated machine) added about a minute to the run.
+SMOKE_TIMEOUT = 360
 PROFILERS = {"pybpfprof", "pybpfprof --no-bpf", "profiling.sampling cpu",
              "profiling.sampling wall"}
 
@@ -172,14 +173,65 @@ def test_bench_smoke_native_part_measures_both_versions(smoke):
         assert finite(r["matched_pct"], 50, 100), (name, r)
 
 
+def test_bench_smoke_twins_part_sets_every_profiler_against_the_unprofiled_pair(smoke):
+    _, res, log = smoke
+    rows = res["twins"]["rows"]
+    assert set(rows) == {"3.15, 100 frames", "3.11, 100 frames", "3.13, 300 frames"}, \
+        rows.keys()
+    for group, table in rows.items():
+        names = {r["config"].split(" @ ")[0] for r in table}
+        # The peer only attaches to its own version.
+        want = {"unprofiled", "pybpfprof"} | ({"pybpfprof --no-bpf", "profiling.sampling wall"}
+                                              if group.startswith("3.15") else set())
+        assert names == want, f"{group}: {names}"
+        for r in table:
+            where = f"{group} / {r['config']}"
+            assert r["failed"] == 0, f"{where}: {r.get('errors')}\n{log[-3000:]}"
+            # A twin's work is never negative, so neither is the ratio, and no slowdown
+            # passes 100 %; a loaded machine may put them anywhere else.
+            assert finite(r["ratio"], 0) and finite(r["slowdown_pct"], hi=100), where
+            if r["config"] == "unprofiled":
+                continue
+            assert finite(r["samples"], 1), f"{where}: no samples: {r}"
+            assert finite(r["lost_us_per_sample"]), where
+            assert finite(r["prof_cpu_pct"], 0, 400) and finite(r["prof_us_per_sample"], 0), where
+            if r["config"].startswith("pybpfprof"):
+                assert finite(r["decode_ns"], 0) and r["decode_ns"] > 0, where
+            if r["config"].startswith("pybpfprof @"):
+                assert finite(r["bpf_ns"], 0) and r["bpf_ns"] > 0, where
+
+
+def test_bench_smoke_saturated_part_measures_every_profiler_and_the_host_wide_ones(smoke):
+    _, res, log = smoke
+    sat = res["saturated"]
+    rows = {r["config"]: r for r in sat["rows"]}
+    assert set(rows) == {"unprofiled", "pybpfprof @ 1000", "pybpfprof --no-bpf @ 1000",
+                         "profiling.sampling wall @ 1000", "pybpfprof record -a",
+                         "pybpfprof agent"}, rows.keys()
+    assert rows["unprofiled"]["failed"] == 0 and finite(rows["unprofiled"]["work"], 1), \
+        f"{rows['unprofiled']}\n{log[-3000:]}"
+    for name, r in rows.items():
+        if name == "unprofiled":
+            continue
+        assert r["failed"] == 0, f"{name}: {r.get('errors')}\n{log[-3000:]}"
+        # Work lost passes 100 % never, but a loaded machine can give the unprofiled runs
+        # beside a run less than half its work: no lower bound.
+        assert finite(r["lost_pct"], hi=100) and finite(r["work"], 1), (name, r)
+        assert finite(r["samples"], 1) and finite(r["machine_us_per_sample"]), (name, r)
+        assert finite(r["prof_cpu_pct"], 0, 400) and finite(r["maxrss_mb"], 1, 4096), (name, r)
+
+
 def test_bench_smoke_writes_report_and_chart(smoke):
     out, res, _ = smoke
     report = (out / "report.md").read_text()
     for heading in ("## Goals", "## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.",
-                    "## 8."):
+                    "## 8.", "## 9.", "## 10.", "## 11."):
         assert heading in report, f"report lacks {heading!r}"
     assert "SMOKE RUN" in report
     assert len(res["goals"]) >= 6
+    issue19 = [g for g, _, _ in res["goals"] if g.startswith(("saturated machine",
+                                                               "in-target"))]
+    assert len(issue19) == 5, issue19
     svg = ET.parse(out / "chart.svg").getroot()
     assert svg.tag.endswith("svg")
     assert any(el.tag.endswith("polyline") for el in svg.iter()), "chart has no line"

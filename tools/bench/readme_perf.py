@@ -21,7 +21,9 @@ def section(report):
            "Reproduce with `sudo make bench` (root: BPF, chroot, /proc in the chroot). It "
            "writes build/bench/report.md and build/bench/chart.svg and then generates this "
            "section from them (`tools/bench/run.py`, `tools/bench/readme_perf.py`); how "
-           "long it took and how loaded the machine was are in the first paragraph."]
+           "long it took and how loaded the machine was are in the first paragraph. Some "
+           "parts alone: `sudo /usr/bin/python3 tools/bench/run.py --parts 9,10` (numbered "
+           "as below; 8 and 11 are drawn from the others)."]
     for line in lines:
         if line.startswith("#"):
             line = "#" + line

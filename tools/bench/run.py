@@ -11,12 +11,19 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
      costs per sample, beside the peer's --async-aware
   7. native stacks: what --native copies and costs per sample, in the target and in
      user space, and how many walks reach _start, on 3.13 and 3.15
-  the chart: cost growth with depth, threads and processes
+  8. the chart: cost growth with depth, threads and processes
+  9. in-target cost, paired twins: two identical targets pinned to one CPU, only one
+     profiled; their work ratio against the unprofiled one, at 100, 1,000, 10,000 Hz,
+     on 3.15 beside the peer and on 3.11, 3.13, 3.14 for pybpfprof (machine_cost.py)
+ 10. machine cost: a busy target pinned to every CPU, one profiled (or all, by record -a
+     and the agent); the work every CPU lost (machine_cost.py)
+ 11. cost breakdown per sample: timer interrupt, BPF program, decoding, the profiler's
+     process, from parts 9 and 10
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
 from one repetition to the next) so that drift of the machine hits every configuration
 alike; tables give medians with min and max. Targets run pinned to one CPU and
-profilers to the other.
+profilers to the other (part 10: one target per CPU, profilers unpinned).
 
 Writes OUT/report.md, OUT/chart.svg and OUT/results.json (OUT: build/bench, or --out).
 --smoke (or PBP_BENCH_SMOKE=1): one short repetition of every part, for the tests."""
@@ -37,6 +44,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import chart  # noqa: E402
 import judge  # noqa: E402
+# machine_cost.py (parts 9 to 11) uses this module's harness through `import run`: let
+# that find this very module when it runs as a script, not load a second copy.
+sys.modules.setdefault("run", sys.modules[__name__])
+import machine_cost  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
 PEER_ATTACH_S = 0.6       # the peer prints nothing when attached: give it this long
@@ -77,6 +88,7 @@ FULL = {
     "native_reps": 3,
     "native_rate": 100,
     "native_seconds": 5.0,
+    **machine_cost.FULL,
 }
 SMOKE = {
     "reps": 1,
@@ -109,6 +121,7 @@ SMOKE = {
     "native_reps": 1,
     "native_rate": 100,
     "native_seconds": 2.0,
+    **machine_cost.SMOKE,
 }
 
 
@@ -165,7 +178,7 @@ class Env:
         if os.path.isdir(dest):
             shutil.rmtree(dest)
         os.makedirs(dest + "/out")
-        for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py"):
+        for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py", "work_loop.py"):
             shutil.copy(os.path.join(HERE, name), dest)
         for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py",
                      "native_calls.py"):
@@ -267,10 +280,11 @@ class Profiler:
                            "--collapsed", "-o", out] + self.extra
         return a + (["-d", f"{duration:g}"] if duration else []) + [str(pid)]
 
-    def start(self, pid, out="/dev/null", duration=None):
+    def start(self, pid, out="/dev/null", duration=None, pin=True):
+        """pin: on the profilers' CPU (else wherever the scheduler puts it)."""
         stem = self.env.scratch(re.sub(r"\W+", "-", self.name))
         so, se, st = stem + ".stdout", stem + ".stderr", stem + ".stats.json"
-        argv = self.env.prof_cpu + self.argv(pid, out, st, duration)
+        argv = (self.env.prof_cpu if pin else []) + self.argv(pid, out, st, duration)
         with open(so, "wb") as fo, open(se, "wb") as fe:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
         run = {"proc": proc, "stdout": so, "stderr": se, "stats": st, "t0": time.monotonic(),
@@ -1240,7 +1254,7 @@ def goals(res, cfg):
         out.append((f"agent RSS under 100 MB at {max(cfg['scale_procs'])} processes",
                     "not measured" if rss is None else "met" if rss < 100 else "missed",
                     why))
-    return out
+    return out + machine_cost.goals(res, cfg)
 
 
 def write_report(res, cfg, path, meta):
@@ -1416,6 +1430,7 @@ def write_report(res, cfg, path, meta):
     w("![profiler cost per sample by stack depth, thread count and process count]"
       "(chart.svg)")
     w("")
+    machine_cost.report(w, res, cfg)
     with open(path, "w") as f:
         f.write("\n".join(L))
 
@@ -1572,7 +1587,9 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7", help="comma-separated parts to run")
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10",
+                    help="comma-separated parts to run (8, the chart, and 11, the cost "
+                    "breakdown, come from the others)")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
                     "again from a results.json of an earlier run, running nothing")
     a = ap.parse_args()
@@ -1613,6 +1630,10 @@ def main():
             res["async"] = part_async(env, cfg)
         if "7" in parts:
             res["native"] = part_native(env, cfg)
+        if "9" in parts:
+            res["twins"] = machine_cost.part_twins(env, cfg)
+        if "10" in parts:
+            res["saturated"] = machine_cost.part_saturated(env, cfg)
     finally:
         env.teardown()
     meta = {
