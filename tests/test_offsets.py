@@ -484,15 +484,11 @@ def test_offsets_live_walk(version, offsets_of, build_dir, request):
     with open(script, "w") as f:
         f.write(WALKER)
     cmd = interpreter(version, root) + [inner, json.dumps(fields), BOTTOM_OWNER[version]]
-    # The walker finds its stack in /proc/self/maps, which a fresh chroot lacks.
-    proc = os.path.join(root, "proc") if root else None
-    mounted = bool(proc) and not os.path.exists(os.path.join(proc, "self"))
-    if mounted:
-        subprocess.run(["mount", "-t", "proc", "proc", proc], check=True)
-    try:
-        w = run(cmd)
-    finally:
-        if mounted:
-            subprocess.run(["umount", proc], check=True)
+    if root:
+        # The walker finds its stack in /proc/self/maps, which a fresh chroot lacks: it
+        # gets one in a mount namespace of its own, which no other run can unmount.
+        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+               'mount -t proc proc "$0/proc" && exec "$@"', root] + cmd
+    w = run(cmd)
     assert w.returncode == 0, "walker failed on %s:\n%s%s" % (version, w.stdout, w.stderr[-4000:])
     assert "walk ok: " + version in w.stdout, w.stdout

@@ -78,7 +78,7 @@ def interp(env, ver):
     """argv running CPython ver, and the bench's scripts' directory as it sees it."""
     if ver in HOST_VERSIONS:
         return [f"/usr/bin/python{ver}"], env.host(env.work)
-    return ["chroot", env.root, f"/usr/bin/python{ver}"], env.work
+    return bench.chroot_argv(env.root, f"/usr/bin/python{ver}"), env.work
 
 
 def last_cpu():

@@ -141,6 +141,14 @@ class BenchError(Exception):
     pass
 
 
+def chroot_argv(root, exe):
+    """@exe run in the chroot @root, with /proc mounted there in a mount namespace of its
+    own: the peer reads /proc/PID/maps from inside the chroot, and a mount shared by
+    every run in the chroot would be unmounted under one run by another's end."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"', root, exe]
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -158,21 +166,16 @@ class Env:
         if p.returncode != 0:
             raise BenchError(f"tools/test-interpreters.sh failed:\n{p.stderr[-2000:]}")
         self.root = p.stdout.strip().splitlines()[-1]
-        self.py = ["chroot", self.root, "/usr/bin/python3.15"]
+        self.py = chroot_argv(self.root, "/usr/bin/python3.15")
         ncpu = os.cpu_count() or 1
         self.target_cpu = ["taskset", "-c", str(ncpu - 1)] if ncpu >= 2 else []
         self.prof_cpu = ["taskset", "-c", "0"] if ncpu >= 2 else []
-        self.mounted = False
         self.seq = 0
 
     def host(self, chroot_path):
         return self.root + chroot_path
 
     def setup(self):
-        if not os.path.exists(self.root + "/proc/self"):
-            # The peer reads /proc/PID/maps from inside the chroot.
-            subprocess.run(["mount", "-t", "proc", "proc", self.root + "/proc"], check=True)
-            self.mounted = True
         os.makedirs(self.tmp, exist_ok=True)
         dest = self.host(self.work)
         if os.path.isdir(dest):
@@ -185,8 +188,7 @@ class Env:
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
-        if self.mounted:
-            subprocess.run(["umount", self.root + "/proc"])
+        pass
 
     def scratch(self, stem):
         self.seq += 1
@@ -678,7 +680,7 @@ def part_native(env, cfg):
     --native, interleaved."""
     rate, rows = cfg["native_rate"], {}
     for ver in NATIVE_VERSIONS:
-        py = ["chroot", env.root, f"/usr/bin/python{ver}"]
+        py = chroot_argv(env.root, f"/usr/bin/python{ver}")
         profs = [Profiler(env, "pybpfprof", "ours", rate),
                  Profiler(env, "pybpfprof --native", "ours", rate, ["--native"])]
         runs = {p.name: [] for p in profs}
