@@ -18,6 +18,10 @@
  * makes address - start + file_offset, what pprof takes for a file offset, the vaddr:
  * the same number for the text of position-independent objects, whose text is mapped
  * at file offset == vaddr. has_functions tells pprof the names are there already.
+ * A native frame with DWARF line info (a source, profile.h) has a Function per
+ * (name, source) whose filename is the source's path and a Line with its line; its
+ * address is then its function's start, the frame standing for every address of the
+ * line.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -137,13 +141,27 @@ static bool used_str_equal(uint32_t k, const void *key, const void *ctx)
 	return c->str_order[k] == *(const uint32_t *)key;
 }
 
-/* A strtab id as a string table index, added on first use. */
+/* In str_order, the second string of a pair (strtab__second()): a native frame's
+ * source. Strtab ids stay far below: each is a string in memory. */
+#define STR_SECOND (1u << 31)
+
+/* The string a str_order entry stands for. */
+static const char *used_str(const struct pprof_ctx *c, uint32_t key)
+{
+	const char *s = key & STR_SECOND ? strtab__second(c->p->strs, key & ~STR_SECOND) :
+					   strtab__get(c->p->strs, key);
+
+	return s ? s : "";
+}
+
+/* A strtab id (| STR_SECOND for its second string) as a string table index, added on
+ * first use. */
 static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 {
 	size_t i = hashmap__probe(&c->str_index, hash_u64(id), used_str_equal, &id, c);
 
 	if (!hashmap__used(&c->str_index, i)) {
-		if (!*strtab__get(c->p->strs, id))
+		if (!*used_str(c, id))
 			return S_EMPTY;
 		c->str_order[c->nstr] = id;
 		hashmap__set(&c->str_index, i, (uint32_t)c->nstr++);
@@ -445,8 +463,13 @@ static void put_native_address(struct pprof_ctx *c, struct pb *b, const struct a
 	if (!object)
 		return;
 	pb__uint(b, LOCATION_MAPPING_ID, c->mapping_of[object - 1]);
-	if (!aggregate__native_func_rel(c->p->agg, object - 1, fr->name, &func_rel))
-		pb__uint(b, LOCATION_ADDRESS, func_rel + (fr->line > 0 ? (uint64_t)fr->line : 0));
+	if (aggregate__native_func_rel(c->p->agg, object - 1, fr->name, &func_rel))
+		return;
+	/* With a source line, the line is no offset: the function's start stands for
+	 * the addresses of that line. */
+	if (!profile__source(c->p, fr) && fr->line > 0)
+		func_rel += (uint64_t)fr->line;
+	pb__uint(b, LOCATION_ADDRESS, func_rel);
 }
 
 static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t loc)
@@ -459,8 +482,9 @@ static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t loc)
 		put_native_address(c, b, fr, loc_object(c, loc));
 	line = pb__open(b);
 	pb__uint(b, LINE_FUNCTION_ID, c->function_of[loc] + 1ull);
-	/* A native frame's "line" is its offset, which the address holds. */
-	if (fr->kind != AGG_NATIVE && fr->line > 0)
+	/* A native frame's "line" is its offset, which the address holds, unless the
+	 * frame has a source. */
+	if ((fr->kind != AGG_NATIVE || profile__source(c->p, fr)) && fr->line > 0)
 		pb__uint(b, LINE_LINE, (uint64_t)fr->line);
 	pb__close(b, LOCATION_LINE, line);
 	pb__close(b, PROFILE_LOCATION, m);
@@ -478,8 +502,11 @@ static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
 	 * equal "demangles" the system name; Go's pprof does, and takes a name in angle
 	 * brackets (<module>, <lambda>) for C++ template arguments, leaving it empty. */
 	pb__uint(b, FUNCTION_NAME, name);
-	/* A native function's file is its object's path, or base name if unknown. */
-	if (object)
+	/* A native function's file is its source, from DWARF, else its object's path,
+	 * or base name if unknown. */
+	if (fr->kind == AGG_NATIVE && profile__source(c->p, fr))
+		pb__uint(b, FUNCTION_FILENAME, str_id(c, fr->name | STR_SECOND));
+	else if (object)
 		pb__uint(b, FUNCTION_FILENAME,
 			 str_id(c, aggregate__native_object_at(c->p->agg, object - 1).path));
 	else if (fr->kind == AGG_PYTHON || fr->kind == AGG_NATIVE)
@@ -523,7 +550,7 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 		pb__bytes(strs, PROFILE_STRING_TABLE, c->label_strings[i],
 			  strlen(c->label_strings[i]));
 	for (size_t i = 0; i < c->nstr; i++) {
-		const char *s = strtab__get(p->strs, c->str_order[i]);
+		const char *s = used_str(c, c->str_order[i]);
 
 		pb__bytes(strs, PROFILE_STRING_TABLE, s, strlen(s));
 	}
