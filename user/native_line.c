@@ -24,25 +24,31 @@ static int64_t udata_of(Dwarf_Die *die, unsigned int name)
 }
 
 /*
- * The scopes at @pc, innermost first, are lexical blocks, inlined subroutines, then the
- * subprogram the code belongs to. The outermost inlined subroutine's call site is the
- * line of that subprogram the PC stands for; the subprogram says where it is declared.
+ * The DIEs that hold @pc's code, innermost first, are lexical blocks, the inlined
+ * subroutines the code was inlined through, then the subprogram it belongs to. The
+ * outermost inlined subroutine's call site is the line of that subprogram the PC stands
+ * for; the subprogram says where it is declared. dwarf_getscopes() alone will not do:
+ * past an inlined subroutine it goes on with the scopes of the inlined function's
+ * abstract definition, where its source declares it; dwarf_getscopes_die() of its
+ * innermost scope gives the DIEs that hold it in the tree, as eu-addr2line -i does.
  */
 static void apply_scopes(Dwarf_Die *cu, Dwarf_Addr pc, struct native_line *out)
 {
-	Dwarf_Die *scopes = NULL, *call = NULL;
+	Dwarf_Die *scopes = NULL, *chain = NULL, *call = NULL;
 	Dwarf_Files *files;
 	size_t nfiles;
 	int n, decl;
 
-	n = dwarf_getscopes(cu, pc, &scopes);
+	if (dwarf_getscopes(cu, pc, &scopes) <= 0)
+		goto cleanup;
+	n = dwarf_getscopes_die(&scopes[0], &chain);
 	for (int i = 0; i < n; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+		int tag = dwarf_tag(&chain[i]);
 
 		if (tag == DW_TAG_inlined_subroutine) {
-			call = &scopes[i];
+			call = &chain[i];
 		} else if (tag == DW_TAG_subprogram) {
-			if (!dwarf_decl_line(&scopes[i], &decl) && decl > 0)
+			if (!dwarf_decl_line(&chain[i], &decl) && decl > 0)
 				out->func_line = decl;
 			break;
 		}
@@ -61,6 +67,8 @@ static void apply_scopes(Dwarf_Die *cu, Dwarf_Addr pc, struct native_line *out)
 			out->line = (int32_t)line;
 		}
 	}
+cleanup:
+	free(chain);
 	free(scopes);
 }
 
