@@ -377,3 +377,9 @@ def test_pprof_lined_native_frames_have_source_file_line_and_mapping(native_line
         else:
             assert file == "/usr/bin/python3.13" and not line, (name, file, line)
     assert got == LINES_SOURCED
+    # has_filenames and has_line_numbers on the mappings whose frames have sources.
+    lined = {prof.s(one(m, "filename")).rsplit("/", 1)[-1]
+             for m in prof.msg["mapping"] if one(m, "has_line_numbers")}
+    assert lined == {EXTMOD, "libpbpcxx.so", "libc.so.6"}, lined
+    assert all(one(m, "has_filenames") == one(m, "has_line_numbers")
+               for m in prof.msg["mapping"])

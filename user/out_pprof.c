@@ -59,6 +59,8 @@ enum {
 	MAPPING_FILENAME = 5,
 	MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
 	LOCATION_ID = 1,
 	LOCATION_MAPPING_ID = 2,
 	LOCATION_ADDRESS = 3,
@@ -120,6 +122,7 @@ struct pprof_ctx {
 	/* Mappings: the objects locations use, in the order first used; id = index + 1. */
 	uint32_t *mapping_of;		/* object -> mapping id, 0: unused */
 	uint32_t *mapping_object;	/* mapping index -> object */
+	uint8_t *mapping_lines;		/* mapping index -> a location has a source */
 	size_t nmappings;
 	/* Distinct (kind, name, file), a native one with its object as a second frame
 	 * { name = object + 1 }: each a stack; id = index + 1. */
@@ -323,17 +326,22 @@ static int index_mappings(struct pprof_ctx *c, const uint32_t *first)
 	c->loc_object = calloc(c->nlocs, sizeof(*c->loc_object));
 	c->mapping_of = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_of));
 	c->mapping_object = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_object));
-	if (!c->loc_object || !c->mapping_of || !c->mapping_object)
+	c->mapping_lines = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_lines));
+	if (!c->loc_object || !c->mapping_of || !c->mapping_object || !c->mapping_lines)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nlocs; i++) {
 		uint32_t o = i < nframes ? first[i] :
 			     aggregate__stack(c->extra_locs, i - nframes)->frames->file;
 
 		c->loc_object[i] = o == UINT32_MAX ? 0 : o;
-		if (!c->loc_object[i] || c->mapping_of[o - 1])
+		if (!c->loc_object[i])
 			continue;
-		c->mapping_object[c->nmappings++] = o - 1;
-		c->mapping_of[o - 1] = (uint32_t)c->nmappings;
+		if (!c->mapping_of[o - 1]) {
+			c->mapping_object[c->nmappings++] = o - 1;
+			c->mapping_of[o - 1] = (uint32_t)c->nmappings;
+		}
+		if (profile__source(c->p, loc_frame(c, i)))
+			c->mapping_lines[c->mapping_of[o - 1] - 1] = 1;
 	}
 	return 0;
 }
@@ -450,6 +458,9 @@ static void put_mapping(struct pprof_ctx *c, struct pb *b, uint32_t i)
 	pb__uint(b, MAPPING_FILENAME, str_id(c, o.path));
 	pb__uint(b, MAPPING_BUILD_ID, str_id(c, o.build_id));
 	pb__uint(b, MAPPING_HAS_FUNCTIONS, 1);
+	/* Lines from DWARF: a reader need not look for them again. pb__uint leaves 0 out. */
+	pb__uint(b, MAPPING_HAS_FILENAMES, c->mapping_lines[i]);
+	pb__uint(b, MAPPING_HAS_LINE_NUMBERS, c->mapping_lines[i]);
 	pb__close(b, PROFILE_MAPPING, m);
 }
 
@@ -635,6 +646,7 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	free(c.loc_object);
 	free(c.mapping_of);
 	free(c.mapping_object);
+	free(c.mapping_lines);
 	free(c.label_str);
 	free(c.label_strings);
 	free(c.task_label);
