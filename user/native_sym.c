@@ -216,9 +216,12 @@ struct answer {
 /* @function's C++ name into a->demangled, if it is one. 0 or -ENOMEM. */
 static int demangle(struct native_sym *c, struct answer *a)
 {
-	char *plain = strndup(a->function, a->function_len);
+	char *plain;
 	int err;
 
+	if (a->function_len < 2 || strncmp(a->function, "_Z", 2))
+		return 0;	/* not mangled: no copy needed to find out */
+	plain = strndup(a->function, a->function_len);
 	if (!plain)
 		return -ENOMEM;
 	err = native_demangle__name(&c->demangle, plain, &a->demangled);
