@@ -12,7 +12,8 @@ know their own Python stacks (tests/workloads/native_calls.py, deep.py).
 - pprof: native frames have Locations with addresses in Mappings that carry the
   object's build-id, which readelf reads from the file itself.
 - The extension built with -g: its frames read `pbpext_spin (pbpext.c:LINE)`, LINE the
-  line the fixture marks (`/* LINE:spin */`), and pprof's Lines carry that file and line.
+  line the fixture marks (`/* LINE:spin */`), and pprof's Lines carry that file and line;
+  --function puts it at the line pbpext_spin is declared at, --nolineno at none.
 - A C++ library called through ctypes (tests/fixtures/pbpcxx.cc): its frame reads
   demangled, `pbp::Burner::spin(unsigned long) const+0x.. (libpbpcxx.so)`.
 
@@ -409,3 +410,26 @@ def test_cxx_frames_read_demangled(py, module_tmp, profiler_bin):
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} C++ samples end in pbp::Burner::spin(unsigned long) "
         f"const+0x.. (libpbpcxx.so)\n{show([s for s in mine if not right(s)], 8)}")
+
+
+@pytest.mark.parametrize("option", ["--function", "--nolineno"])
+def test_line_options_apply_to_native_source_lines(py, ext_debug_runs, module_tmp,
+                                                   profiler_bin, option):
+    """As for Python frames: --function puts a C frame with line info at the line its
+    function is declared at, --nolineno at none (`pbpext_spin (pbpext.c)`)."""
+    ext_debug_runs.get()   # the -g build is in place
+    run = profile_workload(module_tmp / f"{py.id}-g{option}", profiler_bin, py,
+                           "native_calls", ("--mode", "ext", "--ext-dir", DEBUG_EXT_DIR),
+                           rate=RATE, duration=3, extra=["--native", option])
+    prof = run.run.check_ok()
+    lines = Path(EXT_SRC).read_text().splitlines()
+    decl = next(i for i, t in enumerate(lines, 1) if "pbpext_spin(unsigned long n)" in t)
+    want = (Frame("pbpext_spin", "pbpext.c", decl) if option == "--function"
+            else Frame("pbpext_spin (pbpext.c)"))
+    mine = [s for s in prof if any((native_of(f) or ("",))[0] == "pbpext_spin"
+                                   for f in s.frames)]
+    assert total(mine) >= 50, f"too few samples in pbpext_spin\n{show(prof)}"
+    good = [s for s in mine if s.frames[-1] == want]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} C-burn samples end in {want}\n"
+        f"{show([s for s in mine if s not in good], 8)}")
