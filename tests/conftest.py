@@ -172,6 +172,16 @@ def total(samples):
     return sum(s.count for s in samples)
 
 
+# A native frame with DWARF line info reads like a Python frame, "FUNCTION (file.c:LINE)"
+# (--native): its file is a C, C++ or assembly source, never a Python one.
+C_SOURCE = re.compile(r"\.(c|h|cc|cpp|cxx|hh|hpp|hxx|inc|s|S)$")
+
+
+def is_python_frame(frame):
+    """Whether @frame is a Python frame: a file, and not a C source's."""
+    return frame.file is not None and not C_SOURCE.search(frame.file)
+
+
 def truth_frames(stack):
     """Frames of a truth stack (list of {qualname, filename, line}), root first."""
     return tuple(Frame(f["qualname"], f["filename"], f["line"]) for f in stack)

@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from conftest import Harness, Once, fraction, make_interp, total
+from conftest import Harness, Once, fraction, is_python_frame, make_interp, total
 
 VERSIONS = ["3.11", "3.13", "3.15"]
 SECONDS = 3
@@ -64,7 +64,7 @@ def native_stats(st):
 def python_leaf(s):
     """The innermost Python frame: with --native, C frames the interpreter is running
     for it (an add, a free) may follow."""
-    return next((f for f in reversed(s.frames) if f.file is not None), None)
+    return next((f for f in reversed(s.frames) if is_python_frame(f)), None)
 
 
 def leaf_total(samples, name):

@@ -59,7 +59,11 @@ def parse(out):
         if m:
             frames.append({"pc": int(m[2], 16), "lookup": int(m[3], 16),
                            "function": None if m[4] == "-" else m[4], "module": m[5],
-                           "rel": int(m[6], 16), "func_rel": int(m[7], 16), "text": m[8]})
+                           "rel": int(m[6], 16), "func_rel": int(m[7], 16), "text": m[8],
+                           "source": None})
+        elif line.startswith("source "):
+            _, i, lineno, func_line, path = line.split(" ", 4)
+            frames[int(i)]["source"] = (path, int(lineno), int(func_line))
         elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ",
                               "guessed_from ", "sp_checked ", "locals_in_frames ")):
             key, value = line.split(" ", 1)
@@ -158,6 +162,31 @@ def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, l
     ranges = symbol_ranges(exe)
     for f in frames[:4]:
         assert f["func_rel"] == ranges[f["function"]][0], f
+    assert_chain_sources(frames, TARGET_SRC)
+
+
+def marked_lines(path):
+    """{NAME: (line marked "LINE:NAME", line where the function NAME is declared)}."""
+    text = Path(path).read_text().splitlines()
+    marks = {}
+    for i, line in enumerate(text, 1):
+        m = re.search(r"/\* LINE:(\w+) \*/", line)
+        if m:
+            decl = next(k for k in range(i, 0, -1)
+                        if re.search(rf"\b{m[1]}\(int x\)$", text[k - 1]))
+            marks[m[1]] = (i, decl)
+    return marks
+
+
+def assert_chain_sources(frames, src):
+    """leaf, middle and outer stand at the lines their "LINE:" comments mark, in @src,
+    each declared where the source says (DWARF line info, native_line.c)."""
+    marks = marked_lines(TARGET_SRC)
+    assert set(marks) == {"leaf", "middle", "outer"}, marks
+    for f in frames[:3]:
+        assert f["source"] is not None, f"{f['function']} has no source line: {f}"
+        path, line, decl = f["source"]
+        assert Path(path).name == Path(src).name and (line, decl) == marks[f["function"]], f
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
@@ -221,6 +250,7 @@ def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
         # Named after where the FDE covering it starts: the function's own start, one
         # name for all its samples.
         assert f["func_rel"] == lo and f["text"] == f"{stripped.name}+{lo:#x}", f
+        assert f["source"] is None, f"a stripped object has no line info: {f}"
     assert names(frames[4:6]) == LIBC_START[:2]
 
 
@@ -254,8 +284,11 @@ def test_debug_file_named_by_debuglink_is_used_only_if_it_matches(tmp_path, case
     assert info["end"] == "outermost" and len(frames) == 7, frames
     if case == "wrong-file":
         assert names(frames[:4]) == [None] * 4, frames
+        assert all(f["source"] is None for f in frames[:4]), frames
     else:
         assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
+        # Lines too come from the debug file: the stripped program has none.
+        assert_chain_sources(frames, TARGET_SRC)
 
 
 def vdso_range(pid):

@@ -11,6 +11,15 @@ know their own Python stacks (tests/workloads/native_calls.py, deep.py).
 - deep.py (601 recursive frames): the Python frames with --native are those without.
 - pprof: native frames have Locations with addresses in Mappings that carry the
   object's build-id, which readelf reads from the file itself.
+- The extension built with -g: its frames read `pbpext_spin (pbpext.c:LINE)`, LINE the
+  line the fixture marks (`/* LINE:spin */`), and pprof's Lines carry that file and line;
+  --function puts it at the line pbpext_spin is declared at, --nolineno at none.
+- A C++ library called through ctypes (tests/fixtures/pbpcxx.cc): its frame reads
+  demangled, `pbp::Burner::spin(unsigned long) const+0x.. (libpbpcxx.so)`.
+
+With libc6-dbg on the host, libc's frames under 3.11 and 3.12 have line info too, and
+so has pyenv's 3.12 (built with -g): they read `function (file.c:LINE)`, which
+is_python_frame() tells from Python frames.
 """
 
 import gzip
@@ -23,8 +32,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction, make_interp,
-                      profile_workload, same_except_leaf_line, show, total, truth_frames)
+from conftest import (C_SOURCE, PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction,
+                      is_python_frame, make_interp, profile_workload, same_except_leaf_line,
+                      show, total, truth_frames)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -35,12 +45,33 @@ NATIVE = re.compile(r"^(?P<func>.+?)(?:\+0x(?P<off>[0-9a-f]+))? \((?P<obj>[^():]
 SHARE = 0.95
 
 
+EXT_SRC = REPO / "tests" / "fixtures" / "pbpext.c"
+CXX_SRC = REPO / "tests" / "fixtures" / "pbpcxx.cc"
+DEBUG_EXT_DIR = f"{WL_DIR}/pbpext-g"    # the -g build of pbpext, imported first from there
+
+
 def native_of(frame: Frame):
-    """(function, object) of a native frame, None for any other."""
+    """(function, object) of a native frame, None for any other; (function, source) for
+    one with line info."""
     if frame.file is not None:
-        return None
+        return None if is_python_frame(frame) else (frame.name, frame.file)
     m = NATIVE.match(frame.name)
     return (m["func"], m["obj"]) if m else None
+
+
+def interpreter_frame(native):
+    """Whether a native frame's (function, object or source) is the interpreter's: by its
+    object, or, with line info (pyenv's 3.12 is built with -g), by a source that is not
+    the extension's."""
+    where = native[1]
+    return where.startswith(("python3", "libpython3")) or \
+        (bool(C_SOURCE.search(where)) and where != "pbpext.c")
+
+
+def marked_line(path, name):
+    """The line of @path that the comment "LINE:@name" marks."""
+    lines = Path(path).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if f"/* LINE:{name} */" in text)
 
 
 def interp_query(py, code):
@@ -49,9 +80,10 @@ def interp_query(py, code):
     return p.stdout.strip()
 
 
-def build_ext(py, tmp: Path):
+def build_ext(py, tmp: Path, debug=False):
     """pbpext for @py, built with the host's gcc against that version's headers and put
-    beside the workloads, where the target imports it. Returns its host path."""
+    beside the workloads, where the target imports it; with @debug, built with -g into
+    DEBUG_EXT_DIR. Returns its host path."""
     include, suffix = interp_query(
         py, "import sysconfig, importlib.machinery as m; "
             "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])").split("\n")
@@ -67,9 +99,10 @@ def build_ext(py, tmp: Path):
         link = multiarch / "x86_64-linux-gnu" / Path(include).name
         if not link.exists():
             link.symlink_to(arch_dir)
-    out = py.host_path(f"{WL_DIR}/pbpext{suffix}")
+    out = py.host_path(f"{DEBUG_EXT_DIR if debug else WL_DIR}/pbpext{suffix}")
+    out.parent.mkdir(parents=True, exist_ok=True)
     cmd = ["gcc", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}",
-           f"-I{multiarch}", "-o", str(out), str(REPO / "tests" / "fixtures" / "pbpext.c")]
+           f"-I{multiarch}", "-o", str(out), str(EXT_SRC)] + (["-g"] if debug else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, f"building pbpext for {py.version} failed:\n{p.stderr}"
     return out
@@ -105,7 +138,7 @@ def samples_in(prof, name):
 
 
 def python_part(frames):
-    return tuple(f for f in frames if f.file is not None)
+    return tuple(f for f in frames if is_python_frame(f))
 
 
 def test_extension_frames_sit_between_their_python_callers_and_callees(py, ext_runs):
@@ -152,7 +185,7 @@ def test_c_burn_is_named_under_its_python_caller(py, ext_runs):
                 want[-1].line and len(names) >= 2 and all(names) and
                 [x[0] for x in names[-2:]] == ["pbpext_burn", "pbpext_spin"] and
                 all(x[1].startswith("pbpext.") for x in names[-2:]) and
-                all(x[1].startswith(("python3", "libpython3")) for x in names[:-2]))
+                all(interpreter_frame(x) for x in names[:-2]))
     good = [s for s in mine if right(s)]
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} C-burn samples read <truth>;pbpext_burn;pbpext_spin\n"
@@ -176,8 +209,9 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
         first_native = len(python_before)
         between = s.frames[first_native:at]
         objs = [native_of(f) for f in between]
+        # libc's qsort by its object, or with libc6-dbg's line info by its source.
         return (python_part(s.frames[:first_native]) == python_before and all(objs) and
-                any(o == "libc.so.6" for _, o in objs))
+                any(o in ("libc.so.6", "msort.c", "qsort.c") for _, o in objs))
     good = [s for s in mine if right(s)]
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
@@ -254,7 +288,7 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
         return (native_of(s.frames[0]) is not None and native_of(s.frames[0])[0] == "_start"
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
                 and call[0] > at + 1 and
-                all(native_of(f) and native_of(f)[1].startswith(("python3", "libpython3"))
+                all(native_of(f) and interpreter_frame(native_of(f))
                     for f in s.frames[at + 1:call[0]]))
     good = [s for s in mine if right(s)]
     assert fraction(total(good), total(mine)) >= SHARE, (
@@ -277,6 +311,130 @@ def test_native_counters_add_up(py, ext_runs):
     assert st["native_matched"] + st["native_cut"] + st["native_unmatched"] == walks, st
     assert st["native_unmatched"] <= 0.01 * walks, st
     assert st["native_invalid"] == 0 and st["native_failed"] == 0, st
+
+
+@pytest.fixture(scope="module")
+def ext_debug_runs(py, module_tmp, profiler_bin):
+    """pbpext built with -g, profiled under native_calls --mode ext (collapsed)."""
+    def run():
+        tmp = module_tmp / f"{py.id}-ext-g"
+        tmp.mkdir(parents=True, exist_ok=True)
+        so = build_ext(py, tmp, debug=True)
+        prof = profile_workload(tmp, profiler_bin, py, "native_calls",
+                                ("--mode", "ext", "--ext-dir", DEBUG_EXT_DIR), rate=RATE,
+                                duration=DURATION, extra=["--native"])
+        return so, prof
+    return Once(run)
+
+
+def test_c_burn_reads_its_source_line_with_debug_info(py, ext_debug_runs):
+    """With DWARF line info, the C burn's frames are `pbpext_burn (pbpext.c:LINE)` and
+    `pbpext_spin (pbpext.c:LINE)` at the lines the fixture marks, under the truth's
+    Python frames."""
+    _, ext = ext_debug_runs.get()
+    prof = ext.run.check_ok()
+    want = truth_frames(ext.truth["stacks"]["c_burn"])
+    burn = Frame("pbpext_burn", "pbpext.c", marked_line(EXT_SRC, "burn"))
+    spin = Frame("pbpext_spin", "pbpext.c", marked_line(EXT_SRC, "spin"))
+    mine = [s for s in prof if any((native_of(f) or ("",))[0].startswith("pbpext_spin")
+                                   for f in s.frames)]
+    assert total(mine) >= 100, f"too few samples in pbpext_spin\n{show(prof)}"
+
+    def right(s):
+        n = len(want)
+        return (same_except_leaf_line(s.frames[:n], want) and
+                s.frames[n - 1].line == want[-1].line and tuple(s.frames[-2:]) == (burn, spin))
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} C-burn samples read <truth>;{burn};{spin}\n"
+        f"{show([s for s in mine if not right(s)], 8)}")
+
+
+def test_pprof_lines_carry_the_c_source_and_line(py, ext_debug_runs, module_tmp, profiler_bin):
+    """pprof: pbpext_spin's Function names the source file, its Line the marked line,
+    and its Location keeps the object's mapping (build-id) and an address."""
+    so, _ = ext_debug_runs.get()
+    h = Harness(module_tmp / f"{py.id}-pprof-g", profiler_bin)
+    try:
+        w = h.start_workload(py, "native_calls", "--mode", "ext", "--ext-dir", DEBUG_EXT_DIR)
+        out = h.tmp / "native-g.pb.gz"
+        run = h.run_profiler(["record", "-p", w.pid, "-r", RATE, "-d", 3, "--native", "-f",
+                              "pprof", "-o", out], timeout=60)
+    finally:
+        h.close()
+    assert run.rc == 0, run.describe()
+    prof = Profile.load(out)
+    maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
+    ours = [m for m in maps.values()
+            if prof.s(one(m, "filename")).endswith(f"/pbpext-g/{so.name}")]
+    assert ours, f"no mapping for {so}: {[prof.s(one(m, 'filename')) for m in maps.values()]}"
+    assert prof.s(one(ours[0], "build_id")) == build_id(so)
+    spin = {i: prof.frame(i) for i in prof.locations if prof.frame(i)[0] == "pbpext_spin"}
+    assert spin, "no location for pbpext_spin"
+    line = marked_line(EXT_SRC, "spin")
+    assert any(Path(f).name == "pbpext.c" and n == line for _, f, n in spin.values()), spin
+    for i in spin:
+        loc = prof.locations[i]
+        assert one(loc, "mapping_id") == one(ours[0], "id") and one(loc, "address") > 0, loc
+
+
+def build_cxx(py):
+    """libpbpcxx.so beside the workloads, built with the host's gcc (C++, no libstdc++).
+    Returns its path as the target sees it."""
+    target = f"{WL_DIR}/libpbpcxx.so"
+    out = py.host_path(target)
+    cmd = ["gcc", "-O1", "-shared", "-fPIC", "-fno-exceptions", "-Wall", "-Wextra", "-Werror",
+           "-o", str(out), str(CXX_SRC)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"building libpbpcxx.so failed:\n{p.stderr}"
+    return target
+
+
+def test_cxx_frames_read_demangled(py, module_tmp, profiler_bin):
+    """A C++ member function's frame reads as its source writes it, not mangled
+    (_ZNK3pbp6Burner4spinEm), between the Python caller and nothing but C++."""
+    lib = build_cxx(py)
+    run = profile_workload(module_tmp / f"{py.id}-cxx", profiler_bin, py, "native_calls",
+                           ("--mode", "cxx", "--lib", lib), rate=RATE, duration=3,
+                           extra=["--native"])
+    prof = run.run.check_ok()
+    want = truth_frames(run.truth["stacks"]["cxx_burn"])
+    mine = [s for s in prof if any("Burner" in f.name or "_ZNK3pbp" in f.name
+                                   for f in s.frames)]
+    assert total(mine) >= 100, f"too few samples in the C++ burn\n{show(prof)}"
+
+    def right(s):
+        n = len(want)
+        leaf = native_of(s.frames[-1])
+        return (same_except_leaf_line(s.frames[:n], want) and leaf is not None and
+                leaf == ("pbp::Burner::spin(unsigned long) const", "libpbpcxx.so"))
+    good = [s for s in mine if right(s)]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} C++ samples end in pbp::Burner::spin(unsigned long) "
+        f"const+0x.. (libpbpcxx.so)\n{show([s for s in mine if not right(s)], 8)}")
+
+
+@pytest.mark.parametrize("option", ["--function", "--nolineno"])
+def test_line_options_apply_to_native_source_lines(py, ext_debug_runs, module_tmp,
+                                                   profiler_bin, option):
+    """As for Python frames: --function puts a C frame with line info at the line its
+    function is declared at, --nolineno at none (`pbpext_spin (pbpext.c)`)."""
+    ext_debug_runs.get()   # the -g build is in place
+    run = profile_workload(module_tmp / f"{py.id}-g{option}", profiler_bin, py,
+                           "native_calls", ("--mode", "ext", "--ext-dir", DEBUG_EXT_DIR),
+                           rate=RATE, duration=3, extra=["--native", option])
+    prof = run.run.check_ok()
+    lines = Path(EXT_SRC).read_text().splitlines()
+    decl = next(i for i, t in enumerate(lines, 1) if "pbpext_spin(unsigned long n)" in t)
+    want = (Frame("pbpext_spin", "pbpext.c", decl) if option == "--function"
+            else Frame("pbpext_spin (pbpext.c)"))
+    mine = [s for s in prof if any((native_of(f) or ("",))[0] == "pbpext_spin"
+                                   for f in s.frames)]
+    assert total(mine) >= 50, f"too few samples in pbpext_spin\n{show(prof)}"
+    good = [s for s in mine if s.frames[-1] == want]
+    assert fraction(total(good), total(mine)) >= SHARE, (
+        f"{total(good)}/{total(mine)} C-burn samples end in {want}\n"
+        f"{show([s for s in mine if s not in good], 8)}")
 
 
 FLEET = ("3.13", "3.15")

@@ -81,6 +81,17 @@ def test_native_function_is_one_row_named_as_in_collapsed(build):
     assert not any("+0x2c" in r or "+0x4a" in r for r in rows), rows
 
 
+@pytest.mark.parametrize("build", ["plain", "sanitizers"])
+def test_native_function_with_line_info_is_a_row_named_by_its_source(build):
+    """A C function with DWARF line info is a row FUNCTION (SOURCE), the source's base
+    name, as the collapsed format names it without the line."""
+    rows = _run(build, ["native-lines"]).decode().splitlines()
+    spin = [r for r in rows if r.endswith("  pbpext_spin (pbpext.c)")]
+    assert len(spin) == 1 and spin[0].split()[:2] == ["75.0", "75.0"], rows
+    assert any(r.endswith("  pbpext_burn (pbpext.c)") for r in rows), rows
+    assert any(r.endswith("  memcpy (libc.so.6)") for r in rows), rows
+
+
 @pytest.mark.parametrize("width,height", [(80, 24), (120, 40), (56, 10), (55, 10),
                                           (40, 12), (20, 5), (1, 1), (200, 3)])
 def test_screen_has_exactly_its_size_and_no_control_bytes(width, height):

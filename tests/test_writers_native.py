@@ -283,3 +283,103 @@ def test_svg_native_frames_have_a_hue_per_object_apart_from_python(native):
 def test_svg_without_native_frames_has_no_native_legend():
     out = _output(_build_plain(), "svg")
     assert b"native code" not in out and b'class="c"' not in out
+
+
+# --------------------------------------------------------------------------------------
+# Native frames with DWARF line info (`test_writers FORMAT --native-lines`)
+
+EXTMOD = "pbpext.cpython-313-x86_64-linux-gnu.so"
+EXTSRC = "/build/ext/pbpext.c"
+CXXSPIN = "pbp::Burner::spin(unsigned long) const"
+MEMSRC = "../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S"
+L500 = "process 500 python3 ext.py;<module> (/srv/ext.py:"
+LINES_COLLAPSED = {
+    f"{L500}5);pbpext_burn (pbpext.c:27);pbpext_spin (pbpext.c:17)": 30,
+    f"{L500}5);pbpext_burn (pbpext.c:27);pbpext_spin (pbpext.c:16)": 10,
+    f"{L500}6);{CXXSPIN} (pbpcxx.cc:24)": 6,
+    f"{L500}7);_PyObject_MakeTpCall+0x4a (python3.13);memcpy (memmove-vec-unaligned-erms.S)": 4,
+}
+# (function, object, source path, line or None) of each native frame with a source.
+LINES_SOURCED = {
+    ("pbpext_burn", EXTMOD, EXTSRC, 27), ("pbpext_spin", EXTMOD, EXTSRC, 17),
+    ("pbpext_spin", EXTMOD, EXTSRC, 16), (CXXSPIN, "libpbpcxx.so", "/build/cxx/pbpcxx.cc", 24),
+    ("memcpy", "libc.so.6", MEMSRC, None),
+}
+
+
+@pytest.fixture(scope="module")
+def native_lines():
+    binary = _build_plain()
+    return {fmt: _output(binary, fmt, args=["--native-lines"]) for fmt in FORMATS}
+
+
+def test_collapsed_names_lined_native_frames_function_source_line(native_lines):
+    """`FUNCTION (SOURCE:LINE)` with the source's base name, one frame per line; a
+    frame without line info beside them keeps `FUNCTION+0xOFF (OBJECT)`."""
+    assert collapsed_counts(native_lines["collapsed"].decode()) == LINES_COLLAPSED
+
+
+def test_svg_names_lined_native_frames_as_collapsed_coloured_by_object(native_lines):
+    root = ET.fromstring(native_lines["svg"])
+    titles = {}
+    for g in root.find(f"{SVG_NS}g[@id='frames']"):
+        title = g.find(f"{SVG_NS}title").text.split("\n")[0]
+        titles[title] = (g.get("class"), _hls(g.find(f"{SVG_NS}rect").get("fill"))[0])
+    want = {"pbpext_burn (pbpext.c:27)", "pbpext_spin (pbpext.c:17)",
+            "pbpext_spin (pbpext.c:16)", f"{CXXSPIN} (pbpcxx.cc:24)",
+            "memcpy (memmove-vec-unaligned-erms.S)"}
+    assert want <= set(titles), titles
+    assert all(titles[t][0] == "c" for t in want), titles
+    # Still one hue per object: the two pbpext frames share theirs, the C++ one differs.
+    ext = {round(titles[t][1]) for t in want if t.startswith("pbpext_")}
+    assert max(ext) - min(ext) <= 2 and \
+        abs(min(ext) - titles[f"{CXXSPIN} (pbpcxx.cc:24)"][1]) > 2, titles
+
+
+def test_speedscope_lined_native_frames_keep_object_in_name_and_source_in_file(native_lines):
+    data = json.loads(native_lines["speedscope"])
+    check_speedscope(data, FIXED_PERIOD)
+    got = {(f["name"], f.get("file"), f.get("line")) for f in data["shared"]["frames"]
+           if f.get("file") and not f["file"].endswith(".py")}
+    assert got == {(f"{fn} ({obj})", src, line) for fn, obj, src, line in LINES_SOURCED}
+
+
+def test_chrome_lined_native_events_are_named_as_collapsed(native_lines):
+    data = json.loads(native_lines["chrome"])
+    threads = check_chrome(data)
+    got = {(e["name"], e["args"]["object"], e["args"].get("file"), e["args"].get("line"))
+           for evs in threads.values() for e in evs
+           if e["cat"] == "native" and "file" in e["args"]}
+    want = set()
+    for fn, obj, src, line in LINES_SOURCED:
+        base = src.rsplit("/", 1)[-1]
+        want.add((f"{fn} ({base}{'' if line is None else f':{line}'})", obj, src, line))
+    assert got == want
+
+
+def test_pprof_lined_native_frames_have_source_file_line_and_mapping(native_lines):
+    """A Function per (name, source) with the source's path, a Line with the line, and
+    the Location still in its object's Mapping, at its function's start."""
+    prof = Profile.parse(native_lines["pprof"])
+    starts = {("pbpext_burn", EXTMOD): 0x1150, ("pbpext_spin", EXTMOD): 0x1120,
+              (CXXSPIN, "libpbpcxx.so"): 0x110a, ("memcpy", "libc.so.6"): 0x19e6c0,
+              ("_PyObject_MakeTpCall", "python3.13"): 0x1f3a20 + 0x4a}
+    got = set()
+    for lid, loc in prof.locations.items():
+        m = mapping_of(prof, loc)
+        if m is None:
+            continue
+        name, file, line = prof.frame(lid)
+        obj = prof.s(one(m, "filename")).rsplit("/", 1)[-1]
+        assert one(loc, "address") == starts[(name, obj)], (name, obj, loc)
+        if name != "_PyObject_MakeTpCall":
+            got.add((name, obj, file, line or None))
+        else:
+            assert file == "/usr/bin/python3.13" and not line, (name, file, line)
+    assert got == LINES_SOURCED
+    # has_filenames and has_line_numbers on the mappings whose frames have sources.
+    lined = {prof.s(one(m, "filename")).rsplit("/", 1)[-1]
+             for m in prof.msg["mapping"] if one(m, "has_line_numbers")}
+    assert lined == {EXTMOD, "libpbpcxx.so", "libc.so.6"}, lined
+    assert all(one(m, "has_filenames") == one(m, "has_line_numbers")
+               for m in prof.msg["mapping"])

@@ -18,7 +18,10 @@ enum agg_frame_kind {
 	AGG_TASK,	/* name = "task NAME": an asyncio task (--async) */
 	/* name = the C function ("lib.so+0xSTART" in a stripped object), file = the
 	 * object's base name ("libc.so.6"), line = byte offset into the function (-1:
-	 * unknown, or line numbers off); --native */
+	 * unknown, or line numbers off); --native. Where DWARF line info names the
+	 * source, name = the pair "FUNCTION\0SOURCE" (strtab__second() reads SOURCE,
+	 * profile__source()) and line = the source line, as for Python frames: the frame
+	 * keeps its object without growing every stack key. */
 	AGG_NATIVE,
 };
 

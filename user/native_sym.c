@@ -5,7 +5,8 @@
  * and the address as the object's vaddr, so that libc's frames in 200 processes are
  * named once. An object without a build-id (rare: every Debian object and most
  * wheels have one) is named without the cache: no key would tell it apart from
- * another file at the same address in a process seen before.
+ * another file at the same address in a process seen before; with DWARF it pays a
+ * line lookup (native_line.c) per frame.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,12 +16,14 @@
 
 #include "hash.h"
 #include "hashmap.h"
+#include "native_demangle.h"
 #include "native_ehhdr.h"
+#include "native_line.h"
 #include "native_sym.h"
 #include "strtab.h"
 #include "vec.h"
 
-#define NO_FUNCTION UINT32_MAX
+#define NO_STRING UINT32_MAX
 
 struct sym_key {
 	uint8_t id[NATIVE_BUILD_ID_MAX]; /* the object's build-id */
@@ -30,7 +33,8 @@ struct sym_key {
 
 struct sym_entry {
 	struct sym_key key;
-	uint32_t module, function; /* strtab ids; function NO_FUNCTION if none */
+	uint32_t module, function, source; /* strtab ids; the last two NO_STRING if none */
+	int32_t line, func_line;
 	uint64_t offset;
 	uint64_t func_rel;
 };
@@ -42,7 +46,8 @@ struct native_sym {
 	struct strtab *strs;
 	size_t max_bytes;
 	struct native_sym_stats st;
-	char scratch[2][256]; /* module, function of an uncached answer */
+	struct native_demangle demangle;
+	char scratch[3][1024]; /* module, function, source of an uncached answer */
 };
 
 static uint64_t key_hash(const struct sym_key *k)
@@ -87,6 +92,7 @@ void native_sym__free(struct native_sym *c)
 		return;
 	hashmap__free(&c->index);
 	strtab__free(c->strs);
+	native_demangle__close(&c->demangle);
 	free(c->e);
 	free(c);
 }
@@ -134,10 +140,13 @@ static int make_room(struct native_sym *c)
 static void fill(const struct native_sym *c, const struct sym_entry *e, struct native_symbol *out)
 {
 	out->module = strtab__get(c->strs, e->module);
-	out->function = e->function == NO_FUNCTION ? NULL : strtab__get(c->strs, e->function);
+	out->function = e->function == NO_STRING ? NULL : strtab__get(c->strs, e->function);
 	out->offset = e->offset;
 	out->rel = e->key.rel;
 	out->func_rel = e->func_rel;
+	out->source = e->source == NO_STRING ? NULL : strtab__get(c->strs, e->source);
+	out->line = e->line;
+	out->func_line = e->func_line;
 }
 
 /* The .eh_frame_hdr section of @elf: its bytes and vaddr. Through the section table
@@ -194,9 +203,115 @@ static uint64_t cfi_func_start(Dwfl_Module *mod, uint64_t addr, uint64_t rel)
 	return start;
 }
 
+/* What libdwfl and libdw say of one address, before it is cached or copied. The strings
+ * are libdwfl's, valid while the module lives, but @demangled, which is malloc'd. */
+struct answer {
+	const char *function;	/* NULL: no symbol */
+	size_t function_len;	/* without a symbol version */
+	char *demangled;	/* the C++ name of @function, NULL if not one */
+	uint64_t offset, func_rel;
+	struct native_line src;	/* src.file NULL: no line info */
+};
+
+/* @function's C++ name into a->demangled, if it is one. 0 or -ENOMEM. */
+static int demangle(struct native_sym *c, struct answer *a)
+{
+	char *plain;
+	int err;
+
+	if (a->function_len < 2 || strncmp(a->function, "_Z", 2))
+		return 0;	/* not mangled: no copy needed to find out */
+	plain = strndup(a->function, a->function_len);
+	if (!plain)
+		return -ENOMEM;
+	err = native_demangle__name(&c->demangle, plain, &a->demangled);
+	free(plain);
+	return err == -ENOMEM ? err : 0;
+}
+
+static int ask(struct native_sym *c, Dwfl_Module *mod, uint64_t addr, uint64_t rel,
+	       struct answer *a)
+{
+	GElf_Addr off = 0;
+	GElf_Sym sym;
+	const char *name;
+
+	*a = (struct answer){ 0 };
+	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	if (!name || !*name) {
+		a->func_rel = cfi_func_start(mod, addr, rel);
+		return 0;
+	}
+	/* A versioned definition's .symtab name carries its version
+	 * ("__libc_start_main@@GLIBC_2.34"); no C or mangled C++ name has an '@'. */
+	a->function = name;
+	a->function_len = strcspn(name, "@") ? strcspn(name, "@") : strlen(name);
+	a->offset = off;
+	a->func_rel = rel - off;
+	/* No line info is the common case (Debian's objects without their -dbgsym). */
+	native_line__find(mod, addr, &a->src);
+	return demangle(c, a);
+}
+
 static int64_t intern(struct strtab *t, const char *s)
 {
 	return strtab__intern(t, s, strlen(s));
+}
+
+/* @a in the scratch buffers, for an object that cannot be cached. */
+static void answer_uncached(struct native_sym *c, const char *modname, const struct answer *a,
+			    uint64_t rel, struct native_symbol *out)
+{
+	snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s", modname);
+	out->module = c->scratch[0];
+	out->rel = rel;
+	out->func_rel = a->func_rel;
+	if (!a->function)
+		return;
+	if (a->demangled)
+		snprintf(c->scratch[1], sizeof(c->scratch[1]), "%s", a->demangled);
+	else
+		snprintf(c->scratch[1], sizeof(c->scratch[1]), "%.*s", (int)a->function_len,
+			 a->function);
+	out->function = c->scratch[1];
+	out->offset = a->offset;
+	if (!a->src.file)
+		return;
+	snprintf(c->scratch[2], sizeof(c->scratch[2]), "%s", a->src.file);
+	out->source = c->scratch[2];
+	out->line = a->src.line;
+	out->func_line = a->src.func_line;
+}
+
+/* @a as a cache entry's strings and numbers. 0 or -ENOMEM. */
+static int entry_of(struct native_sym *c, const char *modname, const struct answer *a,
+		    struct sym_entry *ent)
+{
+	int64_t id;
+
+	ent->function = ent->source = NO_STRING;
+	ent->func_rel = a->func_rel;
+	id = intern(c->strs, modname);
+	if (id < 0)
+		return (int)id;
+	ent->module = (uint32_t)id;
+	if (!a->function)
+		return 0;
+	id = a->demangled ? intern(c->strs, a->demangled) :
+			    strtab__intern(c->strs, a->function, a->function_len);
+	if (id < 0)
+		return (int)id;
+	ent->function = (uint32_t)id;
+	ent->offset = a->offset;
+	if (!a->src.file)
+		return 0;
+	id = intern(c->strs, a->src.file);
+	if (id < 0)
+		return (int)id;
+	ent->source = (uint32_t)id;
+	ent->line = a->src.line;
+	ent->func_line = a->src.func_line;
+	return 0;
 }
 
 int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint64_t addr,
@@ -207,11 +322,10 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 	const unsigned char *bits;
 	struct sym_key key = { 0 };
 	struct sym_entry ent = { 0 };
-	const char *modname, *name;
+	struct answer a = { 0 };
+	const char *modname;
 	Dwarf_Addr bias;
-	GElf_Addr vaddr, off = 0;
-	GElf_Sym sym;
-	int64_t id;
+	GElf_Addr vaddr;
 	uint32_t idx;
 	size_t slot;
 	int len, err;
@@ -229,21 +343,10 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len <= 0 || len > NATIVE_BUILD_ID_MAX) {
 		c->st.uncached++;
-		name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
-		snprintf(c->scratch[0], sizeof(c->scratch[0]), "%s", modname);
-		out->module = c->scratch[0];
-		out->rel = key.rel;
-		if (name && *name) {
-			snprintf(c->scratch[1], sizeof(c->scratch[1]), "%.*s",
-				 (int)(strcspn(name, "@") ? strcspn(name, "@") : strlen(name)),
-				 name);
-			out->function = c->scratch[1];
-			out->offset = off;
-			out->func_rel = key.rel - off;
-		} else {
-			out->func_rel = cfi_func_start(mod, addr, key.rel);
-		}
-		return 0;
+		err = ask(c, mod, addr, key.rel, &a);
+		if (!err)
+			answer_uncached(c, modname, &a, key.rel, out);
+		goto cleanup;
 	}
 	memcpy(key.id, bits, (size_t)len);
 	key.id_len = (uint8_t)len;
@@ -254,40 +357,26 @@ int native_sym__lookup(struct native_sym *c, const struct native_unwind *u, uint
 	}
 	c->st.misses++;
 	err = make_room(c);
+	if (!err)
+		err = ask(c, mod, addr, key.rel, &a);
 	if (err)
-		return err;
+		goto cleanup;
 	ent.key = key;
-	ent.function = NO_FUNCTION;
-	name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
-	if (name && *name) {
-		/* A versioned definition's .symtab name carries its version
-		 * ("__libc_start_main@@GLIBC_2.34"); no C or mangled C++ name has an '@'. */
-		size_t n = strcspn(name, "@");
-
-		id = strtab__intern(c->strs, name, n ? n : strlen(name));
-		if (id < 0)
-			return (int)id;
-		ent.function = (uint32_t)id;
-		ent.offset = off;
-		ent.func_rel = key.rel - off;
-	} else {
-		ent.func_rel = cfi_func_start(mod, addr, key.rel);
-	}
-	id = intern(c->strs, modname);
-	if (id < 0)
-		return (int)id;
-	ent.module = (uint32_t)id;
-	err = vec__reserve((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e), 64);
+	err = entry_of(c, modname, &a, &ent);
+	if (!err)
+		err = vec__reserve((void **)&c->e, &c->cap, c->n + 1, sizeof(*c->e), 64);
 	if (!err)
 		err = hashmap__grow(&c->index, 128, entry_hash, c);
 	if (err)
-		return err;
+		goto cleanup;
 	c->e[c->n] = ent;
 	slot = hashmap__probe(&c->index, key_hash(&key), entry_equal, &key, c);
 	hashmap__set(&c->index, slot, (uint32_t)c->n);
 	c->n++;
 	fill(c, &ent, out);
-	return 0;
+cleanup:
+	free(a.demangled);
+	return err;
 }
 
 int native_sym__format(const struct native_symbol *s, char *buf, size_t len)

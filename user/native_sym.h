@@ -2,8 +2,10 @@
 /*
  * Names for native PCs: which object, which function, how far into it, through
  * libdwfl's symbol tables (.symtab, else .dynsym; the .symtab of a separate debug file
- * found by build-id when the object is stripped), cached by (build-id, address in the
- * object) so that every process mapping the same library shares the answers.
+ * found by build-id when the object is stripped), C++ names demangled
+ * (native_demangle.h), and the source file and line where DWARF line info has them
+ * (native_line.h); cached by (build-id, address in the object) so that every process
+ * mapping the same library shares the answers.
  */
 #ifndef PBP_NATIVE_SYM_H
 #define PBP_NATIVE_SYM_H
@@ -15,13 +17,17 @@
 
 struct native_symbol {
 	const char *module;   /* the object's file name, without its directory */
-	const char *function; /* NULL when no symbol covers the address */
+	const char *function; /* NULL when no symbol covers the address; demangled */
 	uint64_t offset;      /* into @function */
 	uint64_t rel;	      /* the address as the object's ELF vaddr (addr - load bias):
 				 * what addr2line -e OBJECT takes, and pprof's address */
 	uint64_t func_rel;    /* where its function starts, as a vaddr: the symbol's start,
 			       * or in a stripped object the start of the FDE covering it
 			       * (native_ehhdr.h; a function or its cold part); 0 if unknown */
+	const char *source;   /* the source file of the address, from DWARF; NULL without
+			       * line info (or without @function) */
+	int32_t line;	      /* its line in @function's code (native_line.h), if @source */
+	int32_t func_line;    /* where @function is declared, if @source; 0 if unknown */
 };
 
 struct native_sym;

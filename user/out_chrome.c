@@ -35,18 +35,26 @@ struct chrome_ctx {
 	size_t nspans, spans_cap;
 };
 
+/* After the name: "+0xOFF (OBJECT)", or "(SOURCE:LINE)" with DWARF line info, and
+ * args that say the same in fields (the source's whole path). */
 static void put_native_json(FILE *f, const struct profile *p, const struct agg_frame *fr)
 {
-	const char *lib = profile__lib(p, fr);
+	const char *lib = profile__lib(p, fr), *src = profile__source(p, fr);
 
-	if (fr->line >= 0)
+	if (!src && fr->line >= 0)
 		fprintf(f, "+0x%x", (unsigned)fr->line);
 	fputs(" (", f);
-	json__chars(f, lib);
+	json__chars(f, src ? profile__base_name(src) : lib);
+	if (src && fr->line >= 0)
+		fprintf(f, ":%d", fr->line);
 	fputs(")\",\"cat\":\"native\",\"args\":{\"object\":", f);
 	json__string(f, lib);
+	if (src) {
+		fputs(",\"file\":", f);
+		json__string(f, src);
+	}
 	if (fr->line >= 0)
-		fprintf(f, ",\"offset\":%d", fr->line);
+		fprintf(f, src ? ",\"line\":%d" : ",\"offset\":%d", fr->line);
 	fputc('}', f);
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Collapsed stacks. A Python frame is "QUALNAME (FILENAME:LINE)", a native one
- * "FUNCTION+0xOFFSET (OBJECT)"; ';' separates frames, so it is replaced in names (a
+ * "FUNCTION+0xOFFSET (OBJECT)", or "FUNCTION (SOURCE:LINE)" with DWARF line info (the
+ * source's base name); ';' separates frames, so it is replaced in names (a
  * file name may hold one) to keep lines parseable.
  * Counts are samples, or microseconds in wall and off-CPU profiles.
  */
@@ -32,17 +33,20 @@ static void put_name(FILE *f, const char *s)
 	}
 }
 
-/* "QUALNAME (FILE:LINE)", a native frame "FUNCTION+0xOFF (OBJECT)". */
-static void put_frame(FILE *f, const struct agg_frame *fr, const struct strtab *strs)
+/* "QUALNAME (FILE:LINE)", a native frame "FUNCTION+0xOFF (OBJECT)" or
+ * "FUNCTION (SOURCE:LINE)". */
+static void put_frame(FILE *f, const struct agg_frame *fr, const struct profile *p)
 {
-	put_name(f, strtab__get(strs, fr->name));
+	const char *src = profile__source(p, fr);
+
+	put_name(f, profile__name(p, fr));
 	if (fr->kind != AGG_PYTHON && fr->kind != AGG_NATIVE)
 		return;
-	if (fr->kind == AGG_NATIVE && fr->line >= 0)
+	if (fr->kind == AGG_NATIVE && !src && fr->line >= 0)
 		fprintf(f, "+0x%x", (unsigned)fr->line);
 	fputs(" (", f);
-	put_name(f, strtab__get(strs, fr->file));
-	if (fr->kind == AGG_PYTHON && fr->line >= 0)
+	put_name(f, src ? profile__base_name(src) : strtab__get(p->strs, fr->file));
+	if ((fr->kind == AGG_PYTHON || src) && fr->line >= 0)
 		fprintf(f, ":%d", fr->line);
 	fputc(')', f);
 }
@@ -96,7 +100,7 @@ int out_collapsed__write(FILE *f, const struct profile *p)
 		for (uint32_t k = 0; k < order[i]->depth; k++) {
 			if (k)
 				fputc(';', f);
-			put_frame(f, &order[i]->frames[k], p->strs);
+			put_frame(f, &order[i]->frames[k], p);
 		}
 		fprintf(f, " %llu\n", (unsigned long long)count);
 	}

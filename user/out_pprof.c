@@ -18,6 +18,10 @@
  * makes address - start + file_offset, what pprof takes for a file offset, the vaddr:
  * the same number for the text of position-independent objects, whose text is mapped
  * at file offset == vaddr. has_functions tells pprof the names are there already.
+ * A native frame with DWARF line info (a source, profile.h) has a Function per
+ * (name, source) whose filename is the source's path and a Line with its line; its
+ * address is then its function's start, the frame standing for every address of the
+ * line.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -55,6 +59,8 @@ enum {
 	MAPPING_FILENAME = 5,
 	MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
 	LOCATION_ID = 1,
 	LOCATION_MAPPING_ID = 2,
 	LOCATION_ADDRESS = 3,
@@ -116,6 +122,7 @@ struct pprof_ctx {
 	/* Mappings: the objects locations use, in the order first used; id = index + 1. */
 	uint32_t *mapping_of;		/* object -> mapping id, 0: unused */
 	uint32_t *mapping_object;	/* mapping index -> object */
+	uint8_t *mapping_lines;		/* mapping index -> a location has a source */
 	size_t nmappings;
 	/* Distinct (kind, name, file), a native one with its object as a second frame
 	 * { name = object + 1 }: each a stack; id = index + 1. */
@@ -137,13 +144,27 @@ static bool used_str_equal(uint32_t k, const void *key, const void *ctx)
 	return c->str_order[k] == *(const uint32_t *)key;
 }
 
-/* A strtab id as a string table index, added on first use. */
+/* In str_order, the second string of a pair (strtab__second()): a native frame's
+ * source. Strtab ids stay far below: each is a string in memory. */
+#define STR_SECOND (1u << 31)
+
+/* The string a str_order entry stands for. */
+static const char *used_str(const struct pprof_ctx *c, uint32_t key)
+{
+	const char *s = key & STR_SECOND ? strtab__second(c->p->strs, key & ~STR_SECOND) :
+					   strtab__get(c->p->strs, key);
+
+	return s ? s : "";
+}
+
+/* A strtab id (| STR_SECOND for its second string) as a string table index, added on
+ * first use. */
 static uint64_t str_id(struct pprof_ctx *c, uint32_t id)
 {
 	size_t i = hashmap__probe(&c->str_index, hash_u64(id), used_str_equal, &id, c);
 
 	if (!hashmap__used(&c->str_index, i)) {
-		if (!*strtab__get(c->p->strs, id))
+		if (!*used_str(c, id))
 			return S_EMPTY;
 		c->str_order[c->nstr] = id;
 		hashmap__set(&c->str_index, i, (uint32_t)c->nstr++);
@@ -305,17 +326,22 @@ static int index_mappings(struct pprof_ctx *c, const uint32_t *first)
 	c->loc_object = calloc(c->nlocs, sizeof(*c->loc_object));
 	c->mapping_of = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_of));
 	c->mapping_object = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_object));
-	if (!c->loc_object || !c->mapping_of || !c->mapping_object)
+	c->mapping_lines = calloc(nobjects ? nobjects : 1, sizeof(*c->mapping_lines));
+	if (!c->loc_object || !c->mapping_of || !c->mapping_object || !c->mapping_lines)
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nlocs; i++) {
 		uint32_t o = i < nframes ? first[i] :
 			     aggregate__stack(c->extra_locs, i - nframes)->frames->file;
 
 		c->loc_object[i] = o == UINT32_MAX ? 0 : o;
-		if (!c->loc_object[i] || c->mapping_of[o - 1])
+		if (!c->loc_object[i])
 			continue;
-		c->mapping_object[c->nmappings++] = o - 1;
-		c->mapping_of[o - 1] = (uint32_t)c->nmappings;
+		if (!c->mapping_of[o - 1]) {
+			c->mapping_object[c->nmappings++] = o - 1;
+			c->mapping_of[o - 1] = (uint32_t)c->nmappings;
+		}
+		if (profile__source(c->p, loc_frame(c, i)))
+			c->mapping_lines[c->mapping_of[o - 1] - 1] = 1;
 	}
 	return 0;
 }
@@ -432,6 +458,9 @@ static void put_mapping(struct pprof_ctx *c, struct pb *b, uint32_t i)
 	pb__uint(b, MAPPING_FILENAME, str_id(c, o.path));
 	pb__uint(b, MAPPING_BUILD_ID, str_id(c, o.build_id));
 	pb__uint(b, MAPPING_HAS_FUNCTIONS, 1);
+	/* Lines from DWARF: a reader need not look for them again. pb__uint leaves 0 out. */
+	pb__uint(b, MAPPING_HAS_FILENAMES, c->mapping_lines[i]);
+	pb__uint(b, MAPPING_HAS_LINE_NUMBERS, c->mapping_lines[i]);
 	pb__close(b, PROFILE_MAPPING, m);
 }
 
@@ -445,8 +474,13 @@ static void put_native_address(struct pprof_ctx *c, struct pb *b, const struct a
 	if (!object)
 		return;
 	pb__uint(b, LOCATION_MAPPING_ID, c->mapping_of[object - 1]);
-	if (!aggregate__native_func_rel(c->p->agg, object - 1, fr->name, &func_rel))
-		pb__uint(b, LOCATION_ADDRESS, func_rel + (fr->line > 0 ? (uint64_t)fr->line : 0));
+	if (aggregate__native_func_rel(c->p->agg, object - 1, fr->name, &func_rel))
+		return;
+	/* With a source line, the line is no offset: the function's start stands for
+	 * the addresses of that line. */
+	if (!profile__source(c->p, fr) && fr->line > 0)
+		func_rel += (uint64_t)fr->line;
+	pb__uint(b, LOCATION_ADDRESS, func_rel);
 }
 
 static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t loc)
@@ -459,8 +493,9 @@ static void put_location(struct pprof_ctx *c, struct pb *b, uint32_t loc)
 		put_native_address(c, b, fr, loc_object(c, loc));
 	line = pb__open(b);
 	pb__uint(b, LINE_FUNCTION_ID, c->function_of[loc] + 1ull);
-	/* A native frame's "line" is its offset, which the address holds. */
-	if (fr->kind != AGG_NATIVE && fr->line > 0)
+	/* A native frame's "line" is its offset, which the address holds, unless the
+	 * frame has a source. */
+	if ((fr->kind != AGG_NATIVE || profile__source(c->p, fr)) && fr->line > 0)
 		pb__uint(b, LINE_LINE, (uint64_t)fr->line);
 	pb__close(b, LOCATION_LINE, line);
 	pb__close(b, PROFILE_LOCATION, m);
@@ -478,8 +513,11 @@ static void put_function(struct pprof_ctx *c, struct pb *b, uint32_t fn)
 	 * equal "demangles" the system name; Go's pprof does, and takes a name in angle
 	 * brackets (<module>, <lambda>) for C++ template arguments, leaving it empty. */
 	pb__uint(b, FUNCTION_NAME, name);
-	/* A native function's file is its object's path, or base name if unknown. */
-	if (object)
+	/* A native function's file is its source, from DWARF, else its object's path,
+	 * or base name if unknown. */
+	if (fr->kind == AGG_NATIVE && profile__source(c->p, fr))
+		pb__uint(b, FUNCTION_FILENAME, str_id(c, fr->name | STR_SECOND));
+	else if (object)
 		pb__uint(b, FUNCTION_FILENAME,
 			 str_id(c, aggregate__native_object_at(c->p->agg, object - 1).path));
 	else if (fr->kind == AGG_PYTHON || fr->kind == AGG_NATIVE)
@@ -523,7 +561,7 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 		pb__bytes(strs, PROFILE_STRING_TABLE, c->label_strings[i],
 			  strlen(c->label_strings[i]));
 	for (size_t i = 0; i < c->nstr; i++) {
-		const char *s = strtab__get(p->strs, c->str_order[i]);
+		const char *s = used_str(c, c->str_order[i]);
 
 		pb__bytes(strs, PROFILE_STRING_TABLE, s, strlen(s));
 	}
@@ -608,6 +646,7 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	free(c.loc_object);
 	free(c.mapping_of);
 	free(c.mapping_object);
+	free(c.mapping_lines);
 	free(c.label_str);
 	free(c.label_strings);
 	free(c.task_label);

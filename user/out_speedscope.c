@@ -16,12 +16,13 @@
 #include "profile_index.h"
 
 /* A native frame's object goes into its name, as in the collapsed format: speedscope's
- * "file" is a source file, shown with a line. */
+ * "file" is a source file, shown with a line. So a frame with DWARF line info is
+ * "FUNCTION (OBJECT)" with its source in "file" and "line", as a Python frame has. */
 static void put_native_name(FILE *f, const struct profile *p, const struct agg_frame *fr)
 {
 	fputc('"', f);
 	json__chars(f, profile__name(p, fr));
-	if (fr->line >= 0)
+	if (!profile__source(p, fr) && fr->line >= 0)
 		fprintf(f, "+0x%x", (unsigned)fr->line);
 	fputs(" (", f);
 	json__chars(f, profile__lib(p, fr));
@@ -30,14 +31,16 @@ static void put_native_name(FILE *f, const struct profile *p, const struct agg_f
 
 static void put_frame(FILE *f, const struct profile *p, const struct agg_frame *fr)
 {
+	const char *file = fr->kind == AGG_NATIVE ? profile__source(p, fr) : profile__file(p, fr);
+
 	fputs("{\"name\":", f);
 	if (fr->kind == AGG_NATIVE)
 		put_native_name(f, p, fr);
 	else
 		json__string(f, profile__name(p, fr));
-	if (fr->kind == AGG_PYTHON) {
+	if (file) {
 		fputs(",\"file\":", f);
-		json__string(f, profile__file(p, fr));
+		json__string(f, file);
 		if (fr->line >= 0)
 			fprintf(f, ",\"line\":%d", fr->line);
 	}

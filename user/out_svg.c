@@ -68,14 +68,15 @@ static int text__put(struct text *t, const char *s, size_t n)
 }
 
 /*
- * "QUALNAME (FILE:LINE)", or "FUNCTION+0xOFF (OBJECT)" for a native frame, as in the
- * collapsed format, without its ';' replacement.
+ * "QUALNAME (FILE:LINE)", or "FUNCTION+0xOFF (OBJECT)" / "FUNCTION (SOURCE:LINE)" for a
+ * native frame, as in the collapsed format, without its ';' replacement.
  */
 static int frame_text(struct text *t, const struct profile *p, const struct agg_frame *fr)
 {
 	const char *name = fr ? profile__name(p, fr) : "all";
-	const char *file = fr ? profile__file(p, fr) : NULL;
-	const char *lib = fr ? profile__lib(p, fr) : NULL;
+	const char *src = fr ? profile__source(p, fr) : NULL;
+	const char *file = src ? profile__base_name(src) : fr ? profile__file(p, fr) : NULL;
+	const char *lib = fr && !src ? profile__lib(p, fr) : NULL;
 	const char *where = file ? file : lib;
 	char offset[16] = "", line[16] = "";	/* "+0x2c" before " (", ":12" before ")" */
 	int err;
@@ -180,6 +181,11 @@ static int cmp_frame(const struct agg_frame *a, const struct agg_frame *b,
 		return a->kind < b->kind ? -1 : 1;
 	if ((a->kind == AGG_PYTHON || a->kind == AGG_NATIVE) &&
 	    (c = strcmp(strtab__get(strs, a->file), strtab__get(strs, b->file))))
+		return c;
+	/* A native frame's source is the second half of its name (aggregate.h). */
+	if (a->kind == AGG_NATIVE && a->name != b->name &&
+	    (c = strcmp(strtab__second(strs, a->name) ? strtab__second(strs, a->name) : "",
+			strtab__second(strs, b->name) ? strtab__second(strs, b->name) : "")))
 		return c;
 	return (a->line > b->line) - (a->line < b->line);
 }

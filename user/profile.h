@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "aggregate.h"
 #include "strtab.h"
@@ -79,10 +80,28 @@ static inline const char *profile__file(const struct profile *p, const struct ag
 }
 
 /* The object of a native frame ("libc.so.6"), NULL for any other kind. A native frame
- * reads "FUNCTION+0xOFF (OBJECT)" in every writer that shows text. */
+ * reads "FUNCTION+0xOFF (OBJECT)" in every writer that shows text, unless it has a
+ * source (below). */
 static inline const char *profile__lib(const struct profile *p, const struct agg_frame *fr)
 {
 	return fr->kind == AGG_NATIVE ? strtab__get(p->strs, fr->file) : NULL;
+}
+
+/* The source file of a native frame that DWARF line info named ("/src/ext.c"), NULL
+ * for any other frame: such a frame's line is a source line, not an offset, and it
+ * reads "FUNCTION (ext.c:LINE)" in every writer that shows text (aggregate.h). */
+static inline const char *profile__source(const struct profile *p, const struct agg_frame *fr)
+{
+	return fr->kind == AGG_NATIVE ? strtab__second(p->strs, fr->name) : NULL;
+}
+
+/* The last part of a source path, which text writers show, as perf's srcline does:
+ * build directories are long and say little in a flame graph; pprof keeps the path. */
+static inline const char *profile__base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
 }
 
 #endif

@@ -18,6 +18,7 @@
 #include "native_proc.h"
 #include "native_sym.h"
 #include "session_priv.h"
+#include "vec.h"
 
 /* Names for a process's native frames, shared by every target: the same libc is
  * named once. */
@@ -32,6 +33,8 @@ struct session_native {
 	struct agg_frame names[NATIVE_MAX_FRAMES];
 	struct native_merge_item items[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
 	uint32_t unmatched_name;
+	char *pair;		/* "FUNCTION\0SOURCE" being named (name_with_source) */
+	size_t pair_cap;
 	uint64_t walks, frames, failed, ns;
 	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
 	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
@@ -80,6 +83,7 @@ void session_native__free(struct session *s)
 		return;
 	native_buildid_cache__free(n->ids);
 	native_sym__free(n->syms);
+	free(n->pair);
 	free(n);
 	s->native = NULL;
 }
@@ -118,6 +122,39 @@ static void build_id_hex(const struct native_map *m, char *buf)
 }
 
 /*
+ * A frame with DWARF line info is named by the pair "FUNCTION\0SOURCE" (one strtab id,
+ * strtab__second() reads the source): its line is then a source line, as a Python
+ * frame's, and the object stays in file for colours and pprof's mappings. Lines follow
+ * the options as Python frames' do: --function-lines gives where the function is
+ * declared, --nolineno none.
+ */
+static int name_with_source(struct session *s, const struct native_symbol *sym,
+			    struct agg_frame *a)
+{
+	struct session_native *n = s->native;
+	size_t nf = strlen(sym->function), ns = strlen(sym->source);
+	int64_t id;
+	int err;
+
+	err = vec__reserve((void **)&n->pair, &n->pair_cap, nf + 1 + ns, 1, 256);
+	if (err)
+		return err;
+	memcpy(n->pair, sym->function, nf + 1);
+	memcpy(n->pair + nf + 1, sym->source, ns);
+	id = strtab__intern(s->strs, n->pair, nf + 1 + ns);
+	if (id < 0)
+		return (int)id;
+	a->name = (uint32_t)id;
+	if (s->opts.nolineno)
+		a->line = -1;
+	else if (s->opts.function_lines)
+		a->line = sym->func_line > 0 ? sym->func_line : -1;
+	else
+		a->line = sym->line;
+	return 0;
+}
+
+/*
  * Names walked frame @i: its agg frame in n->names[i], its object for the merge in
  * n->in[i].module, and its object and function start in the aggregate for pprof.
  */
@@ -141,7 +178,9 @@ static int name_frame(struct target *t, uint32_t i)
 	err = intern(s, sym.module, &a->file);
 	if (err)
 		return err;
-	if (sym.function) {
+	if (sym.function && sym.source) {
+		err = name_with_source(s, &sym, a);
+	} else if (sym.function) {
 		err = intern(s, sym.function, &a->name);
 		if (!s->opts.nolineno)
 			a->line = s->opts.function_lines ? 0 : (int32_t)(sym.offset & INT32_MAX);

@@ -87,6 +87,16 @@ const char *strtab__get(const struct strtab *t, uint32_t id)
 	return id < t->n ? t->strs[id].s : "?";
 }
 
+const char *strtab__second(const struct strtab *t, uint32_t id)
+{
+	const char *nul;
+
+	if (id >= t->n)
+		return NULL;
+	nul = memchr(t->strs[id].s, 0, t->strs[id].len);
+	return nul ? nul + 1 : NULL;
+}
+
 size_t strtab__count(const struct strtab *t)
 {
 	return t->n;

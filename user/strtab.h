@@ -21,6 +21,10 @@ void strtab__free(struct strtab *t);
  * negative errno on allocation failure. */
 int64_t strtab__intern(struct strtab *t, const char *s, size_t len);
 const char *strtab__get(const struct strtab *t, uint32_t id);
+/* A string may be two, interned as one with a NUL between them ("FIRST\0SECOND"), so
+ * that a pair is one id: strtab__get() reads the first, this the second; NULL when
+ * @id holds no NUL. */
+const char *strtab__second(const struct strtab *t, uint32_t id);
 size_t strtab__count(const struct strtab *t);
 /* What the table holds in memory: strings, index and hash slots. */
 size_t strtab__bytes(const struct strtab *t);

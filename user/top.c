@@ -252,6 +252,7 @@ static void summary(struct top_ctx *c, int exited)
 	const struct top_row *best = NULL;
 	struct session_status st;
 	struct profile p;
+	const char *where;
 	char hot[256] = "";
 
 	session__status(c->session, &st);
@@ -265,12 +266,11 @@ static void summary(struct top_ctx *c, int exited)
 		if (!best || r->own > best->own)
 			best = r;
 	}
+	where = best ? top_view__row_file(&p, best) : NULL;
 	if (best && best->own)
 		snprintf(hot, sizeof(hot), "; most own time: %s%s%s%s, %.1f%%",
-			 strtab__get(p.strs, best->name), best->file == TOP_NO_FILE ? "" : " (",
-			 best->file == TOP_NO_FILE ? "" : strtab__get(p.strs, best->file),
-			 best->file == TOP_NO_FILE ? "" : ")",
-			 100.0 * best->own / aggregate__total(p.agg));
+			 strtab__get(p.strs, best->name), where ? " (" : "", where ? where : "",
+			 where ? ")" : "", 100.0 * best->own / aggregate__total(p.agg));
 	pr_warn("%s: %llu samples in %.1f s (%llu incomplete, %llu dropped)%s%s\n", p.target,
 		(unsigned long long)st.samples, st.elapsed_s, (unsigned long long)st.incomplete,
 		(unsigned long long)st.drops, hot, exited ? "; the target exited" : "");

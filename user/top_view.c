@@ -132,6 +132,7 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 		r = row_of(v, fr->name, row_file(fr));
 		if (r < 0)
 			return (int)r;
+		v->rows[r].native = fr->kind == AGG_NATIVE;
 		/* Recursion: a function is on the stack of this sample once, not per frame. */
 		if (v->stamps[r] == v->step)
 			continue;
@@ -365,9 +366,17 @@ static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
 		snprintf(nums, sizeof(nums), "%6.1f %6.1f  ", percent(r->own_now, v->window),
 			 percent(r->total_now, v->window));
 	cols = put_text(f, nums, width);
-	return cols + put_function(f, strtab__get(p->strs, r->name),
-				   r->file == TOP_NO_FILE ? NULL : strtab__get(p->strs, r->file),
+	return cols + put_function(f, strtab__get(p->strs, r->name), top_view__row_file(p, r),
 				   width - cols);
+}
+
+const char *top_view__row_file(const struct profile *p, const struct top_row *r)
+{
+	const char *src = r->native ? strtab__second(p->strs, r->name) : NULL;
+
+	if (src)
+		return profile__base_name(src);
+	return r->file == TOP_NO_FILE ? NULL : strtab__get(p->strs, r->file);
 }
 
 static void fmt_counts(char *buf, size_t len, const struct top_header *h,

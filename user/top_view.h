@@ -24,9 +24,15 @@ enum top_sort { TOP_BY_OWN, TOP_BY_TOTAL };
 struct top_row {
 	uint32_t name, file;		/* strtab ids of co_qualname and co_filename, or
 					 * of a C function and its object */
+	uint32_t native;		/* of a C function: shown with its source file,
+					 * if its name has one (profile__source()) */
 	uint64_t own, total;		/* samples since the start */
 	uint64_t own_now, total_now;	/* samples of the last update */
 };
+
+/* What a row shows beside its name: its file, a C function's source file (base name)
+ * or object, NULL for a process. */
+const char *top_view__row_file(const struct profile *p, const struct top_row *r);
 
 /* The file of a row that is a whole process ("process PID COMMAND", with -a). */
 #define TOP_NO_FILE UINT32_MAX

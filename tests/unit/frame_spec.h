@@ -2,7 +2,9 @@
 /*
  * Frames of the unit tests' fixed profiles, written as text: "KIND|NAME[|FILE|LINE]",
  * KIND one of Y (Python), T (thread), M (marker), P (process), W (wait), K (task) or
- * N (native: FILE is the object, LINE the offset, "0x2c"); LINE -1 for none.
+ * N (native: FILE is the object, LINE the offset, "0x2c"); LINE -1 for none. A native
+ * NAME "FUNCTION#SOURCE" is a frame with DWARF line info: the pair "FUNCTION\0SOURCE"
+ * (aggregate.h), LINE its source line.
  */
 #ifndef PBP_TEST_FRAME_SPEC_H
 #define PBP_TEST_FRAME_SPEC_H
@@ -24,6 +26,26 @@ static inline uint32_t spec_intern(struct strtab *strs, const char *s, size_t le
 	return (uint32_t)id;
 }
 
+/* The id of a native frame's name: "FUNCTION#SOURCE" is the pair "FUNCTION\0SOURCE". */
+static inline uint32_t spec_native_name_len(struct strtab *strs, const char *name, size_t len)
+{
+	const char *hash = memchr(name, '#', len);
+	char pair[512];
+
+	if (!hash)
+		return spec_intern(strs, name, len);
+	if (len >= sizeof(pair))
+		exit(1);
+	memcpy(pair, name, len);
+	pair[hash - name] = '\0';
+	return spec_intern(strs, pair, len);
+}
+
+static inline uint32_t spec_native_name(struct strtab *strs, const char *name)
+{
+	return spec_native_name_len(strs, name, strlen(name));
+}
+
 static inline void spec_parse_frame(struct strtab *strs, const char *spec,
 				    struct agg_frame *fr)
 {
@@ -40,6 +62,8 @@ static inline void spec_parse_frame(struct strtab *strs, const char *spec,
 	}
 	fr->kind = (uint32_t)(kind - kinds);
 	fr->name = spec_intern(strs, name, bar ? (size_t)(bar - name) : strlen(name));
+	if (fr->kind == AGG_NATIVE && bar)
+		fr->name = spec_native_name_len(strs, name, (size_t)(bar - name));
 	fr->line = -1;
 	fr->file = 0;
 	if (!bar)

@@ -16,7 +16,8 @@
  *
  * tests/test_native_unwind.py builds it with and without -fomit-frame-pointer. The
  * functions are noipa (no inlining, cloning or tail calls across them) so that the
- * chain in the binary is the chain in the source.
+ * chain in the binary is the chain in the source; "LINE:NAME" marks the line each
+ * frame of the chain stands at, which DWARF line info must give.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -141,12 +142,19 @@ __attribute__((noipa)) static void dump(void)
 	dump_locals();
 }
 
+/* Always inlined into leaf: the snapshot's PC is in this code, which DWARF line info
+ * must count at the line of the call in leaf, not at a line of this function. */
+static inline __attribute__((always_inline)) void capture_inlined(void)
+{
+	CAPTURE(snap.regs);
+}
+
 __attribute__((noipa)) int leaf(int x)
 {
 	volatile int here = x;
 
 	local_at[0] = (uintptr_t)&here;
-	CAPTURE(snap.regs);
+	capture_inlined(); /* LINE:leaf */
 	dump();
 	return here + 1;
 }
@@ -156,7 +164,7 @@ __attribute__((noipa)) int middle(int x)
 	volatile int here = x;
 
 	local_at[1] = (uintptr_t)&here;
-	return leaf(here * 2) + here;
+	return leaf(here * 2) + here; /* LINE:middle */
 }
 
 __attribute__((noipa)) int outer(int x)
@@ -164,7 +172,7 @@ __attribute__((noipa)) int outer(int x)
 	volatile int here = x;
 
 	local_at[2] = (uintptr_t)&here;
-	return middle(here + 3) + here;
+	return middle(here + 3) + here; /* LINE:outer */
 }
 
 static int compared;

@@ -6,7 +6,8 @@
  *
  *   test_native_unwind unwind PID SNAPFILE [REPEAT]
  *       prints "frame I PC LOOKUP FUNCTION|- MODULE REL FUNC_REL | NAME" per frame,
- *       innermost first (NAME as native_sym__format() writes it),
+ *       innermost first (NAME as native_sym__format() writes it), each followed by
+ *       "source I LINE FUNC_LINE FILE" when DWARF line info names its source,
  *       then "end", "stack_used" and, with REPEAT, "ns_per_walk" / "ns_per_sym";
  *       checks on the way that every shorter copy of the stack unwinds to a prefix of
  *       the full walk and ends "stack copy exhausted", that a frame limit ends "frame
@@ -339,6 +340,8 @@ static int do_unwind(int pid, const char *path, int repeat)
 		       " | %s\n",
 		       i, st->frames[i].pc, st->frames[i].lookup, ns.function ? ns.function : "-",
 		       ns.module, ns.rel, ns.func_rel, text);
+		if (ns.source)
+			printf("source %u %d %d %s\n", i, ns.line, ns.func_line, ns.source);
 	}
 	printf("sp_checked %u\n", check_sp(&s, st));
 	printf("locals_in_frames %d\n", check_locals(path, sym, u, st));
@@ -377,7 +380,11 @@ static int do_unwind(int pid, const char *path, int repeat)
 				CHECK(!strcmp(a.module, b.module) && a.rel == b.rel &&
 				      a.func_rel == b.func_rel &&
 				      !a.function == !b.function &&
-				      (!a.function || !strcmp(a.function, b.function)));
+				      (!a.function || !strcmp(a.function, b.function)) &&
+				      !a.source == !b.source &&
+				      (!a.source || (!strcmp(a.source, b.source) &&
+						     a.line == b.line &&
+						     a.func_line == b.func_line)));
 			}
 		native_sym__stats(tiny, &ts);
 		CHECK(st->n < 4 || ts.evictions + ts.uncached > 0);

@@ -5,6 +5,7 @@
  *   test_top_view screen own|total W H [ansi]   a W x H screen
  *   test_top_view text own|total N              a plain block of N rows
  *   test_top_view update                        two updates: percentages of the second
+ *   test_top_view native-lines                  C frames with line info: FUNCTION (SOURCE)
  *   test_top_view native                        C frames (--native): their rows checked,
  *                                               then a plain block of every row
  * The profile has what the table must get right: recursion (counted once per sample),
@@ -56,6 +57,15 @@ static const struct fixed_stack native[] = {
 	{ 100, 10, { "Y|<module>|" APP "|40", "N|list_sort|libpython3.11.so.1.0|-1",
 		     "Y|key|" APP "|3", "N|memcpy|libc.so.6|0x31" } },
 	{ 100, 5, { "Y|<module>|" APP "|40", "N|libz.so.1+0x3a40|libz.so.1|0x22" } },
+};
+
+/* C frames with DWARF line info (FUNCTION#SOURCE): a row reads FUNCTION (SOURCE), the
+ * source's base name, as the collapsed format names it without the line. */
+static const struct fixed_stack native_lines[] = {
+	{ 100, 30, { "Y|<module>|" APP "|40", "N|pbpext_burn#/build/ext/pbpext.c|pbpext.so|-1",
+		     "N|pbpext_spin#/build/ext/pbpext.c|pbpext.so|-1" } },
+	{ 100, 10, { "Y|<module>|" APP "|40", "N|pbpext_burn#/build/ext/pbpext.c|pbpext.so|-1",
+		     "N|memcpy|libc.so.6|-1" } },
 };
 
 /* Added before the second update of "update": only these make its percentages. */
@@ -183,6 +193,14 @@ int main(int argc, char **argv)
 		err = top_view__update(v, &p);
 		if (!err)
 			err = check_native(v, &p);
+		if (!err)
+			err = top_view__render_text(v, &p, &h, TOP_BY_OWN, 10, stdout);
+		goto out;
+	}
+	if (!strcmp(argv[1], "native-lines")) {
+		add(agg, strs, native_lines, sizeof(native_lines) / sizeof(native_lines[0]));
+		h.samples = 40;
+		err = top_view__update(v, &p);
 		if (!err)
 			err = top_view__render_text(v, &p, &h, TOP_BY_OWN, 10, stdout);
 		goto out;

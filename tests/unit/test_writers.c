@@ -13,6 +13,9 @@
  * with Python ones (--native): objects with and without a build-id, a stripped one, an
  * offset unknown, a function without a known start, an object the session never
  * named, and one base name (libc.so.6) that is another build in another process.
+ * `test_writers FORMAT --native-lines` writes native frames with DWARF line info
+ * ("FUNCTION#SOURCE" in frame_spec.h): two lines of one function, a C++ name, a source
+ * without a line (as with --nolineno), under a frame of an object without line info.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +104,46 @@ native_functions[] = {
 	{ 400, "libc.so.6", "__memmove_avx_unaligned_erms", 0x1a0340 },
 };
 
+#define EXTMOD "pbpext.cpython-313-x86_64-linux-gnu.so"
+#define EXTSRC "/build/ext/pbpext.c"
+#define CXXSPIN "pbp::Burner::spin(unsigned long) const#/build/cxx/pbpcxx.cc"
+
+static const struct fixed_stack native_lines[] = {
+	{ 500, 500, 30, { "P|process 500 python3 ext.py", "Y|<module>|/srv/ext.py|5",
+			  "N|pbpext_burn#" EXTSRC "|" EXTMOD "|27",
+			  "N|pbpext_spin#" EXTSRC "|" EXTMOD "|17" } },
+	{ 500, 500, 10, { "P|process 500 python3 ext.py", "Y|<module>|/srv/ext.py|5",
+			  "N|pbpext_burn#" EXTSRC "|" EXTMOD "|27",
+			  "N|pbpext_spin#" EXTSRC "|" EXTMOD "|16" } },
+	{ 500, 500, 6, { "P|process 500 python3 ext.py", "Y|<module>|/srv/ext.py|6",
+			 "N|" CXXSPIN "|libpbpcxx.so|24" } },
+	{ 500, 500, 4, { "P|process 500 python3 ext.py", "Y|<module>|/srv/ext.py|7",
+			 "N|_PyObject_MakeTpCall|python3.13|0x4a",
+			 "N|memcpy#../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S|"
+			 "libc.so.6|-1" } },
+};
+
+static const uint32_t native_lines_timeline[] = { 0, 1, 0, 2, 3, 0 };
+
+static const struct { uint32_t pid; const char *file, *path, *build_id; }
+native_lines_objects[] = {
+	{ 500, EXTMOD, "/srv/" EXTMOD, "aa11bb22cc33dd44ee55ff660011223344556677" },
+	{ 500, "libpbpcxx.so", "/srv/libpbpcxx.so", "" },
+	{ 500, "libc.so.6", "/usr/lib/x86_64-linux-gnu/libc.so.6",
+	  "c3a1b2d4e5f60718293a4b5c6d7e8f9001122334" },
+	{ 500, "python3.13", "/usr/bin/python3.13", "0badc0de0badc0de0badc0de0badc0de0badc0de" },
+};
+
+static const struct { uint32_t pid; const char *file, *name; uint64_t func_rel; }
+native_lines_functions[] = {
+	{ 500, EXTMOD, "pbpext_burn#" EXTSRC, 0x1150 },
+	{ 500, EXTMOD, "pbpext_spin#" EXTSRC, 0x1120 },
+	{ 500, "libpbpcxx.so", CXXSPIN, 0x110a },
+	{ 500, "libc.so.6", "memcpy#../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S",
+	  0x19e6c0 },
+	{ 500, "python3.13", "_PyObject_MakeTpCall", 0x1f3a20 },
+};
+
 /* A fixed-seed generator: the large profile is the same on every run. */
 static uint32_t next_random(uint64_t *state)
 {
@@ -168,6 +211,10 @@ static const struct fixture fixtures[] = {
 	  sizeof(native_timeline) / sizeof(native_timeline[0]),
 	  { { 300, 300, "python3" }, { 300, 301, "worker" }, { 400, 400, NULL } },
 	  "pid 300 (python3 ext.py)" },
+	{ native_lines, sizeof(native_lines) / sizeof(native_lines[0]), native_lines_timeline,
+	  sizeof(native_lines_timeline) / sizeof(native_lines_timeline[0]),
+	  { { 500, 500, "python3" }, { 500, 501, NULL }, { 500, 502, NULL } },
+	  "pid 500 (python3 ext.py)" },
 };
 
 #define MAX_TIMELINE 16
@@ -207,21 +254,29 @@ static int add_fixture(struct aggregate *agg, struct strtab *strs, const struct 
 	return 0;
 }
 
-/* The objects and function starts of the native fixture, as the session gives them. */
-static int add_natives(struct aggregate *agg, struct strtab *strs)
+#define ADD_NATIVES(agg, strs, objects, functions)                                    \
+	do {                                                                             \
+		for (size_t i = 0; i < sizeof(objects) / sizeof(objects[0]); i++)        \
+			if (aggregate__native_object(agg, objects[i].pid,                \
+						     intern(strs, objects[i].file),      \
+						     intern(strs, objects[i].path),      \
+						     intern(strs, objects[i].build_id))) \
+				return -1;                                               \
+		for (size_t i = 0; i < sizeof(functions) / sizeof(functions[0]); i++)    \
+			if (aggregate__native_function(                                  \
+				    agg, functions[i].pid, intern(strs, functions[i].file),  \
+				    spec_native_name(strs, functions[i].name),               \
+				    functions[i].func_rel))                                  \
+				return -1;                                               \
+	} while (0)
+
+/* The objects and function starts of a native fixture, as the session gives them. */
+static int add_natives(struct aggregate *agg, struct strtab *strs, int lines)
 {
-	for (size_t i = 0; i < sizeof(native_objects) / sizeof(native_objects[0]); i++)
-		if (aggregate__native_object(agg, native_objects[i].pid,
-					     intern(strs, native_objects[i].file),
-					     intern(strs, native_objects[i].path),
-					     intern(strs, native_objects[i].build_id)))
-			return -1;
-	for (size_t i = 0; i < sizeof(native_functions) / sizeof(native_functions[0]); i++)
-		if (aggregate__native_function(agg, native_functions[i].pid,
-					       intern(strs, native_functions[i].file),
-					       intern(strs, native_functions[i].name),
-					       native_functions[i].func_rel))
-			return -1;
+	if (lines)
+		ADD_NATIVES(agg, strs, native_lines_objects, native_lines_functions);
+	else
+		ADD_NATIVES(agg, strs, native_objects, native_functions);
 	return 0;
 }
 
@@ -234,8 +289,9 @@ int main(int argc, char **argv)
 	const struct writer *w = argc >= 2 ? writers__find(argv[1]) : NULL;
 	size_t large = argc == 4 && !strcmp(argv[2], "--large") ? strtoul(argv[3], NULL, 0) : 0;
 	int labels = argc == 3 && !strcmp(argv[2], "--labels");
-	int natives = argc == 3 && !strcmp(argv[2], "--native");
-	const struct fixture *fx = &fixtures[natives];
+	int lines = argc == 3 && !strcmp(argv[2], "--native-lines");
+	int natives = (argc == 3 && !strcmp(argv[2], "--native")) || lines;
+	const struct fixture *fx = &fixtures[natives + lines];
 	static const struct profile_label agent_labels[] = {
 		{ "hostname", "node-1" }, { "container_id", "" },
 		{ "pod_uid", "8d1a2f5c-7b1e-4c3a-9f00-1234567890ab" },
@@ -258,12 +314,15 @@ int main(int argc, char **argv)
 	int err;
 
 	_Static_assert(sizeof(timeline) / sizeof(timeline[0]) <= MAX_TIMELINE &&
-		       sizeof(native_timeline) / sizeof(native_timeline[0]) <= MAX_TIMELINE,
+		       sizeof(native_timeline) / sizeof(native_timeline[0]) <= MAX_TIMELINE &&
+		       sizeof(native_lines_timeline) / sizeof(native_lines_timeline[0]) <=
+			       MAX_TIMELINE,
 		       "timelines fit");
 	/* The large profile has no timeline to give. */
 	if (!w || !strs || !agg || (argc != 2 && !large && !labels && !natives) ||
 	    (large && w->timeline)) {
-		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS | --labels | --native]\n");
+		fprintf(stderr, "usage: test_writers FORMAT [--large STACKS | --labels | --native |"
+				" --native-lines]\n");
 		return 2;
 	}
 	if (large) {
@@ -278,7 +337,7 @@ int main(int argc, char **argv)
 		if (add_large(agg, strs, large))
 			return 1;
 	} else if (add_fixture(agg, strs, fx, pt, samples) ||
-		   (natives && add_natives(agg, strs))) {
+		   (natives && add_natives(agg, strs, lines))) {
 		return 1;
 	}
 	if (labels) {

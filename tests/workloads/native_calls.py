@@ -5,6 +5,9 @@
 pbpext_spin), half the time each.
 --qsort: sorter() sorts with libc's qsort through ctypes, with compare() as the
 comparison function, which burns in Python.
+--cxx: cxx_caller() burns in C++ through ctypes: pbpcxx_burn() of the library --lib
+names (tests/fixtures/pbpcxx.cc), in pbp::Burner::spin.
+--ext-dir DIR: import pbpext from DIR first (a build of it with -g).
 Truth: the Python stacks at each burn (root first), and the burn lines."""
 
 import ctypes
@@ -32,6 +35,18 @@ def c_caller(deadline):
     while True:
         pbpext.call(callback, 5)
         pbpext.burn(N_C)  # BURN:c_caller
+        T.write()
+        if time.monotonic() >= deadline:
+            break
+
+
+def cxx_caller(deadline, lib_path):
+    lib = ctypes.CDLL(lib_path)
+    lib.pbpcxx_burn.argtypes = [ctypes.c_ulong]
+    lib.pbpcxx_burn.restype = ctypes.c_ulong
+    T.stack("cxx_burn", LINE_CXX_CALLER)
+    while True:
+        lib.pbpcxx_burn(N_C)  # BURN:cxx_caller
         T.write()
         if time.monotonic() >= deadline:
             break
@@ -65,21 +80,30 @@ LINE_CALLBACK = burn_line(callback, "callback")
 LINE_C_CALLER_BURN = burn_line(c_caller, "c_caller")
 LINE_COMPARE = burn_line(compare, "compare")
 LINE_SORTER = burn_line(sorter, "sorter")
+LINE_CXX_CALLER = burn_line(cxx_caller, "cxx_caller")
 
 
 def main():
     global T
-    args = parse_args(lambda p: p.add_argument("--mode", choices=("ext", "qsort"),
-                                               default="ext"))
+    def more(p):
+        p.add_argument("--mode", choices=("ext", "qsort", "cxx"), default="ext")
+        p.add_argument("--ext-dir", default=None)
+        p.add_argument("--lib", default=None)
+    args = parse_args(more)
     T = Truth(args.truth)
     T["mode"] = args.mode
     T.line("callback_burn", LINE_CALLBACK)
     T.line("c_caller_burn", LINE_C_CALLER_BURN)
     T.line("compare_burn", LINE_COMPARE)
     T.line("sorter_call", LINE_SORTER)
+    T.line("cxx_caller_burn", LINE_CXX_CALLER)
+    if args.ext_dir:
+        sys.path.insert(0, args.ext_dir)
     deadline = deadline_after(args.seconds)
     if args.mode == "ext":
         c_caller(deadline)
+    elif args.mode == "cxx":
+        cxx_caller(deadline, args.lib)
     else:
         sorter(deadline)
     return args.exit_code
