@@ -126,6 +126,13 @@ def dumpee(py, module_tmp, profiler_bin):
     return Once(lambda: dumpee_run(module_tmp / f"dn-{py.id}", profiler_bin, py))
 
 
+def on_cpu_cut(key, t):
+    """The burner is held wherever it runs; an instruction its code's CFI does not
+    describe (rare) may stop its C stack short, which must then be said, never hidden.
+    The sleepers are held in a system call, where every stack is whole."""
+    return key == "burner" and t.note.startswith("the C stack ends here")
+
+
 def test_dump_native_python_frames_are_the_truth(py, dumpee):
     truth, (threads, text), _, _, _, _ = dumpee.get()
     for key, tid in truth["threads"].items():
@@ -133,7 +140,7 @@ def test_dump_native_python_frames_are_the_truth(py, dumpee):
         t = threads[tid]
         assert t.python() == truth_frames(truth["stacks"][key]), \
             f"{key}: {[str(f) for f in t.python()]}\n{text}"
-        assert t.note is None, f"{key}: {t.note}\n{text}"
+        assert t.note is None or on_cpu_cut(key, t), f"{key}: {t.note}\n{text}"
     assert threads[truth["threads"]["burner"]].state == "on CPU", text
     assert threads[truth["threads"]["main"]].state == "idle", text
 
@@ -151,6 +158,9 @@ def test_dump_native_all_ends_at_thread_start(py, dumpee):
     for key, tid in truth["threads"].items():
         t = threads[tid]
         assert t.python() == truth_frames(truth["stacks"][key]), text
+        if t.note is not None:
+            assert on_cpu_cut(key, t), f"{key}: {t.note}\n{text}"
+            continue
         # Other threads start in libc (start_thread, clone3: named unless libc is
         # stripped, as sid's is).
         last = t.items[-1]
