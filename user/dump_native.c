@@ -288,6 +288,8 @@ static int walk_and_merge(struct dump_native *d, const struct dump_native_captur
 	tb->items = d->items;
 	tb->nitems = n;
 	tb->native_note = end_note(d->walk.end);
+	if (!tb->native_note && result == NATIVE_MERGE_CUT)
+		tb->native_note = "the C stack ends before the outer Python frames' callers";
 	return 0;
 }
 
