@@ -11,6 +11,12 @@ know their own Python stacks (tests/workloads/native_calls.py, deep.py).
 - deep.py (601 recursive frames): the Python frames with --native are those without.
 - pprof: native frames have Locations with addresses in Mappings that carry the
   object's build-id, which readelf reads from the file itself.
+
+Every run takes the default --native-unwind auto: BPF walks frame pointers on 3.15
+(built with them, as is pbpext with its sysconfig flags) and copies the stack on the
+others, which the counters prove. Where a walk must stop (libc's qsort, libffi: no frame
+pointers) the tests say what it gives instead: the Python frames in their order, the
+outer ones without their C callers, never a frame out of place.
 """
 
 import gzip
@@ -49,12 +55,21 @@ def interp_query(py, code):
     return p.stdout.strip()
 
 
+def codegen_flags(cflags):
+    """The code-generation flags of an interpreter's sysconfig CFLAGS (-f, -m, -O, -g:
+    frame pointers on 3.15), as an extension built for it gets them; warnings, defines
+    and include paths are the build's own."""
+    return [f for f in cflags.split() if f.startswith(("-f", "-m", "-O", "-g"))]
+
+
 def build_ext(py, tmp: Path):
-    """pbpext for @py, built with the host's gcc against that version's headers and put
-    beside the workloads, where the target imports it. Returns its host path."""
-    include, suffix = interp_query(
+    """pbpext for @py, built with the host's gcc against that version's headers and its
+    sysconfig code-generation flags, and put beside the workloads, where the target
+    imports it. Returns its host path."""
+    include, suffix, cflags = interp_query(
         py, "import sysconfig, importlib.machinery as m; "
-            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])").split("\n")
+            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0]); "
+            "print(sysconfig.get_config_var('CFLAGS') or '-O1')").split("\n")
     inc = py.host_path(include)
     if py.version == "3.12" and not (inc / "Python.h").exists():
         inc = PY312_HOME / "include" / "python3.12"   # the runnable copy has no headers
@@ -68,8 +83,9 @@ def build_ext(py, tmp: Path):
         if not link.exists():
             link.symlink_to(arch_dir)
     out = py.host_path(f"{WL_DIR}/pbpext{suffix}")
-    cmd = ["gcc", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}",
-           f"-I{multiarch}", "-o", str(out), str(REPO / "tests" / "fixtures" / "pbpext.c")]
+    cmd = ["gcc", "-O1"] + codegen_flags(cflags) + [
+        "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}", f"-I{multiarch}", "-o",
+        str(out), str(REPO / "tests" / "fixtures" / "pbpext.c")]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, f"building pbpext for {py.version} failed:\n{p.stderr}"
     return out
@@ -106,6 +122,18 @@ def samples_in(prof, name):
 
 def python_part(frames):
     return tuple(f for f in frames if f.file is not None)
+
+
+# --native-unwind auto walks frame pointers for these interpreters (built with them).
+FP_VERSIONS = ("3.15",)
+
+
+def walked_fp(run):
+    """Whether @run's native frames came from frame-pointer walks, as the counters say;
+    every walk or none."""
+    st = run.stats()
+    assert st["native_fp_walks"] in (0, st["native_walks"]), st
+    return st["native_fp_walks"] > 0
 
 
 def test_extension_frames_sit_between_their_python_callers_and_callees(py, ext_runs):
@@ -166,6 +194,8 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
     prof = prof_run.run.check_ok()
     want = truth_frames(prof_run.truth["stacks"]["compare"])
     mine = samples_in(prof, "compare")
+    fp = walked_fp(prof_run.run)
+    assert fp == (py.version in FP_VERSIONS), prof_run.run.stats()
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
@@ -176,12 +206,23 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
         first_native = len(python_before)
         between = s.frames[first_native:at]
         objs = [native_of(f) for f in between]
-        return (python_part(s.frames[:first_native]) == python_before and all(objs) and
-                any(o == "libc.so.6" for _, o in objs))
+        if not (python_part(s.frames[:first_native]) == python_before and all(objs)):
+            return False
+        if fp:
+            # The walk ends at the first frame without a frame pointer, libffi's
+            # closure or libc's qsort: sorter and <module> stand before the callback's
+            # C frames, in their order, without qsort between.
+            return bool(objs) and not any(o.startswith("python3") for _, o in objs[:1])
+        return any(o == "libc.so.6" for _, o in objs)
     good = [s for s in mine if right(s)]
+    print(f"{py.id}: compare, e.g. " + ";".join(f.name for f in (good or mine)[0].frames))
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
         f"compare\n{show([s for s in mine if not right(s)], 8)}")
+    if fp:
+        st = prof_run.run.stats()
+        assert st["native_cut"] >= 0.9 * st["native_walks"] and st["native_unmatched"] <= \
+            0.01 * st["native_walks"], st
 
 
 @pytest.fixture(scope="module")
@@ -246,12 +287,19 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
     prof = run.run.check_ok()
     want = truth_frames(run.truth["stacks"]["callback"])
     mine = samples_in(prof, "callback")
+    fp = walked_fp(run.run)
     assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
+
+    def root(f):
+        """_start; a frame-pointer walk ends at libc's frame below main (no frame
+        pointers there), which is then the root."""
+        n = native_of(f)
+        return n is not None and (n[1] == "libc.so.6" if fp else n[0] == "_start")
 
     def right(s):
         at = python_at(s, "c_caller")
         call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
-        return (native_of(s.frames[0]) is not None and native_of(s.frames[0])[0] == "_start"
+        return (root(s.frames[0])
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
                 and call[0] > at + 1 and
                 all(native_of(f) and native_of(f)[1].startswith(("python3", "libpython3"))
@@ -273,10 +321,36 @@ def test_native_counters_add_up(py, ext_runs):
     assert walks >= 0.95 * st["samples_delivered"] > 0, st
     ends = sum(st[k] for k in st if k.startswith("native_end_"))
     assert ends == walks, st
-    assert st["native_end_outermost"] >= 0.95 * walks, st
+    if walked_fp(ext.run):
+        # Down to libc's frame below main: every eval-loop activation is above it.
+        assert st["native_fp_walks"] == walks, st
+        assert st["native_end_outermost"] + st["native_end_no_fp"] >= 0.95 * walks, st
+        assert st["native_matched"] >= 0.95 * walks, st
+    else:
+        assert st["native_fp_walks"] == 0, st
+        assert st["native_end_outermost"] >= 0.95 * walks, st
     assert st["native_matched"] + st["native_cut"] + st["native_unmatched"] == walks, st
     assert st["native_unmatched"] <= 0.01 * walks, st
     assert st["native_invalid"] == 0 and st["native_failed"] == 0, st
+
+
+def test_auto_walks_frame_pointers_only_where_the_interpreter_has_them(py, ext_runs):
+    """--native-unwind auto: BPF walks frame pointers for 3.15 (its code opens functions
+    with push %rbp; mov %rsp, %rbp) and copies the stack for the others; a walk's block
+    carries its records and a 1 KiB copy, far less than the copy to the stack's top."""
+    _, ext = ext_runs.get()
+    st = ext.run.stats()
+    copied = st["bpf_native_copied"]
+    assert copied > 0, st
+    if py.version in FP_VERSIONS:
+        assert st["bpf_native_fp_walks"] == copied, st
+        assert st["bpf_native_bytes"] <= 1024 * copied, st
+        # main, Py_BytesMain ... the eval loop, pbpext_call, the eval loop again
+        assert st["bpf_native_fp_records"] >= 10 * copied, st
+        print(f"{py.id}: {st['bpf_native_fp_records'] / copied:.1f} records per walk, "
+              f"{st['bpf_native_fp_broken']} of {copied} walks ended at a bad frame pointer")
+    else:
+        assert st["bpf_native_fp_walks"] == 0 and st["bpf_native_fp_records"] == 0, st
 
 
 FLEET = ("3.13", "3.15")
