@@ -99,7 +99,8 @@ static int choose_unwind(struct session *s, struct target *t)
 	int yes = 0, err;
 
 	t->native_fp = s->opts.native_unwind == SESSION_UNWIND_FP;
-	if (s->opts.native_unwind != SESSION_UNWIND_AUTO)
+	if (s->opts.native_unwind != SESSION_UNWIND_AUTO &&
+	    s->opts.native_unwind != SESSION_UNWIND_DEFAULT)
 		return 0;
 	err = native_proc__frame_pointers(t->native, t->interp.path, &yes);
 	if (err == -ENOMEM)
