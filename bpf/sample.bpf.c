@@ -602,20 +602,20 @@ static __always_inline __u64 stack_top_of(struct task_struct *task, __u64 sp)
 }
 
 /*
- * Copies @want bytes of @task's user stack from @sp to @at, or up to the stack's top,
- * which is often less than @want above a shallow stack's RSP (see stack_top()). When
+ * Copies @want bytes of the user stack from @sp to @at, or up to the stack's top @end
+ * (0: unknown), which is often less than @want above a shallow stack's RSP (see
+ * stack_top()). When
  * the top cannot be looked up (mmap_lock is taken only if free), or a page below it
  * cannot be read, the copy, which copies nothing when it faults, is cut back: RSP's
  * own page, then the pages above it by halvings up to the first that cannot be read.
  * Faults are what the lookup saves: each costs microseconds, more in a virtual
  * machine. Returns the bytes copied; sets @flags to say how the copy ended.
  */
-static __always_inline __u32 copy_native_stack(struct task_struct *task, struct scratch *sc,
-					       __u32 at, __u64 sp, __u32 want, __u16 *flags)
+static __always_inline __u32 copy_native_stack(__u64 end, struct scratch *sc, __u32 at, __u64 sp,
+					       __u32 want, __u16 *flags)
 {
 	struct native_copy c = { .sc = sc, .sp = sp, .at = at };
 	__u32 head = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
-	__u64 end = stack_top_of(task, sp);
 
 	if (end > sp && end - sp < want) {
 		want = end - sp;
@@ -689,19 +689,20 @@ static long fp_step(__u32 i, void *arg)
 }
 
 /*
- * Walks @task's RBP chain from @rbp into pbp_native_fp records at @at, at most @max
- * (<= PBP_NATIVE_FP_MAX), within its stack [@sp, top). Returns the records written;
+ * Walks the RBP chain from @rbp into pbp_native_fp records at @at, at most @max
+ * (<= PBP_NATIVE_FP_MAX), within the stack [@sp, @top) (@top 0: unknown). Returns the
+ * records written;
  * sets the walk's end in @flags. Costs one 16-byte read per frame where a copy of the
  * frames' stack costs their every byte (1.4 KiB to _start from a CPython loop, 5-7 KiB
  * more per Python->C->Python re-entry).
  */
-static __always_inline __u32 walk_fp(struct task_struct *task, struct scratch *sc, __u32 at,
-				     __u64 sp, __u64 rbp, __u32 max, __u16 *flags)
+static __always_inline __u32 walk_fp(__u64 top, struct scratch *sc, __u32 at, __u64 sp,
+				     __u64 rbp, __u32 max, __u16 *flags)
 {
 	struct fp_walk w = { .sc = sc, .fp = rbp, .lo = sp, .at = at, .end = PBP_NF_FP_LIMIT };
 
 	/* Unknown (the lookup's lock was busy): a read past the top faults and ends it. */
-	w.top = stack_top_of(task, sp);
+	w.top = top;
 	if (!w.top)
 		w.top = sp + (8 << 20);
 	if (max > PBP_NATIVE_FP_MAX)
@@ -727,6 +728,7 @@ static __always_inline int native_capture(const struct pbp_target *t, struct tas
 	struct pt_regs *r;
 	struct pbp_native *n;
 	__u32 want = t->native_stack, got, nfp = 0, at;
+	__u64 top;
 
 	if ((!want && !t->native_fp) || off > PBP_NATIVE_OFF_MAX || (off & 7))
 		return -1;
@@ -756,8 +758,9 @@ static __always_inline int native_capture(const struct pbp_target *t, struct tas
 	n->regs[15] = r->r15;
 	n->regs[16] = r->ip;
 	at = off + sizeof(*n);
+	top = stack_top_of(task, r->sp);
 	if (t->native_fp) {
-		nfp = walk_fp(task, sc, at, r->sp, r->bp, t->native_fp, flags);
+		nfp = walk_fp(top, sc, at, r->sp, r->bp, t->native_fp, flags);
 		if (nfp > PBP_NATIVE_FP_MAX)
 			return -1;	/* cannot be; for the verifier */
 		n->fp_off = at;
@@ -768,7 +771,7 @@ static __always_inline int native_capture(const struct pbp_target *t, struct tas
 		want = PBP_NATIVE_STACK_MAX - nfp * sizeof(struct pbp_native_fp);
 	want &= ~7u;
 	n->stack_off = at;
-	got = want ? copy_native_stack(task, sc, at, r->sp, want, flags) : 0;
+	got = want ? copy_native_stack(top, sc, at, r->sp, want, flags) : 0;
 	n->stack_len = got;
 	n->flags = *flags;
 	*nrec = nfp;
