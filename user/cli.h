@@ -68,8 +68,8 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         innermost frames. With --native\n" \
 	"      --native-unwind HOW  how C frames are found (default auto):\n" \
 	"                         dwarf: BPF copies the C stack (--native-stack) and\n" \
-	"                         it is unwound with CFI: exact for any code, 15-20 us\n" \
-	"                         per sample inside the target;\n" \
+	"                         it is unwound with CFI: exact for any code, but the\n" \
+	"                         copy (1.4-7 KiB a sample) costs the target most;\n" \
 	"                         fp: BPF walks the frame pointers (16 bytes a frame)\n" \
 	"                         beside a 1K stack copy (or --native-stack) for top\n" \
 	"                         frames without them (a libc leaf); each frame is\n" \
