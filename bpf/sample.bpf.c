@@ -767,6 +767,8 @@ static __always_inline int native_capture(const struct pbp_target *t, struct tas
 		n->nfp = nfp;
 		at += nfp * sizeof(struct pbp_native_fp);
 	}
+	if (t->native_fp && (*flags & PBP_NF_REGS_AT_ENTRY) && want < PBP_NATIVE_FP_STACK_ENTRY)
+		want = PBP_NATIVE_FP_STACK_ENTRY;
 	if (want > PBP_NATIVE_STACK_MAX - nfp * sizeof(struct pbp_native_fp))
 		want = PBP_NATIVE_STACK_MAX - nfp * sizeof(struct pbp_native_fp);
 	want &= ~7u;

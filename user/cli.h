@@ -71,8 +71,9 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         it is unwound with CFI: exact for any code, but the\n" \
 	"                         copy (1.4-7 KiB a sample) costs the target most;\n" \
 	"                         fp: BPF walks the frame pointers (16 bytes a frame)\n" \
-	"                         beside a 1K stack copy (or --native-stack) for top\n" \
-	"                         frames without them (a libc leaf); each frame is\n" \
+	"                         beside a 1K stack copy (4K in a system call; or\n" \
+	"                         --native-stack) for top frames without them (libc);\n" \
+	"                         each frame is\n" \
 	"                         checked against its code's CFI, and a walk ends at\n" \
 	"                         the first function that keeps no frame pointer (libc,\n" \
 	"                         most wheels: qsort, a ctypes callback's libffi), the\n" \
