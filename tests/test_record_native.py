@@ -344,7 +344,7 @@ def test_auto_walks_frame_pointers_only_where_the_interpreter_has_them(py, ext_r
     assert copied > 0, st
     if py.version in FP_VERSIONS:
         assert st["bpf_native_fp_walks"] == copied, st
-        assert st["bpf_native_bytes"] <= 1024 * copied, st
+        assert st["bpf_native_bytes"] <= 1536 * copied, st   # 4 KiB in a system call
         # main, Py_BytesMain ... the eval loop, pbpext_call, the eval loop again
         assert st["bpf_native_fp_records"] >= 10 * copied, st
         print(f"{py.id}: {st['bpf_native_fp_records'] / copied:.1f} records per walk, "
