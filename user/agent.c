@@ -555,7 +555,10 @@ static int start(struct agent_ctx *c)
 		.async_tasks = c->cfg.async_tasks,
 		.native = !!c->cfg.native,
 		.native_all = c->cfg.native == AGENT_NATIVE_ALL,
-		.native_stack = c->cfg.native_stack,
+		/* The default size is the session's own choice: a stack copy's, or the
+		 * smaller one beside a frame-pointer walk (native-unwind auto). */
+		.native_stack = c->cfg.native_stack == PBP_NATIVE_STACK_DEFAULT ? 0 :
+				c->cfg.native_stack,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,
