@@ -48,14 +48,14 @@
 #include "native_fp.h"
 
 enum fp_kind {
-	FP_NO_CFI,	/* no object, or no CFI, at the PC */
-	FP_FRAMED,	/* CFA = RBP + 16, RBP at CFA - 16, RA at CFA - 8 */
+	FP_NO_CFI, /* no object, or no CFI, at the PC */
+	FP_FRAMED, /* CFA = RBP + 16, RBP at CFA - 16, RA at CFA - 8 */
 	FP_UNFRAMED,
 };
 
 struct fp_slot {
 	uint64_t pc;
-	uint32_t gen;	/* the unwinder's generation + 1; 0: empty */
+	uint32_t gen; /* the unwinder's generation + 1; 0: empty */
 	uint32_t kind;
 };
 
@@ -95,7 +95,7 @@ static int saved_at(Dwarf_Frame *frame, int reg, int64_t off)
 	if (dwarf_frame_register(frame, reg, ops_mem, &ops, &nops) || nops != 2)
 		return 0;
 	return ops[0].atom == DW_OP_call_frame_cfa && ops[1].atom == DW_OP_plus_uconst &&
-	       (int64_t)ops[1].number == off;
+		(int64_t)ops[1].number == off;
 }
 
 static enum fp_kind classify(Dwfl *dwfl, uint64_t pc)
@@ -143,7 +143,7 @@ struct fp_walk {
 	Dwfl *dwfl;
 	uint32_t gen;
 	const struct native_fp_chain *c;
-	uint32_t k;	/* the record of the last frame, once found */
+	uint32_t k; /* the record of the last frame, once found */
 	int found;
 };
 
@@ -187,9 +187,9 @@ static void follow(struct fp_walk *w, unsigned int max, struct native_stack *out
 			/* The last frame keeps a frame pointer, yet BPF found no record
 			 * there: a 0 return address is the end of the stack by the ABI;
 			 * anything else is a frame pointer no frame would have. */
-			out->end = c->flags & PBP_NF_FP_ZERO ? NATIVE_END_OUTERMOST :
-				   c->flags & PBP_NF_FP_LIMIT ? NATIVE_END_BOUND :
-								 NATIVE_END_BAD_FRAME;
+			out->end = c->flags & PBP_NF_FP_ZERO ? NATIVE_END_OUTERMOST
+				: c->flags & PBP_NF_FP_LIMIT ? NATIVE_END_BOUND
+							     : NATIVE_END_BAD_FRAME;
 			return;
 		}
 		if (out->n >= max) {
@@ -251,7 +251,9 @@ int native_fp__walk(struct native_fp *f, struct native_unwind *u, const struct n
 	rbp = s->regs[NATIVE_REG_RBP];
 	if (c->n && c->rec[0].fp == rbp && kind_at(f, w.dwfl, w.gen, rip) == FP_FRAMED) {
 		out->frames[0] = (struct native_frame){
-			.pc = rip, .lookup = rip, .sp = s->regs[NATIVE_REG_RSP],
+			.pc = rip,
+			.lookup = rip,
+			.sp = s->regs[NATIVE_REG_RSP],
 		};
 		out->n = 1;
 		w.k = 0;

@@ -25,8 +25,8 @@ struct native_fp;
 
 struct native_fp_stats {
 	uint64_t walks;
-	uint64_t dwarf_top;	/* walks that unwound their top frames with DWARF first */
-	uint64_t lookups, misses;	/* of the per-PC cache */
+	uint64_t dwarf_top;	  /* walks that unwound their top frames with DWARF first */
+	uint64_t lookups, misses; /* of the per-PC cache */
 };
 
 /* Entries of the per-PC cache, direct-mapped: 16 bytes each. */

@@ -76,7 +76,7 @@ int native_fpcheck__file(int fd, struct native_fpcheck *out)
 	Elf *elf;
 	int err = -ENOEXEC;
 
-	memset(out, 0, sizeof(*out));
+	*out = (struct native_fpcheck){ 0 };
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -100,7 +100,7 @@ int native_fpcheck__file(int fd, struct native_fpcheck *out)
 	if (symtab && out->functions < NATIVE_FPCHECK_FUNCTIONS)
 		count_prologues(fd, elf, phnum, symtab, &ssh, out);
 	out->frame_pointers = out->functions >= NATIVE_FPCHECK_MIN &&
-			      out->framed * 100 >= out->functions * NATIVE_FPCHECK_PERCENT;
+		out->framed * 100 >= out->functions * NATIVE_FPCHECK_PERCENT;
 	err = 0;
 cleanup:
 	if (elf)

@@ -14,9 +14,9 @@
 #define NATIVE_FPCHECK_PERCENT 20
 
 struct native_fpcheck {
-	uint32_t functions;	/* defined functions whose first bytes were read */
-	uint32_t framed;	/* ... that open with a frame-pointer prologue */
-	int frame_pointers;	/* the verdict */
+	uint32_t functions; /* defined functions whose first bytes were read */
+	uint32_t framed;    /* ... that open with a frame-pointer prologue */
+	int frame_pointers; /* the verdict */
 };
 
 /* Looks at the ELF object open at @fd (left open): 0 with @out, or -ENOEXEC if it is
