@@ -240,6 +240,65 @@ static int same_frames(const struct native_stack *a, const struct native_stack *
 	return 1;
 }
 
+/*
+ * Stacks spoiled above their first 256 bytes with words that make chains: addresses
+ * higher up the stack, words (return addresses among them) moved from elsewhere in it,
+ * and noise. Whatever the bytes, the frame-pointer walk over the records BPF would take
+ * from them must give no frame the DWARF walk over the same bytes does not: frame by
+ * frame the same PCs and stack pointers, up to where it stops.
+ */
+static void check_fp_garbage(struct native_fp *f, struct native_unwind *u,
+			     const struct native_snapshot *full_snap)
+{
+	static struct pbp_native_fp rec[PBP_NATIVE_FP_MAX];
+	struct native_snapshot s = *full_snap;
+	struct native_stack *fp = malloc(sizeof(*fp)), *dw = malloc(sizeof(*dw));
+	struct native_fp_chain c = { .rec = rec };
+	uint64_t rsp = full_snap->regs[NATIVE_REG_RSP], *w;
+	size_t nw = full_snap->stack_len / 8;
+	uint8_t *bytes = malloc(full_snap->stack_len + 8);
+	unsigned int longest = 0;
+
+	CHECK(fp && dw && bytes);
+	srand(7);
+	for (int round = 0; round < 64 && nw > 64; round++) {
+		memcpy(bytes, full_snap->stack, full_snap->stack_len);
+		w = (uint64_t *)bytes;
+		for (size_t i = 32 + (size_t)(round % 8) * 4; i < nw; i++) {
+			size_t to = i + 2 + (size_t)rand() % 64;
+
+			switch (rand() % 4) {
+			case 0:
+				w[i] = rsp + 8 * (to < nw ? to : nw - 1);
+				break;
+			case 1:
+				memcpy(&w[i], full_snap->stack + 8 * ((size_t)rand() % nw), 8);
+				break;
+			case 2:
+				w[i] = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+				break;
+			default:
+				break;
+			}
+		}
+		s.stack = bytes;
+		s.stack_len = full_snap->stack_len;
+		c.n = fp_records(&s, rec, &c.flags);
+		CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, dw) == 0);
+		s.stack_len = s.stack_len < 1024 ? s.stack_len : 1024;
+		CHECK(native_fp__walk(f, u, &s, &c, NATIVE_MAX_FRAMES, fp) == 0);
+		CHECK_MSG(same_frames(fp, dw), "spoiled stack %d: fp walk of %u frames (%s) "
+			  "is not a prefix of the DWARF walk of %u", round, fp->n,
+			  native_end__name(fp->end), dw->n);
+		if (fp->n > longest)
+			longest = fp->n;
+	}
+	printf("fp_garbage_longest %u\n", longest);
+	free(bytes);
+	free(fp);
+	free(dw);
+}
+
 /* --native-unwind fp over this snapshot: never other frames than the full walk's. */
 static void check_fp(struct native_unwind *u, const struct native_snapshot *full_snap,
 		     const struct native_stack *full)
@@ -261,6 +320,7 @@ static void check_fp(struct native_unwind *u, const struct native_snapshot *full
 			  "fp walk, copy of %zu bytes: outermost after %u of %u frames", len, st->n,
 			  full->n);
 	}
+	check_fp_garbage(f, u, full_snap);
 	s.stack_len = full_snap->stack_len < 1024 ? full_snap->stack_len : 1024;
 	CHECK(native_fp__walk(f, u, &s, &c, NATIVE_MAX_FRAMES, st) == 0);
 	printf("fp_records %u\n", c.n);
