@@ -602,20 +602,20 @@ static __always_inline __u64 stack_top_of(struct task_struct *task, __u64 sp)
 }
 
 /*
- * Copies @want bytes of @task's user stack from @sp to @at, or up to the stack's top,
- * which is often less than @want above a shallow stack's RSP (see stack_top()). When
+ * Copies @want bytes of the user stack from @sp to @at, or up to the stack's top @end
+ * (0: unknown), which is often less than @want above a shallow stack's RSP (see
+ * stack_top()). When
  * the top cannot be looked up (mmap_lock is taken only if free), or a page below it
  * cannot be read, the copy, which copies nothing when it faults, is cut back: RSP's
  * own page, then the pages above it by halvings up to the first that cannot be read.
  * Faults are what the lookup saves: each costs microseconds, more in a virtual
  * machine. Returns the bytes copied; sets @flags to say how the copy ended.
  */
-static __always_inline __u32 copy_native_stack(struct task_struct *task, struct scratch *sc,
-					       __u32 at, __u64 sp, __u32 want, __u16 *flags)
+static __always_inline __u32 copy_native_stack(__u64 end, struct scratch *sc, __u32 at, __u64 sp,
+					       __u32 want, __u16 *flags)
 {
 	struct native_copy c = { .sc = sc, .sp = sp, .at = at };
 	__u32 head = PAGE_BYTES - (sp & (PAGE_BYTES - 1));
-	__u64 end = stack_top_of(task, sp);
 
 	if (end > sp && end - sp < want) {
 		want = end - sp;
@@ -636,29 +636,105 @@ static __always_inline __u32 copy_native_stack(struct task_struct *task, struct 
 	return c.have;
 }
 
+/* A frame-pointer walk under way (--native-unwind fp). */
+struct fp_walk {
+	struct scratch *sc;
+	__u64 fp;		/* the next frame record's address */
+	__u64 lo;		/* ... must be at or above this: the last record's end */
+	__u64 top;		/* ... and end at or below this: the stack's top */
+	__u32 at;		/* where its pbp_native_fp goes in sc->buf */
+	__u32 n;
+	__u16 end;		/* PBP_NF_FP_* */
+};
+
+/*
+ * One frame record: RBP's chain, as code built with frame pointers leaves it (push rbp;
+ * mov rbp, rsp). Each record must lie above the last, inside the thread's stack, and
+ * 8-aligned, or the walk stops: code that uses RBP for something else yields garbage
+ * here, which these rules end quickly and user space's check against CFI refuses
+ * (user/native_fp.c). A callback of bpf_loop(), verified once.
+ */
+static long fp_step(__u32 i, void *arg)
+{
+	struct fp_walk *w = arg;
+	struct pbp_native_fp *e;
+	__u64 rec[2];
+	__u32 at = w->at;
+
+	if ((w->fp & 7) || w->fp < w->lo || w->fp > w->top - 16 || w->top < 16 ||
+	    at > PBP_SCRATCH_SIZE - sizeof(*e)) {
+		w->end = PBP_NF_FP_BROKEN;
+		return 1;
+	}
+	if (bpf_probe_read_user(rec, sizeof(rec), (void *)w->fp)) {
+		w->end = PBP_NF_FP_BROKEN;
+		return 1;
+	}
+	if (!rec[1]) {
+		w->end = PBP_NF_FP_ZERO;
+		return 1;
+	}
+	e = (struct pbp_native_fp *)(w->sc->buf + at);
+	e->fp = w->fp;
+	e->ret = rec[1];
+	w->at = at + sizeof(*e);
+	w->n++;
+	if (!rec[0]) {
+		w->end = PBP_NF_FP_ZERO;
+		return 1;
+	}
+	w->lo = w->fp + 16;
+	w->fp = rec[0];
+	return 0;
+}
+
+/*
+ * Walks the RBP chain from @rbp into pbp_native_fp records at @at, at most @max
+ * (<= PBP_NATIVE_FP_MAX), within the stack [@sp, @top) (@top 0: unknown). Returns the
+ * records written;
+ * sets the walk's end in @flags. Costs one 16-byte read per frame where a copy of the
+ * frames' stack costs their every byte (1.4 KiB to _start from a CPython loop, 5-7 KiB
+ * more per Python->C->Python re-entry).
+ */
+static __always_inline __u32 walk_fp(__u64 top, struct scratch *sc, __u32 at, __u64 sp,
+				     __u64 rbp, __u32 max, __u16 *flags)
+{
+	struct fp_walk w = { .sc = sc, .fp = rbp, .lo = sp, .at = at, .end = PBP_NF_FP_LIMIT };
+
+	/* Unknown (the lookup's lock was busy): a read past the top faults and ends it. */
+	w.top = top;
+	if (!w.top)
+		w.top = sp + (8 << 20);
+	if (max > PBP_NATIVE_FP_MAX)
+		max = PBP_NATIVE_FP_MAX;
+	bpf_loop(max, fp_step, &w, 0);
+	*flags |= PBP_NF_FP_WALK | w.end;
+	return w.n;
+}
+
 /*
  * --native: the thread's user registers and stack into a pbp_native block at @off, an
  * 8-byte boundary after the rest of the record. The registers are those the kernel
  * saved when the thread entered it: for a tick that interrupted user code, that
  * code's; in a system call or for an off-CPU record, those of the call (@flags says
- * which). Returns the stack bytes copied, or -1 when no block was written.
+ * which). With t->native_fp, a frame-pointer walk's records come first and the stack
+ * copy, for the top frames only, after them. Returns the bytes after the header, or -1
+ * when no block was written.
  */
 static __always_inline int native_capture(const struct pbp_target *t, struct task_struct *task,
-					  struct scratch *sc, __u64 off, __u16 *flags)
+					  struct scratch *sc, __u64 off, __u16 *flags, __u32 *nrec)
 {
 #if defined(__TARGET_ARCH_x86)
 	struct pt_regs *r;
 	struct pbp_native *n;
-	__u32 want = t->native_stack, got;
+	__u32 want = t->native_stack, got, nfp = 0, at;
+	__u64 top;
 
-	if (!want || off > PBP_NATIVE_OFF_MAX || (off & 7))
+	if ((!want && !t->native_fp) || off > PBP_NATIVE_OFF_MAX || (off & 7))
 		return -1;
 	r = (struct pt_regs *)bpf_task_pt_regs(task);
 	if (!r)
 		return -1;
-	if (want > PBP_NATIVE_STACK_MAX)
-		want = PBP_NATIVE_STACK_MAX;
-	want &= ~7u;
 	n = (struct pbp_native *)(sc->buf + off);
 	__builtin_memset(n, 0, sizeof(*n));
 	n->hdr_len = sizeof(*n);
@@ -681,23 +757,46 @@ static __always_inline int native_capture(const struct pbp_target *t, struct tas
 	n->regs[14] = r->r14;
 	n->regs[15] = r->r15;
 	n->regs[16] = r->ip;
-	n->stack_off = off + sizeof(*n);
-	got = want ? copy_native_stack(task, sc, off + sizeof(*n), r->sp, want, flags) : 0;
+	at = off + sizeof(*n);
+	top = stack_top_of(task, r->sp);
+	if (t->native_fp) {
+		nfp = walk_fp(top, sc, at, r->sp, r->bp, t->native_fp, flags);
+		if (nfp > PBP_NATIVE_FP_MAX)
+			return -1;	/* cannot be; for the verifier */
+		n->fp_off = at;
+		n->nfp = nfp;
+		at += nfp * sizeof(struct pbp_native_fp);
+	}
+	if (t->native_fp && (*flags & PBP_NF_REGS_AT_ENTRY) && want < PBP_NATIVE_FP_STACK_ENTRY)
+		want = PBP_NATIVE_FP_STACK_ENTRY;
+	if (want > PBP_NATIVE_STACK_MAX - nfp * sizeof(struct pbp_native_fp))
+		want = PBP_NATIVE_STACK_MAX - nfp * sizeof(struct pbp_native_fp);
+	want &= ~7u;
+	n->stack_off = at;
+	got = want ? copy_native_stack(top, sc, at, r->sp, want, flags) : 0;
 	n->stack_len = got;
 	n->flags = *flags;
-	return got;
+	*nrec = nfp;
+	return nfp * sizeof(struct pbp_native_fp) + got;
 #else
 	return -1;
 #endif
 }
 
-/* Counts a native block that went out. */
-static __always_inline void count_native(int got, __u16 flags)
+/* Counts a native block that went out: @got bytes after its header, @nfp of them
+ * frame records, the rest stack bytes. */
+static __always_inline void count_native(int got, __u16 flags, __u32 nfp)
 {
 	if (got < 0)
 		return;
 	count(PBP_C_NATIVE_COPIED);
-	add(PBP_C_NATIVE_BYTES, got);
+	add(PBP_C_NATIVE_BYTES, got - nfp * sizeof(struct pbp_native_fp));
+	if (flags & PBP_NF_FP_WALK) {
+		count(PBP_C_NATIVE_FP_WALKS);
+		add(PBP_C_NATIVE_FP_RECORDS, nfp);
+		if (flags & PBP_NF_FP_BROKEN)
+			count(PBP_C_NATIVE_FP_BROKEN);
+	}
 	if (flags & PBP_NF_STACK_CAPPED)
 		count(PBP_C_NATIVE_CAPPED);
 	if (flags & PBP_NF_STACK_FAULT)
@@ -736,6 +835,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 	__u64 total;
 	__u32 tlen, slot;
 	__u16 nflags;
+	__u32 nrec = 0;
 	int native;
 
 	if (!t || !off)
@@ -825,7 +925,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
 	nflags = off->native_flags;
-	native = native_capture(t, task, sc, (total + 7) & ~7ull, &nflags);
+	native = native_capture(t, task, sc, (total + 7) & ~7ull, &nflags, &nrec);
 	if (native >= 0) {
 		s->flags |= PBP_SF_NATIVE;
 		s->native_off = (total + 7) & ~7ull;
@@ -842,7 +942,7 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 		return -1;
 	}
 	count(PBP_C_SUBMITTED);
-	count_native(native, nflags);
+	count_native(native, nflags, nrec);
 	if (off->flags & PBP_SF_OFF_CPU)
 		count(PBP_C_OFF_SAMPLED);
 	return 0;

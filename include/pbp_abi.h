@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 5
+#define PBP_ABI_VERSION 6
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -59,6 +59,17 @@ typedef int32_t pbp_s32;
 #define PBP_NATIVE_STACK_DEFAULT (16 * 1024)
 #define PBP_NATIVE_STACK_MIN (4 * 1024)
 #define PBP_NATIVE_REGS 17		/* x86-64 DWARF registers 0-16 */
+/* --native-unwind fp: frame records a walk takes at most (a CPython loop has 11-14
+ * frames to _start, each Python->C->Python re-entry adds 5-7), and the stack copied
+ * beside it for the top frames, which may lack frame pointers (a leaf in libc, a
+ * prologue), unless --native-stack says otherwise. */
+#define PBP_NATIVE_FP_MAX 128
+#define PBP_NATIVE_FP_STACK_DEFAULT 1024
+/* ... and at least this much for a thread in the kernel (a system call, an off-CPU
+ * wait): it is in libc's wrappers (pthread_cond_timedwait and the futex calls under
+ * it, without frame pointers), whose frames 1 KiB did not get through in half of the
+ * GIL waits measured, and 4 KiB did in all. */
+#define PBP_NATIVE_FP_STACK_ENTRY 4096
 
 /* pbp_sample.flags */
 #define PBP_SF_TSTATE_FAULT	(1u << 0)	/* thread state could not be copied */
@@ -169,16 +180,44 @@ struct pbp_sample {
 #define PBP_NF_STACK_TOP	(1u << 3)	/* the copy ends at the stack's top (the
 						 * main thread's first RSP, else the end
 						 * of RSP's mapping): all of it is there */
+#define PBP_NF_FP_WALK		(1u << 4)	/* nfp frame records at fp_off: a
+						 * frame-pointer walk from regs[6] (RBP) */
+/* How that walk ended, with PBP_NF_FP_WALK: exactly one of these. */
+#define PBP_NF_FP_ZERO		(1u << 5)	/* a saved frame pointer or a return
+						 * address of 0: the ABI's mark of the
+						 * outermost frame, or a function that
+						 * keeps 0 in RBP */
+#define PBP_NF_FP_LIMIT		(1u << 6)	/* PBP_NATIVE_FP_MAX records: may go on */
+#define PBP_NF_FP_BROKEN	(1u << 7)	/* a frame pointer misaligned, not above
+						 * the last record, outside the stack, or
+						 * on a page that could not be read */
+#define PBP_NF_FP_ENDS		(PBP_NF_FP_ZERO | PBP_NF_FP_LIMIT | PBP_NF_FP_BROKEN)
 #define PBP_NF_KNOWN		(PBP_NF_REGS_AT_ENTRY | PBP_NF_STACK_FAULT | \
-				 PBP_NF_STACK_CAPPED | PBP_NF_STACK_TOP)
+				 PBP_NF_STACK_CAPPED | PBP_NF_STACK_TOP | PBP_NF_FP_WALK | \
+				 PBP_NF_FP_ENDS)
+
+/*
+ * One frame record of a frame-pointer walk: the 16 bytes at fp are the caller's saved
+ * RBP and ret, the return address into the caller. Nothing here says that the code
+ * owning a record keeps frame pointers: user space checks that against each PC's CFI
+ * (user/native_fp.c) before it believes a record.
+ */
+struct pbp_native_fp {
+	pbp_u64 fp;		/* where the record was read: a frame's RBP */
+	pbp_u64 ret;		/* *(fp + 8), never 0 */
+};
+
+_Static_assert(sizeof(struct pbp_native_fp) == 16, "pbp_native_fp layout");
 
 /*
  * --native: the sampled thread's user registers and a copy of its user stack, for the
  * unwinder in user space (user/native_unwind.c, struct native_snapshot). The registers
  * are in DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. The stack bytes are
  * those from regs[7] (RSP) up, stack_len of them at stack_off from the record's start.
- * nfp, fp_off, kstack_id and reserved are 0: kept for a frame-pointer walk and kernel
- * stacks to come.
+ * With PBP_NF_FP_WALK (--native-unwind fp, ABI 6), nfp pbp_native_fp records, innermost
+ * first, at fp_off (right after this header; the stack bytes follow them), each at a
+ * higher address than the last; without, nfp and fp_off are 0 and the stack bytes
+ * follow the header. kstack_id and reserved are 0: kept for kernel stacks to come.
  */
 struct pbp_native {
 	pbp_u16 hdr_len;	/* sizeof(struct pbp_native) */
@@ -187,8 +226,8 @@ struct pbp_native {
 	pbp_u64 regs[PBP_NATIVE_REGS];
 	pbp_u32 stack_len;
 	pbp_u32 stack_off;	/* 8-aligned, within native_off + native_len */
-	pbp_u32 nfp;
-	pbp_u32 fp_off;
+	pbp_u32 nfp;		/* <= PBP_NATIVE_FP_MAX */
+	pbp_u32 fp_off;		/* 8-aligned: native_off + hdr_len, or 0 */
 	pbp_s32 kstack_id;
 	pbp_u32 reserved;
 };
@@ -298,7 +337,7 @@ struct pbp_target {
 	pbp_u32 stack_cap;		/* <= PBP_STACK_MAX */
 	pbp_u32 ts_anchor;		/* last_profiled_frame; PBP_OFF_ABSENT before 3.15 */
 	pbp_u32 ts_anchor_seq;		/* last_profiled_frame_seq */
-	pbp_u32 _pad;
+	pbp_u32 native_fp;		/* --native-unwind fp: records to walk; 0: none */
 	/*
 	 * The GIL: at a fixed address (3.11, one GIL for every interpreter), or behind
 	 * the sampled thread's interpreter (3.12+, where a subinterpreter may have its
@@ -339,7 +378,11 @@ _Static_assert(sizeof(struct pbp_sample) == 152 + 16 * PBP_SPANS_MAX + 24 * PBP_
 #define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
 #define PBP_PY_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
 #define PBP_NATIVE_OFF_MAX ((PBP_PY_RECORD_MAX + 7) & ~(pbp_u64)7)
+/* A walk's records and the stack bytes after them share PBP_NATIVE_STACK_MAX: with a
+ * walk, the copy is cut to what the records leave. */
 #define PBP_RECORD_MAX (PBP_NATIVE_OFF_MAX + sizeof(struct pbp_native) + PBP_NATIVE_STACK_MAX)
+_Static_assert(PBP_NATIVE_FP_MAX * sizeof(struct pbp_native_fp) + PBP_NATIVE_STACK_MIN <=
+	       PBP_NATIVE_STACK_MAX, "a full walk leaves room for the smallest copy");
 /*
  * The verifier bounds a copy into the record by the largest offset plus the largest
  * length, not by their sum; the program copies by bands of lengths so that the two
@@ -443,6 +486,9 @@ enum pbp_counter {
 	PBP_C_NATIVE_BYTES,	/* user stack bytes in them */
 	PBP_C_NATIVE_CAPPED,	/* copies that filled the size asked: deeper frames cut */
 	PBP_C_NATIVE_FAULTS,	/* copies that met an unreadable page (cut back, or empty) */
+	PBP_C_NATIVE_FP_WALKS,	/* blocks with a frame-pointer walk */
+	PBP_C_NATIVE_FP_RECORDS,	/* frame records in them */
+	PBP_C_NATIVE_FP_BROKEN,	/* walks that ended PBP_NF_FP_BROKEN */
 	PBP_C_MAX,
 };
 

@@ -37,17 +37,20 @@ def interp(request, sid_root, workloads_installed):
 
 
 def record_twice(tmpdir, profiler, py):
-    """One ratio process recorded without --native, then with it: (truth, plain run,
-    native run)."""
+    """One ratio process recorded without --native, then with it copying the stack, then
+    with --native as it comes (auto: a frame-pointer walk on 3.15): (truth, plain run,
+    native run, auto run)."""
     h = Harness(tmpdir, profiler)
     try:
-        w = h.start_workload(py, "ratio", seconds=4 * SECONDS + 30)
+        w = h.start_workload(py, "ratio", seconds=5 * SECONDS + 30)
         plain = h.record_pid(w.pid, rate=RATE, duration=SECONDS)
-        native = h.record_pid(w.pid, rate=RATE, duration=SECONDS, extra=["--native"])
+        native = h.record_pid(w.pid, rate=RATE, duration=SECONDS,
+                              extra=["--native", "--native-unwind", "dwarf"])
+        auto = h.record_pid(w.pid, rate=RATE, duration=SECONDS, extra=["--native"])
         assert w.proc.poll() is None, f"the workload died while profiled:\n{w.output()}"
     finally:
         h.close()
-    return w.truth, plain, native
+    return w.truth, plain, native, auto
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +76,7 @@ def leaf_total(samples, name):
 
 
 def test_native_block_rides_with_every_sample(interp, runs):
-    _, _, native = runs.get()
+    _, _, native, _ = runs.get()
     native.check_ok()
     st = native.stats()
     delivered = st["samples_delivered"]
@@ -85,7 +88,7 @@ def test_native_block_rides_with_every_sample(interp, runs):
 
 
 def test_native_stack_copy_reaches_the_stack_top_without_faults(interp, runs):
-    _, _, native = runs.get()
+    _, _, native, _ = runs.get()
     st = native.stats()
     copied = st["bpf_native_copied"]
     per_block = st["bpf_native_bytes"] / copied
@@ -100,7 +103,7 @@ def test_native_leaves_the_python_profile_as_it_was(interp, runs):
     """fa's share of fa+fb (by innermost Python frame), with --native, against the run
     without it and the truth;
     each bound is four standard deviations of the sampling error (at least 5 points)."""
-    truth, plain, native = runs.get()
+    truth, plain, native, _ = runs.get()
     shares, counts = {}, {}
     for name, run in (("without", plain), ("with", native)):
         prof = run.check_ok()
@@ -120,7 +123,7 @@ def test_native_leaves_the_python_profile_as_it_was(interp, runs):
 
 
 def test_without_native_nothing_native_is_copied(interp, runs):
-    _, plain, native = runs.get()
+    _, plain, native, _ = runs.get()
     st, nst = plain.stats(), native.stats()
     for key in ("bpf_native_copied", "bpf_native_bytes", "bpf_native_capped",
                 "bpf_native_faults", "native_blocks", "native_invalid"):
@@ -128,6 +131,58 @@ def test_without_native_nothing_native_is_copied(interp, runs):
     # The records themselves are the Python payload alone: smaller by the block.
     grown = nst["bpf_bytes_copied_per_sample"] - st["bpf_bytes_copied_per_sample"]
     assert grown >= MIN_STACK, (st["bpf_bytes_copied_per_sample"], nst["bpf_bytes_copied_per_sample"])
+
+
+def test_auto_walks_frame_pointers_on_3_15_alone(interp, runs):
+    """--native-unwind auto: on 3.15 (built with frame pointers) every block carries a
+    frame-pointer walk, its records and a copy of 1 KiB at most for the top frames,
+    which the decoder takes (4 KiB for a tick in a system call); elsewhere the copy as
+    with dwarf. The Python profile stays
+    the one without --native."""
+    truth, plain, _, auto = runs.get()
+    auto.check_ok()
+    st = auto.stats()
+    delivered = st["samples_delivered"]
+    assert delivered >= MIN_SAMPLES, native_stats(st)
+    assert st["bpf_native_copied"] == delivered == st["native_blocks"], native_stats(st)
+    assert st["native_invalid"] == 0, native_stats(st)
+    if interp.version == "3.15":
+        assert st["bpf_native_fp_walks"] == delivered, native_stats(st)
+        # 1 KiB, 4 KiB for a tick in a system call (a few: the truth file's writes)
+        assert st["bpf_native_bytes"] <= 1536 * delivered, native_stats(st)
+        # _start is 11-14 frames below a loop at module level; the records stop at
+        # libc's first frame, one or two above it.
+        assert st["bpf_native_fp_records"] >= 8 * delivered, native_stats(st)
+        assert st["native_walks"] == st["native_fp_walks"] >= 0.95 * delivered, st
+        assert st["native_matched"] >= 0.95 * st["native_walks"], native_stats(st)
+        print(f"{interp.id}: fp {st['bpf_bytes_copied_per_sample']} bytes/sample, "
+              f"{st['bpf_native_fp_records'] / delivered:.1f} records, "
+              f"{st['bpf_native_bytes'] / delivered:.0f} stack bytes; dwarf top "
+              f"{st['native_fp_dwarf_top']}, ends no_fp {st['native_end_no_fp']} outermost "
+              f"{st['native_end_outermost']} bad {st['native_end_bad_frame']}")
+    else:
+        assert st["bpf_native_fp_walks"] == 0 and st["native_fp_walks"] == 0, native_stats(st)
+        assert st["bpf_native_bytes"] >= MIN_STACK * delivered, native_stats(st)
+    prof, base = auto.check_ok(), plain.check_ok()
+    fa, fb = leaf_total(prof, "fa"), leaf_total(prof, "fb")
+    pa, pb = leaf_total(base, "fa"), leaf_total(base, "fb")
+    assert fa + fb >= MIN_SAMPLES and pa + pb >= MIN_SAMPLES, (fa, fb, pa, pb)
+    var = truth["expected_fa_share"] * (1 - truth["expected_fa_share"])
+    both = max(0.05, 4 * math.sqrt(var * (1 / (fa + fb) + 1 / (pa + pb))))
+    assert abs(fa / (fa + fb) - pa / (pa + pb)) <= both, (fa, fb, pa, pb)
+
+
+@pytest.mark.parametrize("args", [
+    ["--native-unwind", "fp"],
+    ["--native", "--native-unwind", "frames"],
+], ids=["unwind-alone", "bad-unwind"])
+@pytest.mark.parametrize("cmd", ["record", "top"])
+def test_native_unwind_refused_with_one_line(cmd, args, profiler_bin):
+    p = subprocess.run([profiler_bin, cmd, "-p", "1"] + args, capture_output=True, text=True,
+                       timeout=30)
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "--native-unwind" in lines[0], \
+        (p.returncode, p.stderr)
 
 
 def test_native_covers_threads_and_off_cpu_records(py311, tmp_path, profiler_bin):
@@ -165,3 +220,29 @@ def test_native_options_refused_with_one_line(cmd, args, profiler_bin):
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("pybpfprof: "), \
         (p.returncode, p.stderr)
     assert "--native" in lines[0], lines[0]
+
+
+def test_fp_walks_cover_threads_and_off_cpu_records(sid_root, workloads_installed, tmp_path,
+                                                    profiler_bin):
+    """3.15 (auto: frame-pointer walks): worker threads, whose stacks end at their
+    mapping's end, and off-CPU records, taken in the kernel, where the thread sits under
+    libc's wrappers (no frame pointers: DWARF over the 4 KiB copy reaches the first
+    frame that keeps one). Nearly every walk must place every Python run."""
+    py = make_interp("3.15", sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(py, "threads", seconds=SECONDS + 30)
+        run = h.record_pid(w.pid, rate=RATE, duration=SECONDS,
+                           extra=["--native", "--mode", "wall", "--threads"])
+    finally:
+        h.close()
+    run.check_ok()
+    st = run.stats()
+    delivered = st["samples_delivered"]
+    print("py3.15 threads: " + ", ".join(f"{k}={v}" for k, v in native_stats(st).items()))
+    assert st["off_cpu_records"] > 0, st
+    assert st["bpf_native_copied"] == delivered == st["native_blocks"], native_stats(st)
+    assert st["bpf_native_fp_walks"] == delivered and st["native_invalid"] == 0, native_stats(st)
+    assert st["native_walks"] >= 0.95 * delivered, native_stats(st)
+    assert st["native_matched"] >= 0.95 * st["native_walks"], native_stats(st)
+    assert st["native_unmatched"] <= 0.01 * st["native_walks"], native_stats(st)

@@ -65,7 +65,8 @@ def parse(out):
             _, i, lineno, func_line, path = line.split(" ", 4)
             frames[int(i)]["source"] = (path, int(lineno), int(func_line))
         elif line.startswith(("end ", "stack_used ", "stack_copied ", "ns_per_", "modules ",
-                              "guessed_from ", "sp_checked ", "locals_in_frames ")):
+                              "guessed_from ", "sp_checked ", "locals_in_frames ",
+                              "fp_frames ", "fp_records ")):
             key, value = line.split(" ", 1)
             info[key] = value
     return frames, info
@@ -163,6 +164,15 @@ def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, l
     for f in frames[:4]:
         assert f["func_rel"] == ranges[f["function"]][0], f
     assert_chain_sources(frames, TARGET_SRC)
+    # --native-unwind fp over the same snapshot (the unit binary checked every frame
+    # against this walk): with frame pointers, leaf to main and the libc frame below,
+    # where the records stop being believed; without, the 1 KiB copy's DWARF alone.
+    got, of, end = fp_walk(info)
+    assert of == len(frames), info
+    if frame_pointers:
+        assert (got, end) == (5, "no frame pointer"), info
+    else:
+        assert (got, end) == (len(frames), "outermost"), info
 
 
 def marked_lines(path):
@@ -189,6 +199,13 @@ def assert_chain_sources(frames, src):
         assert Path(path).name == Path(src).name and (line, decl) == marks[f["function"]], f
 
 
+def fp_walk(info):
+    """(frames, of how many, end) of the unit binary's frame-pointer walk."""
+    m = re.match(r"(\d+) of (\d+) (.+?) \(", info["fp_frames"])
+    assert m, info
+    return int(m[1]), int(m[2]), m[3]
+
+
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 @pytest.mark.parametrize("frame_pointers", [True, False], ids=["fp", "no-fp"])
 def test_unwinds_through_libc_qsort_into_the_comparator(build, frame_pointers, tmp_path,
@@ -205,6 +222,11 @@ def test_unwinds_through_libc_qsort_into_the_comparator(build, frame_pointers, t
                              ["qsort_r", "sorter", "main"] + LIBC_START), frames
     assert [f["module"] for f in frames[1:8]] == ["libc.so.6"] * 7
     assert info["end"] == "outermost"
+    # With frame pointers the records are believed down to the comparator's caller,
+    # libc's msort: it keeps none, and the walk ends there, never past it.
+    got, of, end = fp_walk(info)
+    if frame_pointers:
+        assert (got, end) == (2, "no frame pointer"), info
 
 
 def test_frame_pointers_carry_the_walk_where_there_is_no_cfi(tmp_path, libc_debug):
@@ -429,3 +451,10 @@ def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
         assert fn[-1] == "_start" and "Py_BytesMain" in fn and "__libc_start_main" in fn, fn
         assert frames[0]["module"] == f"python{version}"
         assert fn.count("PyObject_CallOneArg") == reentries, fn
+        # --native-unwind fp over the same snapshot: on 3.15 (frame pointers) down to
+        # the libc frame below main, all but __libc_start_main and _start; a prefix of
+        # this walk in any case (the unit binary checked it frame by frame).
+        got, of, end = fp_walk(info)
+        print(f"  fp: {got} of {of} frames, {end}, records {info['fp_records']}")
+        if version == "3.15":
+            assert (got, end) == (of - 2, "no frame pointer"), info

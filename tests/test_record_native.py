@@ -20,6 +20,12 @@ know their own Python stacks (tests/workloads/native_calls.py, deep.py).
 With libc6-dbg on the host, libc's frames under 3.11 and 3.12 have line info too, and
 so has pyenv's 3.12 (built with -g): they read `function (file.c:LINE)`, which
 is_python_frame() tells from Python frames.
+
+Every run takes the default --native-unwind auto: BPF walks frame pointers on 3.15
+(built with them, as is pbpext with its sysconfig flags) and copies the stack on the
+others, which the counters prove. Where a walk must stop (libc's qsort, libffi: no frame
+pointers) the tests say what it gives instead: the Python frames in their order, the
+outer ones without their C callers, never a frame out of place.
 """
 
 import gzip
@@ -80,13 +86,21 @@ def interp_query(py, code):
     return p.stdout.strip()
 
 
+def codegen_flags(cflags):
+    """The code-generation flags of an interpreter's sysconfig CFLAGS (-f, -m, -O: frame
+    pointers on 3.15), as an extension built for it gets them; warnings, defines and
+    include paths are the build's own, and debug info (-g) only when asked for."""
+    return [f for f in cflags.split() if f.startswith(("-f", "-m", "-O"))]
+
+
 def build_ext(py, tmp: Path, debug=False):
-    """pbpext for @py, built with the host's gcc against that version's headers and put
-    beside the workloads, where the target imports it; with @debug, built with -g into
-    DEBUG_EXT_DIR. Returns its host path."""
-    include, suffix = interp_query(
+    """pbpext for @py, built with the host's gcc against that version's headers and its
+    sysconfig code-generation flags, and put beside the workloads, where the target
+    imports it; with @debug, built with -g into DEBUG_EXT_DIR. Returns its host path."""
+    include, suffix, cflags = interp_query(
         py, "import sysconfig, importlib.machinery as m; "
-            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0])").split("\n")
+            "print(sysconfig.get_paths()['include']); print(m.EXTENSION_SUFFIXES[0]); "
+            "print(sysconfig.get_config_var('CFLAGS') or '-O1')").split("\n")
     inc = py.host_path(include)
     if py.version == "3.12" and not (inc / "Python.h").exists():
         inc = PY312_HOME / "include" / "python3.12"   # the runnable copy has no headers
@@ -101,8 +115,9 @@ def build_ext(py, tmp: Path, debug=False):
             link.symlink_to(arch_dir)
     out = py.host_path(f"{DEBUG_EXT_DIR if debug else WL_DIR}/pbpext{suffix}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = ["gcc", "-O1", "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}",
-           f"-I{multiarch}", "-o", str(out), str(EXT_SRC)] + (["-g"] if debug else [])
+    cmd = ["gcc", "-O1"] + codegen_flags(cflags) + [
+        "-shared", "-fPIC", "-Wall", "-Wextra", "-Werror", f"-I{inc}", f"-I{multiarch}", "-o",
+        str(out), str(EXT_SRC)] + (["-g"] if debug else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, f"building pbpext for {py.version} failed:\n{p.stderr}"
     return out
@@ -139,6 +154,18 @@ def samples_in(prof, name):
 
 def python_part(frames):
     return tuple(f for f in frames if is_python_frame(f))
+
+
+# --native-unwind auto walks frame pointers for these interpreters (built with them).
+FP_VERSIONS = ("3.15",)
+
+
+def walked_fp(run):
+    """Whether @run's native frames came from frame-pointer walks, as the counters say;
+    every walk or none."""
+    st = run.stats()
+    assert st["native_fp_walks"] in (0, st["native_walks"]), st
+    return st["native_fp_walks"] > 0
 
 
 def test_extension_frames_sit_between_their_python_callers_and_callees(py, ext_runs):
@@ -199,6 +226,8 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
     prof = prof_run.run.check_ok()
     want = truth_frames(prof_run.truth["stacks"]["compare"])
     mine = samples_in(prof, "compare")
+    fp = walked_fp(prof_run.run)
+    assert fp == (py.version in FP_VERSIONS), prof_run.run.stats()
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
@@ -209,13 +238,24 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
         first_native = len(python_before)
         between = s.frames[first_native:at]
         objs = [native_of(f) for f in between]
+        if not (python_part(s.frames[:first_native]) == python_before and all(objs)):
+            return False
+        if fp:
+            # The walk ends at the first frame without a frame pointer, libffi's
+            # closure or libc's qsort: sorter and <module> stand before the callback's
+            # C frames, in their order, without qsort between.
+            return bool(objs) and not any(o.startswith("python3") for _, o in objs[:1])
         # libc's qsort by its object, or with libc6-dbg's line info by its source.
-        return (python_part(s.frames[:first_native]) == python_before and all(objs) and
-                any(o in ("libc.so.6", "msort.c", "qsort.c") for _, o in objs))
+        return any(o in ("libc.so.6", "msort.c", "qsort.c") for _, o in objs)
     good = [s for s in mine if right(s)]
+    print(f"{py.id}: compare, e.g. " + ";".join(f.name for f in (good or mine)[0].frames))
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
         f"compare\n{show([s for s in mine if not right(s)], 8)}")
+    if fp:
+        st = prof_run.run.stats()
+        assert st["native_cut"] >= 0.9 * st["native_walks"] and st["native_unmatched"] <= \
+            0.01 * st["native_walks"], st
 
 
 @pytest.fixture(scope="module")
@@ -280,12 +320,19 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
     prof = run.run.check_ok()
     want = truth_frames(run.truth["stacks"]["callback"])
     mine = samples_in(prof, "callback")
+    fp = walked_fp(run.run)
     assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
+
+    def root(f):
+        """_start; a frame-pointer walk ends at libc's frame below main (no frame
+        pointers there), which is then the root."""
+        n = native_of(f)
+        return n is not None and (n[1] == "libc.so.6" if fp else n[0] == "_start")
 
     def right(s):
         at = python_at(s, "c_caller")
         call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
-        return (native_of(s.frames[0]) is not None and native_of(s.frames[0])[0] == "_start"
+        return (root(s.frames[0])
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
                 and call[0] > at + 1 and
                 all(native_of(f) and interpreter_frame(native_of(f))
@@ -307,7 +354,14 @@ def test_native_counters_add_up(py, ext_runs):
     assert walks >= 0.95 * st["samples_delivered"] > 0, st
     ends = sum(st[k] for k in st if k.startswith("native_end_"))
     assert ends == walks, st
-    assert st["native_end_outermost"] >= 0.95 * walks, st
+    if walked_fp(ext.run):
+        # Down to libc's frame below main: every eval-loop activation is above it.
+        assert st["native_fp_walks"] == walks, st
+        assert st["native_end_outermost"] + st["native_end_no_fp"] >= 0.95 * walks, st
+        assert st["native_matched"] >= 0.95 * walks, st
+    else:
+        assert st["native_fp_walks"] == 0, st
+        assert st["native_end_outermost"] >= 0.95 * walks, st
     assert st["native_matched"] + st["native_cut"] + st["native_unmatched"] == walks, st
     assert st["native_unmatched"] <= 0.01 * walks, st
     assert st["native_invalid"] == 0 and st["native_failed"] == 0, st
@@ -435,6 +489,25 @@ def test_line_options_apply_to_native_source_lines(py, ext_debug_runs, module_tm
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} C-burn samples end in {want}\n"
         f"{show([s for s in mine if s not in good], 8)}")
+
+
+def test_auto_walks_frame_pointers_only_where_the_interpreter_has_them(py, ext_runs):
+    """--native-unwind auto: BPF walks frame pointers for 3.15 (its code opens functions
+    with push %rbp; mov %rsp, %rbp) and copies the stack for the others; a walk's block
+    carries its records and a 1 KiB copy, far less than the copy to the stack's top."""
+    _, ext = ext_runs.get()
+    st = ext.run.stats()
+    copied = st["bpf_native_copied"]
+    assert copied > 0, st
+    if py.version in FP_VERSIONS:
+        assert st["bpf_native_fp_walks"] == copied, st
+        assert st["bpf_native_bytes"] <= 1536 * copied, st   # 4 KiB in a system call
+        # main, Py_BytesMain ... the eval loop, pbpext_call, the eval loop again
+        assert st["bpf_native_fp_records"] >= 10 * copied, st
+        print(f"{py.id}: {st['bpf_native_fp_records'] / copied:.1f} records per walk, "
+              f"{st['bpf_native_fp_broken']} of {copied} walks ended at a bad frame pointer")
+    else:
+        assert st["bpf_native_fp_walks"] == 0 and st["bpf_native_fp_records"] == 0, st
 
 
 FLEET = ("3.13", "3.15")

@@ -227,7 +227,8 @@ static void reload(struct agent_ctx *c)
 			session__mode_name(c->cfg.mode));
 	if (next.async_tasks != c->cfg.async_tasks)
 		pr_warn("async: %s stays until a restart\n", c->cfg.async_tasks ? "on" : "off");
-	if (next.native != c->cfg.native || next.native_stack != c->cfg.native_stack)
+	if (next.native != c->cfg.native || next.native_stack != c->cfg.native_stack ||
+	    next.native_unwind != c->cfg.native_unwind)
 		pr_warn("native: %s, %u bytes, stays until a restart\n",
 			c->cfg.native == AGENT_NATIVE_ALL ? "all" : c->cfg.native ? "on" : "off",
 			c->cfg.native_stack);
@@ -237,6 +238,7 @@ static void reload(struct agent_ctx *c)
 	next.async_tasks = c->cfg.async_tasks;
 	next.native = c->cfg.native;
 	next.native_stack = c->cfg.native_stack;
+	next.native_unwind = c->cfg.native_unwind;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
 	if (err) {
@@ -555,7 +557,11 @@ static int start(struct agent_ctx *c)
 		.async_tasks = c->cfg.async_tasks,
 		.native = !!c->cfg.native,
 		.native_all = c->cfg.native == AGENT_NATIVE_ALL,
-		.native_stack = c->cfg.native_stack,
+		/* The default size is the session's own choice: a stack copy's, or the
+		 * smaller one beside a frame-pointer walk (native-unwind auto). */
+		.native_stack = c->cfg.native_stack == PBP_NATIVE_STACK_DEFAULT ? 0 :
+				c->cfg.native_stack,
+		.native_unwind = c->cfg.native_unwind,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,

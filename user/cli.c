@@ -139,11 +139,23 @@ int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes)
 	return 0;
 }
 
-int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no_bpf)
+int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u)
+{
+	if (session__parse_native_unwind(arg, u))
+		return cli__usage_error(cmd, "invalid --native-unwind '%s': expected auto, dwarf "
+					"or fp", arg);
+	return 0;
+}
+
+int cli__native_check(const char *cmd, int native, uint32_t native_stack,
+		      enum session_native_unwind unwind, int no_bpf)
 {
 	if (native_stack && !native)
 		return cli__usage_error(cmd, "%s", "--native-stack sizes what --native copies: "
 					"add --native");
+	if (unwind != SESSION_UNWIND_DEFAULT && !native)
+		return cli__usage_error(cmd, "%s", "--native-unwind says how --native finds C "
+					"frames: add --native");
 	if (native && no_bpf)
 		return cli__usage_error(cmd, "%s", "--native needs BPF: the registers and stack "
 					"are copied while the thread is stopped; --no-bpf cannot do "

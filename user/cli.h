@@ -49,7 +49,10 @@ int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode);
 int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 /* --native-stack SIZE, and --native's checks against the other options (record, top). */
 int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
-int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no_bpf);
+/* --native-unwind auto|dwarf|fp. */
+int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u);
+int cli__native_check(const char *cmd, int native, uint32_t native_stack,
+		      enum session_native_unwind unwind, int no_bpf);
 #define CLI_NATIVE_HELP \
 	"      --native           C frames too, in call order with the Python ones:\n" \
 	"                         'handler (app.py:12);my_ext_fn+0x1f (my_ext.so);\n" \
@@ -67,7 +70,23 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack, int no
 	"                         reach _start from a CPython loop, and each\n" \
 	"                         Python->C->Python re-entry (sorted() with a key, a C\n" \
 	"                         callback) adds 5-7 KiB; a deeper stack keeps its\n" \
-	"                         innermost frames. With --native\n"
+	"                         innermost frames. With --native\n" \
+	"      --native-unwind HOW  how C frames are found (default auto):\n" \
+	"                         dwarf: BPF copies the C stack (--native-stack) and\n" \
+	"                         it is unwound with CFI: exact for any code, but the\n" \
+	"                         copy (1.4-7 KiB a sample) costs the target most;\n" \
+	"                         fp: BPF walks the frame pointers (16 bytes a frame)\n" \
+	"                         beside a 1K stack copy (4K in a system call; or\n" \
+	"                         --native-stack) for top frames without them (libc);\n" \
+	"                         each frame is\n" \
+	"                         checked against its code's CFI, and a walk ends at\n" \
+	"                         the first function that keeps no frame pointer (libc,\n" \
+	"                         most wheels: qsort, a ctypes callback's libffi), the\n" \
+	"                         Python frames outside it following without their C\n" \
+	"                         callers; never a wrong order;\n" \
+	"                         auto: fp for an interpreter built with frame\n" \
+	"                         pointers (CPython 3.15, PEP 831, as Debian builds\n" \
+	"                         it: seen in its code), dwarf otherwise. With --native\n"
 
 #define CLI_MODE_HELP \
 	"      --mode MODE        what the profile measures (default cpu):\n" \

@@ -134,18 +134,40 @@ static int is_bottom(const struct py_offsets *o, uint8_t owner)
 }
 
 /*
+ * Whether a frame-pointer walk's @nfp records hold what BPF promises: each 8-aligned,
+ * the first at or above @sp, each 16 bytes or more above the last, no return address
+ * 0. Anything else was not written by our program.
+ */
+static int fp_records_sound(const struct pbp_native_fp *r, uint32_t nfp, uint64_t sp)
+{
+	uint64_t lo = sp;
+
+	for (uint32_t i = 0; i < nfp; i++) {
+		if (r[i].fp % 8 || r[i].fp < lo || r[i].fp > UINT64_MAX - 16 || !r[i].ret)
+			return 0;
+		lo = r[i].fp + 16;
+	}
+	return 1;
+}
+
+/*
  * The native block of @s, whose Python payload ends @payload_end bytes in, with its
- * stack bytes in *@stack; NULL if there is none. The record is foreign bytes: the
- * block must lie within it, after the payload, aligned, and say exactly what this ABI
- * writes (reserved fields 0), or it is counted invalid and ignored.
+ * stack bytes in *@stack and its frame-pointer walk's records in *@fp (NULL without
+ * one); NULL if there is none. The record is foreign bytes: the block must lie within
+ * it, after the payload, aligned, and say exactly what this ABI writes (reserved fields
+ * 0, the records right after the header and the stack bytes right after them), or it
+ * is counted invalid and ignored.
  */
 static const struct pbp_native *native_block(struct decoder *d, const struct pbp_sample *s,
-					     size_t payload_end, const uint8_t **stack)
+					     size_t payload_end, const uint8_t **stack,
+					     const struct pbp_native_fp **fp)
 {
-	uint64_t end = (uint64_t)s->native_off + s->native_len;
+	uint64_t end = (uint64_t)s->native_off + s->native_len, after_hdr, after_fp;
 	const struct pbp_native *n;
+	uint32_t ends;
 
 	*stack = NULL;
+	*fp = NULL;
 	if (!(s->flags & PBP_SF_NATIVE) && !s->native_off && !s->native_len)
 		return NULL;
 	if (!(s->flags & PBP_SF_NATIVE) || s->native_off % 8 || s->native_off < payload_end ||
@@ -156,17 +178,38 @@ static const struct pbp_native *native_block(struct decoder *d, const struct pbp
 	if ((uintptr_t)n % _Alignof(struct pbp_native))
 		goto invalid;
 	if (n->hdr_len != sizeof(*n) || (n->flags & ~PBP_NF_KNOWN) ||
-	    (n->regs_mask & ~((1u << PBP_NATIVE_REGS) - 1)) || n->nfp || n->fp_off ||
-	    n->kstack_id || n->reserved)
+	    (n->regs_mask & ~((1u << PBP_NATIVE_REGS) - 1)) || n->kstack_id || n->reserved)
 		goto invalid;
-	if (n->stack_off % 8 || n->stack_off < (uint64_t)s->native_off + n->hdr_len ||
+	after_hdr = (uint64_t)s->native_off + n->hdr_len;
+	after_fp = after_hdr;
+	ends = n->flags & PBP_NF_FP_ENDS;
+	if (n->flags & PBP_NF_FP_WALK) {
+		/* One end, exactly. */
+		if (!ends || (ends & (ends - 1)) || n->fp_off != after_hdr ||
+		    n->nfp > PBP_NATIVE_FP_MAX)
+			goto invalid;
+		after_fp += (uint64_t)n->nfp * sizeof(struct pbp_native_fp);
+		if (after_fp > end)
+			goto invalid;
+	} else if (ends || n->nfp || n->fp_off) {
+		goto invalid;
+	}
+	if (n->stack_off % 8 || n->stack_off < after_fp ||
 	    n->stack_len > PBP_NATIVE_STACK_MAX || (uint64_t)n->stack_off + n->stack_len > end)
 		goto invalid;
+	if (n->flags & PBP_NF_FP_WALK) {
+		const struct pbp_native_fp *r = (const void *)((const uint8_t *)s + n->fp_off);
+
+		if (!fp_records_sound(r, n->nfp, n->regs[7]))
+			goto invalid;
+		*fp = r;
+	}
 	d->stats.native_blocks++;
 	*stack = (const uint8_t *)s + n->stack_off;
 	return n;
 invalid:
 	d->stats.native_invalid++;
+	*fp = NULL;
 	return NULL;
 }
 
@@ -471,6 +514,7 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->task = st->task_fp = 0;
 	st->native = NULL;
 	st->native_stack = NULL;
+	st->native_fp = NULL;
 	if (torn(t))
 		st->gap = GAP_TORN;
 	else if (t->from_anchor)
@@ -496,6 +540,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	const struct pbp_sample *s = rec;
 	struct thread_sample t = { 0 };
 	const struct pbp_native *native;
+	const struct pbp_native_fp *native_fp;
 	const uint8_t *native_stack;
 	uint64_t t0 = clock__thread_ns();
 	size_t payload_end;
@@ -505,6 +550,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	st->task = st->task_fp = 0;
 	st->native = NULL;
 	st->native_stack = NULL;
+	st->native_fp = NULL;
 	if (load_record(d, s, len, &payload_end)) {
 		st->gap = GAP_BAD_RECORD;
 		account(d, st, t0);
@@ -530,7 +576,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.cache_gen = s->cache_gen;
 	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
-	native = native_block(d, s, payload_end, &native_stack);
+	native = native_block(d, s, payload_end, &native_stack, &native_fp);
 	if (native) {
 		/* 3.11 finds its activations' _PyCFrames in the C stack copy. */
 		t.cstack = native_stack;
@@ -547,6 +593,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->task = st->task_fp = 0;
 		st->native = native;
 		st->native_stack = native_stack;
+		st->native_fp = native_fp;
 		account(d, st, t0);
 		return 0;
 	}
@@ -555,6 +602,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	st->task_fp = s->task_fp;
 	st->native = native;
 	st->native_stack = native_stack;
+	st->native_fp = native_fp;
 	account(d, st, t0);
 	return 0;
 }

@@ -71,6 +71,9 @@ struct stack {
 	 * the record's callback returns. */
 	const struct pbp_native *native;
 	const uint8_t *native_stack;
+	/* ... and with PBP_NF_FP_WALK its native->nfp frame records, checked sound
+	 * (8-aligned, rising, no return address 0); NULL without. */
+	const struct pbp_native_fp *native_fp;
 	uint32_t depth;
 	struct decoded_frame frames[DECODE_MAX_DEPTH];	/* innermost first */
 	/* Which activation of the eval loop ran which frames, innermost first: together

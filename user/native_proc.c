@@ -3,12 +3,19 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "native_fp.h"
+#include "native_fpcheck.h"
 
 struct native_proc {
 	pid_t pid;
 	struct native_buildid_cache *ids;	/* the session's */
 	struct native_maps *maps;
 	struct native_unwind *unwind;
+	struct native_fp *fp;		/* made at the first frame-pointer walk */
 	uint64_t read_ns;		/* when the maps were last read; 0: never */
 	int fixed;			/* maps given once (a core): never read again */
 	struct native_proc_stats st;
@@ -62,6 +69,7 @@ void native_proc__free(struct native_proc *p)
 	if (!p)
 		return;
 	native_unwind__free(p->unwind);
+	native_fp__free(p->fp);
 	native_maps__free(p->maps);
 	free(p);
 }
@@ -102,11 +110,26 @@ static int met_unmapped(const struct native_maps *m, const struct native_stack *
 	return out->n == 0;
 }
 
-int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
-		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out)
+static int walk_once(struct native_proc *p, const struct native_snapshot *s,
+		     const struct native_fp_chain *c, unsigned int max_frames,
+		     struct native_stack *out)
+{
+	if (c)
+		return native_fp__walk(p->fp, p->unwind, s, c, max_frames, out);
+	return native_unwind__walk(p->unwind, s, max_frames, out);
+}
+
+int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
+			 const struct native_fp_chain *c, unsigned int max_frames,
+			 uint64_t now_ns, struct native_stack *out)
 {
 	int err;
 
+	if (c && !p->fp) {
+		err = native_fp__new(&p->fp);
+		if (err)
+			return err;
+	}
 	if (!p->maps) {
 		/* Maps that could not be read are tried again at the same pace. */
 		if (p->read_ns && now_ns - p->read_ns < NATIVE_PROC_REREAD_NS)
@@ -115,13 +138,50 @@ int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
 		if (err)
 			return err;
 	}
-	err = native_unwind__walk(p->unwind, s, max_frames, out);
+	err = walk_once(p, s, c, max_frames, out);
 	if (err || p->fixed || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
 	if (now_ns - p->read_ns < NATIVE_PROC_REREAD_NS || reread(p, now_ns))
 		return 0;
-	return native_unwind__walk(p->unwind, s, max_frames, out);
+	return walk_once(p, s, c, max_frames, out);
+}
+
+int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
+		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out)
+{
+	return native_proc__walk_fp(p, s, NULL, max_frames, now_ns, out);
+}
+
+/* Whether maps path @mp names @path: the same, or @path inside the root it shows. */
+static int names(const char *mp, const char *path)
+{
+	size_t a = strlen(mp), b = strlen(path);
+
+	return a >= b && !strcmp(mp + a - b, path) && (a == b || path[0] == '/');
+}
+
+int native_proc__frame_pointers(struct native_proc *p, const char *path, int *yes)
+{
+	struct native_fpcheck fc;
+	int fd = -ENOENT, err;
+
+	*yes = 0;
+	if (!p->maps) {
+		err = reread(p, clock__mono_ns());
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < p->maps->n && fd == -ENOENT; i++)
+		if (names(p->maps->maps[i].path, path))
+			fd = native_maps__open(p->maps, &p->maps->maps[i]);
+	if (fd < 0)
+		return fd;
+	err = native_fpcheck__file(fd, &fc);
+	close(fd);
+	if (!err)
+		*yes = fc.frame_pointers;
+	return err;
 }
 
 const struct native_maps *native_proc__maps(const struct native_proc *p)

@@ -38,6 +38,21 @@ void native_proc__free(struct native_proc *p);
 int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
 		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out);
 
+/* native_proc__walk() over BPF's frame records @c (native_fp.h); with @c NULL, the
+ * same as native_proc__walk(). */
+struct native_fp_chain;
+int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
+			 const struct native_fp_chain *c, unsigned int max_frames,
+			 uint64_t now_ns, struct native_stack *out);
+
+/*
+ * Whether the object mapped from @path (as the target sees it: the end of a maps path)
+ * was built with frame pointers (native_fpcheck.h): 0 with *@yes, -ENOENT if no
+ * executable mapping is of it, or the errno of reading the maps or opening it. Reads
+ * the maps now if the process has none yet.
+ */
+int native_proc__frame_pointers(struct native_proc *p, const char *path, int *yes);
+
 /* The maps the last walk used (NULL before one), and its unwinder. */
 const struct native_maps *native_proc__maps(const struct native_proc *p);
 const struct native_unwind *native_proc__unwind(const struct native_proc *p);

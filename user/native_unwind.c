@@ -102,12 +102,12 @@ struct native_unwind {
 static const char *const end_names[] = {
 	[NATIVE_END_OUTERMOST] = "outermost", [NATIVE_END_STACK_COPY] = "stack copy exhausted",
 	[NATIVE_END_NO_CFI] = "no CFI",	      [NATIVE_END_BOUND] = "frame limit",
-	[NATIVE_END_BAD_FRAME] = "bad frame",
+	[NATIVE_END_BAD_FRAME] = "bad frame", [NATIVE_END_NO_FP] = "no frame pointer",
 };
 
 const char *native_end__name(enum native_end end)
 {
-	return (unsigned int)end <= NATIVE_END_BAD_FRAME ? end_names[end] : "?";
+	return (unsigned int)end < NATIVE_END_MAX ? end_names[end] : "?";
 }
 
 /* ---- The thread callbacks: the snapshot is the whole world. ---- */
@@ -571,6 +571,8 @@ struct walk {
 	uint64_t sp0; /* the snapshot's RSP */
 	unsigned int max;
 	int bound;
+	native_unwind_stop_fn stop;
+	void *stop_arg;
 };
 
 /*
@@ -601,6 +603,15 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	f->lookup = activation ? pc : pc - 1;
 	f->sp = frame_sp(state, w);
 	w->out->n++;
+	if (w->stop) {
+		Dwarf_Word rbp = 0;
+		int known = dwfl_frame_reg(state, NATIVE_REG_RBP, &rbp) == 0;
+
+		if (w->stop(w->stop_arg, f, rbp, known)) {
+			w->bound = 1;
+			return DWARF_CB_ABORT;
+		}
+	}
 	if (w->out->n >= w->max) {
 		w->bound = 1;
 		return DWARF_CB_ABORT;
@@ -644,14 +655,23 @@ static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
 int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s,
 			unsigned int max_frames, struct native_stack *out)
 {
+	return native_unwind__walk_until(u, s, max_frames, NULL, NULL, out);
+}
+
+int native_unwind__walk_until(struct native_unwind *u, const struct native_snapshot *s,
+			      unsigned int max_frames, native_unwind_stop_fn stop, void *arg,
+			      struct native_stack *out)
+{
 	const uint32_t need = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP;
-	struct walk w = { .out = out };
+	struct walk w = { .out = out, .stop = stop, .stop_arg = arg };
 	uint64_t sp;
 
 	out->n = 0;
 	out->end = NATIVE_END_BAD_FRAME;
 	out->stack_used = 0;
 	out->guessed_from = 0;
+	out->fp_first = 0;
+	out->fp_dwarf_top = 0;
 	if ((s->regs_mask & need) != need || (!s->stack && s->stack_len))
 		return -EINVAL;
 	if (!u->dwfl)

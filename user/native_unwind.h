@@ -55,6 +55,9 @@ enum native_end {
 	NATIVE_END_BOUND,      /* the frame limit was reached */
 	NATIVE_END_BAD_FRAME,  /* CFI led nowhere sane (a CFA not above the last, a read
 				 * outside the stack): a stack we must not trust further */
+	NATIVE_END_NO_FP,      /* a frame-pointer walk (native_fp.h) met a function that
+				 * keeps no frame pointer: its caller cannot be known */
+	NATIVE_END_MAX
 };
 
 const char *native_end__name(enum native_end end);
@@ -82,6 +85,10 @@ struct native_stack {
 	 * since the maps were read): libdwfl walked RBP there, which is right only if
 	 * that code keeps frame pointers. 0 if none. */
 	unsigned int guessed_from;
+	/* A frame-pointer walk's (native_fp.h): the first frame taken from a frame
+	 * record (0: none), and whether the top frames needed DWARF first. */
+	unsigned int fp_first;
+	int fp_dwarf_top;
 };
 
 /* The unwinder of one process: its modules (rebuilt when its maps change) and their
@@ -90,7 +97,7 @@ struct native_unwind;
 
 struct native_unwind_stats {
 	uint64_t walks, frames, rebuilds;
-	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
+	uint64_t ends[NATIVE_END_MAX];
 	uint32_t modules, modules_unopened; /* of the current maps */
 };
 
@@ -113,6 +120,21 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
  */
 int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s,
 			unsigned int max_frames, struct native_stack *out);
+
+/*
+ * Asked at each frame a walk finds, @f being the last in the walk's output, with the
+ * value RBP had in that frame (@rbp_known 0 if CFI could not say): nonzero ends the
+ * walk there, @f kept. The hybrid frame-pointer walk (native_fp.h) uses it to hand over
+ * to frame records at the first frame whose RBP is one of theirs.
+ */
+typedef int (*native_unwind_stop_fn)(void *arg, const struct native_frame *f, uint64_t rbp,
+				     int rbp_known);
+
+/* native_unwind__walk() that calls @stop (if not NULL) at each frame; a walk it ended
+ * has out->end NATIVE_END_BOUND, and the caller knows from its own @arg. */
+int native_unwind__walk_until(struct native_unwind *u, const struct native_snapshot *s,
+			      unsigned int max_frames, native_unwind_stop_fn stop, void *arg,
+			      struct native_stack *out);
 
 /* libdwfl's view of the process, for symbolisation (native_sym.h); NULL before maps
  * are set. Valid until the next native_unwind__set_maps() that rebuilds. */

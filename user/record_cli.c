@@ -131,7 +131,8 @@ static const char record_help[] =
 
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
-       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK };
+       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK,
+       OPT_NATIVE_UNWIND };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -153,6 +154,7 @@ static const struct option longopts[] = {
 	{ "native", no_argument, NULL, OPT_NATIVE },
 	{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
+	{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -246,6 +248,10 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 		if (cli__parse_native_stack("record", optarg, &o->session.native_stack))
 			return EXIT_USAGE;
 		break;
+	case OPT_NATIVE_UNWIND:
+		if (cli__parse_native_unwind("record", optarg, &o->session.native_unwind))
+			return EXIT_USAGE;
+		break;
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
 		break;
@@ -288,7 +294,7 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 		return usage_error("%s", "--async needs BPF: the running task is read with each "
 				   "sample; --no-bpf cannot do that");
 	code = cli__native_check("record", o->session.native, o->session.native_stack,
-				 o->session.no_bpf);
+				 o->session.native_unwind, o->session.no_bpf);
 	if (code)
 		return code;
 	if (sel->all) {

@@ -230,7 +230,7 @@ static uint32_t off32(uint64_t off)
 }
 
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil,
-			const struct py_asyncio *a)
+			const struct py_asyncio *a, int native_fp)
 {
 	const struct py_offsets *o = &in->off;
 	struct pbp_target t = {
@@ -262,7 +262,9 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		.gil_holder = off32(o->gil_last_holder),
 		.since_ns = clock__mono_ns(),
 		.ts_running_task = PBP_OFF_ABSENT,
-		.native_stack = s->cfg.native_stack,
+		.native_stack = native_fp && s->cfg.native_stack ? s->cfg.native_fp_stack :
+								  s->cfg.native_stack,
+		.native_fp = native_fp && s->cfg.native_stack ? PBP_NATIVE_FP_MAX : 0,
 	};
 	struct pbp_target old;
 	uint32_t pid = in->pid;

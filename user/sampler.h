@@ -28,6 +28,7 @@ struct sampler_cfg {
 	int off_cpu;		/* record target threads' off-CPU intervals */
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */
+	uint32_t native_fp_stack;	/* ... beside a frame-pointer walk, for the top frames */
 	sampler_fn on_sample;
 	sampler_event_fn on_event;	/* process events; NULL: none wanted */
 	void *ctx;
@@ -44,9 +45,11 @@ void sampler__free(struct sampler *s);
  * Where each interpreter points at its own (3.12+), non-zero only says the GIL can be
  * read: the program follows each sampled thread's interpreter to its GIL. */
 /* @a: the target's asyncio layout, to send each sample's running task (--async);
- * NULL: none. Called again for a known target, it replaces what was set. */
+ * NULL: none. @native_fp: with --native, walk its frame pointers in BPF (and copy
+ * native_fp_stack bytes) rather than copy native_stack bytes. Called again for a known
+ * target, it replaces what was set. */
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil,
-			const struct py_asyncio *a);
+			const struct py_asyncio *a, int native_fp);
 
 /* Stops sampling process @pid; its records already in the ring buffer stay there. */
 int sampler__remove_target(struct sampler *s, pid_t pid);

@@ -107,6 +107,8 @@ static int new_sampler(struct session *s)
 		.min_block_ns = (uint64_t)s->opts.min_block_us * 1000,
 		.native_stack = !s->opts.native ? 0 :
 				s->opts.native_stack ? s->opts.native_stack : PBP_NATIVE_STACK_DEFAULT,
+		.native_fp_stack = s->opts.native_stack ? s->opts.native_stack :
+							  PBP_NATIVE_FP_STACK_DEFAULT,
 		.on_sample = session_sink__on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
 		 * forking target; outside -a only a target's exec is acted on. */

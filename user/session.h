@@ -84,6 +84,27 @@ static inline int session__parse_native_stack(const char *s, uint32_t *bytes)
 	return 0;
 }
 
+/* --native-unwind: how a target's native frames are found. */
+enum session_native_unwind {
+	SESSION_UNWIND_DEFAULT,	/* not said: auto */
+	SESSION_UNWIND_AUTO,	/* fp where the interpreter keeps frame pointers, else dwarf */
+	SESSION_UNWIND_DWARF,	/* copy the stack, unwind it with CFI */
+	SESSION_UNWIND_FP,	/* walk frame pointers in BPF, checked with CFI */
+};
+
+static inline int session__parse_native_unwind(const char *name, enum session_native_unwind *u)
+{
+	static const char *const names[] = { "auto", "dwarf", "fp" };
+
+	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(name, names[i])) {
+			*u = (enum session_native_unwind)(SESSION_UNWIND_AUTO + i);
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 struct session_opts {
 	pid_t pid;		/* 0 when a command is given */
 	char **cmd;		/* NULL-terminated argv after "--" */
@@ -97,7 +118,9 @@ struct session_opts {
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int async_tasks;	/* --async: a sample in an asyncio task is the task's stack */
 	int native;		/* --native: each sample also carries user registers and stack */
-	uint32_t native_stack;	/* ... this many bytes of it (0: PBP_NATIVE_STACK_DEFAULT) */
+	uint32_t native_stack;	/* ... this many bytes of it (0: PBP_NATIVE_STACK_DEFAULT, or
+				 * PBP_NATIVE_FP_STACK_DEFAULT beside a frame-pointer walk) */
+	enum session_native_unwind native_unwind;
 	int native_all;		/* --native-all: the interpreter's own C frames too */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
+#include "native_fp.h"
 #include "native_merge.h"
 #include "native_proc.h"
 #include "native_sym.h"
@@ -36,7 +38,8 @@ struct session_native {
 	char *pair;		/* "FUNCTION\0SOURCE" being named (name_with_source) */
 	size_t pair_cap;
 	uint64_t walks, frames, failed, ns;
-	uint64_t ends[NATIVE_END_BAD_FRAME + 1];
+	uint64_t fp_walks, fp_dwarf_top;
+	uint64_t ends[NATIVE_END_MAX];
 	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
 };
 
@@ -88,11 +91,43 @@ void session_native__free(struct session *s)
 	s->native = NULL;
 }
 
+/*
+ * How @t's native frames are found: --native-unwind fp or dwarf as asked; auto walks
+ * frame pointers only where the object holding the interpreter was built with them
+ * (CPython 3.15 as Debian builds it), since elsewhere a walk would end at the first
+ * frame of the interpreter's own (native_fp.c), and copies the stack otherwise. An
+ * interpreter that cannot be looked at gets the copy.
+ */
+static int choose_unwind(struct session *s, struct target *t)
+{
+	int yes = 0, err;
+
+	t->native_fp = s->opts.native_unwind == SESSION_UNWIND_FP;
+	if (s->opts.native_unwind != SESSION_UNWIND_AUTO &&
+	    s->opts.native_unwind != SESSION_UNWIND_DEFAULT)
+		return 0;
+	err = native_proc__frame_pointers(t->native, t->interp.path, &yes);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		pr_debug("pid %d: %s: frame pointers unknown (%s): stack copies\n",
+			 (int)t->interp.pid, t->interp.path, strerror(-err));
+	t->native_fp = yes;
+	pr_info("pid %d: native frames by %s\n", (int)t->interp.pid,
+		yes ? "frame-pointer walks" : "stack copies");
+	return 0;
+}
+
 int session_native__target(struct session *s, struct target *t)
 {
+	int err;
+
 	if (!s->native || t->native)
 		return 0;
-	return native_proc__new(t->interp.pid, s->native->ids, &t->native);
+	err = native_proc__new(t->interp.pid, s->native->ids, &t->native);
+	if (!err)
+		err = choose_unwind(s, t);
+	return err;
 }
 
 void session_native__remap(struct session *s, struct strtab_remap *map)
@@ -220,7 +255,7 @@ static int snapshot_of(const struct stack *st, struct native_snapshot *snap)
 {
 	const struct pbp_native *nv = st->native;
 
-	if (!nv || !st->native_stack)
+	if (!nv || (!st->native_stack && !st->native_fp))
 		return -ENOENT;
 	*snap = (struct native_snapshot){
 		.tid = st->tid,
@@ -249,15 +284,25 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	struct session_native *n = t->session->native;
 	struct native_snapshot snap;
 	struct native_merge_in in;
+	struct native_fp_chain chain;
 	int err;
 
 	err = snapshot_of(st, &snap);
 	if (err)
 		return err;
-	err = native_proc__walk(t->native, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk);
+	/* BPF walked the frame pointers: its records, checked against CFI (native_fp.c). */
+	if (st->native_fp)
+		chain = (struct native_fp_chain){ .rec = st->native_fp, .n = st->native->nfp,
+						  .flags = st->native->flags };
+	err = native_proc__walk_fp(t->native, &snap, st->native_fp ? &chain : NULL,
+				   NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk);
 	if (err)
 		return err;
 	n->walks++;
+	if (st->native_fp) {
+		n->fp_walks++;
+		n->fp_dwarf_top += !!n->walk.fp_dwarf_top;
+	}
 	n->ends[n->walk.end]++;
 	n->frames += n->walk.n;
 	for (uint32_t i = 0; i < n->walk.n; i++) {
@@ -332,6 +377,8 @@ void session_native__stats(const struct session *s, struct run_stats *st)
 	st->native_frames += n->frames;
 	st->native_failed += n->failed;
 	st->native_ns += n->ns;
+	st->native_fp_walks += n->fp_walks;
+	st->native_fp_dwarf_top += n->fp_dwarf_top;
 	for (size_t i = 0; i < sizeof(n->ends) / sizeof(n->ends[0]); i++)
 		st->native_ends[i] += n->ends[i];
 	for (size_t i = 0; i < sizeof(n->results) / sizeof(n->results[0]); i++)

@@ -109,7 +109,8 @@ int session_targets__enrol(struct session *s, struct target *t, uint64_t gil)
 	err = session_native__target(s, t);
 	if (!err)
 		err = s->live_mode ? start_live(t) :
-				     sampler__add_target(s->sampler, &t->interp, gil, NULL);
+				     sampler__add_target(s->sampler, &t->interp, gil, NULL,
+							 t->native_fp);
 	if (err)
 		return err;
 	session_tasks__look(s, t);

@@ -52,7 +52,8 @@ void session_tasks__look(struct session *s, struct target *t)
 			tid_map__init(t->tids, t->interp.pid);
 	}
 	if (!err)
-		err = sampler__add_target(s->sampler, &t->interp, t->gil, &t->asyncio);
+		err = sampler__add_target(s->sampler, &t->interp, t->gil, &t->asyncio,
+					  t->native_fp);
 	if (!err) {
 		/* Found at the first look, asyncio was there when the target was: its
 		 * suspended tasks are charged from then, however long the look took.

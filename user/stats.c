@@ -135,6 +135,12 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "bpf_native_bytes", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_BYTES] },
 		{ "bpf_native_capped", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_CAPPED] },
 		{ "bpf_native_faults", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FAULTS] },
+		/* --native-unwind fp: blocks with a frame-pointer walk, their frame records
+		 * (16 bytes each, beside bpf_native_bytes of stack), and walks that met a
+		 * frame pointer that was no frame's (code that uses RBP for data) */
+		{ "bpf_native_fp_walks", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FP_WALKS] },
+		{ "bpf_native_fp_records", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FP_RECORDS] },
+		{ "bpf_native_fp_broken", FIELD_U64, .u = s->bpf[PBP_C_NATIVE_FP_BROKEN] },
 		/* --native blocks the decoder took, and those it refused as malformed */
 		{ "native_blocks", FIELD_U64, .u = s->decode.native_blocks },
 		{ "native_invalid", FIELD_U64, .u = s->decode.native_invalid },
@@ -152,6 +158,12 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "native_end_no_cfi", FIELD_U64, .u = s->native_ends[2] },
 		{ "native_end_bound", FIELD_U64, .u = s->native_ends[3] },
 		{ "native_end_bad_frame", FIELD_U64, .u = s->native_ends[4] },
+		{ "native_end_no_fp", FIELD_U64, .u = s->native_ends[5] },
+		/* ... of them, walks over frame records: those that took the records from
+		 * the first frame, and those that needed DWARF over the stack copy for the
+		 * top frames first (a leaf without frame pointer, a prologue) */
+		{ "native_fp_walks", FIELD_U64, .u = s->native_fp_walks },
+		{ "native_fp_dwarf_top", FIELD_U64, .u = s->native_fp_dwarf_top },
 		{ "native_matched", FIELD_U64, .u = s->native_merges[0] },
 		{ "native_cut", FIELD_U64, .u = s->native_merges[1] },
 		{ "native_unmatched", FIELD_U64, .u = s->native_merges[2] },

@@ -55,7 +55,8 @@ struct run_stats {
 	/* --native: walks of the copied C stacks, how each ended (native_end order), how
 	 * their frames met the Python runs (native_merge_result order), their cost */
 	uint64_t native_walks, native_frames, native_failed, native_ns;
-	uint64_t native_ends[5];
+	uint64_t native_ends[6];	/* by enum native_end */
+	uint64_t native_fp_walks, native_fp_dwarf_top;	/* --native-unwind fp */
 	uint64_t native_merges[3];
 };
 

@@ -61,6 +61,7 @@ struct target {
 	struct py_asyncio asyncio;
 	struct tid_map *tids;	/* its thread ids as ours, for the wall-mode task sweep */
 	struct native_proc *native;	/* --native: its maps and unwinder */
+	int native_fp;			/* ... and BPF walks its frame pointers */
 	char cmd[128];
 };
 

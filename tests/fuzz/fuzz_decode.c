@@ -15,6 +15,7 @@
  *                        (tests/unit/debug_tables.h), 3 take the table from the input;
  *              bit 2: also decode the thread from a BPF record; bit 3: no frame cache;
  *              bit 4: the record carries a --native block (registers, 256 stack bytes)
+ *              bit 5: ... with a frame-pointer walk's 3 records before the stack bytes
  *   table      0-2: a count byte, then that many (mod 16) edits of 4 bytes: slot
  *                   (from 2), kind (how the 16-bit value becomes the slot's), value;
  *              3: a 16-bit length, then that many bytes (what the input holds)
@@ -199,32 +200,44 @@ static void build(struct fake_mem *m, const struct py_offsets *o)
 }
 
 #define NATIVE_STACK 256
+#define NATIVE_FP 3
 
-/* With --native: the block after the payload at @len, as the BPF program lays it out. */
-static size_t add_native(uint8_t *rec, size_t len)
+/* With --native: the block after the payload at @len, as the BPF program lays it out;
+ * with @fp, a frame-pointer walk's records first. */
+static size_t add_native(uint8_t *rec, size_t len, int fp)
 {
 	struct pbp_sample *s = (struct pbp_sample *)rec;
 	size_t off = (len + 7) & ~(size_t)7;
 	struct pbp_native *n = (struct pbp_native *)(rec + off);
+	struct pbp_native_fp *r = (struct pbp_native_fp *)(n + 1);
+	uint32_t nfp = fp ? NATIVE_FP : 0;
 
 	memset(n, 0, sizeof(*n));
 	n->hdr_len = sizeof(*n);
 	n->flags = PBP_NF_STACK_TOP;
 	n->regs_mask = (1u << PBP_NATIVE_REGS) - 1;
 	n->regs[7] = BASE + 0x9000;
-	n->stack_off = (uint32_t)(off + sizeof(*n));
+	if (fp) {
+		n->flags = PBP_NF_STACK_CAPPED | PBP_NF_FP_WALK | PBP_NF_FP_ZERO;
+		n->fp_off = (uint32_t)(off + sizeof(*n));
+		n->nfp = nfp;
+		for (uint32_t i = 0; i < nfp; i++)
+			r[i] = (struct pbp_native_fp){ .fp = n->regs[7] + 0x80 * (i + 1),
+						       .ret = 0x401000 + i };
+	}
+	n->stack_off = (uint32_t)(off + sizeof(*n) + nfp * sizeof(*r));
 	n->stack_len = NATIVE_STACK;
 	memset(rec + n->stack_off, 0x5a, NATIVE_STACK);
 	s->flags |= PBP_SF_NATIVE;
 	s->native_off = (uint32_t)off;
-	s->native_len = sizeof(*n) + NATIVE_STACK;
+	s->native_len = (uint32_t)(sizeof(*n) + nfp * sizeof(*r) + NATIVE_STACK);
 	s->len = (uint32_t)(off + s->native_len);
 	return s->len;
 }
 
 /* The BPF program's record of the thread: header, thread state, the chunk. */
 static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8_t *rec,
-			   int native)
+			   int native, int fp)
 {
 	struct pbp_sample *s = (struct pbp_sample *)rec;
 	uint32_t tlen = o->ts_size < PBP_TSTATE_MAX ? (uint32_t)o->ts_size : PBP_TSTATE_MAX;
@@ -247,7 +260,7 @@ static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8
 	s->fps[1] = (struct pbp_code_fp){ .frame = CHUNK + 0x200, .code = CODE_B, .fp = 2 };
 	fake_mem__read(&m->base, TSTATE, rec + sizeof(*s), tlen);
 	fake_mem__read(&m->base, CHUNK, rec + sizeof(*s) + tlen, CHUNK_BYTES);
-	return native ? add_native(rec, len) : len;
+	return native ? add_native(rec, len, fp) : len;
 }
 
 /* Reads every byte the decoder handed out of the record, for ASan to check. */
@@ -261,6 +274,8 @@ static void touch_native(const struct stack *st)
 		sum += (uint8_t)st->native->regs[i];
 	for (uint32_t i = 0; i < st->native->stack_len; i++)
 		sum += st->native_stack[i];
+	for (uint32_t i = 0; st->native_fp && i < st->native->nfp; i++)
+		sum += (uint8_t)(st->native_fp[i].fp ^ st->native_fp[i].ret);
 }
 
 /* Each thread the walk finds is decoded as live sampling would, reading twice. */
@@ -309,7 +324,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_mem__init(&m, BASE, bytes, MEM_BYTES);
 	build(&m, &in.off);
 	if (mode & 4)
-		rlen = build_record(&m, &in.off, bytes + MEM_BYTES, mode & 16);
+		rlen = build_record(&m, &in.off, bytes + MEM_BYTES, mode & 16, mode & 32);
 	while (p < end) {
 		uint16_t off;
 		uint8_t n;

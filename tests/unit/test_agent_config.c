@@ -43,6 +43,7 @@ static const char good[] =
 	"async = on\n"
 	"native = on\n"
 	"native-stack = 20K\n"
+	"native-unwind = fp\n"
 	"container = defg";	/* no newline at the end */
 
 static void periods(void)
@@ -84,6 +85,7 @@ static void parses_every_key(void)
 	CHECK(c.mode == SESSION_WALL && c.min_block_us == 250);
 	CHECK(c.async_tasks == 1);
 	CHECK(c.native == 1 && c.native_stack == 20 * 1024);
+	CHECK(c.native_unwind == SESSION_UNWIND_FP);
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
 	CHECK(!agent_config__init(&c));
@@ -118,6 +120,7 @@ static void refuses_bad_lines(void)
 		"native-stack = 65537\n",
 		"native-stack = 16M\n",
 		"native-stack = -16K\n",
+		"native-unwind = frames\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

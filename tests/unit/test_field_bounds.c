@@ -284,11 +284,68 @@ static const char *const native_cases[] = {
 	"native_off inside the Python payload", "native_off past the record",
 	"native_len past the record", "native_len shorter than the block",
 	"hdr_len not this ABI's", "an unknown flag", "a register beyond rip",
-	"a frame-pointer walk (reserved)", "a kernel stack id (reserved)",
+	"frame records without PBP_NF_FP_WALK", "a kernel stack id (reserved)",
 	"stack_off not 8-aligned", "stack_off inside the block's header",
 	"stack_len past native_len", "stack_off + stack_len wrapping 32 bits",
 	"stack_len of 4 GiB",
 };
+
+/* The same with a frame-pointer walk (ABI 6): NFP records, then the stack bytes. */
+#define NFP 3
+#define FP_REC (NATIVE_REC + NFP * sizeof(struct pbp_native_fp))
+
+static void build_fp_record(uint64_t *buf)
+{
+	struct pbp_sample *s = (struct pbp_sample *)buf;
+	struct pbp_native *n = (struct pbp_native *)((uint8_t *)buf + sizeof(*s));
+	struct pbp_native_fp *r = (struct pbp_native_fp *)(n + 1);
+
+	build_native_record(buf);
+	memset((uint8_t *)buf + NATIVE_REC, 0, FP_REC - NATIVE_REC + 64);
+	s->len = FP_REC;
+	s->native_len = FP_REC - sizeof(*s);
+	n->flags = PBP_NF_STACK_CAPPED | PBP_NF_FP_WALK | PBP_NF_FP_ZERO;
+	n->fp_off = sizeof(*s) + sizeof(*n);
+	n->nfp = NFP;
+	n->stack_off = n->fp_off + NFP * sizeof(*r);
+	for (uint32_t i = 0; i < NFP; i++) {
+		r[i].fp = n->regs[7] + 0x40 + 0x100 * i;
+		r[i].ret = 0x401000 + i;
+	}
+}
+
+static const char *const fp_cases[] = {
+	"PBP_NF_FP_WALK without an end", "two ends", "an end without PBP_NF_FP_WALK",
+	"fp_off past the header", "fp_off inside the header", "more than PBP_NATIVE_FP_MAX",
+	"records past native_len", "stack_off inside the records", "a misaligned record",
+	"records that do not rise", "records 8 bytes apart", "a record below RSP",
+	"a return address of 0", "a record at the top of the address space",
+	"nfp of 4 G",
+};
+
+static void spoil_fp(size_t i, struct pbp_sample *s, struct pbp_native *n)
+{
+	struct pbp_native_fp *r = (struct pbp_native_fp *)(n + 1);
+
+	(void)s;
+	switch (i) {
+	case 0: n->flags &= ~PBP_NF_FP_ENDS; break;
+	case 1: n->flags |= PBP_NF_FP_BROKEN; break;
+	case 2: n->flags &= ~PBP_NF_FP_WALK; n->nfp = 0; n->fp_off = 0; break;
+	case 3: n->fp_off += 8; break;
+	case 4: n->fp_off -= 8; break;
+	case 5: n->nfp = PBP_NATIVE_FP_MAX + 1; break;
+	case 6: n->nfp = NFP + 5; n->stack_off += 5 * sizeof(*r); n->stack_len = 0; break;
+	case 7: n->stack_off -= 8; break;
+	case 8: r[1].fp += 4; break;
+	case 9: r[2].fp = r[0].fp; break;
+	case 10: r[1].fp = r[0].fp + 8; break;
+	case 11: r[0].fp = n->regs[7] - 16; break;
+	case 12: r[1].ret = 0; break;
+	case 13: r[2].fp = UINT64_MAX - 7; break;
+	default: n->nfp = UINT32_MAX; break;
+	}
+}
 
 static void spoil_native(size_t i, struct pbp_sample *s, struct pbp_native *n)
 {
@@ -321,7 +378,7 @@ static void test_native_block(void)
 	struct strtab *strs = strtab__new();
 	const struct decoder_cfg cfg = { .interp = &in, .live = &mem.base, .strs = strs };
 	struct stack *st = calloc(1, sizeof(*st));
-	uint64_t *buf = calloc(1, NATIVE_REC + 64);
+	uint64_t *buf = calloc(1, FP_REC + 64);
 	struct pbp_sample *s = (struct pbp_sample *)buf;
 	struct pbp_native *n = (struct pbp_native *)((uint8_t *)buf + sizeof(*s));
 	const struct decode_stats *ds;
@@ -356,6 +413,27 @@ static void test_native_block(void)
 		}
 	}
 	CHECK(ds->native_blocks == 1);
+	/* A frame-pointer walk's records: sound, then spoiled each way. */
+	build_fp_record(buf);
+	CHECK(decoder__decode(d, buf, FP_REC, st) == 0);
+	CHECK(st->native == n && st->native_fp == (const struct pbp_native_fp *)(n + 1));
+	CHECK(st->native_stack == (uint8_t *)buf + n->stack_off && ds->native_blocks == 2);
+	CHECK(st->native_fp[NFP - 1].ret == 0x401000 + NFP - 1);
+	for (size_t i = 0; i < sizeof(fp_cases) / sizeof(fp_cases[0]); i++) {
+		uint64_t before = ds->native_invalid;
+
+		build_fp_record(buf);
+		spoil_fp(i, s, n);
+		CHECK(decoder__decode(d, buf, FP_REC, st) == 0);
+		if (st->native || st->native_stack || st->native_fp ||
+		    ds->native_invalid != before + 1 || st->gap != GAP_NONE || st->depth != 1) {
+			fprintf(stderr, "FAIL frame records with %s: native %p, invalid %llu, gap %d\n",
+				fp_cases[i], (const void *)st->native,
+				(unsigned long long)ds->native_invalid, st->gap);
+			exit(1);
+		}
+	}
+	CHECK(ds->native_blocks == 2);
 	/* A live sample (no record) has none. */
 	{
 		const struct thread_sample t = {
@@ -369,8 +447,9 @@ static void test_native_block(void)
 	free(buf);
 	free(st);
 	strtab__free(strs);
-	printf("records: %zu malformed native blocks ignored\n",
-	       sizeof(native_cases) / sizeof(native_cases[0]));
+	printf("records: %zu malformed native blocks ignored, %zu with frame records\n",
+	       sizeof(native_cases) / sizeof(native_cases[0]),
+	       sizeof(fp_cases) / sizeof(fp_cases[0]));
 }
 
 static int count_thread(const struct py_thread *t, void *arg)

@@ -11,7 +11,11 @@
  *       then "end", "stack_used" and, with REPEAT, "ns_per_walk" / "ns_per_sym";
  *       checks on the way that every shorter copy of the stack unwinds to a prefix of
  *       the full walk and ends "stack copy exhausted", that a frame limit ends "frame
- *       limit", and that a stack of garbage ends cleanly.
+ *       limit", and that a stack of garbage ends cleanly; then walks the snapshot's
+ *       frame pointers as the BPF program does (--native-unwind fp) and checks that
+ *       native_fp__walk() over those records, with every copy of 0 to 2 KiB for the top
+ *       frames, gives a prefix of the full walk, same PCs and stack pointers, and prints
+ *       "fp_frames N of M END (dwarf_top D)" for the 1 KiB copy.
  *   test_native_unwind parse
  *       the maps parser over malformed, hostile and oversized text.
  */
@@ -24,6 +28,7 @@
 
 #include "check.h"
 #include "native_ehhdr.h"
+#include "native_fp.h"
 #include "native_maps.h"
 #include "native_sym.h"
 #include "native_unwind.h"
@@ -190,6 +195,139 @@ static void check_cuts(struct native_unwind *u, const struct native_snapshot *fu
 	CHECK_MSG(st->n == full->n && st->end == full->end,
 		  "copy of stack_used=%u bytes: %u frames, %s", full->stack_used, st->n,
 		  native_end__name(st->end));
+	free(st);
+}
+
+/* The frame records the BPF program would take from @s (fp_step() in bpf/sample.bpf.c):
+ * RBP's chain while each record lies in the copy, above the last, 8-aligned, with a
+ * return address. */
+static uint32_t fp_records(const struct native_snapshot *s, struct pbp_native_fp *rec,
+			   uint32_t *flags)
+{
+	uint64_t rsp = s->regs[NATIVE_REG_RSP], fp = s->regs[NATIVE_REG_RBP], lo = rsp;
+	uint32_t n = 0;
+
+	*flags = PBP_NF_FP_WALK | PBP_NF_FP_LIMIT;
+	while (n < PBP_NATIVE_FP_MAX) {
+		uint64_t w[2];
+
+		if (fp % 8 || fp < lo || fp - rsp + 16 > s->stack_len) {
+			*flags = PBP_NF_FP_WALK | PBP_NF_FP_BROKEN;
+			break;
+		}
+		memcpy(w, s->stack + (fp - rsp), sizeof(w));
+		if (!w[1]) {
+			*flags = PBP_NF_FP_WALK | PBP_NF_FP_ZERO;
+			break;
+		}
+		rec[n++] = (struct pbp_native_fp){ .fp = fp, .ret = w[1] };
+		if (!w[0]) {
+			*flags = PBP_NF_FP_WALK | PBP_NF_FP_ZERO;
+			break;
+		}
+		lo = fp + 16;
+		fp = w[0];
+	}
+	return n;
+}
+
+static int same_frames(const struct native_stack *a, const struct native_stack *full)
+{
+	if (a->n > full->n)
+		return 0;
+	for (unsigned int i = 0; i < a->n; i++)
+		if (a->frames[i].pc != full->frames[i].pc || a->frames[i].sp != full->frames[i].sp)
+			return 0;
+	return 1;
+}
+
+/*
+ * Stacks spoiled above their first 256 bytes with words that make chains: addresses
+ * higher up the stack, words (return addresses among them) moved from elsewhere in it,
+ * and noise. Whatever the bytes, the frame-pointer walk over the records BPF would take
+ * from them must give no frame the DWARF walk over the same bytes does not: frame by
+ * frame the same PCs and stack pointers, up to where it stops.
+ */
+static void check_fp_garbage(struct native_fp *f, struct native_unwind *u,
+			     const struct native_snapshot *full_snap)
+{
+	static struct pbp_native_fp rec[PBP_NATIVE_FP_MAX];
+	struct native_snapshot s = *full_snap;
+	struct native_stack *fp = malloc(sizeof(*fp)), *dw = malloc(sizeof(*dw));
+	struct native_fp_chain c = { .rec = rec };
+	uint64_t rsp = full_snap->regs[NATIVE_REG_RSP], *w;
+	size_t nw = full_snap->stack_len / 8;
+	uint8_t *bytes = malloc(full_snap->stack_len + 8);
+	unsigned int longest = 0;
+
+	CHECK(fp && dw && bytes);
+	srand(7);
+	for (int round = 0; round < 64 && nw > 64; round++) {
+		memcpy(bytes, full_snap->stack, full_snap->stack_len);
+		w = (uint64_t *)bytes;
+		for (size_t i = 32 + (size_t)(round % 8) * 4; i < nw; i++) {
+			size_t to = i + 2 + (size_t)rand() % 64;
+
+			switch (rand() % 4) {
+			case 0:
+				w[i] = rsp + 8 * (to < nw ? to : nw - 1);
+				break;
+			case 1:
+				memcpy(&w[i], full_snap->stack + 8 * ((size_t)rand() % nw), 8);
+				break;
+			case 2:
+				w[i] = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+				break;
+			default:
+				break;
+			}
+		}
+		s.stack = bytes;
+		s.stack_len = full_snap->stack_len;
+		c.n = fp_records(&s, rec, &c.flags);
+		CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, dw) == 0);
+		s.stack_len = s.stack_len < 1024 ? s.stack_len : 1024;
+		CHECK(native_fp__walk(f, u, &s, &c, NATIVE_MAX_FRAMES, fp) == 0);
+		CHECK_MSG(same_frames(fp, dw), "spoiled stack %d: fp walk of %u frames (%s) "
+			  "is not a prefix of the DWARF walk of %u", round, fp->n,
+			  native_end__name(fp->end), dw->n);
+		if (fp->n > longest)
+			longest = fp->n;
+	}
+	printf("fp_garbage_longest %u\n", longest);
+	free(bytes);
+	free(fp);
+	free(dw);
+}
+
+/* --native-unwind fp over this snapshot: never other frames than the full walk's. */
+static void check_fp(struct native_unwind *u, const struct native_snapshot *full_snap,
+		     const struct native_stack *full)
+{
+	static struct pbp_native_fp rec[PBP_NATIVE_FP_MAX];
+	struct native_snapshot s = *full_snap;
+	struct native_stack *st = malloc(sizeof(*st));
+	struct native_fp_chain c = { .rec = rec };
+	struct native_fp *f = NULL;
+
+	CHECK(st && native_fp__new(&f) == 0);
+	c.n = fp_records(full_snap, rec, &c.flags);
+	for (size_t len = 0; len <= 2048 && len <= full_snap->stack_len; len += 8) {
+		s.stack_len = len;
+		CHECK(native_fp__walk(f, u, &s, &c, NATIVE_MAX_FRAMES, st) == 0);
+		CHECK_MSG(same_frames(st, full), "fp walk, copy of %zu bytes: not a prefix "
+			  "(%u frames, %s)", len, st->n, native_end__name(st->end));
+		CHECK_MSG(st->end != NATIVE_END_OUTERMOST || st->n == full->n,
+			  "fp walk, copy of %zu bytes: outermost after %u of %u frames", len, st->n,
+			  full->n);
+	}
+	check_fp_garbage(f, u, full_snap);
+	s.stack_len = full_snap->stack_len < 1024 ? full_snap->stack_len : 1024;
+	CHECK(native_fp__walk(f, u, &s, &c, NATIVE_MAX_FRAMES, st) == 0);
+	printf("fp_records %u\n", c.n);
+	printf("fp_frames %u of %u %s (dwarf_top %d, first record frame %u)\n", st->n, full->n,
+	       native_end__name(st->end), st->fp_dwarf_top, st->fp_first);
+	native_fp__free(f);
 	free(st);
 }
 
@@ -391,6 +529,7 @@ static int do_unwind(int pid, const char *path, int repeat)
 		native_sym__free(tiny);
 	}
 	check_cuts(u, &s, st);
+	check_fp(u, &s, st);
 	check_garbage(u, &s);
 	check_rebuild(u, pid, &s, st);
 

@@ -676,16 +676,21 @@ NATIVE_VERSIONS = ("3.13", "3.15")
 def part_native(env, cfg):
     """native_calls.py --mode qsort (tests/workloads: Python sorts through ctypes and
     libc's qsort with a Python comparator, so a sample holds C frames between two runs
-    of Python frames) on 3.13 and 3.15, profiled by pybpfprof without and with
-    --native, interleaved."""
+    of Python frames) on 3.13 and 3.15, profiled by pybpfprof without --native, with it
+    copying the stack (dwarf) and with it walking frame pointers (fp: what auto picks on
+    3.15), interleaved."""
     rate, rows = cfg["native_rate"], {}
     for ver in NATIVE_VERSIONS:
         py = chroot_argv(env.root, f"/usr/bin/python{ver}")
         profs = [Profiler(env, "pybpfprof", "ours", rate),
-                 Profiler(env, "pybpfprof --native", "ours", rate, ["--native"])]
+                 Profiler(env, "pybpfprof --native (dwarf)", "ours", rate,
+                          ["--native", "--native-unwind", "dwarf"]),
+                 Profiler(env, "pybpfprof --native (fp)", "ours", rate,
+                          ["--native", "--native-unwind", "fp"])]
         runs = {p.name: [] for p in profs}
         for rep in range(cfg["native_reps"]):
-            for p in profs[rep % 2:] + profs[:rep % 2]:
+            k = rep % len(profs)
+            for p in profs[k:] + profs[:k]:
                 runs[p.name].append(safe(native_run, env, p, py, cfg))
         for name, rs in runs.items():
             ok = ok_runs(rs)
@@ -698,8 +703,8 @@ def part_native(env, cfg):
     return {"rate": rate, "seconds": cfg["native_seconds"], "rows": rows}
 
 
-NATIVE_KEYS = ("samples", "bytes", "bpf_ns", "in_target_pct", "decode_ns", "walk_us",
-               "frames", "outermost_pct", "matched_pct")
+NATIVE_KEYS = ("samples", "bytes", "fp_records", "bpf_ns", "in_target_pct", "decode_ns",
+               "walk_us", "frames", "outermost_pct", "no_fp_pct", "matched_pct", "cut_pct")
 
 
 def native_run(env, prof, py, cfg):
@@ -723,9 +728,12 @@ def native_run(env, prof, py, cfg):
     walks = st.get("native_walks") or 0
     copied = st.get("bpf_native_copied") or 0
     cpu = (c1 - c0) if c0 is not None and c1 is not None else 0
+    records = st.get("bpf_native_fp_records") or 0
     return {
         "samples": st["samples_delivered"],
-        "bytes": st["bpf_native_bytes"] / copied if copied else None,
+        # Stack bytes and, with fp, 16 per frame record.
+        "bytes": (st["bpf_native_bytes"] + 16 * records) / copied if copied else None,
+        "fp_records": records / copied if copied and st.get("bpf_native_fp_walks") else None,
         "bpf_ns": st.get("bpf_ns_per_target_sample"),
         # BPF runs on the target's CPU, in its time slice: its share of the target's CPU.
         "in_target_pct": 100.0 * st["bpf_run_time_ns"] / cpu if cpu else None,
@@ -733,7 +741,12 @@ def native_run(env, prof, py, cfg):
         "walk_us": st["native_ns_per_walk"] / 1000 if walks else None,
         "frames": st.get("native_frames_per_walk") if walks else None,
         "outermost_pct": 100.0 * st["native_end_outermost"] / walks if walks else None,
+        # fp: walks that ended at the first frame without a frame pointer (libc below
+        # main, or qsort's libffi/libc): complete for the merge when it lies below the
+        # outermost eval loop.
+        "no_fp_pct": 100.0 * st.get("native_end_no_fp", 0) / walks if walks else None,
         "matched_pct": 100.0 * st["native_matched"] / walks if walks else None,
+        "cut_pct": 100.0 * st["native_cut"] / walks if walks else None,
     }
 
 
@@ -1521,22 +1534,30 @@ def write_native(w, n):
     w("")
     w("`native_calls.py --mode qsort` (tests/workloads): Python sorts through ctypes and "
       "libc's qsort with a Python comparator that burns, so samples carry C frames (ctypes, "
-      "libffi, libc) between two runs of Python frames. Bytes: C stack copied per sample. "
-      "BPF ns: the program's time per target sample. In target: BPF time as a share of "
-      "the target's CPU time. Walk: pybpfprof's user-space unwinding, naming and merging "
-      "per sample (not in the target). To _start: walks that reached the outermost "
-      "frame; matched: walks whose every Python run sat in its eval-loop frame.")
+      "libffi, libc) between two runs of Python frames. dwarf: BPF copies the C stack, "
+      "unwound with CFI; fp: BPF walks frame pointers (16 bytes a frame record) beside a "
+      "1 KiB copy for top frames without them. Bytes: copied per sample (stack bytes and "
+      "frame records). BPF ns: the program's time per target sample. In target: BPF time "
+      "as a share of the target's CPU time. Walk: pybpfprof's user-space unwinding, naming "
+      "and merging per sample (not in the target). To _start: walks that reached the "
+      "outermost frame; no FP: fp walks that ended at the first function without a frame "
+      "pointer (libffi or libc under the comparator here: the Python frames that called "
+      "qsort then follow the C frames, cut); matched: walks whose every Python run sat "
+      "in its eval-loop frame; cut: walks that ended above an activation.")
     w("")
-    w("| CPython | profiler | samples | bytes / sample | BPF ns / sample | in target | "
-      "decode ns / sample | walk µs | frames / walk | to _start | matched |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|")
+    w("| CPython | profiler | samples | bytes / sample | FP records | BPF ns / sample | "
+      "in target | decode ns / sample | walk µs | frames / walk | to _start | no FP | "
+      "matched | cut |")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in n["rows"].values():
         w(f"| {r['version']} | {r['profiler']} | {fnum(r.get('samples'))} | "
-          f"{fnum(r.get('bytes'))} | {fnum(r.get('bpf_ns'))} | "
+          f"{fnum(r.get('bytes'))} | {fnum(r.get('fp_records'), '{:.1f}')} | "
+          f"{fnum(r.get('bpf_ns'))} | "
           f"{fnum(r.get('in_target_pct'), '{:.3f}%')} | {fnum(r.get('decode_ns'))} | "
           f"{fnum(r.get('walk_us'), '{:.1f}')} | {fnum(r.get('frames'), '{:.1f}')} | "
           f"{fnum(r.get('outermost_pct'), '{:.1f}%')} | "
-          f"{fnum(r.get('matched_pct'), '{:.1f}%')} |")
+          f"{fnum(r.get('no_fp_pct'), '{:.1f}%')} | "
+          f"{fnum(r.get('matched_pct'), '{:.1f}%')} | {fnum(r.get('cut_pct'), '{:.1f}%')} |")
     w("")
 
 
