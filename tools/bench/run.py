@@ -142,11 +142,10 @@ class BenchError(Exception):
 
 
 def chroot_argv(root, exe):
-    """@exe run in the chroot @root, with /proc mounted there in a mount namespace of its
-    own: the peer reads /proc/PID/maps from inside the chroot, and a mount shared by
-    every run in the chroot would be unmounted under one run by another's end."""
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            'mount -t proc proc "$0/proc" && exec chroot "$0" "$@"', root, exe]
+    """@exe run in the chroot @root. The peer reads the target's /proc/PID/maps from
+    inside it, so Env.setup() mounts /proc there, in our mount namespace: in one of its
+    own, the paths the maps name could not be resolved against the target's mounts."""
+    return ["chroot", root, exe]
 
 
 def log(msg):
@@ -170,12 +169,17 @@ class Env:
         ncpu = os.cpu_count() or 1
         self.target_cpu = ["taskset", "-c", str(ncpu - 1)] if ncpu >= 2 else []
         self.prof_cpu = ["taskset", "-c", "0"] if ncpu >= 2 else []
+        self.mounted = False
         self.seq = 0
 
     def host(self, chroot_path):
         return self.root + chroot_path
 
     def setup(self):
+        if not os.path.exists(self.root + "/proc/self"):
+            # The peer reads /proc/PID/maps from inside the chroot.
+            subprocess.run(["mount", "-t", "proc", "proc", self.root + "/proc"], check=True)
+            self.mounted = True
         os.makedirs(self.tmp, exist_ok=True)
         dest = self.host(self.work)
         if os.path.isdir(dest):
@@ -188,7 +192,8 @@ class Env:
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
-        pass
+        if self.mounted:
+            subprocess.run(["umount", self.root + "/proc"])
 
     def scratch(self, stem):
         self.seq += 1
