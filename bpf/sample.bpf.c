@@ -39,6 +39,20 @@ const volatile __u32 nr_cpus = 1;	/* possible CPUs: the second scratch slots fol
 /* Wall mode: each tick carries the CPU time since the thread's previous one. */
 const volatile bool cpu_timed = false;
 const volatile __u64 tick_ns = 10000000;
+/*
+ * --clock tick: sampling rides the scheduler's own tick, which already interrupts
+ * every busy CPU HZ times a second, so the profiler adds no interrupt of its own. Each
+ * target thread is sampled at tick_rate of every tick_hz of its ticks (tick_rate <=
+ * tick_hz), spread evenly. Set after load, once HZ is measured; 0 leaves the tick
+ * alone.
+ */
+__u32 tick_hz = 0;
+__u32 tick_rate = 0;
+__u64 tick_fn = 0;		/* the tick timer's function, once learnt */
+pbp_u32 learn_cpu = (pbp_u32)-1;	/* where it is being learnt, while it is, */
+pbp_u64 learn_period = 0;	/* ... knowing the tick's period */
+/* Written by pbp_clock_probe for the loader to measure HZ with. */
+struct pbp_clock_reading clock_reading = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -972,7 +986,8 @@ static __always_inline __u64 cpu_since_tick(const struct pbp_target *t, struct t
 	return now > st->cpu_ns ? now - st->cpu_ns : 0;
 }
 
-static __always_inline int sample_tick(struct bpf_perf_event_data *ctx)
+/* A tick on the current thread; @in_kernel: it interrupted a system call or fault. */
+static __always_inline int sample_tick(bool in_kernel)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	const struct pbp_target *t = bpf_map_lookup_elem(&targets, &tgid);
@@ -988,7 +1003,7 @@ static __always_inline int sample_tick(struct bpf_perf_event_data *ctx)
 		return 0;
 	count(PBP_C_TARGET_EVENTS);
 	/* A tick in a system call or fault: the user registers are those of its entry. */
-	if ((long)PT_REGS_IP(&ctx->regs) < 0)
+	if (in_kernel)
 		on.native_flags = PBP_NF_REGS_AT_ENTRY;
 	if (cpu_timed) {
 		on.flags = PBP_SF_CPU_TIMED;
@@ -1001,17 +1016,139 @@ static __always_inline int sample_tick(struct bpf_perf_event_data *ctx)
 	return 0;
 }
 
-SEC("perf_event")
-int pbp_sample(struct bpf_perf_event_data *ctx)
+static __always_inline int timed_tick(bool in_kernel)
 {
 	__u64 t0;
 
 	if (!self_timed)
-		return sample_tick(ctx);
+		return sample_tick(in_kernel);
 	t0 = bpf_ktime_get_ns();
-	sample_tick(ctx);
+	sample_tick(in_kernel);
 	add(PBP_C_SELF_NS, bpf_ktime_get_ns() - t0);
 	count(PBP_C_SELF_RUNS);
+	return 0;
+}
+
+SEC("perf_event")
+int pbp_sample(struct bpf_perf_event_data *ctx)
+{
+	return timed_tick((long)PT_REGS_IP(&ctx->regs) < 0);
+}
+
+/* A target thread's share of its ticks: it is sampled at tick_rate of every tick_hz. */
+struct tick_share {
+	__u32 acc;
+	__u32 started;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tick_share);
+} tick_shares SEC(".maps");
+
+/*
+ * Whether this tick of the current thread, a target's, is one to sample. Counted per
+ * thread, not per CPU: the scheduler switches CPU-bound threads at ticks, so a CPU's
+ * ticks go round its threads in turn, and taking every k-th tick of a CPU would take
+ * some threads always and others never. Each thread starts at a random place in its
+ * count, so that threads started together are not sampled in step. Where its count
+ * cannot be had, a tick is taken at random with the same odds.
+ */
+static __always_inline bool tick_taken(struct task_struct *task, __u32 hz)
+{
+	struct tick_share *sh = bpf_task_storage_get(&tick_shares, task, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!sh)
+		return ((__u64)bpf_get_prandom_u32() * hz >> 32) < tick_rate;
+	if (!sh->started) {
+		sh->started = 1;
+		sh->acc = ((__u64)bpf_get_prandom_u32() * hz) >> 32;
+	}
+	sh->acc += tick_rate;
+	if (sh->acc < hz)
+		return false;
+	sh->acc -= hz;
+	return true;
+}
+
+/*
+ * Whether the tick interrupted the current thread in the kernel. The user registers
+ * at the top of its kernel stack were saved by the tick's own interrupt when it came
+ * from user mode (no system call: orig_ax -1), else by the system call or fault the
+ * thread is in.
+ */
+static __always_inline bool tick_in_kernel(void)
+{
+#if defined(__TARGET_ARCH_x86)
+	struct pt_regs *r = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	return r && (long)r->orig_ax >= 0;
+#else
+	return false;
+#endif
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, PBP_TICK_LEARN_MAX);
+	__type(key, __u64);	/* a timer */
+	__type(value, struct pbp_tick_learn);
+} tick_learn SEC(".maps");
+
+static __always_inline void learn(const struct hrtimer *timer, __u64 fn)
+{
+	__u64 key = (__u64)timer, at = timer->_softexpires;
+	struct pbp_tick_learn *l = bpf_map_lookup_elem(&tick_learn, &key), first = {};
+
+	if (!l) {
+		first.fn = fn;
+		first.last = at;
+		bpf_map_update_elem(&tick_learn, &key, &first, BPF_NOEXIST);
+		return;
+	}
+	if (at - l->last == learn_period)
+		l->on_period++;
+	l->last = at;
+}
+
+/*
+ * Every expiring high-resolution timer, on its CPU; the scheduler's tick is one of
+ * them, and then the interrupted thread is current. The tick's function is not
+ * looked up by name (kallsyms hides addresses from a least-privileged agent): while
+ * the loader keeps CPU learn_cpu busy, it is the function of the timer that expires
+ * there every tick period exactly (another timer at that period would be ambiguous,
+ * and the loader then takes none). Counting ticks rather than time keeps the share
+ * unbiased: the kernel charges CPU time by the same ticks.
+ */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(pbp_tick, struct hrtimer *timer, ktime_t *now)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 fn = (__u64)timer->function;
+	__u32 tgid, hz = tick_hz;
+
+	if (fn != tick_fn) {
+		if (learn_period && learn_cpu == bpf_get_smp_processor_id())
+			learn(timer, fn);
+		return 0;
+	}
+	tgid = bpf_get_current_pid_tgid() >> 32;
+	/* A thread on its way out is not sampled (sample_tick says why). */
+	if (!hz || (task->flags & PF_EXITING) || !bpf_map_lookup_elem(&targets, &tgid) ||
+	    !tick_taken(task, hz))
+		return 0;
+	return timed_tick(tick_in_kernel());
+}
+
+/* Run by the loader (BPF_PROG_TEST_RUN), never attached. */
+SEC("raw_tp")
+int pbp_clock_probe(void *ctx)
+{
+	clock_reading.jiffies = bpf_jiffies64();
+	clock_reading.ns = bpf_ktime_get_ns();
 	return 0;
 }
 

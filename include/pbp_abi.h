@@ -434,6 +434,22 @@ struct pbp_fcache {
 
 _Static_assert(sizeof(struct pbp_fcache) == 24 + 8 * PBP_PATH_MAX, "pbp_fcache layout");
 
+/* While the tick's timer is learnt: what one timer expiring on the loader's CPU did.
+ * The tick's is the one that expired every tick period, on the dot, all along. */
+#define PBP_TICK_LEARN_MAX 256
+struct pbp_tick_learn {
+	pbp_u64 fn;		/* its function */
+	pbp_u64 last;		/* its latest expiry time */
+	pbp_u64 on_period;	/* expiries one tick period after the one before */
+};
+
+/* The kernel's clocks at one instant, read by BPF (pbp_clock_probe): the loader
+ * measures the scheduler tick's rate from two of them. */
+struct pbp_clock_reading {
+	pbp_u64 jiffies;
+	pbp_u64 ns;		/* CLOCK_MONOTONIC */
+};
+
 /*
  * Process events for following processes without polling /proc: a new image
  * (system-wide mode only: every exec on the host), a fork of a target, and the exit

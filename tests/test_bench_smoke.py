@@ -218,7 +218,7 @@ def test_bench_smoke_saturated_part_measures_every_profiler_and_the_host_wide_on
     rows = {r["config"]: r for r in sat["rows"]}
     assert set(rows) == {"unprofiled", "pybpfprof @ 1000", "pybpfprof --no-bpf @ 1000",
                          "profiling.sampling wall @ 1000", "pybpfprof record -a",
-                         "pybpfprof agent"}, rows.keys()
+                         "pybpfprof agent", "pybpfprof record -a --clock tick"}, rows.keys()
     assert rows["unprofiled"]["failed"] == 0 and finite(rows["unprofiled"]["work"], 1), \
         f"{rows['unprofiled']}\n{log[-3000:]}"
     for name, r in rows.items():

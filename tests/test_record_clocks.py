@@ -9,9 +9,13 @@ by the threads they start), not on every CPU.
 - A target another tracer holds cannot be held for its clocks: record says so (-v),
   ticks every CPU instead, and still samples the target as its CPU time says.
 - 20 kHz, above the old 10 kHz cap, is taken and honoured the same way.
+- --clock tick: the same chain, sampled on the scheduler's tick, gets rate x CPU time
+  samples per thread while the profiler holds no perf event at all (and --clock timer,
+  the control, holds some). Above HZ, tick is refused with the kernel's rate named.
 """
 
 import json
+import os
 import signal
 import time
 import uuid
@@ -26,10 +30,30 @@ LATE_CPU = 0.5          # each late thread burns twice this
 RATIO = (0.75, 1.25)
 
 
-def profile_late(tmpdir, profiler, interp, before=None, rate=RATE):
+def perf_event_fds(needle):
+    """perf event descriptors held by the pybpfprof process whose command line holds
+    @needle, or None when there is no such process."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if not argv[0].endswith(b"pybpfprof") or needle.encode() not in argv:
+                continue
+            fds = os.listdir(f"/proc/{d}/fd")
+            return sum(os.readlink(f"/proc/{d}/fd/{fd}") == "anon_inode:[perf_event]"
+                       for fd in fds)
+        except OSError:
+            continue
+    return None
+
+
+def profile_late(tmpdir, profiler, interp, before=None, rate=RATE, args=(), seen=None):
     """late_threads under record -p from before its first late thread starts until its
     last one ended. @before(h, w) runs once the workload is up, before the profile.
-    Returns (truth, run, {tid: samples}, stats)."""
+    @args: more options; @seen: a list that gets the profiler's perf event descriptors
+    as counted while it profiled. Returns (truth, run, {tid: samples}, stats)."""
     h = Harness(tmpdir, profiler)
     try:
         go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
@@ -50,10 +74,12 @@ def profile_late(tmpdir, profiler, interp, before=None, rate=RATE):
             if not started and "profiling pid" in stderr:
                 interp.host_path(go).touch()
                 started.append(1)
+                if seen is not None:
+                    seen.append(perf_event_fds(str(out)))
             return bool(started) and w.truth_path.exists()
 
         run = h.run_profiler(["record", "-p", w.pid, "-r", rate, "--threads", "-v",
-                              "-f", "collapsed", "-o", out, "--stats-file", st], 120,
+                              *args, "-f", "collapsed", "-o", out, "--stats-file", st], 120,
                              out=out, stats=st, signal_when=(ended, signal.SIGINT))
         assert run.rc == 0, run.describe()
         truth = json.loads(w.truth_path.read_text())
@@ -124,3 +150,39 @@ def test_rates_above_10khz_are_taken(py311, tmp_path, profiler_bin):
             assert per_tid.get(t["tid"], 0) <= RATIO[1] * 20000 * t["cpu"], run.describe()
         return
     check_ratios(truth, per_tid, run.describe(), rate=20000, low=0.5)
+
+
+@pytest.mark.parametrize("clock", ["tick", "timer"])
+def test_on_the_tick_no_clock_of_its_own(py311, tmp_path, profiler_bin, clock):
+    """At 100 Hz (no kernel ticks slower), on the scheduler's tick: each late thread as
+    its CPU time says, with no perf event open; timers, the control, open some."""
+    seen = []
+    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, rate=100,
+                                           args=("--clock", clock), seen=seen)
+    check_ratios(truth, per_tid, run.describe(), rate=100)
+    assert st["clock"] == clock and (st["tick_hz"] >= 100) == (clock == "tick"), st
+    assert seen and seen[0] is not None, run.describe()
+    if clock == "tick":
+        assert "sampling on the scheduler's tick" in run.stderr, run.describe()
+        assert seen[0] == 0, f"{seen[0]} perf events open\n{run.describe()}"
+    else:
+        assert "scheduler's tick" not in run.stderr, run.describe()
+        assert seen[0] > 0, run.describe()
+
+
+def test_the_tick_is_refused_above_its_rate(py311, tmp_path, profiler_bin):
+    """No kernel ticks at 2 kHz: --clock tick says so and exits 7."""
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(py311, "threads", seconds=60)
+        out = h.tmp / "above.txt"
+        run = h.run_profiler(["record", "-p", w.pid, "-r", 2000, "--clock", "tick",
+                              "-d", 1, "-o", out], 60)
+        assert run.rc == 7, run.describe()
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and "below the 2000 Hz asked" in lines[0], run.describe()
+        run = h.run_profiler(["record", "-p", w.pid, "--clock", "tick", "--no-bpf",
+                              "-d", 1, "-o", out], 60)
+        assert run.rc == 2 and "--clock" in run.stderr, run.describe()
+    finally:
+        h.close()

@@ -225,6 +225,8 @@ static void reload(struct agent_ctx *c)
 	if (next.mode != c->cfg.mode || next.min_block_us != c->cfg.min_block_us)
 		pr_warn("mode: %s stays until a restart (it chooses the BPF programs)\n",
 			session__mode_name(c->cfg.mode));
+	if (next.clock != c->cfg.clock)
+		pr_warn("clock: stays until a restart (it chooses what runs the BPF program)\n");
 	if (next.async_tasks != c->cfg.async_tasks)
 		pr_warn("async: %s stays until a restart\n", c->cfg.async_tasks ? "on" : "off");
 	if (next.native != c->cfg.native || next.native_stack != c->cfg.native_stack ||
@@ -239,6 +241,7 @@ static void reload(struct agent_ctx *c)
 	next.native = c->cfg.native;
 	next.native_stack = c->cfg.native_stack;
 	next.native_unwind = c->cfg.native_unwind;
+	next.clock = c->cfg.clock;
 	err = apply_config(c, &next);
 	agent_config__free(&next);
 	if (err) {
@@ -562,6 +565,7 @@ static int start(struct agent_ctx *c)
 		.native_stack = c->cfg.native_stack == PBP_NATIVE_STACK_DEFAULT ? 0 :
 				c->cfg.native_stack,
 		.native_unwind = c->cfg.native_unwind,
+		.clock = c->cfg.clock,
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.system_wide = 1,

@@ -29,7 +29,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_PYROSCOPE_PASSWORD_FILE] = "pyroscope-password-file",
 	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block", [AK_ASYNC] = "async",
 	[AK_NATIVE] = "native", [AK_NATIVE_STACK] = "native-stack",
-	[AK_NATIVE_UNWIND] = "native-unwind",
+	[AK_NATIVE_UNWIND] = "native-unwind", [AK_CLOCK] = "clock",
 };
 
 #define SECRET_MAX_BYTES 16384
@@ -252,6 +252,10 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 	case AK_NATIVE_UNWIND:
 		if (session__parse_native_unwind(value, &c->native_unwind))
 			why = "is not auto, dwarf or fp";
+		break;
+	case AK_CLOCK:
+		if (sampler__parse_clock(value, &c->clock))
+			why = "is not timer or tick";
 		break;
 	case AK_MIN_BLOCK:
 		if (parse_uint(value, 0, SESSION_MIN_BLOCK_MAX_US, &u))
@@ -558,6 +562,7 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 	out->native = PICK(AK_NATIVE)->native;
 	out->native_stack = PICK(AK_NATIVE_STACK)->native_stack;
 	out->native_unwind = PICK(AK_NATIVE_UNWIND)->native_unwind;
+	out->clock = PICK(AK_CLOCK)->clock;
 	out->output_max_mb = PICK(AK_OUTPUT_MAX_MB)->output_max_mb;
 	out->queue_max = PICK(AK_QUEUE_MAX)->queue_max;
 	out->queue_max_mb = PICK(AK_QUEUE_MAX_MB)->queue_max_mb;

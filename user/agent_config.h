@@ -33,7 +33,7 @@ enum agent_key {
 	AK_OUTPUT_MAX_MB, AK_QUEUE_MAX, AK_QUEUE_MAX_MB, AK_METRICS_ADDR, AK_LABEL,
 	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_PYROSCOPE_TOKEN_FILE,
 	AK_PYROSCOPE_PASSWORD_FILE, AK_MODE, AK_MIN_BLOCK, AK_ASYNC, AK_NATIVE, AK_NATIVE_STACK,
-	AK_NATIVE_UNWIND, AK_COUNT,
+	AK_NATIVE_UNWIND, AK_CLOCK, AK_COUNT,
 };
 
 /* native = all: --native-all */
@@ -49,6 +49,7 @@ struct agent_config {
 					 * frames too, as record --native(-all) (off) */
 	uint32_t native_stack;		/* native-stack = SIZE (PBP_NATIVE_STACK_DEFAULT) */
 	enum session_native_unwind native_unwind;	/* native-unwind = auto|dwarf|fp */
+	enum sampler_clock clock;	/* clock = timer|tick */
 	char *app_name;			/* default "pybpfprof" */
 	char *host_name;		/* the host label; NULL: gethostname() */
 	char *pyroscope_url, *pyroscope_token, *pyroscope_user, *pyroscope_password;

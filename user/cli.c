@@ -139,6 +139,22 @@ int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes)
 	return 0;
 }
 
+int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c)
+{
+	if (sampler__parse_clock(arg, c))
+		return cli__usage_error(cmd, "invalid --clock '%s': expected timer or tick",
+					arg);
+	return 0;
+}
+
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf)
+{
+	if (c != SAMPLER_CLOCK_TIMER && no_bpf)
+		return cli__usage_error(cmd, "%s", "--clock chooses what runs the BPF program; "
+					"--no-bpf samples on a timer of its own");
+	return 0;
+}
+
 int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u)
 {
 	if (session__parse_native_unwind(arg, u))

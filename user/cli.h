@@ -49,6 +49,10 @@ int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode);
 int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 /* --native-stack SIZE, and --native's checks against the other options (record, top). */
 int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
+/* --clock timer|tick. */
+int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c);
+/* --clock tick with --no-bpf: a usage error's exit status, else 0. */
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf);
 /* --native-unwind auto|dwarf|fp. */
 int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u);
 int cli__native_check(const char *cmd, int native, uint32_t native_stack,
@@ -87,6 +91,20 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         auto: fp for an interpreter built with frame\n" \
 	"                         pointers (CPython 3.15, PEP 831, as Debian builds\n" \
 	"                         it: seen in its code), dwarf otherwise. With --native\n"
+
+#define CLI_CLOCK_HELP \
+	"      --clock HOW        what times the samples (default timer):\n" \
+	"                         timer: a clock of the profiler's own, one per thread\n" \
+	"                         of the target (one per CPU with -a), for any rate;\n" \
+	"                         each of its ticks is an interrupt;\n" \
+	"                         tick: the kernel's scheduler tick, which interrupts\n" \
+	"                         each busy CPU HZ times a second anyway (250 on most\n" \
+	"                         distributions): no interrupt of the profiler's own,\n" \
+	"                         rates up to HZ. A thread the scheduler switches out\n" \
+	"                         between ticks (one making many system calls on a CPU\n" \
+	"                         it shares with busy threads) is seen less than its\n" \
+	"                         CPU time says, as by the kernel's tick accounting.\n" \
+	"                         Exit 7, saying why, where the tick cannot be used\n"
 
 #define CLI_MODE_HELP \
 	"      --mode MODE        what the profile measures (default cpu):\n" \

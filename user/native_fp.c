@@ -230,12 +230,7 @@ int native_fp__walk(struct native_fp *f, struct native_unwind *u, const struct n
 	uint64_t rip, rbp;
 	int err;
 
-	out->n = 0;
-	out->end = NATIVE_END_BAD_FRAME;
-	out->stack_used = 0;
-	out->guessed_from = 0;
-	out->fp_first = 0;
-	out->fp_dwarf_top = 0;
+	native_unwind__clear_stack(out);
 	if ((s->regs_mask & need) != need)
 		return -EINVAL;
 	w.dwfl = native_unwind__dwfl(u);

@@ -666,12 +666,7 @@ int native_unwind__walk_until(struct native_unwind *u, const struct native_snaps
 	struct walk w = { .out = out, .stop = stop, .stop_arg = arg };
 	uint64_t sp;
 
-	out->n = 0;
-	out->end = NATIVE_END_BAD_FRAME;
-	out->stack_used = 0;
-	out->guessed_from = 0;
-	out->fp_first = 0;
-	out->fp_dwarf_top = 0;
+	native_unwind__clear_stack(out);
 	if ((s->regs_mask & need) != need || (!s->stack && s->stack_len))
 		return -EINVAL;
 	if (!u->dwfl)

@@ -91,6 +91,17 @@ struct native_stack {
 	int fp_dwarf_top;
 };
 
+/* An empty walk, ended nowhere yet; the frames' memory is left as it is. */
+static inline void native_unwind__clear_stack(struct native_stack *s)
+{
+	s->n = 0;
+	s->end = NATIVE_END_BAD_FRAME;
+	s->stack_used = 0;
+	s->guessed_from = 0;
+	s->fp_first = 0;
+	s->fp_dwarf_top = 0;
+}
+
 /* The unwinder of one process: its modules (rebuilt when its maps change) and their
  * CFI, and libdwfl's state for that process. Not for concurrent use. */
 struct native_unwind;

@@ -208,7 +208,7 @@ static void report_end(struct record_ctx *c)
 	const struct run_stats *s = &c->stats;
 
 	stats__summary(stderr, s);
-	if (strcmp(s->mode, "live") && s->rate_hz > perf_clock__max_rate())
+	if (!strcmp(s->mode, "bpf") && !s->tick_hz && s->rate_hz > perf_clock__max_rate())
 		pr_warn("the kernel lowered kernel.perf_event_max_sample_rate to %u during the "
 			"run (its perf interrupts took too long) and throttled the %u Hz clock to "
 			"it: fewer samples than expected were taken\n", perf_clock__max_rate(),

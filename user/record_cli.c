@@ -75,6 +75,7 @@ static const char record_help[] =
 	"                         awaiting it, each at its await, in place of the event\n"
 	"                         loop's frames (CPython 3.14+; older ones are profiled\n"
 	"                         as threads, with a notice)\n"
+	CLI_CLOCK_HELP
 	CLI_NATIVE_HELP
 	CLI_MODE_HELP
 	"      --no-frame-cache   decode every frame of every sample afresh (see\n"
@@ -132,7 +133,7 @@ static const char record_help[] =
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
        OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK,
-       OPT_NATIVE_UNWIND };
+       OPT_NATIVE_UNWIND, OPT_CLOCK };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -155,6 +156,7 @@ static const struct option longopts[] = {
 	{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 	{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
+	{ "clock", required_argument, NULL, OPT_CLOCK },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
@@ -252,6 +254,10 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 		if (cli__parse_native_unwind("record", optarg, &o->session.native_unwind))
 			return EXIT_USAGE;
 		break;
+	case OPT_CLOCK:
+		if (cli__parse_clock("record", optarg, &o->session.clock))
+			return EXIT_USAGE;
+		break;
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
 		break;
@@ -290,6 +296,9 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 				   "none of: use --mode wall");
 	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
 		o->session.idle = 1;
+	code = cli__clock_check("record", o->session.clock, o->session.no_bpf);
+	if (code)
+		return code;
 	if (o->session.async_tasks && o->session.no_bpf)
 		return usage_error("%s", "--async needs BPF: the running task is read with each "
 				   "sample; --no-bpf cannot do that");

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +20,12 @@
 
 #include "clock.h"
 #include "log.h"
+#include "pbp_abi.h"
 #include "perf_clock.h"
 #include "sample.skel.h"
 #include "sampler.h"
 #include "sampler_tasks.h"
+#include "tick_clock.h"
 
 struct sampler {
 	struct sampler_cfg cfg;
@@ -32,6 +35,8 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	struct sampler_tasks *tasks;	/* per-thread clocks, instead (cfg.per_thread) */
+	struct bpf_link *tick;		/* or the scheduler's tick */
+	uint32_t tick_hz;
 	int stats_fd;
 };
 
@@ -98,22 +103,14 @@ static int attach_clocks(struct sampler *s)
 	return attached ? 0 : -ENODEV;
 }
 
-int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
+/* Opens and loads the program, with the tick's program when @tick. */
+static int load(struct sampler *s, bool tick)
 {
-	struct sampler *s = calloc(1, sizeof(*s));
-	int err;
-
-	if (!s)
-		return -ENOMEM;
-	s->cfg = *cfg;
-	s->stats_fd = -1;
-	libbpf_set_print(libbpf_log);
+	const struct sampler_cfg *cfg = &s->cfg;
 
 	s->skel = sample_bpf__open();
-	if (!s->skel) {
-		err = -errno;
-		goto fail;
-	}
+	if (!s->skel)
+		return -errno;
 	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->skel->rodata->every_exec = cfg->every_exec;
 	s->skel->rodata->min_block_ns = cfg->min_block_ns;
@@ -125,6 +122,83 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	bpf_program__set_autoload(s->skel->progs.pbp_switch, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_sys_exit, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_open_waits, cfg->off_cpu);
+	bpf_program__set_autoload(s->skel->progs.pbp_tick, tick);
+	bpf_program__set_autoattach(s->skel->progs.pbp_tick, false);
+	bpf_program__set_autoattach(s->skel->progs.pbp_clock_probe, false);
+	s->skel->rodata->self_timed = s->stats_fd < 0;
+	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(s->skel->maps.scratch, 2 * libbpf_num_possible_cpus());
+	return sample_bpf__load(s->skel);
+}
+
+/* The scheduler's tick as the clock: 0, or why not in @why. */
+static int attach_tick(struct sampler *s, char *why, size_t len)
+{
+	struct tick_clock_probe probe = {
+		.fd = bpf_program__fd(s->skel->progs.pbp_clock_probe),
+		.reading = &s->skel->bss->clock_reading,
+		.learn_cpu = &s->skel->data->learn_cpu,
+		.learn_period = &s->skel->bss->learn_period,
+		.learn_fd = bpf_map__fd(s->skel->maps.tick_learn),
+	};
+	uint64_t fn = 0;
+	int err;
+
+	/* Attached first, with tick_fn 0, so that the check sees the timers pass. */
+	s->tick = bpf_program__attach(s->skel->progs.pbp_tick);
+	if (!s->tick) {
+		err = -errno;
+		snprintf(why, len, "attaching to %s failed (%s)", TICK_CLOCK_TRACEPOINT,
+			 strerror(-err));
+		return err;
+	}
+	err = tick_clock__check(&probe, s->cfg.rate_hz, &s->tick_hz, &fn, why, len);
+	if (err) {
+		bpf_link__destroy(s->tick);
+		s->tick = NULL;
+		s->tick_hz = 0;
+		return err;
+	}
+	s->skel->bss->tick_rate = s->cfg.rate_hz;
+	s->skel->bss->tick_hz = s->tick_hz;
+	s->skel->bss->tick_fn = fn;
+	pr_info("sampling on the scheduler's tick (%u Hz): %u of every %u ticks of each "
+		"target thread\n", s->tick_hz, s->cfg.rate_hz, s->tick_hz);
+	return 0;
+}
+
+/* The timers, per thread or per CPU. */
+static int attach_timers(struct sampler *s)
+{
+	if (s->cfg.per_thread)
+		return sampler_tasks__new(s->skel->progs.pbp_sample, s->cfg.rate_hz, &s->tasks);
+	return attach_clocks(s);
+}
+
+static int attach_on_cpu(struct sampler *s)
+{
+	char why[160] = "";
+
+	if (s->cfg.clock == SAMPLER_CLOCK_TIMER)
+		return attach_timers(s);
+	if (!attach_tick(s, why, sizeof(why)))
+		return 0;
+	pr_warn("--clock tick: the scheduler's tick cannot be the clock: %s\n", why);
+	return -ECANCELED;
+}
+
+int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
+{
+	struct sampler *s = calloc(1, sizeof(*s));
+	bool tick;
+	int err;
+
+	if (!s)
+		return -ENOMEM;
+	s->cfg = *cfg;
+	s->stats_fd = -1;
+	libbpf_set_print(libbpf_log);
+
 	/* Run-time accounting stays on while this fd is open; it costs two clock reads
 	 * per program run, which the reported per-sample cost then includes. Without it
 	 * the program reads the clock itself, at the same cost. It covers every
@@ -137,10 +211,25 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 			pr_debug("bpf_enable_stats: %s; the program times itself\n",
 				 strerror(errno));
 	}
-	s->skel->rodata->self_timed = s->stats_fd < 0;
-	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
-	bpf_map__set_max_entries(s->skel->maps.scratch, 2 * libbpf_num_possible_cpus());
-	err = sample_bpf__load(s->skel);
+	tick = cfg->on_cpu && cfg->clock == SAMPLER_CLOCK_TICK;
+	if (tick && !tick_clock__kernel_has()) {
+		pr_warn("--clock tick: this kernel's BTF has no %s tracepoint\n",
+			TICK_CLOCK_TRACEPOINT);
+		err = -ECANCELED;
+		goto fail;
+	}
+	err = load(s, tick);
+	if (err && tick) {
+		/* Whether it is the tick's program that the kernel refuses. */
+		sample_bpf__destroy(s->skel);
+		s->skel = NULL;
+		if (!load(s, false)) {
+			pr_warn("--clock tick: this kernel would not load the tick's program "
+				"(%s)\n", strerror(-err));
+			err = -ECANCELED;
+			goto fail;
+		}
+	}
 	if (err) {
 		pr_debug("loading the BPF program: %s\n", strerror(-err));
 		goto fail;
@@ -148,10 +237,8 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 	err = sample_bpf__attach(s->skel);	/* the tracepoints */
 	if (err)
 		goto fail;
-	if (cfg->on_cpu && cfg->per_thread)
-		err = sampler_tasks__new(s->skel->progs.pbp_sample, cfg->rate_hz, &s->tasks);
-	else if (cfg->on_cpu)
-		err = attach_clocks(s);
+	if (cfg->on_cpu)
+		err = attach_on_cpu(s);
 	if (err)
 		goto fail;
 	s->rb = ring_buffer__new(bpf_map__fd(s->skel->maps.samples), handle_record, s, NULL);
@@ -171,10 +258,17 @@ fail:
 	return err;
 }
 
+uint32_t sampler__tick_hz(const struct sampler *s)
+{
+	return s->tick_hz;
+}
+
 void sampler__stop(struct sampler *s)
 {
 	sampler_tasks__free(s->tasks);
 	s->tasks = NULL;
+	bpf_link__destroy(s->tick);
+	s->tick = NULL;
 	if (s->skel) {
 		bpf_link__destroy(s->skel->links.pbp_switch);
 		bpf_link__destroy(s->skel->links.pbp_sys_exit);
@@ -431,7 +525,9 @@ int sampler__prog_stats(struct sampler *s, uint64_t *run_ns, uint64_t *run_cnt)
 		*run_cnt = c[PBP_C_SELF_RUNS];
 		return 0;
 	}
-	return prog_run_stats(s->skel->progs.pbp_sample, run_ns, run_cnt);
+	/* On the tick, the program runs at every timer's expiry on the host. */
+	return prog_run_stats(s->tick_hz ? s->skel->progs.pbp_tick : s->skel->progs.pbp_sample,
+			      run_ns, run_cnt);
 }
 
 /* The scheduler's programs: their runs, and their run time estimated from the runs

@@ -1,18 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The BPF side's lifecycle: load the program, attach it to the per-CPU software clock
- * on every CPU, register targets, and hand each ring-buffer record to a callback.
+ * The BPF side's lifecycle: load the program, attach it to a clock (the scheduler's
+ * tick, or software clocks per CPU or per thread), register targets, and hand each
+ * ring-buffer record to a callback.
  */
 #ifndef PBP_SAMPLER_H
 #define PBP_SAMPLER_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "py_asyncio.h"
 #include "py_interp.h"
 #include "pbp_abi.h"
+
+/* What drives on-CPU sampling (--clock). */
+enum sampler_clock {
+	SAMPLER_CLOCK_TIMER,	/* cpu-clock events: per thread (per_thread), or per CPU */
+	SAMPLER_CLOCK_TICK,	/* the scheduler tick, or fail (tick_clock.h) */
+};
+
+static inline int sampler__parse_clock(const char *name, enum sampler_clock *c)
+{
+	static const char *const names[] = { "timer", "tick" };
+
+	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(name, names[i])) {
+			*c = (enum sampler_clock)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
 
 typedef int (*sampler_fn)(void *ctx, const void *rec, size_t len);
 typedef int (*sampler_event_fn)(void *ctx, const struct pbp_event *ev);
@@ -23,8 +45,9 @@ struct sampler_cfg {
 	uint32_t ringbuf_bytes;	/* power of two */
 	int frame_cache;	/* copy only above the anchor where the cache allows */
 	int every_exec;		/* report every exec on the host, not just targets' */
-	int on_cpu;		/* tick at rate_hz: on every CPU, or */
-	int per_thread;		/* ... only while a target's thread runs (sampler_tasks.h) */
+	int on_cpu;		/* sample at rate_hz: */
+	enum sampler_clock clock;	/* ... on the scheduler's tick, or on timers */
+	int per_thread;		/* ... timers only while a target's thread runs (sampler_tasks.h) */
 	int off_cpu;		/* record target threads' off-CPU intervals */
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */
@@ -69,6 +92,9 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 
 /* Delivers whatever is left without waiting. */
 int sampler__drain(struct sampler *s);
+
+/* The scheduler tick's rate when sampling rides it, else 0 (timers). */
+uint32_t sampler__tick_hz(const struct sampler *s);
 
 /* Stops the perf events: nothing new enters the ring buffer after this. */
 void sampler__stop(struct sampler *s);

@@ -101,6 +101,7 @@ static int new_sampler(struct session *s)
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
 		.on_cpu = s->opts.mode != SESSION_OFF_CPU,
+		.clock = s->opts.clock,
 		/* One process's ticks need not interrupt every CPU; -a samples them all. */
 		.per_thread = !s->opts.system_wide,
 		.off_cpu = s->opts.mode != SESSION_CPU,
@@ -154,6 +155,8 @@ static int choose_sampler(struct session *s, struct target *first)
 			}
 			if (err == -ENOMEM)
 				goto fail;
+			if (err == -ECANCELED)
+				return EXIT_KERNEL;
 			sampler__free(s->sampler);
 			s->sampler = NULL;
 			why = sampler_failure(err);
@@ -274,6 +277,8 @@ static int start_system_wide(struct session *s)
 		return strncmp(why, "missing", 7) ? EXIT_KERNEL : EXIT_PRIVILEGES;
 	}
 	err = new_sampler(s);
+	if (err == -ECANCELED)
+		return EXIT_KERNEL;
 	if (err) {
 		pr_warn("-a needs BPF, but %s\n", sampler_failure(err));
 		return err == -ENOMEM ? EXIT_RUNTIME : err == -EPERM ? EXIT_PRIVILEGES : EXIT_KERNEL;
@@ -652,6 +657,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 		return;
 	}
 	st->mode = "bpf";
+	st->tick_hz = sampler__tick_hz(s->sampler);
 	st->samples_expected = (uint64_t)(cpu_ns / 1e9 * s->opts.rate_hz + 0.5);
 	st->bpf_bytes_copied = s->bytes_copied;
 	sampler__counters(s->sampler, st->bpf);

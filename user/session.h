@@ -121,6 +121,7 @@ struct session_opts {
 	uint32_t native_stack;	/* ... this many bytes of it (0: PBP_NATIVE_STACK_DEFAULT, or
 				 * PBP_NATIVE_FP_STACK_DEFAULT beside a frame-pointer walk) */
 	enum session_native_unwind native_unwind;
+	enum sampler_clock clock;	/* --clock */
 	int native_all;		/* --native-all: the interpreter's own C frames too */
 	int no_frame_cache;
 	int threads;		/* a frame "thread TID" under the root */

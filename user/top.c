@@ -294,6 +294,7 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.native_all = o->native_all,
 		.native_stack = o->native_stack,
 		.native_unwind = o->native_unwind,
+		.clock = o->clock,
 		.mode = o->mode,
 		.min_block_us = o->min_block_us,
 		/* A table of functions: lines would only split them. */

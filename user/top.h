@@ -24,6 +24,7 @@ struct top_opts {
 	int native_all;		/* --native-all: the interpreter's own C frames too */
 	uint32_t native_stack;	/* ... this many bytes (0: the default) */
 	enum session_native_unwind native_unwind;	/* --native-unwind */
+	enum sampler_clock clock;	/* --clock */
 	enum session_mode mode;	/* wall, off-cpu: shares of time, waits as rows */
 	uint32_t min_block_us;
 };

@@ -56,6 +56,7 @@ static const char top_help[] =
 	"      --async            asyncio tasks as rows, 'task NAME', each with the time\n"
 	"                         of the samples in it or in tasks it awaits (as for\n"
 	"                         record --async; CPython 3.14+)\n"
+	"      --clock HOW        timer (default) or tick, as for record\n"
 	"      --native, --native-stack SIZE, --native-unwind HOW  C frames too, as for\n"
 	"                         record (see 'pybpfprof record --help')\n"
 	"      --mode MODE        cpu (default), wall or off-cpu, as for record\n"
@@ -74,7 +75,7 @@ static const char top_help[] =
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
 	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC, OPT_NATIVE,
-	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND };
+	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND, OPT_CLOCK };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -86,6 +87,7 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
 		{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
+		{ "clock", required_argument, NULL, OPT_CLOCK },
 		{ "mode", required_argument, NULL, OPT_MODE },
 		{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
 		CLI_SELECT_LONGOPTS,
@@ -140,6 +142,10 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 			if (cli__parse_native_unwind("top", optarg, &o.native_unwind))
 				return EXIT_USAGE;
 			break;
+		case OPT_CLOCK:
+			if (cli__parse_clock("top", optarg, &o.clock))
+				return EXIT_USAGE;
+			break;
 		case OPT_MODE:
 			if (cli__parse_mode("top", optarg, &o.mode))
 				return EXIT_USAGE;
@@ -169,6 +175,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 	if (o.async_tasks && o.no_bpf)
 		return cli__usage_error("top", "%s", "--async needs BPF: the running task is read "
 					"with each sample; --no-bpf cannot do that");
+	code = cli__clock_check("top", o.clock, o.no_bpf);
+	if (code)
+		return code;
 	code = cli__native_check("top", o.native, o.native_stack, o.native_unwind, o.no_bpf);
 	if (code)
 		return code;

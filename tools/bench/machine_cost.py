@@ -41,7 +41,8 @@ FULL = {
     "twin_base_every": 4,    # an unprofiled pair before every 4 profiled ones
     # (CPython, frames, profilers, rates); the peer only on 3.15, the version it runs on.
     "twin_groups": [
-        ("3.15", DEPTH, ("pybpfprof", "pybpfprof --no-bpf", "peer"), (100, 1000, 10000)),
+        ("3.15", DEPTH, ("pybpfprof", "pybpfprof --clock tick", "pybpfprof --no-bpf", "peer"),
+         (100, 1000, 10000)),
         ("3.11", DEPTH, ("pybpfprof",), (100, 1000, 10000)),
         ("3.13", DEPTH, ("pybpfprof",), (100, 1000, 10000)),
         ("3.11", 300, ("pybpfprof",), (10000,)),
@@ -68,7 +69,12 @@ SMOKE = {
     "sat_base_every": 99,
     "sat_rates": [1000],
 }
+# At their default rate, 100 Hz, on their default clocks (one per CPU); the last one is
+# `record -a` on the scheduler's tick instead, for comparison.
 HOST_WIDE = ("pybpfprof record -a", "pybpfprof agent")
+HOST_WIDE_TICK = "pybpfprof record -a --clock tick"
+# The tick runs at HZ (100 at least): rows on it only at rates no kernel ticks below.
+TICK_ROWS_UP_TO = 100
 
 
 # --------------------------------------------------------------------------------------
@@ -210,9 +216,10 @@ class HostWide:
         stem = self.env.scratch(self.name.replace(" ", "-"))
         run = {"stderr": stem + ".stderr", "pid": pid, "stats": stem + ".stats.json",
                "out": stem + ".txt", "dir": stem + ".d"}
-        if self.name.endswith("-a"):
+        if " -a" in self.name:
             argv = [bench.BIN, "record", "-v", "-a", "-o", run["out"],
-                    "--stats-file", run["stats"]]
+                    "--stats-file", run["stats"]] + \
+                (["--clock", "tick"] if self.name == HOST_WIDE_TICK else [])
             ready = "Python processes, and those that start"
         else:
             with socket.socket() as s:
@@ -284,6 +291,9 @@ def profilers(env, names, rate):
     for n in names:
         if n == "pybpfprof":
             yield bench.ours(env, rate)
+        elif n == "pybpfprof --clock tick":
+            if rate <= TICK_ROWS_UP_TO:
+                yield bench.Profiler(env, n, "ours", rate, ["--clock", "tick"])
         elif n == "pybpfprof --no-bpf":
             yield bench.ours(env, rate, live=True)
         elif n == "peer":
@@ -406,9 +416,10 @@ def part_saturated(env, cfg):
     rate0 = max_sample_rate()
     profs = {}
     for rate in cfg["sat_rates"]:
-        for p in profilers(env, ("pybpfprof", "pybpfprof --no-bpf", "peer"), rate):
+        for p in profilers(env, ("pybpfprof", "pybpfprof --clock tick", "pybpfprof --no-bpf",
+                                 "peer"), rate):
             profs[f"{p.name} @ {rate}"] = p
-    for name in HOST_WIDE:
+    for name in HOST_WIDE + (HOST_WIDE_TICK,):
         profs[name] = HostWide(env, name)
     ncpu = os.cpu_count() or 1
     seq = []
@@ -646,8 +657,10 @@ def write_twins(w, tw):
       "slowdown is 10 µs per sample at 1 kHz but 100 µs at 100 Hz: at low rates µs lost "
       "/ sample is mostly the method's noise. "
       f"CPython's profiler runs in its default mode (`--mode {tw.get('peer_mode')}`) and "
-      "only on 3.15, the version it ships with; `record -p` gives each target thread a "
-      "clock of its own, so it ticks only while A runs. " + rate_note(tw))
+      "only on 3.15, the version it ships with. `record -p` gives each target thread a "
+      "clock of its own, which ticks only while A runs; with `--clock tick` (100 Hz "
+      "rows) it samples on the scheduler's tick instead, which interrupts the twins "
+      "anyway, and adds no interrupt of its own. " + rate_note(tw))
     for gname, rows in tw["rows"].items():
         w("")
         w(f"**CPython {gname}**")
@@ -675,12 +688,15 @@ def write_saturated(w, sat):
     w(f"One `work_loop.py` on CPython 3.15 ({DEPTH} frames) pinned to each CPU, so no CPU "
       "is idle; the profiler is not pinned and competes for them; `record -p` and "
       "CPython's profiler sample the target on the last CPU, `record -a` and the agent "
-      "run at their default rate (100 Hz) and sample every target. Work lost: 1 - the "
+      "run at their default rate (100 Hz) and sample every target, on a clock of their "
+      "own on every CPU (`record -a --clock tick`: on the scheduler's tick instead, "
+      "adding no interrupt). Work lost: 1 - the "
       "targets' total work over the mean of the unprofiled runs just before and after "
       "(interleaved in the same run, the order rotating), median with min..max. Machine "
       "µs / sample: the lost share of every CPU over the window, per sample delivered "
-      "(for the agent, from its /metrics, at most a second behind): timer ticks on every "
-      "CPU, the BPF program and the profiler's process together. "
+      "(for the agent, from its /metrics, at most a second behind): the profiler's "
+      "own timer ticks on every CPU (none on the scheduler's tick), the BPF program and "
+      "the profiler's process together. "
       "The unprofiled row's spread takes in the drift over the whole part as well, so "
       "it bounds the noise of a comparison of neighbours from above; a verdict closer "
       "to its goal than that spread is said to be inside the noise. " + rate_note(sat))
@@ -718,7 +734,9 @@ def write_breakdown(w, tw, sat):
     w("")
     w("From the runs above, in µs per sample. In the target: what twin A lost (part 9). "
       "BPF program: its run time per target sample (`bpf_ns_per_target_sample`: reading "
-      "the thread state, copying the stack into the ring buffer, submitting). Timer "
+      "the thread state, copying the stack into the ring buffer, submitting; on the "
+      "scheduler's tick, also its quick return at every other timer's expiry on every "
+      "CPU). Timer "
       "interrupt and the rest: in the target minus BPF program, an estimate (the "
       "difference of a noisy measure and an exact one; cache and TLB effects on the "
       "target land here too). Decoding: the profiler's `decode_ns_per_sample`. Profiler "
@@ -734,9 +752,10 @@ def write_breakdown(w, tw, sat):
     mach = {r["config"]: r.get("machine_us_per_sample") for r in sat.get("rows", [])}
     for gname, rows in tw["rows"].items():
         for r in rows:
-            if not r["config"].startswith("pybpfprof @ "):
+            if not r["config"].startswith(("pybpfprof @ ", "pybpfprof --clock tick @ ")):
                 continue
-            rate = r["config"].split(" @ ")[1]
+            rate = r["config"].split(" @ ")[1] + \
+                (" (--clock tick)" if "--clock tick" in r["config"] else "")
             lost, bpf = r.get("lost_us_per_sample"), us(r.get("bpf_ns"))
             dec, prof = us(r.get("decode_ns")), r.get("prof_us_per_sample")
             on_machine = mach.get(r["config"]) if gname == group_name("3.15", DEPTH) else None

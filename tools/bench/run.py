@@ -50,7 +50,11 @@ sys.modules.setdefault("run", sys.modules[__name__])
 import machine_cost  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
-PEER_ATTACH_S = 0.6       # the peer prints nothing when attached: give it this long
+# The peer prints nothing when attached. Its own start-up (imports in the chroot) is
+# over once its reader module is mapped, which a loaded machine can delay by seconds;
+# from there it checks the PID and attaches: give it this long.
+PEER_READER = "_remote_debugging"
+PEER_ATTACH_S = 0.6
 EXIT_TIMEOUT_S = 90.0     # a profiler still running this long after its target: killed
 READY_TIMEOUT_S = 30.0
 
@@ -308,6 +312,11 @@ class Profiler:
                                      f"{READY_TIMEOUT_S:.0f} s")
                 time.sleep(0.01)
         else:
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while PEER_READER not in read(f"/proc/{proc.pid}/maps"):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    break
+                time.sleep(0.01)
             time.sleep(PEER_ATTACH_S)
             if proc.poll() is not None:
                 raise BenchError(f"{' '.join(argv)} exited {proc.returncode}:\n"
