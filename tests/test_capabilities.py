@@ -6,8 +6,11 @@ CAP_SYS_ADMIN), set as bounding, inheritable and ambient sets with setpriv, as r
 - `record -p` samples with BPF (not the live fallback) and gets the workload's hot
   function at its burn line, with a BPF cost per sample that is measured, not 0.
 - `-a` samples the workload under its own process root.
-- `agent` starts, and its /metrics counts samples of the workload."""
+- `agent` starts, and its /metrics counts samples of the workload.
+- The same three on the scheduler's tick (`--clock tick`), which needs no kernel
+  address from kallsyms: these capabilities do not show any."""
 
+import os
 import re
 import subprocess
 import urllib.request
@@ -51,12 +54,16 @@ def burner(py311, tmp_path, profiler_bin):
     h.close()
 
 
-def run_limited(h, args, seconds):
+# Each clock at a rate every kernel's tick reaches (HZ is 100 at least).
+CLOCKS = {"timer": ["-r", 199], "tick": ["--clock", "tick", "-r", 100]}
+
+
+def run_limited(h, args, seconds, clock="timer"):
     """Run the profiler with the deployment's capabilities; returns the Run."""
     out = h.tmp / f"cap-{uuid.uuid4().hex[:6]}.txt"
     st = h.tmp / f"cap-{uuid.uuid4().hex[:6]}.json"
-    argv = least_privilege(h.profiler_argv(args + ["-d", seconds, "-r", 199, "-o", out,
-                                                   "--stats-file", st]))
+    argv = least_privilege(h.profiler_argv(args + CLOCKS[clock] + ["-d", seconds, "-o", out,
+                                                                   "--stats-file", st]))
     real = h.profiler
     h.profiler = argv[0]
     try:
@@ -65,12 +72,14 @@ def run_limited(h, args, seconds):
         h.profiler = real
 
 
-def test_record_pid_uses_bpf(burner):
+@pytest.mark.parametrize("clock", CLOCKS)
+def test_record_pid_uses_bpf(burner, clock):
     h, w = burner
-    run = run_limited(h, ["record", "-p", w.pid], 2)
+    run = run_limited(h, ["record", "-p", w.pid], 2, clock)
     prof = run.check_ok()
     stats = run.stats()
     assert stats["mode"] == "bpf", f"fell back to {stats['mode']}\n{run.describe()}"
+    assert stats["clock"] == clock and (stats["tick_hz"] > 0) == (clock == "tick"), stats
     assert "BPF is not available" not in run.stderr, run.describe()
     hot = hot_samples(prof, w.truth)
     assert fraction(total(hot), total(prof)) >= 0.5, show(prof)
@@ -78,22 +87,25 @@ def test_record_pid_uses_bpf(burner):
         f"BPF cost not measured without CAP_SYS_ADMIN: {stats}\n{run.describe()}"
 
 
-def test_system_wide_runs(burner):
+@pytest.mark.parametrize("clock", CLOCKS)
+def test_system_wide_runs(burner, clock):
     h, w = burner
-    run = run_limited(h, ["record", "-a"], 2)
+    run = run_limited(h, ["record", "-a"], 2, clock)
     prof = run.check_ok()
     mine = [s for s in prof if s.process == w.pid]
     assert fraction(total(hot_samples(mine, w.truth)), total(mine)) >= 0.5, show(prof)
 
 
-def test_agent_starts_and_samples(burner, tmp_path):
+@pytest.mark.parametrize("clock", CLOCKS)
+def test_agent_starts_and_samples(burner, tmp_path, clock):
     h, w = burner
     port = free_port()
     out_dir = tmp_path / "profiles"
     out_dir.mkdir()
     err = tmp_path / "agent.stderr"
     argv = least_privilege(h.profiler_argv(["agent", "--metrics-addr", f"127.0.0.1:{port}",
-                                            "--output-dir", out_dir, "--period", "1s"]))
+                                            "--output-dir", out_dir, "--period", "1s",
+                                            "--clock", clock, "-v"]))
     with open(err, "wb") as fe:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=fe, start_new_session=True)
@@ -116,5 +128,11 @@ def test_agent_starts_and_samples(burner, tmp_path):
     wait_for(lambda: samples() > 50, 60, "the agent to count samples", log)
     wait_for(lambda: any(p.name.endswith(".pb.gz") for p in out_dir.iterdir()), 30,
              "a profile file", log)
+    fds = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
+    clocks = fds.count("anon_inode:[perf_event]")
+    if clock == "tick":
+        assert "sampling on the scheduler's tick" in log() and clocks == 0, (clocks, log())
+    else:
+        assert "scheduler's tick" not in log() and clocks > 0, (clocks, log())
     proc.terminate()
     assert proc.wait(30) == 0, log()

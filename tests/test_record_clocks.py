@@ -171,7 +171,8 @@ def test_on_the_tick_no_clock_of_its_own(py311, tmp_path, profiler_bin, clock):
 
 
 def test_the_tick_is_refused_above_its_rate(py311, tmp_path, profiler_bin):
-    """No kernel ticks at 2 kHz: --clock tick says so and exits 7."""
+    """No kernel ticks at 2 kHz: --clock tick says so and exits 7. With --no-bpf or
+    --mode off-cpu there is nothing for it to time: a usage error."""
     h = Harness(tmp_path, profiler_bin)
     try:
         w = h.start_workload(py311, "threads", seconds=60)
@@ -184,5 +185,8 @@ def test_the_tick_is_refused_above_its_rate(py311, tmp_path, profiler_bin):
         run = h.run_profiler(["record", "-p", w.pid, "--clock", "tick", "--no-bpf",
                               "-d", 1, "-o", out], 60)
         assert run.rc == 2 and "--clock" in run.stderr, run.describe()
+        run = h.run_profiler(["record", "-p", w.pid, "--clock", "tick", "--mode", "off-cpu",
+                              "-d", 1, "-o", out], 60)
+        assert run.rc == 2 and "--mode off-cpu takes none" in run.stderr, run.describe()
     finally:
         h.close()

@@ -29,6 +29,7 @@ outer ones without their C callers, never a frame out of place.
 """
 
 import gzip
+import json
 import os
 import re
 import subprocess
@@ -38,15 +39,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (C_SOURCE, PY312_HOME, REPO, WL_DIR, Frame, Once, Harness, fraction,
-                      is_python_frame, make_interp, profile_workload, same_except_leaf_line,
-                      show, total, truth_frames)
+from conftest import (C_SOURCE, PROFILER_GRACE, PY312_HOME, REPO, RUN_DIR, WL_DIR, Frame, Once,
+                      Harness, fraction, is_python_frame, make_interp, profile_workload,
+                      same_except_leaf_line, show, total, truth_frames)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
 
 RATE = 499
 DURATION = 4
+COMMAND_S = 2.5     # the command's own run: the first second is what the test is about
 NATIVE = re.compile(r"^(?P<func>.+?)(?:\+0x(?P<off>[0-9a-f]+))? \((?P<obj>[^():]+)\)$")
 SHARE = 0.95
 
@@ -219,15 +221,14 @@ def test_c_burn_is_named_under_its_python_caller(py, ext_runs):
         f"{show([s for s in mine if not right(s)], 8)}")
 
 
-def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, profiler_bin):
-    prof_run = profile_workload(module_tmp / f"{py.id}-qsort", profiler_bin, py,
-                                "native_calls", ("--mode", "qsort"), rate=RATE,
-                                duration=DURATION, extra=["--native"])
-    prof = prof_run.run.check_ok()
-    want = truth_frames(prof_run.truth["stacks"]["compare"])
+def check_qsort(py, run, truth):
+    """The comparator's samples read sorter, then native frames with libc's qsort among
+    them, then compare; every native frame is in an object the maps name."""
+    prof = run.check_ok()
+    want = truth_frames(truth["stacks"]["compare"])
     mine = samples_in(prof, "compare")
-    fp = walked_fp(prof_run.run)
-    assert fp == (py.version in FP_VERSIONS), prof_run.run.stats()
+    fp = walked_fp(run)
+    assert fp == (py.version in FP_VERSIONS), run.stats()
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
@@ -239,6 +240,8 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
         between = s.frames[first_native:at]
         objs = [native_of(f) for f in between]
         if not (python_part(s.frames[:first_native]) == python_before and all(objs)):
+            return False
+        if any(o == "[unknown]" for _, o in objs):
             return False
         if fp:
             # The walk ends at the first frame without a frame pointer, libffi's
@@ -253,9 +256,40 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
         f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
         f"compare\n{show([s for s in mine if not right(s)], 8)}")
     if fp:
-        st = prof_run.run.stats()
+        st = run.stats()
         assert st["native_cut"] >= 0.9 * st["native_walks"] and st["native_unmatched"] <= \
             0.01 * st["native_walks"], st
+
+
+def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, profiler_bin):
+    prof_run = profile_workload(module_tmp / f"{py.id}-qsort", profiler_bin, py,
+                                "native_calls", ("--mode", "qsort"), rate=RATE,
+                                duration=DURATION, extra=["--native"])
+    check_qsort(py, prof_run.run, prof_run.truth)
+
+
+def test_a_command_is_unwound_through_what_it_loads_from_its_first_samples(
+        py, module_tmp, profiler_bin):
+    """record --native -- COMMAND samples the command before it has loaded ctypes and
+    libffi: the objects it maps next are unwound through and named in the samples that
+    first meet them, not from a second later (the maps are read again at once)."""
+    py.require()
+    h = Harness(module_tmp / f"{py.id}-qsort-command", profiler_bin)
+    truth_target = f"{RUN_DIR}/qsort-command-{py.version}-{uuid.uuid4().hex[:8]}.json"
+    out = h.tmp / "command.txt"
+    st = h.tmp / "command.json"
+    cmd = py.argv + [py.script("native_calls"), "--mode", "qsort", "--seconds", COMMAND_S,
+                     "--truth", truth_target]
+    try:
+        run = h.run_profiler(["record", "--native", "-r", RATE, "-f", "collapsed", "-o", out,
+                              "--stats-file", st, "--"] + cmd,
+                             timeout=COMMAND_S + PROFILER_GRACE, out=out, stats=st)
+        truth_host = py.host_path(truth_target)
+        assert truth_host.exists(), f"the workload wrote no truth\n{run.describe()}"
+        truth = json.loads(truth_host.read_text())
+    finally:
+        h.close()
+    check_qsort(py, run, truth)
 
 
 @pytest.fixture(scope="module")

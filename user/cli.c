@@ -147,11 +147,14 @@ int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c)
 	return 0;
 }
 
-int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf)
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode)
 {
 	if (c != SAMPLER_CLOCK_TIMER && no_bpf)
 		return cli__usage_error(cmd, "%s", "--clock chooses what runs the BPF program; "
 					"--no-bpf samples on a timer of its own");
+	if (c != SAMPLER_CLOCK_TIMER && mode == SESSION_OFF_CPU)
+		return cli__usage_error(cmd, "%s", "--clock times on-CPU samples; "
+					"--mode off-cpu takes none");
 	return 0;
 }
 

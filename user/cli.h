@@ -51,8 +51,8 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us);
 int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
 /* --clock timer|tick. */
 int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c);
-/* --clock tick with --no-bpf: a usage error's exit status, else 0. */
-int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf);
+/* --clock tick with --no-bpf or --mode off-cpu: a usage error's exit status, else 0. */
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode);
 /* --native-unwind auto|dwarf|fp. */
 int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u);
 int cli__native_check(const char *cmd, int native, uint32_t native_stack,

@@ -17,6 +17,8 @@ struct native_proc {
 	struct native_unwind *unwind;
 	struct native_fp *fp;		/* made at the first frame-pointer walk */
 	uint64_t read_ns;		/* when the maps were last read; 0: never */
+	uint32_t rereads;		/* re-reads that may be made at once... */
+	uint64_t earned_ns;		/* ... counting one more each REREAD_NS from here */
 	int fixed;			/* maps given once (a core): never read again */
 	struct native_proc_stats st;
 };
@@ -31,6 +33,7 @@ int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_
 		return -ENOMEM;
 	p->pid = pid;
 	p->ids = ids;
+	p->rereads = NATIVE_PROC_REREAD_BURST;
 	err = native_unwind__new(&p->unwind);
 	if (err)
 		goto fail;
@@ -96,6 +99,25 @@ static int reread(struct native_proc *p, uint64_t now_ns)
 	return 0;
 }
 
+/* Whether the maps may be read again now that a walk met code outside them. */
+static int may_reread(struct native_proc *p, uint64_t now_ns)
+{
+	uint64_t earned;
+
+	if (!p->earned_ns || now_ns < p->earned_ns)
+		p->earned_ns = now_ns;
+	earned = (now_ns - p->earned_ns) / NATIVE_PROC_REREAD_NS;
+	if (earned) {
+		p->earned_ns += earned * NATIVE_PROC_REREAD_NS;
+		p->rereads = earned >= NATIVE_PROC_REREAD_BURST - p->rereads ?
+				     NATIVE_PROC_REREAD_BURST : p->rereads + (uint32_t)earned;
+	}
+	if (!p->rereads)
+		return 0;
+	p->rereads--;
+	return 1;
+}
+
 /* Whether a frame of @out is code the maps do not hold: they may be out of date. */
 static int met_unmapped(const struct native_maps *m, const struct native_stack *out)
 {
@@ -142,7 +164,7 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 	if (err || p->fixed || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
-	if (now_ns - p->read_ns < NATIVE_PROC_REREAD_NS || reread(p, now_ns))
+	if (!may_reread(p, now_ns) || reread(p, now_ns))
 		return 0;
 	return walk_once(p, s, c, max_frames, out);
 }

@@ -2,9 +2,11 @@
 /*
  * One target process's native unwinding (--native): its executable mappings and the
  * unwinder over them. The maps are read when the first sample needs them, and again
- * when a walk meets code in none of them (a library loaded since, JIT code), at most
- * once per NATIVE_PROC_REREAD_NS, so that a process that keeps mapping code cannot
- * make every sample cost a read of /proc.
+ * when a walk meets code in none of them (a library loaded since, JIT code): at once
+ * up to NATIVE_PROC_REREAD_BURST times, as a program starting up loads its extensions
+ * one import after another and each is met in a sample soon after, then once per
+ * NATIVE_PROC_REREAD_NS, so that a process that keeps mapping code cannot make every
+ * sample cost a read of /proc.
  */
 #ifndef PBP_NATIVE_PROC_H
 #define PBP_NATIVE_PROC_H
@@ -16,6 +18,7 @@
 #include "native_unwind.h"
 
 #define NATIVE_PROC_REREAD_NS 1000000000ull
+#define NATIVE_PROC_REREAD_BURST 16
 
 struct native_proc;
 

@@ -155,15 +155,18 @@ static bool cb_set_initial_registers(Dwfl_Thread *thread, void *thread_arg)
 	int i = 0;
 
 	/* Known registers in runs, as dwfl_thread_state_registers() takes them; the
-	 * others stay unset, which libdwfl treats as unknown rather than zero. */
-	while (i < NATIVE_REG_RIP) {
+	 * others stay unset, which libdwfl treats as unknown rather than zero. RIP is
+	 * register 16 as well as the PC: the linker's CFI for a PLT stub computes the CFA
+	 * from it (DW_OP_breg16), and a PLT stub is where a shared libpython's internal
+	 * calls pass. */
+	while (i < NATIVE_NREGS) {
 		int j = i;
 
 		if (!(s->regs_mask >> i & 1)) {
 			i++;
 			continue;
 		}
-		while (j < NATIVE_REG_RIP && s->regs_mask >> j & 1)
+		while (j < NATIVE_NREGS && s->regs_mask >> j & 1)
 			j++;
 		if (!dwfl_thread_state_registers(thread, i, (unsigned int)(j - i), &s->regs[i]))
 			return false;

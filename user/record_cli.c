@@ -296,7 +296,8 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 				   "none of: use --mode wall");
 	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
 		o->session.idle = 1;
-	code = cli__clock_check("record", o->session.clock, o->session.no_bpf);
+	code = cli__clock_check("record", o->session.clock, o->session.no_bpf,
+				 o->session.mode);
 	if (code)
 		return code;
 	if (o->session.async_tasks && o->session.no_bpf)
