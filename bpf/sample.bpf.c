@@ -1120,8 +1120,9 @@ static __always_inline void learn(const struct hrtimer *timer, __u64 fn)
  * looked up by name (kallsyms hides addresses from a least-privileged agent): while
  * the loader keeps CPU learn_cpu busy, it is the function of the timer that expires
  * there every tick period exactly (another timer at that period would be ambiguous,
- * and the loader then takes none). Counting ticks rather than time keeps the share
- * unbiased: the kernel charges CPU time by the same ticks.
+ * and the loader then takes none). Which ticks are taken is counted in ticks; what a
+ * taken one weighs is the CPU time its thread used since its previous one (cpu_timed),
+ * so that a thread switched out between ticks is not under-counted.
  */
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(pbp_tick, struct hrtimer *timer, ktime_t *now)

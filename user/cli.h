@@ -100,10 +100,10 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         tick: the kernel's scheduler tick, which interrupts\n" \
 	"                         each busy CPU HZ times a second anyway (250 on most\n" \
 	"                         distributions): no interrupt of the profiler's own,\n" \
-	"                         rates up to HZ. A thread the scheduler switches out\n" \
-	"                         between ticks (one making many system calls on a CPU\n" \
-	"                         it shares with busy threads) is seen less than its\n" \
-	"                         CPU time says, as by the kernel's tick accounting.\n" \
+	"                         rates up to HZ. Each sample counts the CPU time its\n" \
+	"                         thread used since its last, so threads add up to\n" \
+	"                         their CPU time; within a thread, code that often\n" \
+	"                         blocks between ticks is seen less than it runs.\n" \
 	"                         Exit 7, saying why, where the tick cannot be used\n"
 
 #define CLI_MODE_HELP \

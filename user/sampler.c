@@ -115,7 +115,9 @@ static int load(struct sampler *s, bool tick)
 	s->skel->rodata->every_exec = cfg->every_exec;
 	s->skel->rodata->min_block_ns = cfg->min_block_ns;
 	s->skel->rodata->nr_cpus = libbpf_num_possible_cpus();
-	s->skel->rodata->cpu_timed = cfg->off_cpu && cfg->on_cpu;
+	/* On the tick, a thread switched out between ticks misses some of them: its
+	 * samples carry the CPU time it used since its last, as in wall mode. */
+	s->skel->rodata->cpu_timed = (cfg->off_cpu && cfg->on_cpu) || tick;
 	s->skel->rodata->tick_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 1);
 	/* Off-CPU sampling costs every context switch and every system call on the
 	 * host a check: only when asked for. */

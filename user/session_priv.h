@@ -61,6 +61,7 @@ struct session {
 	uint64_t open_waits;		/* waits still open at a profile's end, charged */
 	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
 	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
+	uint64_t cpu_carry_ns;		/* cpu mode on the tick: CPU time short of a period */
 	/* --async: samples in a task made the task's stack, and those that could not
 	 * be (the task had ended, or its coroutine was not in the stack) */
 	uint64_t tasks_placed, tasks_unplaced;
@@ -98,8 +99,8 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len);
 int session_sink__on_live_stack(void *arg, struct stack *st);
 int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 			   const struct stack *st);
-/* Wall mode: CPU time thread @tid used after its last tick in this profile, counted
- * under that tick's stack; -ENOENT if it had none. */
+/* Wall mode, and cpu mode on the tick: CPU time thread @tid used after its last tick
+ * in this profile, counted under that tick's stack; -ENOENT if it had none. */
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
 /* @ns of a suspended task's time: under @chain[n-1] ... @chain[0] (each link's task
  * and frames), in thread @tid, ending in "[task suspended]". */

@@ -174,10 +174,11 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		goto fail;
 	s->aggregated++;
 	s->incomplete += st->gap != GAP_NONE;
-	if (!wait && s->opts.mode != SESSION_CPU) {
+	if (!wait && s->opts.mode != SESSION_CPU)
 		s->on_cpu_ns += weight;
+	/* Where an exiting thread's last CPU time goes (session_sink__add_cpu_rest). */
+	if (!wait)
 		thread_table__set_tick(s->threads, slot, index, s->ntimeline > tl ? tl : SIZE_MAX);
-	}
 	if (index_out)
 		*index_out = index;
 	return 0;
@@ -190,6 +191,25 @@ fail:
 static uint64_t tick_weight(const struct session *s)
 {
 	return s->opts.mode == SESSION_CPU ? 1 : 1000000000ull / s->opts.rate_hz;
+}
+
+/*
+ * The weight of @ns of CPU time: itself, except in cpu mode, where it is counted in
+ * periods of the rate and the rest carried to the next. Only the scheduler's tick
+ * times cpu-mode samples so: each carries the time its thread ran since its previous
+ * one, ticks that fell on other threads included, so that a thread switched out
+ * between ticks is not under-counted.
+ */
+static uint64_t cpu_weight(struct session *s, uint64_t ns)
+{
+	uint64_t period = 1000000000ull / s->opts.rate_hz, n;
+
+	if (s->opts.mode != SESSION_CPU)
+		return ns;
+	s->cpu_carry_ns += ns;
+	n = s->cpu_carry_ns / period;
+	s->cpu_carry_ns -= n * period;
+	return n;
 }
 
 /* The preemption of thread @tid still owed a length, or NULL. */
@@ -266,12 +286,17 @@ int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, ui
 	uint32_t index;
 	size_t tl;
 
+	uint64_t w;
+
 	if (thread_table__tick(s->threads, pid, tid, &index, &tl))
 		return -ENOENT;
-	aggregate__add_to(s->agg, index, ns);
+	w = cpu_weight(s, ns);
+	aggregate__add_to(s->agg, index, w);
 	if (tl < s->ntimeline)
-		s->timeline[tl].weight_ns += ns;
-	s->on_cpu_ns += ns;
+		s->timeline[tl].weight_ns += s->opts.mode == SESSION_CPU ?
+						     w * (1000000000ull / s->opts.rate_hz) : w;
+	if (s->opts.mode != SESSION_CPU)
+		s->on_cpu_ns += ns;
 	return 0;
 }
 
@@ -281,6 +306,7 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	const struct pbp_sample *hdr = rec;
 	struct session *s = arg;
 	struct target *t;
+	uint64_t weight;
 
 	if (len >= sizeof(struct pbp_off_end) && hdr->hdr_len == sizeof(struct pbp_off_end)) {
 		add_length(s, rec);
@@ -304,8 +330,11 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 		return 0;
 	if (hdr->flags & PBP_SF_OFF_CPU)
 		return session_sink__add_wait(t, hdr, s->stack);
-	return add_stack(t, s->stack,
-			 hdr->flags & PBP_SF_CPU_TIMED ? hdr->off_ns : tick_weight(s), 0, NULL);
+	if (!(hdr->flags & PBP_SF_CPU_TIMED))
+		return add_stack(t, s->stack, tick_weight(s), 0, NULL);
+	weight = cpu_weight(s, hdr->off_ns);
+	/* Less than a period so far: it counts with the next sample. */
+	return weight ? add_stack(t, s->stack, weight, 0, NULL) : 0;
 }
 
 /* Live sampler callback. */
