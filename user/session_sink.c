@@ -333,8 +333,10 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	if (!(hdr->flags & PBP_SF_CPU_TIMED))
 		return add_stack(t, s->stack, tick_weight(s), 0, NULL);
 	weight = cpu_weight(s, hdr->off_ns);
-	/* Less than a period so far: it counts with the next sample. */
-	return weight ? add_stack(t, s->stack, weight, 0, NULL) : 0;
+	/* Cpu mode, less than a period so far: it counts with the next sample. */
+	if (!weight && s->opts.mode == SESSION_CPU)
+		return 0;
+	return add_stack(t, s->stack, weight, 0, NULL);
 }
 
 /* Live sampler callback. */
