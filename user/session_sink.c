@@ -110,6 +110,12 @@ static uint64_t timeline_start(const struct session *s, const struct stack *st,
 	return st->ts_ns - weight;
 }
 
+/* A weight in nanoseconds: cpu mode counts periods of the rate, the others time. */
+static uint64_t weight_ns(const struct session *s, uint64_t weight)
+{
+	return s->opts.mode == SESSION_CPU ? weight * 1000000000ull / s->opts.rate_hz : weight;
+}
+
 /*
  * One decoded stack in, one aggregated stack out, unless left_out(). @weight is what
  * it counts for; @wait, if not 0, the strtab id of the off-CPU leaf it ends in.
@@ -167,8 +173,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	if (!err && s->opts.timeline) {
 		tl = s->ntimeline;
 		err = add_to_timeline(s, timeline_start(s, st, weight, wait), index,
-				      s->opts.mode == SESSION_CPU ? weight * 1000000000ull /
-									s->opts.rate_hz : weight);
+				      weight_ns(s, weight));
 	}
 	if (err)
 		goto fail;
@@ -285,7 +290,6 @@ int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, ui
 {
 	uint32_t index;
 	size_t tl;
-
 	uint64_t w;
 
 	if (thread_table__tick(s->threads, pid, tid, &index, &tl))
@@ -293,8 +297,7 @@ int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, ui
 	w = cpu_weight(s, ns);
 	aggregate__add_to(s->agg, index, w);
 	if (tl < s->ntimeline)
-		s->timeline[tl].weight_ns += s->opts.mode == SESSION_CPU ?
-						     w * (1000000000ull / s->opts.rate_hz) : w;
+		s->timeline[tl].weight_ns += weight_ns(s, w);
 	if (s->opts.mode != SESSION_CPU)
 		s->on_cpu_ns += ns;
 	return 0;
