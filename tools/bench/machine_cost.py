@@ -242,10 +242,12 @@ class HostWide:
                                        f"({run['proc'].returncode}):\n"
                                        f"{bench.read(run['stderr'])[-1500:]}")
             time.sleep(0.01)
+        run["rss"].sample()
         return run
 
     def finish(self, run):
         res = {}
+        run["rss"].sample()
         if "port" in run:
             try:
                 res["samples"] = agent_samples(run["port"])

@@ -230,15 +230,21 @@ class PeakRss:
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
+    def sample(self):
+        """One reading now. The poll alone can miss a short life: a profiler whose target
+        ends within one period is read only at its exec, before it has mapped anything;
+        so callers also read it at the moments they know it is up (attached, work done)."""
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        self.kb = max(self.kb, int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+
     def _run(self):
         while not self.done.is_set():
-            try:
-                with open(f"/proc/{self.pid}/status") as f:
-                    for line in f:
-                        if line.startswith("VmHWM:"):
-                            self.kb = max(self.kb, int(line.split()[1]))
-            except (OSError, ValueError):
-                pass
+            self.sample()
             self.done.wait(self.period)
 
     def stop(self):
@@ -321,6 +327,7 @@ class Profiler:
             if proc.poll() is not None:
                 raise BenchError(f"{' '.join(argv)} exited {proc.returncode}:\n"
                                  f"{read(se)[-1500:]}")
+        run["rss"].sample()
         return run
 
     def finish(self, run):
@@ -399,6 +406,8 @@ def gated_run(env, target_args, prof=None, script="cpu_bound.py"):
         line = t.stdout.readline()
         w1 = time.monotonic()
         c1 = cpu_ns(run["proc"].pid) if prof else None
+        if prof:
+            run["rss"].sample()
         try:
             res = json.loads(line)
         except ValueError:
