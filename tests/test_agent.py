@@ -330,11 +330,16 @@ def test_agent_refuses_bad_setups(tmp_path, profiler_bin):
         conf.write_text("period = 10s\nfrobnicate = 1\n")
         badconf = h.run_profiler(["agent", "--config", conf, "--output-dir", tmp_path],
                                  timeout=20)
+        (tmp_path / "tick.conf").write_text("clock = tick\n")
+        ticked = h.run_profiler(["agent", "--config", tmp_path / "tick.conf", "--mode",
+                                 "off-cpu", "--output-dir", tmp_path], timeout=20)
     finally:
         h.close()
     assert "nowhere to send profiles" in none.check_error(2)
     assert str(uncreatable) in bad.check_error(2), bad.describe()
     assert badconf.rc == 2 and f"{conf}:2" in badconf.stderr, badconf.describe()
+    # Valid alone, not together: record and top refuse them too.
+    assert "mode off-cpu takes none" in ticked.check_error(2), ticked.describe()
 
 
 def connected(s):

@@ -44,6 +44,7 @@ MAX_INCOMPLETE = {"bpf": 0.05, "live": 0.05}
 MAX_INCOMPLETE_WALK = {"bpf": 0.05, "live": 0.80}
 LOADED_SECONDS = 4
 FAST_ITERS = 30   # aba's loop iterations per level: a tenth of its default
+LIVE_SPLICE_PER_10K = 5   # the bound docs/live-sampling.md states for FAST_ITERS
 BUSY_LOOPS = 2
 MIN_CHAIN_SHARE = 0.20
 # Live mode with several threads samples a thread that waits for a CPU where it was
@@ -210,12 +211,16 @@ def aba_counts(prof, truth):
     return n
 
 
-def check_aba_never_mixes(p):
+def check_aba_never_mixes(p, per_10k=0):
+    """per_10k: spliced samples allowed per 10,000 complete ones, the case a live reading
+    cannot exclude (docs/live-sampling.md); 0 everywhere else."""
     chains = chain_of(p.truth)
     prof = profile(p)
     mixed = [s for s in prof if len(chains_in(s, chains)) > 1]
-    assert not mixed, (f"{total(mixed)}/{total(prof)} samples splice chain a and chain b "
-                       f"frames together:\n{show(mixed)}")
+    allowed = per_10k * total([s for s in prof if not s.incomplete]) // 10000
+    assert total(mixed) <= allowed, (
+        f"{total(mixed)}/{total(prof)} samples splice chain a and chain b frames together "
+        f"(at most {allowed} allowed):\n{show(mixed)}")
 
 
 def check_aba_fair_share(p):
@@ -229,7 +234,7 @@ def check_aba_fair_share(p):
             f"{MIN_CHAIN_SHARE:.0%}): {n}")
 
 
-def check_aba_shapes(p):
+def check_aba_shapes(p, per_10k=0):
     truth = p.truth
     stacks = {c: truth_frames(truth["stacks"][c]) for c in "ab"}
     prof = profile(p)
@@ -239,7 +244,7 @@ def check_aba_shapes(p):
     assert not not_module, (f"{total(not_module)}/{total(complete)} complete samples do "
                             f"not start at the truth's <module> frame:\n{show(not_module)}")
     bad = [s for s in complete if not aba_shape_ok(s, stacks, truth)]
-    assert not bad, (
+    assert total(bad) <= per_10k * total(complete) // 10000, (
         f"{total(bad)}/{total(complete)} complete samples are not a cut of either truth "
         f"stack\n  a: {';'.join(map(str, stacks['a']))}\n  b: "
         f"{';'.join(map(str, stacks['b']))}\n{show(bad)}")
@@ -325,7 +330,10 @@ def test_aba_live_fast_chains_on_two_cpus(py, module_tmp, profiler_bin):
     the target runs all the time it is read: a reading rarely brackets one instant
     there (11-30 % come out incomplete on these machines, a number the machine sets),
     and what it cannot bracket must be incomplete: every complete sample a cut of one
-    chain, neither chain spliced under the other."""
+    chain, neither chain spliced under the other, but for the case no reading from
+    outside can exclude (a slot dead at both copies, live between): at most
+    LIVE_SPLICE_PER_10K of them, which docs/live-sampling.md measures at none in 60,000
+    at this speed."""
     cpus = sorted(os.sched_getaffinity(0))
     mine = set(cpus)
     h = Harness(module_tmp / f"aba-fast-{py.id}", profiler_bin)
@@ -343,8 +351,8 @@ def test_aba_live_fast_chains_on_two_cpus(py, module_tmp, profiler_bin):
         h.close()
     p = Profiled(w.truth, run, w)
     print_volume("aba --iters %d on two CPUs" % FAST_ITERS, py, "live", p)
-    check_aba_never_mixes(p)
-    check_aba_shapes(p)
+    check_aba_never_mixes(p, LIVE_SPLICE_PER_10K)
+    check_aba_shapes(p, LIVE_SPLICE_PER_10K)
 
 
 def test_aba_without_frame_cache(py, module_tmp, profiler_bin):

@@ -162,12 +162,20 @@ def test_on_the_tick_no_clock_of_its_own(py311, tmp_path, profiler_bin, clock):
     check_ratios(truth, per_tid, run.describe(), rate=100)
     assert st["clock"] == clock and (st["tick_hz"] >= 100) == (clock == "tick"), st
     assert seen and seen[0] is not None, run.describe()
+    # The summary sets against the expected count what the profile counts: the periods
+    # of CPU time the samples carried on the tick, the samples themselves on timers.
+    counted = sum(per_tid.values())
     if clock == "tick":
         assert "sampling on the scheduler's tick" in run.stderr, run.describe()
         assert seen[0] == 0, f"{seen[0]} perf events open\n{run.describe()}"
+        assert st["samples_counted"] >= counted > 0, (counted, st)
+        assert f"{st['samples_counted']} of ~{st['samples_expected']} expected counted " \
+            "in CPU time" in run.stderr, run.describe()
     else:
         assert "scheduler's tick" not in run.stderr, run.describe()
         assert seen[0] > 0, run.describe()
+        assert st["samples_counted"] == 0 and "expected delivered" in run.stderr, \
+            run.describe()
 
 
 def test_the_tick_is_refused_above_its_rate(py311, tmp_path, profiler_bin):

@@ -83,6 +83,8 @@ static int load_config(const struct agent_ctx *c, struct agent_config *out)
 	if (!err)
 		err = agent_config__merge(out, &file, c->cli);
 	if (!err)
+		err = agent_config__check(out);
+	if (!err)
 		err = agent_config__secrets(out);
 	agent_config__free(&file);
 	if (err)

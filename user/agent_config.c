@@ -581,6 +581,17 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 #undef PICK
 }
 
+int agent_config__check(const struct agent_config *c)
+{
+	/* record and top refuse the same pair (cli__clock_check). */
+	if (c->clock != SAMPLER_CLOCK_TIMER && c->mode == SESSION_OFF_CPU) {
+		pr_warn("clock: tick times on-CPU samples, and mode off-cpu takes none: use "
+			"mode = wall, or clock = timer\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* @path's content, less one final newline, into *@out; the reason logged otherwise,
  * naming the setting @key that gave the path. */
 static int read_secret(const char *path, const char *key, char **out)

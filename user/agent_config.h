@@ -91,6 +91,8 @@ int agent_config__parse(struct agent_config *c, const char *text, const char *na
  */
 int agent_config__merge(struct agent_config *out, const struct agent_config *file,
 			const struct agent_config *cli);
+/* 0, or -EINVAL, logged, for settings that are valid alone but not together. */
+int agent_config__check(const struct agent_config *c);
 /*
  * The token and the password from their files (pyroscope-token-file,
  * pyroscope-password-file) or, when neither the value nor a file is given, from

@@ -411,7 +411,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 	return GAP_NONE;
 }
 
-static void account(struct decoder *d, const struct stack *st, uint64_t t0)
+void decoder__count(struct decoder *d, const struct stack *st)
 {
 	d->stats.samples++;
 	d->stats.gaps[st->gap]++;
@@ -420,6 +420,11 @@ static void account(struct decoder *d, const struct stack *st, uint64_t t0)
 	else
 		d->stats.incomplete++;
 	d->stats.frames += st->depth;
+}
+
+static void account(struct decoder *d, const struct stack *st, uint64_t t0)
+{
+	decoder__count(d, st);
 	d->stats.ns += clock__thread_ns() - t0;
 }
 
@@ -531,7 +536,10 @@ int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, str
 	uint64_t t0 = clock__thread_ns();
 
 	decode_thread(d, t, st);
-	account(d, st, t0);
+	if (t->attempt)
+		d->stats.ns += clock__thread_ns() - t0;
+	else
+		account(d, st, t0);
 	return 0;
 }
 

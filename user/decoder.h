@@ -118,6 +118,9 @@ struct thread_sample {
 	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
 	uint64_t verify_anchor, verify_seq;	/* with @verify: the anchor in that reading */
 	int torn;		/* the caller already saw the readings disagree */
+	/* One of several readings of this sample: its time is counted, not its outcome,
+	 * which the caller counts once with decoder__count(). */
+	int attempt;
 	/* Optional (NULL: none): the copy of the thread's native stack taken with the
 	 * sample, cstack_len bytes from cstack_addr (its RSP) up. 3.11 finds its
 	 * eval-loop activations there (decode_runs.c); nothing else reads it. */
@@ -156,6 +159,8 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 
 /* Decodes one thread's stack. Same return convention as decoder__decode(). */
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st);
+/* Counts @st as one sample's outcome (complete, or incomplete for st->gap). */
+void decoder__count(struct decoder *d, const struct stack *st);
 
 /*
  * Names the one frame at @frame, read through @m: a suspended coroutine's, which no

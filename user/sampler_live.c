@@ -24,6 +24,15 @@
 /* Bytes above the listed top of the current chunk copied too: a thread that called
  * deeper since the list was read is still in the copy. */
 #define GROWTH_SLACK 2048
+/*
+ * A reading that took more than this many times the usual for its number of pieces is
+ * taken again: its duration bounds the window in which a slot of the stack could be
+ * rewritten twice and pass the comparison (docs/live-sampling.md), and the readings
+ * that a preemption or an interrupt stretches are the ones that leave room for it.
+ */
+#define SLOW_READING_FACTOR 2
+/* The usual cost of one piece, in ns << USUAL_SHIFT, moves 1/16 of the way each time. */
+#define USUAL_SHIFT 4
 
 struct sampler_live {
 	struct sampler_live_cfg cfg;
@@ -34,6 +43,7 @@ struct sampler_live {
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
 	pid_t host_tid;		/* of the thread being sampled */
+	uint64_t usual_piece;	/* ns per piece of a reading, << USUAL_SHIFT; 0: none yet */
 	struct tid_map tids;	/* the target's thread ids as /proc names them */
 };
 
@@ -221,6 +231,26 @@ static unsigned int pieces_after(const struct spans *sp, uint8_t *buf, unsigned 
 }
 
 /*
+ * Did a reading of @n pieces take too long for its copies to be trusted? Each reading
+ * moves the usual cost towards its own, by at most a doubling, so that a machine that
+ * slows down for good is followed after some tens of readings while a stretched reading
+ * barely moves it.
+ */
+static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
+{
+	uint64_t per = (ns << USUAL_SHIFT) / n, usual = ls->usual_piece;
+
+	if (!usual) {
+		ls->usual_piece = per;
+		return 0;
+	}
+	if (per > 2 * usual)
+		per = 2 * usual;
+	ls->usual_piece = usual - (usual >> USUAL_SHIFT) + (per >> USUAL_SHIFT);
+	return (ns << USUAL_SHIFT) > SLOW_READING_FACTOR * usual * n;
+}
+
+/*
  * One reading, in one system call: the chunk (into snapshot 0), then the current
  * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
  * pieces_after give. process_vm_readv copies its pieces
@@ -238,7 +268,7 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[MEM_READV_MAX], cframe_after = 0, cur;
+	uint64_t addr[MEM_READV_MAX], cframe_after = 0, cur, t0;
 	void *dst[MEM_READV_MAX];
 	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
@@ -264,8 +294,11 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
 	}
+	t0 = clock__mono_ns();
 	if (mem_live__readv(ls->cfg.live, n, addr, dst, lens))
 		return -EFAULT;
+	if (slow_reading(ls, clock__mono_ns() - t0, n))
+		return -ETIMEDOUT;
 	if (via_cframe && (w->cframe != t->ts_cframe || cframe_after != t->ts_cframe))
 		return -EAGAIN;
 	for (int k = 0; k < 2; k++) {
@@ -367,6 +400,7 @@ static void decode_reading(struct sampler_live *ls, const struct py_thread *t, u
 		.verify_copy = &ls->snap[0],
 		.verify_anchor = w->anchor,
 		.verify_seq = w->seq,
+		.attempt = 1,
 	};
 
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
@@ -400,9 +434,16 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 	set_torn(ls, t, flags);
 	plan_reading(ls, &cur, &p);
 	for (int i = 0; i < LIVE_READINGS; i++) {
+		int err;
+
 		if (i)
 			ls->stats.torn_retries++;
-		if (read_once(ls, &cur, &p.sp, &w) || !fits_plan(ls, &cur, &p, &w)) {
+		err = read_once(ls, &cur, &p.sp, &w);
+		if (err == -ETIMEDOUT) {
+			ls->stats.slow_readings++;
+			continue;
+		}
+		if (err || !fits_plan(ls, &cur, &p, &w)) {
 			/* The stack has moved out of the plan: read the thread again. */
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
@@ -452,6 +493,7 @@ static int sample_thread(const struct py_thread *t, void *arg)
 	}
 	ls->host_tid = host;
 	sample_stack(ls, t, flags);
+	decoder__count(ls->cfg.dec, ls->stack);
 	ls->stats.threads_sampled++;
 	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);
 	return ls->err;

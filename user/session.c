@@ -626,6 +626,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->duration_s = s->elapsed_s;
 	st->samples_delivered = s->delivered;
 	st->samples_filtered = s->filtered;
+	st->samples_counted = s->cpu_periods;
 	st->samples_decoded = st->decode.complete;
 	st->samples_incomplete = st->decode.incomplete;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;

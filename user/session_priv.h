@@ -62,6 +62,7 @@ struct session {
 	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
 	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
 	uint64_t cpu_carry_ns;		/* cpu mode on the tick: CPU time short of a period */
+	uint64_t cpu_periods;		/* ... and the periods counted */
 	/* --async: samples in a task made the task's stack, and those that could not
 	 * be (the task had ended, or its coroutine was not in the stack) */
 	uint64_t tasks_placed, tasks_unplaced;

@@ -214,6 +214,7 @@ static uint64_t cpu_weight(struct session *s, uint64_t ns)
 	s->cpu_carry_ns += ns;
 	n = s->cpu_carry_ns / period;
 	s->cpu_carry_ns -= n * period;
+	s->cpu_periods += n;
 	return n;
 }
 

@@ -105,6 +105,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "rate_hz", FIELD_U64, .u = s->rate_hz },
 		{ "duration_s", FIELD_DEC3, .d = s->duration_s },
 		{ "samples_expected", FIELD_U64, .u = s->samples_expected },
+		{ "samples_counted", FIELD_U64, .u = s->samples_counted },
 		{ "samples_delivered", FIELD_U64, .u = s->samples_delivered },
 		{ "samples_filtered", FIELD_U64, .u = s->samples_filtered },
 		{ "samples_decoded", FIELD_U64, .u = s->samples_decoded },
@@ -206,6 +207,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "live_ticks_missed", FIELD_U64, .u = s->live.ticks_missed },
 		{ "live_idle_skipped", FIELD_U64, .u = s->live.threads_idle_skipped },
 		{ "live_torn_retries", FIELD_U64, .u = s->live.torn_retries },
+		{ "live_slow_readings", FIELD_U64, .u = s->live.slow_readings },
 	};
 
 	fprintf(f, "{\n");
@@ -278,15 +280,20 @@ void stats__summary(FILE *f, const struct run_stats *s)
 			ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 		return;
 	}
+	/* On the tick a sample carries its thread's CPU time since its last, so what
+	 * stands against the expected count is the periods they carried, not their
+	 * number. */
 	fprintf(f,
 		"pybpfprof: %llu samples in %.1f s from pid %u (Python %s): %llu complete, "
-		"%llu incomplete, %llu of ~%llu expected delivered, %llu dropped; "
+		"%llu incomplete, %llu of ~%llu expected %s, %llu dropped; "
 		"BPF %.0f ns/run, decode %.0f ns/sample\n",
 		(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
 		s->python_version, (unsigned long long)s->samples_decoded,
 		(unsigned long long)s->samples_incomplete,
-		(unsigned long long)(s->samples_delivered - s->off_cpu_records),
+		(unsigned long long)(s->samples_counted ? s->samples_counted
+				     : s->samples_delivered - s->off_cpu_records),
 		(unsigned long long)s->samples_expected,
+		s->samples_counted ? "counted in CPU time" : "delivered",
 		(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
 		ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 }

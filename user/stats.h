@@ -22,6 +22,9 @@ struct run_stats {
 	uint64_t samples_expected;	/* target CPU time x rate */
 	uint64_t samples_delivered;	/* records read from the ring buffer */
 	uint64_t samples_filtered;	/* left out by --gil / idle */
+	/* Cpu mode on the tick: the periods of CPU time its samples carried, which is
+	 * what stands against samples_expected (0 otherwise). */
+	uint64_t samples_counted;
 	uint64_t samples_decoded;	/* complete stacks */
 	uint64_t samples_incomplete;
 	uint64_t bpf[PBP_C_MAX];	/* the program's own counters */
