@@ -185,18 +185,23 @@ def test_native_unwind_refused_with_one_line(cmd, args, profiler_bin):
         (p.returncode, p.stderr)
 
 
-def test_native_covers_threads_and_off_cpu_records(py311, tmp_path, profiler_bin):
-    """Worker threads (their stacks in mappings of their own) and, in wall mode, the
-    off-CPU records taken at a system call's exit or a switch."""
+def threads_in_wall_mode(py, tmp_path, profiler_bin):
+    """The threads workload under record --native --mode wall --threads: its stats."""
     h = Harness(tmp_path, profiler_bin)
     try:
-        w = h.start_workload(py311, "threads", seconds=SECONDS + 30)
+        w = h.start_workload(py, "threads", seconds=SECONDS + 30)
         run = h.record_pid(w.pid, rate=RATE, duration=SECONDS,
                            extra=["--native", "--mode", "wall", "--threads"])
     finally:
         h.close()
     run.check_ok()
-    st = run.stats()
+    return run.stats()
+
+
+def test_native_covers_threads_and_off_cpu_records(py311, tmp_path, profiler_bin):
+    """Worker threads (their stacks in mappings of their own) and, in wall mode, the
+    off-CPU records taken at a system call's exit or a switch."""
+    st = threads_in_wall_mode(py311, tmp_path, profiler_bin)
     delivered = st["samples_delivered"]
     assert st["off_cpu_records"] > 0, st
     assert st["bpf_native_copied"] == delivered == st["native_blocks"], st
@@ -228,16 +233,7 @@ def test_fp_walks_cover_threads_and_off_cpu_records(sid_root, workloads_installe
     mapping's end, and off-CPU records, taken in the kernel, where the thread sits under
     libc's wrappers (no frame pointers: DWARF over the 4 KiB copy reaches the first
     frame that keeps one). Nearly every walk must place every Python run."""
-    py = make_interp("3.15", sid_root)
-    h = Harness(tmp_path, profiler_bin)
-    try:
-        w = h.start_workload(py, "threads", seconds=SECONDS + 30)
-        run = h.record_pid(w.pid, rate=RATE, duration=SECONDS,
-                           extra=["--native", "--mode", "wall", "--threads"])
-    finally:
-        h.close()
-    run.check_ok()
-    st = run.stats()
+    st = threads_in_wall_mode(make_interp("3.15", sid_root), tmp_path, profiler_bin)
     delivered = st["samples_delivered"]
     print("py3.15 threads: " + ", ".join(f"{k}={v}" for k, v in native_stats(st).items()))
     assert st["off_cpu_records"] > 0, st

@@ -51,11 +51,6 @@ struct dump_ctx {
 struct dump_held {
 	enum tb_cpu cpu;
 	struct dump_native_capture cap;
-	int python;		/* a stack was decoded: the fields below hold it */
-	enum decode_gap gap;
-	uint32_t depth, nruns;
-	struct decoded_frame *frames;
-	struct py_run *runs;
 };
 
 static int core_open_error(const char *path, int err)
@@ -233,45 +228,10 @@ static enum tb_cpu cpu_state(struct dump_ctx *c, uint32_t tid)
 	return state == 'R' ? TB_CPU_ON : TB_CPU_IDLE;
 }
 
-static int held_save(struct dump_held *h, const struct stack *st)
-{
-	if (!st)
-		return 0;
-	h->frames = malloc((st->depth ? st->depth : 1) * sizeof(*h->frames));
-	h->runs = malloc((st->nruns ? st->nruns : 1) * sizeof(*h->runs));
-	if (!h->frames || !h->runs)
-		return -ENOMEM;
-	memcpy(h->frames, st->frames, st->depth * sizeof(*h->frames));
-	memcpy(h->runs, st->runs, st->nruns * sizeof(*h->runs));
-	h->depth = st->depth;
-	h->nruns = st->nruns;
-	h->gap = st->gap;
-	h->python = 1;
-	return 0;
-}
-
-/* The held thread's stack back into c->stack; NULL if it had none. */
-static const struct stack *held_stack(struct dump_ctx *c, const struct dump_held *h)
-{
-	struct stack *st = c->stack;
-
-	if (!h->python)
-		return NULL;
-	memcpy(st->frames, h->frames, h->depth * sizeof(*h->frames));
-	memcpy(st->runs, h->runs, h->nruns * sizeof(*h->runs));
-	st->depth = h->depth;
-	st->nruns = h->nruns;
-	st->gap = h->gap;
-	return st;
-}
-
 static void held_free(struct dump_held *held, unsigned int n)
 {
-	for (unsigned int i = 0; held && i < n; i++) {
+	for (unsigned int i = 0; held && i < n; i++)
 		dump_native__capture_free(&held[i].cap);
-		free(held[i].frames);
-		free(held[i].runs);
-	}
 	free(held);
 }
 
@@ -302,7 +262,8 @@ static int read_held(struct dump_ctx *c, struct dump_held *held)
 		if (err == -ESRCH)
 			err = 0;	/* not held, or not in the core: Python frames only */
 		if (!err)
-			err = held_save(h, decode_one(c, &c->threads[i], &h->cap));
+			err = dump_native__keep_stack(&h->cap,
+						      decode_one(c, &c->threads[i], &h->cap));
 	}
 	if (c->core)
 		return err;
@@ -388,7 +349,7 @@ static int write_native_dump(struct dump_ctx *c, FILE *f)
 		struct py_thread *t = &c->threads[i];
 		struct tb_thread tb = { .tid = t->tid, .gil = t->gil, .cpu = held[i].cpu };
 
-		tb.st = held_stack(c, &held[i]);
+		tb.st = dump_native__kept_stack(&held[i].cap, c->stack);
 		err = dump_native__frames(c->native, &held[i].cap, tb.st, &tb);
 		if (!err) {
 			fputc('\n', f);

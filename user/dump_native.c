@@ -181,7 +181,39 @@ int dump_native__capture_core(struct dump_native *d, pid_t tid,
 void dump_native__capture_free(struct dump_native_capture *cap)
 {
 	free(cap->stack);
+	free(cap->frames);
+	free(cap->runs);
 	*cap = (struct dump_native_capture){ 0 };
+}
+
+int dump_native__keep_stack(struct dump_native_capture *cap, const struct stack *st)
+{
+	if (!st)
+		return 0;
+	cap->frames = malloc((st->depth ? st->depth : 1) * sizeof(*cap->frames));
+	cap->runs = malloc((st->nruns ? st->nruns : 1) * sizeof(*cap->runs));
+	if (!cap->frames || !cap->runs)
+		return -ENOMEM;
+	memcpy(cap->frames, st->frames, st->depth * sizeof(*cap->frames));
+	memcpy(cap->runs, st->runs, st->nruns * sizeof(*cap->runs));
+	cap->depth = st->depth;
+	cap->nruns = st->nruns;
+	cap->gap = st->gap;
+	cap->python = 1;
+	return 0;
+}
+
+const struct stack *dump_native__kept_stack(const struct dump_native_capture *cap,
+					    struct stack *into)
+{
+	if (!cap->python)
+		return NULL;
+	memcpy(into->frames, cap->frames, cap->depth * sizeof(*cap->frames));
+	memcpy(into->runs, cap->runs, cap->nruns * sizeof(*cap->runs));
+	into->depth = cap->depth;
+	into->nruns = cap->nruns;
+	into->gap = cap->gap;
+	return into;
 }
 
 /* Names walked frame @i into d->names[i] and gives it its object for the merge. */

@@ -25,12 +25,17 @@
 
 struct dump_native;
 
-/* One held thread's registers and stack copy. */
+/* One held thread's registers and stack copy, and its Python stack decoded then. */
 struct dump_native_capture {
 	uint64_t regs[NATIVE_NREGS];
 	uint32_t regs_mask;	/* 0: the thread was not held */
 	uint8_t *stack;		/* stack_len bytes from regs[RSP] up */
 	size_t stack_len;
+	int python;		/* a Python stack was kept: the fields below hold it */
+	enum decode_gap gap;
+	uint32_t depth, nruns;
+	struct decoded_frame *frames;
+	struct py_run *runs;
 };
 
 /* Of process @pid live, or of @core if not NULL (its maps from its notes). @all: keep
@@ -55,6 +60,12 @@ int dump_native__capture(struct dump_native *d, struct mem_live *mem, pid_t tid,
 int dump_native__capture_core(struct dump_native *d, pid_t tid,
 			      struct dump_native_capture *cap);
 void dump_native__capture_free(struct dump_native_capture *cap);
+/* Keeps a copy of @st (NULL: none) in @cap, for after the threads run again. 0 or
+ * -ENOMEM. */
+int dump_native__keep_stack(struct dump_native_capture *cap, const struct stack *st);
+/* The stack kept in @cap, copied into @into; NULL if none was. */
+const struct stack *dump_native__kept_stack(const struct dump_native_capture *cap,
+					    struct stack *into);
 
 /*
  * The thread's frames, innermost first, as traceback items: native frames named, and

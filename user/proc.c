@@ -376,7 +376,7 @@ int proc__ns_nested(pid_t pid)
 	return !status_ns_id(path, pid, &id, &n) && n > 1;
 }
 
-int proc__tasks_ns(pid_t pid, int (*fn)(pid_t tid, pid_t ns_tid, void *arg), void *arg)
+int proc__tasks(pid_t pid, int (*fn)(pid_t tid, void *arg), void *arg)
 {
 	char path[64];
 	struct dirent *e;
@@ -390,17 +390,38 @@ int proc__tasks_ns(pid_t pid, int (*fn)(pid_t tid, pid_t ns_tid, void *arg), voi
 	while (!ret && (e = readdir(d))) {
 		char *end;
 		long tid = strtol(e->d_name, &end, 10);
-		pid_t ns;
-		int n;
 
 		if (*end || tid <= 0 || tid > INT32_MAX)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%ld/status", (int)pid, tid);
-		/* A thread that ended since the listing is simply not there. */
-		if (status_ns_id(path, (pid_t)tid, &ns, &n))
-			continue;
-		ret = fn((pid_t)tid, ns, arg);
+		ret = fn((pid_t)tid, arg);
 	}
 	closedir(d);
 	return ret;
+}
+
+struct tasks_ns {
+	pid_t pid;
+	int (*fn)(pid_t tid, pid_t ns_tid, void *arg);
+	void *arg;
+};
+
+static int task_ns(pid_t tid, void *arg)
+{
+	const struct tasks_ns *a = arg;
+	char path[64];
+	pid_t ns;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)a->pid, (int)tid);
+	/* A thread that ended since the listing is simply not there. */
+	if (status_ns_id(path, tid, &ns, &n))
+		return 0;
+	return a->fn(tid, ns, a->arg);
+}
+
+int proc__tasks_ns(pid_t pid, int (*fn)(pid_t tid, pid_t ns_tid, void *arg), void *arg)
+{
+	struct tasks_ns a = { .pid = pid, .fn = fn, .arg = arg };
+
+	return proc__tasks(pid, task_ns, &a);
 }

@@ -75,8 +75,11 @@ int proc__thread_state(pid_t pid, pid_t tid, char *state);
 /* 1 if @pid lives in a PID namespace below ours (its NSpid line has more than one
  * id), so that its own thread ids are not the ones /proc shows here; else 0. */
 int proc__ns_nested(pid_t pid);
-/* Calls @fn for each thread of @pid with its id here and in the target's own PID
- * namespace, until @fn returns non-zero (which is returned); -ESRCH if @pid is gone. */
+/* Calls @fn for each thread of @pid, until @fn returns non-zero (which is returned);
+ * -ESRCH if @pid is gone. A thread may end before @fn sees it. */
+int proc__tasks(pid_t pid, int (*fn)(pid_t tid, void *arg), void *arg);
+/* The same with each thread's id in the target's own PID namespace too; a thread that
+ * ended since the listing is left out. */
 int proc__tasks_ns(pid_t pid, int (*fn)(pid_t tid, pid_t ns_tid, void *arg), void *arg);
 
 #endif

@@ -74,14 +74,13 @@ static void drop(struct sampler_tasks *t, pid_t pid, uint32_t from)
 	t->n = k;
 }
 
-static int open_one(pid_t tid, pid_t ns_tid, void *arg)
+static int open_one(pid_t tid, void *arg)
 {
 	struct adding *a = arg;
 	struct sampler_tasks *t = a->t;
 	struct task_clock *c;
 	int err;
 
-	(void)ns_tid;
 	if (t->n == SAMPLER_TASKS_MAX)
 		return -E2BIG;
 	c = &t->c[t->n];
@@ -115,7 +114,7 @@ int sampler_tasks__add(struct sampler_tasks *t, pid_t pid)
 	err = thread_freeze__all(pid, &held, &tracer);
 	if (err)
 		return err;
-	err = proc__tasks_ns(pid, open_one, &a);
+	err = proc__tasks(pid, open_one, &a);
 	thread_freeze__release(held);
 	if (!err && t->n == a.first)
 		err = -ESRCH;

@@ -64,11 +64,10 @@ static pid_t tracer_of(pid_t pid, pid_t tid)
 	return v > 0 && v <= INT32_MAX ? (pid_t)v : 0;
 }
 
-static int seize_one(pid_t tid, pid_t ns_tid, void *arg)
+static int seize_one(pid_t tid, void *arg)
 {
 	struct thread_freeze *f = arg;
 
-	(void)ns_tid;
 	for (uint32_t i = 0; i < f->n; i++)
 		if (f->t[i].tid == tid)
 			return 0;
@@ -163,7 +162,7 @@ int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
 	f->pid = pid;
 	for (int pass = 0; pass < SEIZE_PASSES && !err; pass++) {
 		f->added = 0;
-		err = proc__tasks_ns(pid, seize_one, f);
+		err = proc__tasks(pid, seize_one, f);
 		if (!f->added)
 			break;
 	}
