@@ -181,16 +181,18 @@ def test_dump_native_lets_the_target_go(py, dumpee):
 def test_dump_native_qsort_reads_python_libc_python(py, harness):
     w = harness.start_workload(py, "native_calls", "--mode", "qsort", seconds=20, wait=True)
     want = truth_frames(w.truth["stacks"]["compare"])
+    # Every dump, not only the first in compare(): the process is held, so none may
+    # come out incomplete (dump() refuses such a line), wherever it was caught.
     seen, texts = None, []
     for _ in range(QSORT_TRIES):
         threads, text = dump(harness, w.pid, "--native")
         t = threads[w.pid]
         py_frames = t.python()
-        if py_frames and py_frames[-1].name == "compare":
-            seen = t
-            break
+        if not seen and py_frames and py_frames[-1].name == "compare":
+            seen, seen_text = t, text
         texts.append(text)
     assert seen, f"no dump caught compare() in {QSORT_TRIES}:\n{texts[-1]}"
+    text = seen_text
     got = seen.python()
     assert tuple(f.name for f in got) == tuple(f.name for f in want), \
         f"{[str(f) for f in got]} want {[str(f) for f in want]}\n{text}"

@@ -174,7 +174,9 @@ static int refresh_thread(const struct py_thread *t, void *arg)
 
 /* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. @cap,
  * if not NULL, is its C stack as read at the same time (3.11 finds its eval-loop
- * activations there). */
+ * activations there); if it holds registers, the thread is held, and its current
+ * frame is read again first: the one the thread list gave is from before the hold,
+ * and may have returned since, its slot reused or half rewritten. */
 static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 				      const struct dump_native_capture *cap)
 {
@@ -194,7 +196,7 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 	}
 
 	for (int i = 0; i <= TORN_RETRIES; i++) {
-		if (i) {
+		if (i || (cap && cap->regs_mask)) {
 			struct refresh r = { .t = t };
 
 			/* The thread moved on: start again from its current frame. */
