@@ -174,9 +174,7 @@ static int refresh_thread(const struct py_thread *t, void *arg)
 
 /* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. @cap,
  * if not NULL, is its C stack as read at the same time (3.11 finds its eval-loop
- * activations there); if it holds registers, the thread is held, and its current
- * frame is read again first: the one the thread list gave is from before the hold,
- * and may have returned since, its slot reused or half rewritten. */
+ * activations there). */
 static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 				      const struct dump_native_capture *cap)
 {
@@ -196,7 +194,7 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 	}
 
 	for (int i = 0; i <= TORN_RETRIES; i++) {
-		if (i || (cap && cap->regs_mask)) {
+		if (i) {
 			struct refresh r = { .t = t };
 
 			/* The thread moved on: start again from its current frame. */
@@ -217,6 +215,20 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 			break;
 	}
 	return c->stack;
+}
+
+/* read_held's walk of the thread list once the threads are held. */
+static int rehold_thread(const struct py_thread *t, void *arg)
+{
+	struct dump_ctx *c = arg;
+
+	for (unsigned int i = 0; i < c->nthreads; i++) {
+		struct refresh r = { .t = &c->threads[i] };
+
+		if (refresh_thread(t, &r))
+			return 0;
+	}
+	return 0;
 }
 
 static enum tb_cpu cpu_state(struct dump_ctx *c, uint32_t tid)
@@ -252,6 +264,14 @@ static int read_held(struct dump_ctx *c, struct dump_held *held)
 	err = c->core ? 0 : dump_native__hold(c->native);
 	if (err)
 		return err;
+	/* The current frames the thread list gave are from before the hold: one may have
+	 * returned since, its slot reused or half rewritten. Read them again, held; a
+	 * thread no longer in the list has none. */
+	if (!c->core) {
+		for (unsigned int i = 0; i < c->nthreads; i++)
+			c->threads[i].current_frame = 0;
+		py_threads__walk(c->mem, &c->interp, rehold_thread, c);
+	}
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
 		struct dump_held *h = &held[i];
 		pid_t host;
