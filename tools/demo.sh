@@ -14,8 +14,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 step "installing missing packages"
 bash tools/install-deps.sh build
-dpkg-query -W -f='${Status}' python3 2>/dev/null | grep -q "install ok installed" ||
-	apt-get install -y -qq python3
 
 step "building"
 make -j2
@@ -30,12 +28,7 @@ step "profiling as text: build/pybpfprof record -r 500 -o $out -- /usr/bin/pytho
 build/pybpfprof record -r 500 -o "$out" -- /usr/bin/python3 tools/demo/app.py 2
 
 step "hottest stacks (samples, then the stack from the root; innermost frame last)"
-awk '{ print $NF "\t" $0 }' "$out" | sort -nr | cut -f2- | head -n 6 | awk '{
-	n = $NF; $NF = ""; sub(/ $/, "");
-	k = split($0, f, ";"); s = f[1];
-	for (i = 2; i <= k; i++) s = s "\n        -> " f[i];
-	printf "%6d  %s\n\n", n, s
-}'
+bash tools/hottest-stacks.sh "$out" 6
 echo "flame graph:  $svg (open it in a browser: hover, click to zoom, Ctrl-F to search)"
 echo "text profile: $out (collapsed stacks)"
 echo "statistics:   build/demo-stats.json"

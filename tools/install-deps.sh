@@ -6,9 +6,10 @@
 #                                 speedscope app (npm) in .cache-npm/ for the
 #                                 browser tests of the output formats
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
-build=(make gcc clang llvm pkg-config libbpf-dev libelf-dev libdw-dev zlib1g-dev libcurl4-openssl-dev bpftool)
-test=(python3 python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
+build=(python3 make gcc clang llvm pkg-config libbpf-dev libelf-dev libdw-dev zlib1g-dev libcurl4-openssl-dev bpftool)
+test=(python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
 	protobuf-compiler python3-jsonschema tmux docker.io podman golang-go libclang-rt-14-dev libc6-dbg)
 
 # The speedscope release the browser tests load; its file-format-schema.json is the
@@ -33,9 +34,15 @@ install_speedscope() {
 		"speedscope@$SPEEDSCOPE_VERSION"
 }
 
+# The status is compared whole rather than piped to `grep -q`, which may close the pipe
+# while dpkg-query still writes: under pipefail that SIGPIPE would read as "missing".
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
 missing=()
 for p in "${want[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+	installed "$p" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: all ${#want[@]} packages present"
@@ -48,7 +55,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_get update -qq
+apt_get install -y -qq --no-install-recommends "${missing[@]}"
 [ "${1:-build}" = test ] && install_speedscope
 exit 0

@@ -4,6 +4,7 @@
 # the host, and python3.13, 3.14 and 3.15 in a Debian sid chroot. Idempotent: a chroot
 # that already holds every interpreter is reused. Prints the chroot path on success.
 set -euo pipefail
+. "$(dirname "$0")/apt.sh"
 
 root=${PBP_TEST_ROOT:-$(cd "$(dirname "$0")/.." && pwd)/.cache/sid}
 versions=(3.13 3.14 3.15)
@@ -34,7 +35,7 @@ mirror() {
 
 if [ ! -x /usr/bin/python3.11 ]; then
 	echo "test-interpreters: installing python3.11" >&2
-	apt-get install -y -qq python3.11 python3.11-dev >&2
+	apt_get install -y -qq python3.11 python3.11-dev >&2
 fi
 
 if have_all; then
@@ -43,7 +44,7 @@ if have_all; then
 	exit 0
 fi
 
-command -v debootstrap >/dev/null || apt-get install -y -qq debootstrap >&2
+command -v debootstrap >/dev/null || apt_get install -y -qq debootstrap >&2
 echo "test-interpreters: building a Debian sid chroot with CPython ${versions[*]} in $root (about 30 s)" >&2
 # A benchmark may have left /proc mounted inside; never recurse into it.
 umount "$root/proc" 2>/dev/null || true

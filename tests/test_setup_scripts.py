@@ -1,0 +1,104 @@
+"""The scripts README names, as a newcomer meets them: `make demo` from a checkout at a
+long path, the hottest-stacks printer over a profile far larger than a pipe's buffer,
+and apt calls that wait for another package manager's lock instead of failing."""
+
+import fcntl
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+HOTTEST = REPO / "tools" / "hottest-stacks.sh"
+
+
+def test_hottest_stacks_reads_a_large_profile_to_the_end_under_pipefail(tmp_path):
+    # 200,000 stacks with long frames: megabytes through every stage of the pipeline,
+    # so a stage that stopped reading early would kill its writer with SIGPIPE.
+    prof = tmp_path / "big.txt"
+    frame = "f" * 120
+    with prof.open("w") as f:
+        for i in range(200_000):
+            f.write(f"main;{frame}_{i % 977};leaf_{i} {i % 50_000 + 1}\n")
+    p = subprocess.run(["bash", str(HOTTEST), str(prof), "6"], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}"
+    counts = [int(line.split()[0]) for line in p.stdout.splitlines()
+              if line.strip() and not line.lstrip().startswith("->")]
+    # The truth: counts run 1..50,000 four times over, so the top six are 50,000 x4
+    # then 49,999 x2.
+    assert counts == [50_000] * 4 + [49_999] * 2, p.stdout[:2000]
+    assert p.stdout.count("-> leaf_") == 6
+
+
+def _copy_checkout(dst: Path):
+    """The tracked files as they are now (edits included), plus the build."""
+    files = subprocess.run(["git", "-C", str(REPO), "ls-files", "-z", "--cached",
+                            "--others", "--exclude-standard"], check=True,
+                           capture_output=True).stdout.split(b"\0")
+    for rel in filter(None, files):
+        src = REPO / os.fsdecode(rel)
+        if not src.exists():
+            continue
+        (dst / os.fsdecode(rel)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst / os.fsdecode(rel))
+    # A copy of the build with its timestamps: make finds it up to date, so the test
+    # measures the demo, not a second compile.
+    shutil.copytree(REPO / "build", dst / "build", symlinks=True,
+                    ignore=shutil.ignore_patterns("san", "bench", "tests"))
+
+
+def test_make_demo_succeeds_from_a_checkout_at_a_long_path(tmp_path, profiler_bin):
+    # Longer paths make longer frames (the demo's file name is in every one), and more
+    # output through the hottest-stacks pipeline.
+    deep = tmp_path / "a-checkout-in-a-directory-named-at-some-length" / ("d" * 100) / \
+        "pybpfprof"
+    deep.mkdir(parents=True)
+    _copy_checkout(deep)
+    p = subprocess.run(["make", "-C", str(deep), "demo"], capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, f"make demo exit {p.returncode}:\n{p.stdout[-3000:]}\n" \
+        f"{p.stderr[-3000:]}"
+    top = p.stdout.split("=== hottest stacks", 1)
+    assert len(top) == 2, p.stdout[-3000:]
+    # The demo's own hot functions (tools/demo/app.py) head its stacks.
+    assert "price" in top[1] and str(deep / "tools" / "demo" / "app.py") in top[1], top[1]
+    svg = deep / "build" / "demo.svg"
+    assert svg.exists() and b"price" in svg.read_bytes()
+
+
+def _hold_lock(path: str, held: threading.Event, release: threading.Event):
+    # apt and dpkg take these locks with fcntl(F_SETLK), as lockf does.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX)
+        held.set()
+        release.wait(120)
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("lock,args", [
+    ("/var/lib/dpkg/lock-frontend", "install -y -qq --reinstall hostname"),
+    ("/var/lib/apt/lists/lock", "update -qq"),
+], ids=["dpkg-frontend", "lists"])
+def test_apt_get_waits_for_another_package_managers_lock(lock, args):
+    held, release = threading.Event(), threading.Event()
+    t = threading.Thread(target=_hold_lock, args=(lock, held, release), daemon=True)
+    t.start()
+    assert held.wait(30), f"could not take {lock} for the test"
+    apt = subprocess.Popen(["bash", "-c", f". {REPO}/tools/apt.sh && apt_get {args}"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # While the lock is held apt must be waiting, not done (and not failed).
+        with pytest.raises(subprocess.TimeoutExpired):
+            apt.wait(12)
+    finally:
+        release.set()
+        t.join(30)
+    out = apt.communicate(timeout=600)[0]
+    assert apt.returncode == 0, f"apt_get {args}: exit {apt.returncode}\n{out[-2000:]}"
