@@ -2,6 +2,8 @@
 # Builds the BPF object, its skeleton and the pybpfprof binary into build/.
 #   make            build
 #   make test       install what is missing, prepare interpreters, run every test
+#   make check      the edit-test loop: build, then the unit tests and the tests of
+#                   parsers and writers that need no BPF and no interpreter (a minute)
 #   make demo       install what is missing, build, profile the bundled example
 #   make bench      slowdown, cost per sample, accuracy, scale, in-target and machine
 #                   cost, side by side with CPython's profiler: build/bench/report.md
@@ -49,7 +51,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test demo bench soak container-load fuzz lint format clean unit-tests
+.PHONY: all test check demo bench soak container-load fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -215,6 +217,12 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 
 test:
 	$(Q)bash tools/run-tests.sh
+
+CHECK_TESTS := test_aggregate test_hashmap test_linetable test_native_merge test_offsets \
+	test_top_view test_writers_formats test_writers_golden
+check: all unit-tests
+	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+		$(CHECK_TESTS:%=tests/%.py) tests/test_setup_scripts.py -k 'not demo and not apt'
 
 demo:
 	$(Q)bash tools/demo.sh
