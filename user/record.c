@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exitcodes.h"
 #include "host_pythons.h"
 #include "log.h"
@@ -229,12 +230,7 @@ static void report_end(struct record_ctx *c)
 			s->samples_filtered ? ", others left out by --gil" : "");
 	if (c->out != stdout && c->written)
 		pr_warn("wrote %s\n", c->file.path);
-	if (s->command_status >= 0) {
-		if (WIFEXITED(s->command_status))
-			pr_warn("command exited with status %d\n", WEXITSTATUS(s->command_status));
-		else
-			pr_warn("command was killed by signal %d\n", WTERMSIG(s->command_status));
-	}
+	session__report_command(s->command_status);
 }
 
 int record__run(const struct record_opts *o)
@@ -251,6 +247,12 @@ int record__run(const struct record_opts *o)
 	}
 	c->opts = o;
 	c->file.dirfd = c->stats_file.dirfd = -1;
+	/* -d counts from here: loading BPF and waiting for a command's first Python
+	 * code are part of the run it bounds. */
+	if (o->duration_s > 0) {
+		so.deadline_ns = clock__mono_ns() + (uint64_t)(o->duration_s * 1e9);
+		so.duration_s = o->duration_s;
+	}
 	/* First, so that a hang-up or Ctrl-C from here on ends the run through the
 	 * loop, which writes what was sampled and leaves no temporary behind. */
 	catch_signals();
@@ -277,7 +279,7 @@ int record__run(const struct record_opts *o)
 			session__status(c->session, &st);
 			status_line__show(&sl, &st);
 		}
-		if (o->duration_s > 0 && session__elapsed(c->session) >= o->duration_s)
+		if (so.deadline_ns && clock__mono_ns() >= so.deadline_ns)
 			break;
 	}
 	status_line__end(&sl);
@@ -294,10 +296,7 @@ int record__run(const struct record_opts *o)
 	if (session__command_running(c->session)) {
 		/* The profile is safe on disk; now the command runs to its end, as
 		 * without the profiler. */
-		int status = session__wait_command(c->session);
-
-		pr_warn("command exited with status %d\n",
-			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		session__report_command(session__wait_command(c->session));
 	}
 out:
 	session__free(c->session);

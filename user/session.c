@@ -181,6 +181,7 @@ fail:
 static int find_first(struct session *s, struct target *t)
 {
 	const struct session_opts *o = &s->opts;
+	const struct spawn_wait wait = { .deadline_ns = o->deadline_ns, .stop = o->stop_signal };
 	int err;
 
 	if (!o->cmd) {
@@ -201,10 +202,25 @@ static int find_first(struct session *s, struct target *t)
 	}
 	s->spawned = 1;
 	mem_live__init(&t->live, s->spawn.pid);
-	err = spawn__wait_python(&s->spawn, &t->live.base, &t->interp);
+	err = spawn__wait_python(&s->spawn, &wait, &t->live.base, &t->interp);
 	if (err == -ECHILD) {
 		pr_warn("%s exited before running any CPython code (status %d)\n", o->cmd[0],
 			WIFEXITED(s->spawn.status) ? WEXITSTATUS(s->spawn.status) : -1);
+		return EXIT_NOT_PYTHON;
+	}
+	if (err == -ETIMEDOUT) {
+		/* As after a -d that ended a profile: the command runs on to its end,
+		 * untraced, and is waited for. */
+		spawn__release(&s->spawn);
+		pr_warn("no CPython code ran in the command's first %g s (-d): nothing "
+			"profiled; %s runs on to its end\n", o->duration_s, o->cmd[0]);
+		session__report_command(session__wait_command(s));
+		return EXIT_NOT_PYTHON;
+	}
+	if (err == -EINTR) {
+		spawn__stop(&s->spawn, stop_signal(s), 3000);
+		pr_warn("stopped by signal %d before %s ran any CPython code\n", stop_signal(s),
+			o->cmd[0]);
 		return EXIT_NOT_PYTHON;
 	}
 	return err ? target_error(s->spawn.pid, err, &t->interp) : 0;
@@ -681,6 +697,16 @@ int session__wait_command(struct session *s)
 			s->spawn.exited = 1;
 	}
 	return s->spawn.status;
+}
+
+void session__report_command(int status)
+{
+	if (status < 0)
+		return;
+	if (WIFEXITED(status))
+		pr_warn("command exited with status %d\n", WEXITSTATUS(status));
+	else
+		pr_warn("command was killed by signal %d\n", WTERMSIG(status));
 }
 
 int session__command_running(const struct session *s)
