@@ -204,6 +204,26 @@ static int report_none_taken(struct record_ctx *c)
 	return EXIT_NO_PROCESS;
 }
 
+/*
+ * --subprocesses on a target that is no Python, and none of the processes it started
+ * ran Python while watched: as with -a, nothing is written but the stats file.
+ */
+static int report_no_python(struct record_ctx *c, int timed_out)
+{
+	struct profile p;
+
+	session__profile(c->session, &p);
+	if (timed_out)
+		pr_warn("no CPython code ran in %s or the processes it started in the run's "
+			"first %g s (-d); nothing written\n", p.target, c->opts->duration_s);
+	else
+		pr_warn("neither %s nor any process it started ran CPython code; nothing "
+			"written\n", p.target);
+	if (write_stats(c))
+		return EXIT_RUNTIME;
+	return EXIT_NO_PROCESS;
+}
+
 static void report_end(struct record_ctx *c)
 {
 	const struct run_stats *s = &c->stats;
@@ -239,7 +259,7 @@ int record__run(const struct record_opts *o)
 	struct session_opts so = o->session;
 	struct session_status st;
 	struct status_line sl;
-	int code, err = 0;
+	int code, err = 0, timed_out = 0;
 
 	if (!c) {
 		pr_warn("out of memory\n");
@@ -279,8 +299,10 @@ int record__run(const struct record_opts *o)
 			session__status(c->session, &st);
 			status_line__show(&sl, &st);
 		}
-		if (so.deadline_ns && clock__mono_ns() >= so.deadline_ns)
+		if (so.deadline_ns && clock__mono_ns() >= so.deadline_ns) {
+			timed_out = 1;
 			break;
+		}
 	}
 	status_line__end(&sl);
 	session__stop(c->session);
@@ -291,8 +313,12 @@ int record__run(const struct record_opts *o)
 		code = report_none_taken(c);
 		goto out;
 	}
-	code = write_results(c);
-	report_end(c);
+	if (o->session.subprocesses && !c->stats.processes) {
+		code = report_no_python(c, timed_out);
+	} else {
+		code = write_results(c);
+		report_end(c);
+	}
 	if (session__command_running(c->session)) {
 		/* The profile is safe on disk; now the command runs to its end, as
 		 * without the profiler. */

@@ -98,6 +98,8 @@ static int waited_enough(const struct spawn_wait *w)
  */
 static int wait_stop(struct spawn *sp, const struct spawn_wait *w, int *status)
 {
+	uint64_t patience = w->exec_patience_ns ? clock__mono_ns() + w->exec_patience_ns : 0;
+
 	for (unsigned int polls = 0;; polls++) {
 		pid_t r = waitpid(sp->pid, status, WNOHANG);
 		int err;
@@ -116,6 +118,8 @@ static int wait_stop(struct spawn *sp, const struct spawn_wait *w, int *status)
 			return 0;
 		}
 		err = waited_enough(w);
+		if (!err && patience && clock__mono_ns() >= patience)
+			err = -EAGAIN;
 		if (err)
 			return err;
 		sleep_ms(polls < 200 ? 1 : 5);

@@ -30,15 +30,18 @@ int spawn__start(char *const argv[], struct spawn *sp);
 struct spawn_wait {
 	uint64_t deadline_ns;	/* clock__mono_ns() at which it gives up; 0: never */
 	const volatile sig_atomic_t *stop;	/* gives up once this is set; may be NULL */
+	/* A program not named like a Python that runs this long without an exec is
+	 * given up on (-EAGAIN); 0: it is waited for until it execs or exits. */
+	uint64_t exec_patience_ns;
 };
 
 /*
  * Waits until the command runs a CPython whose interpreter can be read, filling
  * @interp; the process stays stopped when that happens at an exec, or runs if the
  * interpreter appeared later (a shared libpython). Returns 0, -ECHILD if the command
- * exited first (sp->status holds its status), -ETIMEDOUT once @w's deadline has passed
- * or -EINTR once its stop flag is set (the command is still traced: release or stop
- * it), or py_interp__find()'s error.
+ * exited first (sp->status holds its status), -ETIMEDOUT once @w's deadline has passed,
+ * -EINTR once its stop flag is set or -EAGAIN once its exec patience ran out (the
+ * command is still traced then: release or stop it), or py_interp__find()'s error.
  */
 int spawn__wait_python(struct spawn *sp, const struct spawn_wait *w, struct mem_source *mem,
 		       struct py_interp *interp);
