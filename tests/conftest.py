@@ -55,6 +55,21 @@ PY312_COPY = Path(os.environ.get("PBP_PY312_COPY", "/tmp/pbp-python3.12"))
 # A real interpreter older than the oldest supported, for the refusal test.
 PY310_EXE = Path(os.environ.get("PBP_PY310_HOME", "/root/.pyenv/versions/3.10.13")) / \
     "bin" / "python3.10"
+# Older ones still, refused by the version their files name (2.7 and 3.6 have no
+# _PyRuntime, 3.7 to 3.9 keep it in .bss): shared-library builds, as pyenv makes them.
+PYENV_ROOT = Path(os.environ.get("PBP_PYENV_VERSIONS", "/root/.pyenv/versions"))
+
+
+def _pyenv_exe(version):
+    """bin/pythonX.Y of the newest pyenv build of X.Y, or where one would be."""
+    builds = sorted(PYENV_ROOT.glob(f"{version}.*"),
+                    key=lambda d: [int(x) if x.isdigit() else 0 for x in d.name.split(".")])
+    home = builds[-1] if builds else PYENV_ROOT / f"{version}.x"
+    return home / "bin" / f"python{version}"
+
+
+OLD_PYTHONS = {v: _pyenv_exe(v) for v in ["2.7", "3.6", "3.7", "3.8", "3.9"]}
+OLD_PYTHONS["3.10"] = PY310_EXE
 VERSIONS = ["3.11"] + (["3.12"] if os.access(PY312_EXE, os.X_OK) else []) + \
     ["3.13", "3.14", "3.15"]
 SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
@@ -297,6 +312,10 @@ def pytest_report_header(config):
     if not os.access(PY310_EXE, os.X_OK):
         lines.append(f"CPython 3.10: no build at {PY310_EXE} (PBP_PY310_HOME); the "
                      "unsupported-version test uses a stand-in binary only")
+    absent = [v for v, exe in OLD_PYTHONS.items() if v != "3.10" and not os.access(exe, os.X_OK)]
+    if absent:
+        lines.append(f"CPython {', '.join(absent)}: no pyenv build in {PYENV_ROOT} "
+                     "(PBP_PYENV_VERSIONS); left out of the unsupported-version test")
     return lines
 
 

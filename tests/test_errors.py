@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (PROFILER_GRACE, PY310_EXE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
+from conftest import (OLD_PYTHONS, PROFILER_GRACE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
                       parse_collapsed, same_except_leaf_line, show, total, truth_frames, wait_asleep)
 
 QUICK = 30  # seconds an error path may take before we call it a hang
@@ -48,19 +48,30 @@ def test_unsupported_python_version_exits_5(harness, tmp_path):
     assert not missing, f"message does not list supported versions {missing}: {msg!r}"
 
 
-REAL_310 = [str(PY310_EXE)] if os.access(PY310_EXE, os.X_OK) else []
+REAL_OLD = [(v, str(exe)) for v, exe in OLD_PYTHONS.items() if os.access(exe, os.X_OK)]
 
 
-@pytest.mark.parametrize("exe", REAL_310, ids=["py3.10"] * len(REAL_310))
-def test_real_python_310_exits_5(harness, exe):
-    """A real 3.10 (a shared-library build): refused by its version, naming it."""
-    old = harness.spawn([exe, "-c", "import time; time.sleep(60)"])
-    wait_asleep(old.pid)
-    run = harness.record_pid(old.pid, duration=2, stats=False, timeout=QUICK)
+@pytest.mark.parametrize("version,exe", REAL_OLD, ids=[f"py{v}" for v, _ in REAL_OLD])
+@pytest.mark.parametrize("form", ["pid", "command"])
+def test_real_old_python_exits_5_naming_its_version(harness, tmp_path, version, exe, form):
+    """A real CPython older than 3.11 (pyenv's shared-library builds): refused as an
+    unsupported version that the message names, never as "not a CPython process",
+    whether its _PyRuntime is in .data (3.10), in .bss (3.7 to 3.9) or absent (2.7,
+    3.6). Attached to by -p, and run as the command, where the refusal comes once the
+    loader has mapped libpython."""
+    sleep = "import time; time.sleep(60)"
+    if form == "pid":
+        old = harness.spawn([exe, "-c", sleep])
+        wait_asleep(old.pid)
+        run = harness.record_pid(old.pid, duration=2, stats=False, timeout=QUICK)
+    else:
+        run = harness.run_profiler(["record", "-d", 30, "-o", tmp_path / "p.txt", "--", exe,
+                                    "-c", sleep], timeout=QUICK)
     msg = run.check_error(5)
-    assert "older than 3.11" in msg, msg
+    assert f"CPython {version} " in msg and "older than 3.11" in msg, msg
     missing = [v for v in SUPPORTED_VERSIONS if v not in msg]
     assert not missing and "untested" not in msg, msg
+    assert not (tmp_path / "p.txt").exists()
 
 
 def record_own_process_live(harness, w, user):

@@ -27,7 +27,7 @@
 #include "mem_core.h"
 #include "proc.h"
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE_TYPE, NSYMS };
+enum { SYM_RUNTIME, SYM_VERSION, SYM_CODE_TYPE, SYM_GET_VERSION, NSYMS };
 
 struct find_ctx;
 
@@ -54,6 +54,10 @@ struct find_ctx {
 	unsigned int ntried;
 	struct elf_sym_query q[NSYMS];
 	char found_path[PATH_MAX];
+	int found_py_version;		/* found_path exports Py_Version (3.11+) */
+	/* The first candidate that exports Py_GetVersion but no _PyRuntime: a CPython
+	 * older than 3.7, whose runtime this build has no way to read. */
+	char old_path[PATH_MAX];
 	uint64_t addr[NSYMS];
 	int err;
 	char missing[PATH_MAX];		/* first candidate file that could not be found */
@@ -145,9 +149,13 @@ static int search_file(const struct proc_map *m, void *arg)
 		}
 		return 0;
 	}
-	if (!c->q[SYM_RUNTIME].found)
+	if (!c->q[SYM_RUNTIME].found) {
+		if (c->q[SYM_GET_VERSION].found && !c->old_path[0])
+			snprintf(c->old_path, sizeof(c->old_path), "%s", m->path);
 		return 0;
+	}
 	snprintf(c->found_path, sizeof(c->found_path), "%s", m->path);
+	c->found_py_version = c->q[SYM_VERSION].found;
 	return 1;
 }
 
@@ -168,8 +176,12 @@ static int place_symbol(const struct proc_map *m, void *arg)
 	return 0;
 }
 
-/* 0 with c->addr filled; -ENOENT if no candidate file exports _PyRuntime (c->err and
- * c->missing say why, if a file could not be read); or what the maps source returns. */
+/*
+ * 0 with c->addr filled; -ENOENT if no candidate file exports _PyRuntime (c->err and
+ * c->missing say why, if a file could not be read); -ENOTSUP for a CPython older than
+ * 3.11 whose runtime has no bytes in its file (3.7 to 3.9 keep it in .bss, 2.7 to
+ * 3.6 have none); or what the maps source returns.
+ */
 static int find_runtime(struct find_ctx *c)
 {
 	int err;
@@ -177,15 +189,77 @@ static int find_runtime(struct find_ctx *c)
 	c->q[SYM_RUNTIME].name = "_PyRuntime";
 	c->q[SYM_VERSION].name = "Py_Version";
 	c->q[SYM_CODE_TYPE].name = "PyCode_Type";
+	/* In every CPython's API since 2.0: what tells an old one from a stranger. */
+	c->q[SYM_GET_VERSION].name = "Py_GetVersion";
 	err = c->src->maps(c, search_file);
 	if (err < 0)
 		return err;
 	if (!c->found_path[0])
-		return -ENOENT;
+		return c->old_path[0] ? -ENOTSUP : -ENOENT;
 	err = c->src->maps(c, place_symbol);
 	if (err < 0)
 		return err;
-	return c->addr[SYM_RUNTIME] ? 0 : -ENOENT;
+	if (c->addr[SYM_RUNTIME])
+		return 0;
+	/* Without Py_Version it is older than 3.11 wherever the runtime lies; with it,
+	 * the file is still being mapped (a loader at work), or is not what it says. */
+	return c->found_py_version ? -ENOENT : -ENOTSUP;
+}
+
+/* X.Y at the start of @s, as a version_hex with only those two, if they name a CPython
+ * older than 3.11 (the only ones named this way); else 0. */
+static uint32_t version_at(const char *s)
+{
+	unsigned int major = 0, minor = 0, n = 0;
+
+	if (*s != '2' && *s != '3')
+		return 0;
+	major = (unsigned int)(*s++ - '0');
+	if (*s++ != '.')
+		return 0;
+	while (*s >= '0' && *s <= '9' && n++ < 2)
+		minor = minor * 10 + (unsigned int)(*s++ - '0');
+	if (!n || (*s >= '0' && *s <= '9'))
+		return 0;
+	return major << 24 | minor << 16;
+}
+
+/*
+ * A CPython older than 3.11 has no Py_Version: its version is read off its file's
+ * name, libpython3.9.so.1.0 (the soname, as a loader needs it) or an executable
+ * python3.9. The name only names it: whatever it says, the interpreter stays
+ * unsupported, and a name claiming 3.11 or later is not believed.
+ */
+static uint32_t version_named(const struct find_ctx *c, const char *path)
+{
+	const char *names[] = { path, c->exe };
+
+	for (unsigned int i = 0; i < 2; i++) {
+		const char *base = strrchr(names[i], '/');
+		uint32_t v;
+
+		base = base ? base + 1 : names[i];
+		if (!strncmp(base, "libpython", 9))
+			v = version_at(base + 9);
+		else if (!strncmp(base, "python", 6))
+			v = version_at(base + 6);
+		else
+			continue;
+		if (v && v < 0x030b0000)
+			return v;
+	}
+	return 0;
+}
+
+/* @out for a CPython older than 3.11, which find_runtime() found. */
+static void old_interp(const struct find_ctx *c, struct py_interp *out)
+{
+	const char *path = c->found_path[0] ? c->found_path : c->old_path;
+
+	memset(out, 0, sizeof(*out));
+	out->pid = c->pid;
+	snprintf(out->path, sizeof(out->path), "%s", path);
+	out->version_hex = version_named(c, path);
 }
 
 static int read_version(struct mem_source *mem, struct find_ctx *c, uint32_t *hex)
@@ -242,6 +316,8 @@ static int read_interp(struct find_ctx *c, struct mem_source *mem, struct py_int
 	if (err)
 		return -EFAULT;
 	err = load_offsets(mem, out);
+	if (err == -ENOTSUP && !out->version_hex)
+		out->version_hex = version_named(c, c->found_path);
 	if (err == -EINVAL)
 		return -ENOTSUP;
 	if (!err && out->off.free_threaded)
@@ -322,6 +398,8 @@ int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out)
 	live_ctx(c, pid);
 
 	err = find_runtime(c);
+	if (err == -ENOTSUP)
+		old_interp(c, out);
 	if (err == -ENOENT && !c->found_path[0])
 		err = proc__alive(pid) ? -ESRCH : c->err ? c->err : -ENOENT;
 	if (err && c->err && err == c->err) {
@@ -449,6 +527,8 @@ int py_interp__find_core(struct mem_core *core, struct py_interp *out, char *mis
 	snprintf(c->exe, sizeof(c->exe), "%s", mem_core__exe(core));
 
 	err = find_runtime(c);
+	if (err == -ENOTSUP)
+		old_interp(c, out);
 	if (err == -ENOENT && !c->found_path[0]) {
 		/* A file we could not look into may be the interpreter: say which. */
 		if (c->missing[0]) {
@@ -475,7 +555,10 @@ void py_interp__version_str(uint32_t hex, char *buf, size_t len)
 	unsigned int level = (hex >> 4) & 0xf, serial = hex & 0xf;
 	const char *tag = level == 0xa ? "a" : level == 0xb ? "b" : level == 0xc ? "rc" : NULL;
 
-	if (tag)
+	/* No release has level 0: this is a version known by its major and minor only. */
+	if (!(hex & 0xffff))
+		snprintf(buf, len, "%u.%u", major, minor);
+	else if (tag)
 		snprintf(buf, len, "%u.%u.%u%s%u", major, minor, micro, tag, serial);
 	else
 		snprintf(buf, len, "%u.%u.%u", major, minor, micro);

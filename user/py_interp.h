@@ -18,7 +18,8 @@ struct py_interp {
 	char path[PATH_MAX];	/* the file holding _PyRuntime, as the target sees it */
 	uint64_t runtime;	/* address of _PyRuntime */
 	uint64_t code_type;	/* address of PyCode_Type, 0 if not found */
-	uint32_t version_hex;	/* 0 if no version could be read */
+	uint32_t version_hex;	/* 0 if no version could be read; for one older than
+				 * 3.11, only major and minor (from its file's name) */
 	int unopened;		/* on -EACCES/-EPERM: @path is a file that could not be
 				 * opened (not the process's memory that could not be read) */
 	struct py_offsets off;
@@ -26,9 +27,10 @@ struct py_interp {
 
 /*
  * Fills @out for @pid, reading the target through @mem. Returns 0; -ESRCH if the
- * process is gone; -ENOENT if no mapped file exports _PyRuntime (not CPython);
- * -ENOTSUP if the version is not supported (out->version_hex says which, 0 if older
- * than 3.11); -EACCES/-EPERM if the target's memory or files cannot be read (a file:
+ * process is gone; -ENOENT if no mapped file exports _PyRuntime, nor Py_GetVersion
+ * (not CPython); -ENOTSUP if the version is not supported (out->version_hex says
+ * which; 0 if older than 3.11 and its files' names do not say; out->path names the
+ * file); -EACCES/-EPERM if the target's memory or files cannot be read (a file:
  * out->unopened is set and out->path names it as the target sees it).
  */
 int py_interp__find(pid_t pid, struct mem_source *mem, struct py_interp *out);

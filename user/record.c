@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "exitcodes.h"
 #include "host_pythons.h"
 #include "log.h"
@@ -203,6 +204,26 @@ static int report_none_taken(struct record_ctx *c)
 	return EXIT_NO_PROCESS;
 }
 
+/*
+ * --subprocesses on a target that is no Python, and none of the processes it started
+ * ran Python while watched: as with -a, nothing is written but the stats file.
+ */
+static int report_no_python(struct record_ctx *c, int timed_out)
+{
+	struct profile p;
+
+	session__profile(c->session, &p);
+	if (timed_out)
+		pr_warn("no CPython code ran in %s or the processes it started in the run's "
+			"first %g s (-d); nothing written\n", p.target, c->opts->duration_s);
+	else
+		pr_warn("neither %s nor any process it started ran CPython code; nothing "
+			"written\n", p.target);
+	if (write_stats(c))
+		return EXIT_RUNTIME;
+	return EXIT_NO_PROCESS;
+}
+
 static void report_end(struct record_ctx *c)
 {
 	const struct run_stats *s = &c->stats;
@@ -229,12 +250,7 @@ static void report_end(struct record_ctx *c)
 			s->samples_filtered ? ", others left out by --gil" : "");
 	if (c->out != stdout && c->written)
 		pr_warn("wrote %s\n", c->file.path);
-	if (s->command_status >= 0) {
-		if (WIFEXITED(s->command_status))
-			pr_warn("command exited with status %d\n", WEXITSTATUS(s->command_status));
-		else
-			pr_warn("command was killed by signal %d\n", WTERMSIG(s->command_status));
-	}
+	session__report_command(s->command_status);
 }
 
 int record__run(const struct record_opts *o)
@@ -243,7 +259,7 @@ int record__run(const struct record_opts *o)
 	struct session_opts so = o->session;
 	struct session_status st;
 	struct status_line sl;
-	int code, err = 0;
+	int code, err = 0, timed_out = 0;
 
 	if (!c) {
 		pr_warn("out of memory\n");
@@ -251,6 +267,12 @@ int record__run(const struct record_opts *o)
 	}
 	c->opts = o;
 	c->file.dirfd = c->stats_file.dirfd = -1;
+	/* -d counts from here: loading BPF and waiting for a command's first Python
+	 * code are part of the run it bounds. */
+	if (o->duration_s > 0) {
+		so.deadline_ns = clock__mono_ns() + (uint64_t)(o->duration_s * 1e9);
+		so.duration_s = o->duration_s;
+	}
 	/* First, so that a hang-up or Ctrl-C from here on ends the run through the
 	 * loop, which writes what was sampled and leaves no temporary behind. */
 	catch_signals();
@@ -277,8 +299,10 @@ int record__run(const struct record_opts *o)
 			session__status(c->session, &st);
 			status_line__show(&sl, &st);
 		}
-		if (o->duration_s > 0 && session__elapsed(c->session) >= o->duration_s)
+		if (so.deadline_ns && clock__mono_ns() >= so.deadline_ns) {
+			timed_out = 1;
 			break;
+		}
 	}
 	status_line__end(&sl);
 	session__stop(c->session);
@@ -289,15 +313,16 @@ int record__run(const struct record_opts *o)
 		code = report_none_taken(c);
 		goto out;
 	}
-	code = write_results(c);
-	report_end(c);
+	if (o->session.subprocesses && !c->stats.processes) {
+		code = report_no_python(c, timed_out);
+	} else {
+		code = write_results(c);
+		report_end(c);
+	}
 	if (session__command_running(c->session)) {
 		/* The profile is safe on disk; now the command runs to its end, as
 		 * without the profiler. */
-		int status = session__wait_command(c->session);
-
-		pr_warn("command exited with status %d\n",
-			WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		session__report_command(session__wait_command(c->session));
 	}
 out:
 	session__free(c->session);

@@ -177,16 +177,88 @@ fail:
 	return EXIT_RUNTIME;
 }
 
+/* A process not named like a Python that runs this long after its exec, with
+ * --subprocesses, is taken for a parent (a shell, a supervisor), not a wrapper. */
+#define PARENT_AFTER_NS 200000000ull
+/* How far below a process that is no Python one is looked for, to name it. */
+#define CHILD_DEPTH 3
+#define CHILD_LOOKS 64
+
+struct python_below {
+	pid_t found;
+	unsigned int depth, found_depth, looks;
+};
+
+static int look_below(pid_t pid, void *arg)
+{
+	struct python_below *b = arg;
+	struct py_interp *in;
+	struct mem_live live;
+	int err;
+
+	if (b->looks++ >= CHILD_LOOKS)
+		return 1;
+	in = malloc(sizeof(*in));
+	if (!in)
+		return -ENOMEM;
+	mem_live__init(&live, pid);
+	err = py_interp__find(pid, &live.base, in);
+	free(in);
+	/* An old CPython is one too: -p on it says which. */
+	if (!err || err == -ENOTSUP) {
+		b->found = pid;
+		b->found_depth = b->depth;
+		return 1;
+	}
+	if (b->depth + 1 >= CHILD_DEPTH)
+		return 0;
+	b->depth++;
+	err = proc__children(pid, look_below, b);
+	b->depth--;
+	return err == -ESRCH ? 0 : err;
+}
+
+/*
+ * -p on a process that is no CPython: a wrapper or a shell whose child is one is the
+ * commonest slip, so a Python below it (the first found, depth first, a few levels
+ * down) is named.
+ */
+static int not_python(pid_t pid, const struct py_interp *in)
+{
+	struct python_below b = { 0 };
+
+	proc__children(pid, look_below, &b);
+	if (!b.found)
+		return target_error(pid, -ENOENT, in);
+	pr_warn("process %d is not a CPython process; its %s %d is: use -p %d or "
+		"--subprocesses\n", (int)pid, b.found_depth ? "descendant" : "child",
+		(int)b.found, (int)b.found);
+	return EXIT_NOT_PYTHON;
+}
+
 /* Finds the interpreter: of the given PID, or of the command once it execs one. */
 static int find_first(struct session *s, struct target *t)
 {
 	const struct session_opts *o = &s->opts;
+	const struct spawn_wait wait = {
+		.deadline_ns = o->deadline_ns,
+		.stop = o->stop_signal,
+		/* With --subprocesses a wrapper that execs at once (env, chroot) is still
+		 * followed from its exec; one that runs on (a shell) is a parent. */
+		.exec_patience_ns = o->subprocesses ? PARENT_AFTER_NS : 0,
+	};
 	int err;
 
 	if (!o->cmd) {
 		mem_live__init(&t->live, o->pid);
 		target__identify(t);
 		err = py_interp__find(o->pid, &t->live.base, &t->interp);
+		if (err == -ENOENT && o->subprocesses) {
+			s->parent_pid = o->pid;
+			return 0;
+		}
+		if (err == -ENOENT)
+			return not_python(o->pid, &t->interp);
 		return err ? target_error(o->pid, err, &t->interp) : 0;
 	}
 	err = spawn__start(o->cmd, &s->spawn);
@@ -201,13 +273,80 @@ static int find_first(struct session *s, struct target *t)
 	}
 	s->spawned = 1;
 	mem_live__init(&t->live, s->spawn.pid);
-	err = spawn__wait_python(&s->spawn, &t->live.base, &t->interp);
+	err = spawn__wait_python(&s->spawn, &wait, &t->live.base, &t->interp);
+	if ((err == -EAGAIN || err == -ENOENT) && o->subprocesses) {
+		spawn__release(&s->spawn);
+		if (!s->spawn.exited) {
+			s->parent_pid = s->spawn.pid;
+			return 0;
+		}
+		err = -ECHILD;
+	}
 	if (err == -ECHILD) {
 		pr_warn("%s exited before running any CPython code (status %d)\n", o->cmd[0],
 			WIFEXITED(s->spawn.status) ? WEXITSTATUS(s->spawn.status) : -1);
 		return EXIT_NOT_PYTHON;
 	}
+	if (err == -ETIMEDOUT) {
+		/* As after a -d that ended a profile: the command runs on to its end,
+		 * untraced, and is waited for. */
+		spawn__release(&s->spawn);
+		pr_warn("no CPython code ran in the command's first %g s (-d): nothing "
+			"profiled; %s runs on to its end\n", o->duration_s, o->cmd[0]);
+		session__report_command(session__wait_command(s));
+		return EXIT_NOT_PYTHON;
+	}
+	if (err == -EINTR) {
+		spawn__stop(&s->spawn, stop_signal(s), 3000);
+		pr_warn("stopped by signal %d before %s ran any CPython code\n", stop_signal(s),
+			o->cmd[0]);
+		return EXIT_NOT_PYTHON;
+	}
 	return err ? target_error(s->spawn.pid, err, &t->interp) : 0;
+}
+
+/*
+ * --subprocesses on a target that is no Python: no first target, so the sampler is
+ * chosen on its own (BPF when it can run), and the target is watched like a child of
+ * itself, so that an exec into a Python makes it a target, and its children are found.
+ */
+static int start_parent(struct session *s)
+{
+	pid_t pid = s->parent_pid;
+	const char *why = NULL;
+	char buf[192], cmd[128];
+	int err;
+
+	if (!s->opts.no_bpf) {
+		why = bpf_unavailable(buf, sizeof(buf));
+		if (!why && !s->sampler) {
+			err = new_sampler(s);
+			if (err == -ENOMEM) {
+				pr_warn("starting the sampler: %s\n", strerror(-err));
+				return EXIT_RUNTIME;
+			}
+			if (err == -ECANCELED)
+				return EXIT_KERNEL;
+			if (err)
+				why = sampler_failure(err);
+		}
+		if (why)
+			pr_warn("BPF is not available (%s): sampling from user space instead, as "
+				"with --no-bpf\n", why);
+	}
+	s->live_mode = !s->sampler;
+	err = descendants__watch(s->children, pid);
+	if (err) {
+		pr_warn("following child processes: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
+	}
+	if (proc__cmdline(pid, cmd, sizeof(cmd)) || !cmd[0])
+		snprintf(cmd, sizeof(cmd), "?");
+	snprintf(s->name, sizeof(s->name), "pid %d (%s)", (int)pid, cmd);
+	s->totals.pid = pid;
+	pr_info("pid %d (%s) is not a Python: profiling the Python processes it starts, at "
+		"%u Hz%s\n", (int)pid, cmd, s->opts.rate_hz, s->live_mode ? " from user space" : "");
+	return 0;
 }
 
 static int scan_one(pid_t pid, void *arg)
@@ -370,6 +509,12 @@ int session__start(const struct session_opts *o, struct session **out)
 		code = EXIT_RUNTIME;
 		goto fail;
 	}
+	if (s->parent_pid) {
+		code = start_parent(s);
+		if (code)
+			goto fail;
+		goto started;
+	}
 	code = choose_sampler(s, first);
 	if (code)
 		goto fail;
@@ -427,7 +572,8 @@ int session__poll(struct session *s, int timeout_ms)
 
 	test_delay(s);
 	/* With no target left but one being watched, the poll is the loop's sleep. */
-	if (s->ntargets || s->opts.system_wide || descendants__pending(s->children))
+	if (s->ntargets || s->opts.system_wide || s->parent_pid ||
+	    descendants__pending(s->children))
 		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
 	if (s->fatal) {
 		pr_warn("aggregating samples: %s\n", strerror(-s->fatal));
@@ -681,6 +827,16 @@ int session__wait_command(struct session *s)
 			s->spawn.exited = 1;
 	}
 	return s->spawn.status;
+}
+
+void session__report_command(int status)
+{
+	if (status < 0)
+		return;
+	if (WIFEXITED(status))
+		pr_warn("command exited with status %d\n", WEXITSTATUS(status));
+	else
+		pr_warn("command was killed by signal %d\n", WTERMSIG(status));
 }
 
 int session__command_running(const struct session *s)

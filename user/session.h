@@ -137,6 +137,10 @@ struct session_opts {
 	/* Set by the caller's handler to the signal that asked it to stop; the command
 	 * after "--" gets that signal too. NULL: the caller catches none. */
 	const volatile sig_atomic_t *stop_signal;
+	/* -d: clock__mono_ns() at which the run ends, the wait for the command's first
+	 * Python code included; 0: none. @duration_s is the same as given, for messages. */
+	uint64_t deadline_ns;
+	double duration_s;
 };
 
 struct session_status {
@@ -192,6 +196,8 @@ void session__stats(const struct session *s, struct run_stats *st);
  * for it, or for as long as a stop signal gives it), -1 if there is none. */
 int session__command_running(const struct session *s);
 int session__wait_command(struct session *s);
+/* Says how the command ended, from its wait status; nothing for -1. */
+void session__report_command(int status);
 void session__free(struct session *s);
 
 #endif

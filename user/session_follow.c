@@ -39,6 +39,16 @@ int session_follow__on_event(void *arg, const struct pbp_event *ev)
 	return 0;
 }
 
+/* --subprocesses: whether the target that is no Python, a parent, still runs. */
+static int parent_alive(struct session *s)
+{
+	if (!s->parent_pid)
+		return 0;
+	if (s->spawned && s->spawn.pid == s->parent_pid)
+		return !spawn__reap(&s->spawn);
+	return !proc__alive(s->parent_pid);
+}
+
 static int watch_children(struct session *s)
 {
 	int err = 0;
@@ -190,7 +200,7 @@ int session_follow__targets(struct session *s)
 			pr_warn("following child processes: %s\n", strerror(-err));
 			return err;
 		}
-		if (!s->ntargets && !descendants__pending(s->children))
+		if (!s->ntargets && !descendants__pending(s->children) && !parent_alive(s))
 			return 1;
 	} else if (s->exec_pid) {
 		err = descendants__step(s->children);

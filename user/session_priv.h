@@ -90,6 +90,9 @@ struct session {
 	int stopped;
 	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
 	pid_t exec_pid;		/* the target asked for exec'd: watched for a new Python */
+	/* --subprocesses: the process asked for (or the command), which is no Python: a
+	 * parent whose Python descendants are the targets; the run lasts while it lives. */
+	pid_t parent_pid;
 	char exec_prog[128];	/* what it exec'd, for the notices */
 	char name[160];		/* "pid 123 (python3 app.py)" */
 	struct run_stats totals;	/* of targets already gone */

@@ -226,7 +226,7 @@ int session_targets__adopt(pid_t pid, void *arg)
 		pr_warn("pid %d exec'd %s, a Python: profiling it on\n", (int)pid, s->exec_prog);
 		s->exec_pid = 0;
 	}
-	if (s->opts.system_wide) {
+	if (s->opts.system_wide || s->parent_pid) {
 		py_interp__version_str(t->interp.version_hex, version, sizeof(version));
 		if (!s->totals.python_version[0])
 			snprintf(s->totals.python_version, sizeof(s->totals.python_version), "%s",

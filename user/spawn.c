@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "spawn.h"
 
@@ -68,21 +69,74 @@ int spawn__start(char *const argv[], struct spawn *sp)
 	return 0;
 }
 
-static int next_exec_stop(struct spawn *sp)
+/* How long a command named like a Python may take to show its interpreter (its
+ * libpython mapped) once it runs untraced. */
+#define PATIENCE_NS 5000000000ull
+
+static void sleep_ms(int ms)
 {
-	int status, sig = 0;
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* -ETIMEDOUT once @w's deadline has passed, -EINTR once its stop flag is set, else 0. */
+static int waited_enough(const struct spawn_wait *w)
+{
+	if (w->stop && *w->stop)
+		return -EINTR;
+	if (w->deadline_ns && clock__mono_ns() >= w->deadline_ns)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+/*
+ * The command's next stop, which it waits in for us: 0 with @status; -ECHILD once it
+ * has exited; or waited_enough()'s error while it runs. Looked for, not waited for,
+ * so that a deadline or a signal ends the wait however long the command runs: a 1 ms
+ * poll for its first 200 ms, when its execs come, then 5 ms.
+ */
+static int wait_stop(struct spawn *sp, const struct spawn_wait *w, int *status)
+{
+	uint64_t patience = w->exec_patience_ns ? clock__mono_ns() + w->exec_patience_ns : 0;
+
+	for (unsigned int polls = 0;; polls++) {
+		pid_t r = waitpid(sp->pid, status, WNOHANG);
+		int err;
+
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r == sp->pid) {
+			if (WIFEXITED(*status) || WIFSIGNALED(*status)) {
+				sp->exited = 1;
+				sp->traced = 0;
+				sp->running = 0;
+				sp->status = *status;
+				return -ECHILD;
+			}
+			sp->running = 0;
+			return 0;
+		}
+		err = waited_enough(w);
+		if (!err && patience && clock__mono_ns() >= patience)
+			err = -EAGAIN;
+		if (err)
+			return err;
+		sleep_ms(polls < 200 ? 1 : 5);
+	}
+}
+
+static int next_exec_stop(struct spawn *sp, const struct spawn_wait *w)
+{
+	int status, sig = 0, err;
 
 	for (;;) {
 		if (ptrace(PTRACE_CONT, sp->pid, NULL, (void *)(long)sig))
 			return -errno;
-		if (waitpid(sp->pid, &status, 0) < 0)
-			return -errno;
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			sp->exited = 1;
-			sp->traced = 0;
-			sp->status = status;
-			return -ECHILD;
-		}
+		sp->running = 1;
+		err = wait_stop(sp, w, &status);
+		if (err)
+			return err;
 		if (!WIFSTOPPED(status))
 			continue;
 		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXEC << 8)))
@@ -90,13 +144,6 @@ static int next_exec_stop(struct spawn *sp)
 		/* An ordinary signal: deliver it, as if we were not there. */
 		sig = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
 	}
-}
-
-static void sleep_ms(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
 }
 
 static int exe_named_python(pid_t pid)
@@ -112,8 +159,10 @@ static int exe_named_python(pid_t pid)
 	return strstr(strrchr(exe, '/') ? strrchr(exe, '/') : exe, "python") != NULL;
 }
 
-int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_interp *interp)
+int spawn__wait_python(struct spawn *sp, const struct spawn_wait *w, struct mem_source *mem,
+		       struct py_interp *interp)
 {
+	uint64_t since;
 	int status, err;
 
 	/* The first stop is the SIGTRAP of the initial exec. */
@@ -135,27 +184,66 @@ int spawn__wait_python(struct spawn *sp, struct mem_source *mem, struct py_inter
 		 * before any Python code runs, so watch for it without the tracer. */
 		if (exe_named_python(sp->pid))
 			break;
-		err = next_exec_stop(sp);
+		err = waited_enough(w);
+		if (!err)
+			err = next_exec_stop(sp, w);
 		if (err)
 			return err;
 	}
 	spawn__release(sp);
-	for (int waited = 0; waited < 5000; waited++) {
+	for (since = clock__mono_ns(); clock__mono_ns() - since < PATIENCE_NS;) {
 		if (spawn__reap(sp))
 			return -ECHILD;
 		err = py_interp__find(sp->pid, mem, interp);
 		if (err != -ENOENT)
+			return err;
+		err = waited_enough(w);
+		if (err)
 			return err;
 		sleep_ms(1);
 	}
 	return -ENOENT;
 }
 
+/*
+ * A tracee can be detached only while it is stopped. One that runs is stopped with a
+ * SIGSTOP, which the detach then takes back; a stop that comes first (an exec, another
+ * signal) is let through on the way, its signal delivered.
+ */
+static void stop_to_detach(struct spawn *sp)
+{
+	int status, sig;
+
+	if (kill(sp->pid, SIGSTOP))
+		return;
+	for (;;) {
+		if (waitpid(sp->pid, &status, 0) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status)) {
+			sp->exited = 1;
+			sp->status = status;
+			return;
+		}
+		if (!WIFSTOPPED(status) || WSTOPSIG(status) == SIGSTOP)
+			return;
+		sig = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
+		if (ptrace(PTRACE_CONT, sp->pid, NULL, (void *)(long)sig))
+			return;
+	}
+}
+
 void spawn__release(struct spawn *sp)
 {
 	if (sp->traced) {
-		ptrace(PTRACE_DETACH, sp->pid, NULL, NULL);
+		if (sp->running)
+			stop_to_detach(sp);
+		if (!sp->exited)
+			ptrace(PTRACE_DETACH, sp->pid, NULL, NULL);
 		sp->traced = 0;
+		sp->running = 0;
 	}
 }
 

@@ -21,7 +21,12 @@ int target_error__report(pid_t pid, int err, const struct py_interp *in,
 			"executable or libpython)\n", (int)pid);
 		return EXIT_NOT_PYTHON;
 	case -ENOTSUP:
-		if (in->version_hex) {
+		if (in->version_hex && in->version_hex < 0x030b0000) {
+			py_interp__version_str(in->version_hex, ver, sizeof(ver));
+			pr_warn("process %d runs CPython %s (%s), older than 3.11, which is not "
+				"supported; supported: " PBP_SUPPORTED_VERSIONS "\n", (int)pid,
+				ver, in->path);
+		} else if (in->version_hex) {
 			py_interp__version_str(in->version_hex, ver, sizeof(ver));
 			pr_warn("process %d runs CPython %s%s, which is not supported; supported: "
 				PBP_SUPPORTED_VERSIONS "\n", (int)pid, ver,
