@@ -124,7 +124,9 @@ def test_subprocesses_when_no_python_ever_ran(harness, tmp_path, form):
     """--subprocesses on a shell that starts no Python: said once, at the end, with exit
     3; nothing is written."""
     out = tmp_path / "p.txt"
-    shell = ["bash", "-c", "sleep 0.5; sleep 0.2; true"]
+    # Long enough that -p finds the shell alive on a loaded machine, where loading BPF
+    # alone can take a second or two.
+    shell = ["bash", "-c", "sleep 3; sleep 0.2; true"]
     if form == "command":
         args = ["record", "--subprocesses", "-o", out, "--"] + shell
     else:
@@ -134,7 +136,7 @@ def test_subprocesses_when_no_python_ever_ran(harness, tmp_path, form):
     lines = run.stderr.splitlines()
     assert run.rc == 3, run.describe()
     assert lines and "nor any process it started ran CPython code" in lines[0], run.describe()
-    assert "sleep 0.5" in lines[0], f"the message does not name the shell\n{run.describe()}"
+    assert "sleep 3" in lines[0], f"the message does not name the shell\n{run.describe()}"
     assert not out.exists()
 
 

@@ -267,8 +267,9 @@ int record__run(const struct record_opts *o)
 	}
 	c->opts = o;
 	c->file.dirfd = c->stats_file.dirfd = -1;
-	/* -d counts from here: loading BPF and waiting for a command's first Python
-	 * code are part of the run it bounds. */
+	/* -d bounds the wait for a command's first Python code, counted from here;
+	 * the profile then lasts -d from its start, so the time BPF takes to load
+	 * under load is not taken off a short profile. */
 	if (o->duration_s > 0) {
 		so.deadline_ns = clock__mono_ns() + (uint64_t)(o->duration_s * 1e9);
 		so.duration_s = o->duration_s;
@@ -299,7 +300,7 @@ int record__run(const struct record_opts *o)
 			session__status(c->session, &st);
 			status_line__show(&sl, &st);
 		}
-		if (so.deadline_ns && clock__mono_ns() >= so.deadline_ns) {
+		if (o->duration_s > 0 && session__elapsed(c->session) >= o->duration_s) {
 			timed_out = 1;
 			break;
 		}
