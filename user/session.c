@@ -615,6 +615,7 @@ void session__profile(const struct session *s, struct profile *p)
 void session__stats(const struct session *s, struct run_stats *st)
 {
 	uint64_t cpu_ns = s->gone_cpu_ns;
+	uint32_t late, held;
 
 	*st = s->totals;
 	for (size_t i = 0; i < s->ntargets; i++) {
@@ -664,6 +665,9 @@ void session__stats(const struct session *s, struct run_stats *st)
 	sampler__counters(s->sampler, st->bpf);
 	sampler__prog_stats(s->sampler, &st->bpf_run_ns, &st->bpf_run_cnt);
 	sampler__switch_stats(s->sampler, &st->switch_run_ns, &st->switch_run_cnt);
+	sampler__late_threads(s->sampler, &late, &held);
+	st->attach_late_threads = late;
+	st->attach_late_threads_held = held;
 }
 
 int session__wait_command(struct session *s)

@@ -8,6 +8,12 @@
  * PTRACE_DETACH. A thread blocked in a system call stops at once (the call restarts
  * when it goes on); one in an uninterruptible wait stops when the wait ends, so the
  * wait for them is bounded and such a thread is reported as late, not waited for.
+ *
+ * A late thread cannot be let go before it stops: PTRACE_DETACH needs a stopped
+ * tracee, and the interrupt stays pending, so it stops as soon as its wait ends (a
+ * vfork's parent when the child exits, an NFS read when the server answers), minutes
+ * or hours later. It is kept seized and polled until then, by the thread that seized
+ * it: a tracer is a thread, not a process, and only it can detach.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,7 +31,10 @@
 #include "thread_freeze.h"
 
 #define SEIZE_PASSES 4		/* threads started while we seize the others */
-#define RELEASE_WAIT_MS 100	/* a late thread that stops now can still be let go */
+#define RELEASE_WAIT_MS 100	/* a late thread that stops now is let go at once */
+/* Late threads looked at per poll: thousands of threads stuck on a dead NFS server
+ * are not each asked on every turn of the caller's loop. */
+#define POLL_MAX 64
 
 enum held_state { HELD_SEIZED, HELD_STOPPED, HELD_GONE };
 
@@ -42,6 +51,8 @@ struct thread_freeze {
 	struct held *t;
 	uint32_t n;
 	uint32_t added;	/* in the current seizing pass */
+	uint32_t next;	/* where the next poll starts, once they are let go */
+	int let_go;	/* only late threads are left in t[] */
 	pid_t tracer;
 	struct thread_freeze_stats st;
 };
@@ -102,6 +113,31 @@ static void take_regs(struct held *h)
 	h->regs_mask = native_regs__from_user(&r, h->regs);
 }
 
+/* Takes @h's stop if it has stopped (or its end); 1 if it is still running. */
+static int collect(struct thread_freeze *f, struct held *h)
+{
+	int status;
+	pid_t r;
+
+	r = waitpid(h->tid, &status, __WALL | WNOHANG);
+	if (r == 0)
+		return 1;
+	if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+		h->state = HELD_GONE;
+		f->st.gone++;
+		return 0;
+	}
+	if (!WIFSTOPPED(status))
+		return 1;
+	/* A signal-delivery stop holds the thread as well as our interrupt does; its
+	 * signal is handed back on release. */
+	if (status >> 16 == 0)
+		h->sig = WSTOPSIG(status);
+	h->state = HELD_STOPPED;
+	f->st.stopped++;
+	return 0;
+}
+
 /* Collects the stops of seized threads until none is left running or @ms pass. */
 static void wait_stops(struct thread_freeze *f, unsigned int ms)
 {
@@ -113,37 +149,25 @@ static void wait_stops(struct thread_freeze *f, unsigned int ms)
 
 		for (uint32_t i = 0; i < f->n; i++) {
 			struct held *h = &f->t[i];
-			int status;
-			pid_t r;
 
 			if (h->state != HELD_SEIZED)
 				continue;
-			r = waitpid(h->tid, &status, __WALL | WNOHANG);
-			if (r == 0) {
+			if (collect(f, h))
 				running++;
-				continue;
-			}
-			if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
-				h->state = HELD_GONE;
-				f->st.gone++;
-				continue;
-			}
-			if (!WIFSTOPPED(status)) {
-				running++;
-				continue;
-			}
-			/* A signal-delivery stop holds the thread as well as our interrupt
-			 * does; its signal is handed back on release. */
-			if (status >> 16 == 0)
-				h->sig = WSTOPSIG(status);
-			h->state = HELD_STOPPED;
-			f->st.stopped++;
-			take_regs(h);
+			else if (h->state == HELD_STOPPED && !f->let_go)
+				take_regs(h);
 		}
 		if (!running || clock__mono_ns() >= end)
 			return;
 		nanosleep(&nap, NULL);
 	}
+}
+
+static void detach(struct held *h)
+{
+	/* It fails only for one killed meanwhile: SIGKILL ends a stop. */
+	ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)h->sig);
+	h->state = HELD_GONE;
 }
 
 int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
@@ -152,6 +176,7 @@ int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
 	int err = 0;
 
 	*tracer = 0;
+	*out = NULL;
 	f = calloc(1, sizeof(*f));
 	if (f)
 		f->t = calloc(THREAD_FREEZE_MAX, sizeof(*f->t));
@@ -170,7 +195,10 @@ int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
 		err = -ESRCH;
 	if (err) {
 		*tracer = f->tracer;
-		thread_freeze__release(f);
+		if (thread_freeze__let_go(f))
+			*out = f;
+		else
+			thread_freeze__free(f);
 		return err;
 	}
 	wait_stops(f, THREAD_FREEZE_WAIT_MS);
@@ -202,16 +230,69 @@ void thread_freeze__stats(const struct thread_freeze *f, struct thread_freeze_st
 	*st = f->st;
 }
 
-void thread_freeze__release(struct thread_freeze *f)
+uint32_t thread_freeze__let_go(struct thread_freeze *f)
+{
+	uint32_t k = 0;
+
+	if (!f)
+		return 0;
+	if (f->let_go)
+		return thread_freeze__poll(f);
+	f->let_go = 1;
+	/* One that stops in a moment is let go now rather than at the next poll. */
+	wait_stops(f, RELEASE_WAIT_MS);
+	for (uint32_t i = 0; i < f->n; i++) {
+		if (f->t[i].state == HELD_STOPPED)
+			detach(&f->t[i]);
+		if (f->t[i].state == HELD_SEIZED)
+			f->t[k++] = f->t[i];
+	}
+	f->n = k;
+	/* Kept for hours perhaps: only the late ones, not room for every thread. */
+	if (k) {
+		struct held *t = realloc(f->t, k * sizeof(*t));
+
+		if (t)
+			f->t = t;
+	}
+	return k;
+}
+
+uint32_t thread_freeze__poll(struct thread_freeze *f)
+{
+	uint32_t looks;
+
+	if (!f || !f->let_go)
+		return 0;
+	looks = f->n < POLL_MAX ? f->n : POLL_MAX;
+	while (looks-- && f->n) {
+		struct held *h;
+
+		if (f->next >= f->n)
+			f->next = 0;
+		h = &f->t[f->next];
+		if (collect(f, h)) {
+			f->next++;
+			continue;
+		}
+		if (h->state == HELD_STOPPED)
+			detach(h);
+		*h = f->t[--f->n];
+	}
+	return f->n;
+}
+
+uint32_t thread_freeze__held(const struct thread_freeze *f)
+{
+	return f && f->let_go ? f->n : 0;
+}
+
+void thread_freeze__free(struct thread_freeze *f)
 {
 	if (!f)
 		return;
-	/* A thread seized but not yet stopped cannot be detached; one that stops in a
-	 * moment can. Any still running after that is let go when this process exits. */
-	wait_stops(f, RELEASE_WAIT_MS);
-	for (uint32_t i = 0; i < f->n; i++)
-		if (f->t[i].state == HELD_STOPPED)
-			ptrace(PTRACE_DETACH, f->t[i].tid, NULL, (void *)(long)f->t[i].sig);
+	/* Any still seized is let go by the kernel when this thread exits, without
+	 * having to stop. */
 	free(f->t);
 	free(f);
 }

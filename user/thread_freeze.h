@@ -6,6 +6,12 @@
  * injected and no signal is sent: a seized thread stops in a ptrace stop its own code
  * never sees, and a signal that arrives meanwhile is handed back on release. If this
  * process dies while they are held, the kernel releases them.
+ *
+ * A thread in an uninterruptible wait (a vfork's parent, a read from a hung NFS
+ * server) stops only when the wait ends, and cannot be let go before: it stays seized,
+ * and whoever holds @f polls it so that it runs on as soon as it has stopped. Every
+ * call on one struct thread_freeze must come from the thread that seized: a tracer is
+ * a thread, not a process.
  */
 #ifndef PBP_THREAD_FREEZE_H
 #define PBP_THREAD_FREEZE_H
@@ -32,7 +38,9 @@ struct thread_freeze_stats {
  * Seizes and stops every thread of @pid (threads started while this runs too, within
  * a few passes). 0 and *@out; -EBUSY if a thread is traced by another process
  * (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not allowed;
- * -ESRCH if the process is gone; -ENOMEM. On failure nothing stays seized.
+ * -ESRCH if the process is gone; -ENOMEM. On failure every thread is let go but
+ * those in an uninterruptible wait: *@out is then not NULL, and is to be polled as after
+ * thread_freeze__let_go().
  */
 int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer);
 
@@ -45,7 +53,22 @@ int thread_freeze__regs(const struct thread_freeze *f, pid_t tid, uint64_t regs[
 
 void thread_freeze__stats(const struct thread_freeze *f, struct thread_freeze_stats *st);
 
-/* Lets every thread go, handing back a signal any of them stopped with; frees @f. */
-void thread_freeze__release(struct thread_freeze *f);
+/*
+ * Lets every stopped thread go, handing back a signal any of them stopped with, after
+ * a short wait for those about to stop. Returns how many are still seized (late):
+ * @f then has to be polled. Called again, it polls.
+ */
+uint32_t thread_freeze__let_go(struct thread_freeze *f);
+/*
+ * After thread_freeze__let_go(): lets go the late threads that have stopped since, and
+ * forgets those that ended. Returns how many are still seized. It does not wait, and
+ * looks at a bounded number of threads per call.
+ */
+uint32_t thread_freeze__poll(struct thread_freeze *f);
+/* After thread_freeze__let_go(): how many are still seized, as of the last poll. */
+uint32_t thread_freeze__held(const struct thread_freeze *f);
+/* Frees @f. A thread still seized is let go by the kernel when the calling thread
+ * exits, without stopping. */
+void thread_freeze__free(struct thread_freeze *f);
 
 #endif
