@@ -453,6 +453,15 @@ void sampler__late_threads(const struct sampler *s, uint32_t *late, uint32_t *he
 	sampler_tasks__late(s->tasks, late, held);
 }
 
+uint32_t sampler__let_go_late(struct sampler *s)
+{
+	uint32_t late, held;
+
+	sampler_tasks__poll(s->tasks);
+	sampler_tasks__late(s->tasks, &late, &held);
+	return held;
+}
+
 int sampler__drain(struct sampler *s)
 {
 	return ring_buffer__consume(s->rb);

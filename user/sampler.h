@@ -94,6 +94,9 @@ int sampler__poll(struct sampler *s, int timeout_ms);
 /* Threads left held by an attach (in an uninterruptible wait) over the run, and those
  * still held now. */
 void sampler__late_threads(const struct sampler *s, uint32_t *late, uint32_t *held);
+/* What sampler__poll() does for them, also once stopped; returns how many are still
+ * held. */
+uint32_t sampler__let_go_late(struct sampler *s);
 
 /* Delivers whatever is left without waiting. */
 int sampler__drain(struct sampler *s);

@@ -28,6 +28,7 @@
 #include "py_threads.h"
 #include "sampler.h"
 #include "sampler_live.h"
+#include "sampler_tasks.h"
 #include "session.h"
 #include "session_priv.h"
 #include "spawn.h"
@@ -672,6 +673,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 
 int session__wait_command(struct session *s)
 {
+	const struct timespec nap = { .tv_nsec = SAMPLER_TASKS_POLL_MS * 1000000L };
+
 	if (!s->spawned)
 		return -1;
 	while (!s->spawn.exited) {
@@ -679,6 +682,13 @@ int session__wait_command(struct session *s)
 		if (stop_signal(s)) {
 			spawn__stop(&s->spawn, stop_signal(s), 3000);
 			break;
+		}
+		/* A thread still held since an attach is let go when it stops, or a
+		 * command that waits for it would never end, nor this wait. */
+		if (s->sampler && sampler__let_go_late(s->sampler)) {
+			if (!spawn__reap(&s->spawn))
+				nanosleep(&nap, NULL);
+			continue;
 		}
 		if (waitpid(s->spawn.pid, &s->spawn.status, 0) == s->spawn.pid ||
 		    errno != EINTR)
