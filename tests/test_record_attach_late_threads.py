@@ -1,4 +1,4 @@
-"""record -p on a process with a thread in an uninterruptible wait at attach.
+"""record -p (and dump --native) on a process with a thread in an uninterruptible wait.
 
 To open a clock per thread, record holds every thread of the target for a moment with
 ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT). A thread in an uninterruptible wait cannot
@@ -15,6 +15,7 @@ import subprocess
 import textwrap
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -123,47 +124,90 @@ def interp(request, sid_root, workloads_installed):
     return make_interp(request.param, sid_root)
 
 
-def test_record_lets_a_thread_late_at_attach_go_once_it_stops(interp, harness, tmp_path):
+@dataclass
+class Blocked:
+    """A Python target whose thread @tid waits in vfork for @child (State: D)."""
+    proc: subprocess.Popen
+    tid: int
+    child: int
+    host: Path          # the target's notes, as the host sees them
+    log: Path
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return ("the target", self.proc, lambda: self.log.read_text(errors="replace"))
+
+    def returned(self):
+        """The waiter's vfork_wait() result once it has returned, else None."""
+        p = self.host / "returned"
+        return p.read_text() if p.exists() else None
+
+
+@pytest.fixture
+def blocked(interp, harness, tmp_path):
     interp.require()
     # Where the target (in the chroot for 3.15) finds the library and writes its notes.
     inside = f"/tmp/pbp-late-{uuid.uuid4().hex[:8]}"
     host = interp.host_path(inside)
     host.mkdir(parents=True)
     os.chmod(host, 0o755)
+    child = None
     try:
-        run_late_thread_case(interp, harness, tmp_path, inside, host)
+        src = tmp_path / "vfork_wait.c"
+        src.write_text(LIB_SOURCE)
+        cc = subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o",
+                             str(host / "vfork_wait.so"), str(src)],
+                            capture_output=True, text=True)
+        assert cc.returncode == 0, f"gcc failed: {cc.stderr}"
+        (host / "target.py").write_text(TARGET_SOURCE)
+        log = tmp_path / "target.log"
+        with open(log, "wb") as logf:
+            proc = subprocess.Popen(
+                interp.argv + [f"{inside}/target.py", f"{inside}/vfork_wait.so", inside,
+                               str(CHILD_S), str(WAIT_S * 4)],
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
+        harness.procs.append(proc)
+        b = Blocked(proc, 0, 0, host, log)
+        b.tid = int(wait_for(lambda: (host / "tid").exists() and (host / "tid").read_text(),
+                             "thread id from the target", alive=[b.alive()]))
+        status = f"/proc/{b.pid}/task/{b.tid}/status"
+        wait_for(lambda: status_field(status, "State") == "D",
+                 "State: D of the thread waiting for its vfork child", alive=[b.alive()])
+        children = wait_for(lambda: Path(f"/proc/{b.pid}/task/{b.tid}/children")
+                            .read_text().split(), "vfork child", alive=[b.alive()])
+        assert len(children) == 1, f"the blocked thread has children {children}"
+        b.child = child = int(children[0])
+        yield b
     finally:
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         subprocess.run(["rm", "-rf", str(host)], check=False)
 
 
-def run_late_thread_case(interp, harness, tmp_path, inside, host):
-    src = tmp_path / "vfork_wait.c"
-    src.write_text(LIB_SOURCE)
-    cc = subprocess.run(["gcc", "-O1", "-shared", "-fPIC", "-o", str(host / "vfork_wait.so"),
-                         str(src)], capture_output=True, text=True)
-    assert cc.returncode == 0, f"gcc failed: {cc.stderr}"
-    (host / "target.py").write_text(TARGET_SOURCE)
-    target_log = tmp_path / "target.log"
-    with open(target_log, "wb") as logf:
-        target = subprocess.Popen(
-            interp.argv + [f"{inside}/target.py", f"{inside}/vfork_wait.so", inside,
-                           str(CHILD_S), str(WAIT_S * 4)],
-            stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
-    harness.procs.append(target)
-    target_alive = ("the target", target, lambda: target_log.read_text(errors="replace"))
-    tid = int(wait_for(lambda: (host / "tid").exists() and (host / "tid").read_text(),
-                       "thread id from the target", alive=[target_alive]))
-    status = f"/proc/{target.pid}/task/{tid}/status"
-    wait_for(lambda: status_field(status, "State") == "D",
-             "State: D of the thread waiting for its vfork child", alive=[target_alive])
-    child = wait_for(lambda: Path(f"/proc/{target.pid}/task/{tid}/children")
-                     .read_text().split(), "vfork child", alive=[target_alive])
-    assert len(child) == 1, f"the blocked thread has children {child}"
-    child = int(child[0])
+def held_or_stopped(pid):
+    return {t: s for t, s in thread_states(pid).items() if s[0] in "tT" or s[1]}
 
+
+def wait_returned(b, record=None):
+    """Until the waiter has returned from vfork_wait() (or record has ended)."""
+    deadline = time.monotonic() + WAIT_S
+    while b.returned() is None and (record is None or record.poll() is None) and \
+            time.monotonic() < deadline:
+        time.sleep(0.02)
+    return b.returned()
+
+
+def test_record_lets_a_thread_late_at_attach_go_once_it_stops(blocked, harness, tmp_path):
+    b = blocked
     out, stats = tmp_path / "out.txt", tmp_path / "stats.json"
     se = tmp_path / "record.stderr"
-    argv = harness.profiler_argv(["record", "-v", "-p", target.pid, "-d", WAIT_S * 2,
+    argv = harness.profiler_argv(["record", "-v", "-p", b.pid, "-d", WAIT_S * 2,
                                   "-f", "collapsed", "-o", out, "--stats-file", stats])
     with open(se, "wb") as fe:
         record = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -177,30 +221,25 @@ def run_late_thread_case(interp, harness, tmp_path, inside, host):
     try:
         # Attached: every thread but the blocked one was held and let go.
         wait_for(lambda: "profiling pid" in stderr(), "attach",
-                 alive=[record_alive, target_alive])
-        state, tracer = thread_states(target.pid).get(tid, (None, 0))
+                 alive=[record_alive, b.alive()])
+        state, tracer = thread_states(b.pid).get(b.tid, (None, 0))
         assert tracer == record.pid and state == "D", \
             f"the vfork waiter is not still seized by record in its wait (State {state}, " \
             f"TracerPid {tracer}): the case is not the one under test\n{stderr()[-2000:]}"
 
         # The wait ends: the thread stops for the pending interrupt and must then be let
         # go while record runs on.
-        os.kill(child, signal.SIGKILL)
-        returned = host / "returned"
-        deadline = time.monotonic() + WAIT_S
-        while not returned.exists() and record.poll() is None and \
-                time.monotonic() < deadline:
-            time.sleep(0.02)
-        states = thread_states(target.pid)
+        os.kill(b.child, signal.SIGKILL)
+        returned = wait_returned(b, record)
+        states = thread_states(b.pid)
         assert record.poll() is None, \
             f"record ended before the thread was let go\n{stderr()[-2000:]}"
-        assert returned.exists(), \
+        assert returned is not None, \
             f"the vfork waiter did not run on once its child was gone: threads " \
             f"(State, TracerPid) {states}\n{stderr()[-2000:]}"
-        assert returned.read_text() == "0", "the vfork waiter's waitpid failed"
-        stopped = {t: s for t, s in states.items() if s[0] == "t" or s[1]}
-        assert not stopped, \
-            f"threads still traced or stopped while record runs: {stopped}"
+        assert returned == "0", "the vfork waiter's waitpid failed"
+        stopped = held_or_stopped(b.pid)
+        assert not stopped, f"threads still traced or stopped while record runs: {stopped}"
 
         record.send_signal(signal.SIGINT)
         rc = record.wait(WAIT_S)
@@ -208,16 +247,12 @@ def run_late_thread_case(interp, harness, tmp_path, inside, host):
         if record.poll() is None:
             os.killpg(record.pid, signal.SIGKILL)
             record.wait(10)
-        try:
-            os.kill(child, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
     err = stderr()
     assert rc == 0, f"record failed ({rc})\n{err[-3000:]}"
     assert not BAD_OUTPUT.search(err), f"crash output on stderr\n{err[-3000:]}"
     warnings = [ln for ln in err.splitlines()
-                if f"process {target.pid}: 1 thread was in an uninterruptible wait at "
+                if f"process {b.pid}: 1 thread was in an uninterruptible wait at "
                    f"attach; each is let go as soon as it stops" in ln]
     assert len(warnings) == 1, f"no (single) warning about the late thread\n{err[-3000:]}"
     prof = parse_collapsed(out.read_text(errors="replace"))
@@ -227,4 +262,21 @@ def run_late_thread_case(interp, harness, tmp_path, inside, host):
     st = json.loads(stats.read_text())
     assert st["attach_late_threads"] == 1, st
     assert st["attach_late_threads_held"] == 0, st
-    assert not {t: s for t, s in thread_states(target.pid).items() if s[0] == "t" or s[1]}
+    assert not held_or_stopped(b.pid)
+
+
+def test_dump_native_leaves_a_thread_late_at_the_hold_running(blocked, harness):
+    """dump --native holds the process too: the waiter, left out after 2 s, must not be
+    left stopped once the dump has exited, and runs on when its wait ends."""
+    b = blocked
+    run = harness.run_profiler(["dump", "-p", b.pid, "--native"], timeout=WAIT_S)
+    assert run.rc == 0, run.describe()
+    assert f"1 thread of process {b.pid} did not stop within" in run.stderr, run.describe()
+    assert f"Thread {b.pid}" in run.stdout and f"Thread {b.tid}" in run.stdout, run.stdout
+    assert "spin_in_python" in run.stdout, run.stdout
+    stopped = held_or_stopped(b.pid)
+    assert not stopped, f"threads left traced or stopped after the dump: {stopped}"
+    os.kill(b.child, signal.SIGKILL)
+    assert wait_returned(b) == "0", \
+        f"the vfork waiter did not run on once its child was gone: {thread_states(b.pid)}"
+    assert not held_or_stopped(b.pid)
