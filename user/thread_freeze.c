@@ -31,7 +31,8 @@
 #include "thread_freeze.h"
 
 #define SEIZE_PASSES 4		/* threads started while we seize the others */
-#define RELEASE_WAIT_MS 100	/* a late thread that stops now is let go at once */
+/* A failed hold's threads, interrupted a moment ago, get this to stop and be let go. */
+#define RELEASE_WAIT_MS 100
 /* Late threads looked at per poll: thousands of threads stuck on a dead NFS server
  * are not each asked on every turn of the caller's loop. */
 #define POLL_MAX 64
@@ -170,7 +171,8 @@ static void detach(struct held *h)
 	h->state = HELD_GONE;
 }
 
-int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
+int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **out,
+		      pid_t *tracer)
 {
 	struct thread_freeze *f;
 	int err = 0;
@@ -195,13 +197,14 @@ int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer)
 		err = -ESRCH;
 	if (err) {
 		*tracer = f->tracer;
+		wait_stops(f, RELEASE_WAIT_MS);
 		if (thread_freeze__let_go(f))
 			*out = f;
 		else
 			thread_freeze__free(f);
 		return err;
 	}
-	wait_stops(f, THREAD_FREEZE_WAIT_MS);
+	wait_stops(f, wait_ms);
 	for (uint32_t i = 0; i < f->n; i++)
 		f->st.late += f->t[i].state == HELD_SEIZED;
 	*out = f;
@@ -239,8 +242,9 @@ uint32_t thread_freeze__let_go(struct thread_freeze *f)
 	if (f->let_go)
 		return thread_freeze__poll(f);
 	f->let_go = 1;
-	/* One that stops in a moment is let go now rather than at the next poll. */
-	wait_stops(f, RELEASE_WAIT_MS);
+	/* No wait: every thread that stopped is held until this returns, and a late one
+	 * that stops later is let go at a poll. */
+	wait_stops(f, 0);
 	for (uint32_t i = 0; i < f->n; i++) {
 		if (f->t[i].state == HELD_STOPPED)
 			detach(&f->t[i]);

@@ -21,8 +21,9 @@
 
 #include "native_unwind.h"
 
-/* How long the threads get to stop: one in an uninterruptible wait (a disk read, a
- * page fault on NFS) stops only when that ends. */
+/* How long dump --native gives the threads to stop: one in an uninterruptible wait (a
+ * disk read, a page fault on NFS) stops only when that ends, and every other thread is
+ * held meanwhile. */
 #define THREAD_FREEZE_WAIT_MS 2000
 /* Threads held at most: past this the rest run on and are not dumped natively. */
 #define THREAD_FREEZE_MAX 4096
@@ -31,18 +32,19 @@ struct thread_freeze;
 
 struct thread_freeze_stats {
 	uint32_t seized, stopped, gone;
-	uint32_t late;	/* seized but not stopped within THREAD_FREEZE_WAIT_MS */
+	uint32_t late;	/* seized but not stopped within the wait */
 };
 
 /*
  * Seizes and stops every thread of @pid (threads started while this runs too, within
- * a few passes). 0 and *@out; -EBUSY if a thread is traced by another process
+ * a few passes), waiting up to @wait_ms for them to stop. 0 and *@out; -EBUSY if a thread is traced by another process
  * (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not allowed;
  * -ESRCH if the process is gone; -ENOMEM. On failure every thread is let go but
  * those in an uninterruptible wait: *@out is then not NULL, and is to be polled as after
  * thread_freeze__let_go().
  */
-int thread_freeze__all(pid_t pid, struct thread_freeze **out, pid_t *tracer);
+int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **out,
+		      pid_t *tracer);
 
 /*
  * The user registers of held thread @tid (its id here), by DWARF number as native
@@ -54,8 +56,8 @@ int thread_freeze__regs(const struct thread_freeze *f, pid_t tid, uint64_t regs[
 void thread_freeze__stats(const struct thread_freeze *f, struct thread_freeze_stats *st);
 
 /*
- * Lets every stopped thread go, handing back a signal any of them stopped with, after
- * a short wait for those about to stop. Returns how many are still seized (late):
+ * Lets every stopped thread go, handing back a signal any of them stopped with; it
+ * does not wait. Returns how many are still seized (late):
  * @f then has to be polled. Called again, it polls.
  */
 uint32_t thread_freeze__let_go(struct thread_freeze *f);
