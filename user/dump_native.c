@@ -91,7 +91,7 @@ int dump_native__hold(struct dump_native *d)
 	pid_t tracer;
 	int err;
 
-	err = thread_freeze__all(d->pid, THREAD_FREEZE_WAIT_MS, &d->held, &tracer);
+	err = thread_freeze__all(d->pid, 0, &d->held, &tracer);
 	switch (err) {
 	case 0:
 		thread_freeze__stats(d->held, &st);

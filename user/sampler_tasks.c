@@ -144,7 +144,7 @@ int sampler_tasks__add(struct sampler_tasks *t, pid_t pid)
 	for (uint32_t i = 0; i < t->n; i++)
 		if (t->c[i].pid == pid)
 			return 0;
-	err = thread_freeze__all(pid, SAMPLER_TASKS_HOLD_MS, &held, &tracer);
+	err = thread_freeze__all(pid, THREAD_FREEZE_SKIP_D, &held, &tracer);
 	if (err) {
 		if (held)
 			let_go(t, pid, held);

@@ -27,12 +27,6 @@ struct bpf_program;
 /* Threads with a clock opened by us, over all targets (threads started since inherit
  * theirs and need none): past this, a target is ticked by per-CPU clocks instead. */
 #define SAMPLER_TASKS_MAX 4096
-/*
- * How long the threads of a new target get to stop, while those that have are held. A
- * thread in an uninterruptible wait longer than that is left seized (it cannot run its
- * own code, nor start a thread, before it stops) and let go once it stops.
- */
-#define SAMPLER_TASKS_HOLD_MS 100
 /* How often threads still seized since an attach are looked at (see __poll). */
 #define SAMPLER_TASKS_POLL_MS 20
 

@@ -33,6 +33,11 @@
 #define SEIZE_PASSES 4		/* threads started while we seize the others */
 /* A failed hold's threads, interrupted a moment ago, get this to stop and be let go. */
 #define RELEASE_WAIT_MS 100
+/* THREAD_FREEZE_SKIP_D: how long a thread in an uninterruptible wait is waited for
+ * anyway (most such waits, a page read in, are over by then), and how often the states
+ * of those still running are read after that. */
+#define D_GRACE_MS 20
+#define D_CHECK_MS 10
 /* Late threads looked at per poll: thousands of threads stuck on a dead NFS server
  * are not each asked on every turn of the caller's loop. */
 #define POLL_MAX 64
@@ -54,6 +59,7 @@ struct thread_freeze {
 	uint32_t added;	/* in the current seizing pass */
 	uint32_t next;	/* where the next poll starts, once they are let go */
 	int let_go;	/* only late threads are left in t[] */
+	int skip_d;	/* THREAD_FREEZE_SKIP_D */
 	pid_t tracer;
 	struct thread_freeze_stats st;
 };
@@ -139,11 +145,28 @@ static int collect(struct thread_freeze *f, struct held *h)
 	return 0;
 }
 
-/* Collects the stops of seized threads until none is left running or @ms pass. */
+/* 1 if every thread seized and not yet stopped is in an uninterruptible wait. */
+static int rest_in_d(const struct thread_freeze *f)
+{
+	for (uint32_t i = 0; i < f->n; i++) {
+		char state = 0;
+
+		if (f->t[i].state != HELD_SEIZED)
+			continue;
+		if (proc__thread_state(f->pid, f->t[i].tid, &state) || state != 'D')
+			return 0;
+	}
+	return 1;
+}
+
+/* Collects the stops of seized threads until none is left running or @ms pass (or,
+ * with skip_d, only threads in an uninterruptible wait are left). */
 static void wait_stops(struct thread_freeze *f, unsigned int ms)
 {
 	const struct timespec nap = { .tv_nsec = 1000000 };
-	uint64_t end = clock__mono_ns() + (uint64_t)ms * 1000000;
+	uint64_t now = clock__mono_ns();
+	uint64_t end = now + (uint64_t)ms * 1000000;
+	uint64_t check = now + (uint64_t)D_GRACE_MS * 1000000;
 
 	for (;;) {
 		uint32_t running = 0;
@@ -158,8 +181,16 @@ static void wait_stops(struct thread_freeze *f, unsigned int ms)
 			else if (h->state == HELD_STOPPED && !f->let_go)
 				take_regs(h);
 		}
-		if (!running || clock__mono_ns() >= end)
+		now = clock__mono_ns();
+		if (!running || now >= end)
 			return;
+		/* A runnable thread on a busy CPU stops when it is next scheduled, and
+		 * is worth waiting for; one in D may not stop for hours. */
+		if (f->skip_d && now >= check) {
+			if (rest_in_d(f))
+				return;
+			check = now + (uint64_t)D_CHECK_MS * 1000000;
+		}
 		nanosleep(&nap, NULL);
 	}
 }
@@ -171,7 +202,7 @@ static void detach(struct held *h)
 	h->state = HELD_GONE;
 }
 
-int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **out,
+int thread_freeze__all(pid_t pid, unsigned int flags, struct thread_freeze **out,
 		      pid_t *tracer)
 {
 	struct thread_freeze *f;
@@ -187,6 +218,7 @@ int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **o
 		return -ENOMEM;
 	}
 	f->pid = pid;
+	f->skip_d = !!(flags & THREAD_FREEZE_SKIP_D);
 	for (int pass = 0; pass < SEIZE_PASSES && !err; pass++) {
 		f->added = 0;
 		err = proc__tasks(pid, seize_one, f);
@@ -204,7 +236,7 @@ int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **o
 			thread_freeze__free(f);
 		return err;
 	}
-	wait_stops(f, wait_ms);
+	wait_stops(f, THREAD_FREEZE_WAIT_MS);
 	for (uint32_t i = 0; i < f->n; i++)
 		f->st.late += f->t[i].state == HELD_SEIZED;
 	*out = f;

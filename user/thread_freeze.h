@@ -21,10 +21,14 @@
 
 #include "native_unwind.h"
 
-/* How long dump --native gives the threads to stop: one in an uninterruptible wait (a
- * disk read, a page fault on NFS) stops only when that ends, and every other thread is
- * held meanwhile. */
+/* How long the threads get to stop: one in an uninterruptible wait (a disk read, a
+ * page fault on NFS) stops only when that ends, and every other thread is held
+ * meanwhile. */
 #define THREAD_FREEZE_WAIT_MS 2000
+/* thread_freeze__all(): once only threads in an uninterruptible wait are left running
+ * (after a few ms), stop waiting for them. Seized, such a thread cannot run its own
+ * code before it stops; it is let go at a poll once it has. */
+#define THREAD_FREEZE_SKIP_D 1
 /* Threads held at most: past this the rest run on and are not dumped natively. */
 #define THREAD_FREEZE_MAX 4096
 
@@ -37,13 +41,14 @@ struct thread_freeze_stats {
 
 /*
  * Seizes and stops every thread of @pid (threads started while this runs too, within
- * a few passes), waiting up to @wait_ms for them to stop. 0 and *@out; -EBUSY if a thread is traced by another process
+ * a few passes), waiting up to THREAD_FREEZE_WAIT_MS for them to stop (@flags:
+ * THREAD_FREEZE_SKIP_D or 0). 0 and *@out; -EBUSY if a thread is traced by another process
  * (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not allowed;
  * -ESRCH if the process is gone; -ENOMEM. On failure every thread is let go but
  * those in an uninterruptible wait: *@out is then not NULL, and is to be polled as after
  * thread_freeze__let_go().
  */
-int thread_freeze__all(pid_t pid, unsigned int wait_ms, struct thread_freeze **out,
+int thread_freeze__all(pid_t pid, unsigned int flags, struct thread_freeze **out,
 		      pid_t *tracer);
 
 /*
