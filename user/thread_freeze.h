@@ -2,14 +2,15 @@
 /*
  * Every thread of a live process held still for a moment (PTRACE_SEIZE, then
  * PTRACE_INTERRUPT), so that `dump --native` reads each thread's registers, C stack
- * and Python frames as they were at one instant, then lets them all go. Nothing is
+ * and Python frames as they were at one instant, or record opens a clock per thread
+ * (sampler_tasks.h), then lets them all go. Nothing is
  * injected and no signal is sent: a seized thread stops in a ptrace stop its own code
  * never sees, and a signal that arrives meanwhile is handed back on release. If this
  * process dies while they are held, the kernel releases them.
  *
  * A thread in an uninterruptible wait (a vfork's parent, a read from a hung NFS
  * server) stops only when the wait ends, and cannot be let go before: it stays seized,
- * and whoever holds @f polls it so that it runs on as soon as it has stopped. Every
+ * and the owner of the hold polls it so that it runs on as soon as it has stopped. Every
  * call on one struct thread_freeze must come from the thread that seized: a tracer is
  * a thread, not a process.
  */
@@ -42,11 +43,11 @@ struct thread_freeze_stats {
 /*
  * Seizes and stops every thread of @pid (threads started while this runs too, within
  * a few passes), waiting up to THREAD_FREEZE_WAIT_MS for them to stop (@flags:
- * THREAD_FREEZE_SKIP_D or 0). 0 and *@out; -EBUSY if a thread is traced by another process
- * (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not allowed;
- * -ESRCH if the process is gone; -ENOMEM. On failure every thread is let go but
- * those in an uninterruptible wait: *@out is then not NULL, and is to be polled as after
- * thread_freeze__let_go().
+ * THREAD_FREEZE_SKIP_D or 0). 0 and *@out; -EBUSY if a thread is traced by another
+ * process (*@tracer: its pid, 0 if unknown); -EPERM/-EACCES when ptrace is not
+ * allowed; -ESRCH if the process is gone; -ENOMEM. On failure every thread is let go
+ * but those in an uninterruptible wait: *@out is then not NULL, and is to be polled as
+ * after thread_freeze__let_go().
  */
 int thread_freeze__all(pid_t pid, unsigned int flags, struct thread_freeze **out,
 		      pid_t *tracer);
@@ -62,8 +63,8 @@ void thread_freeze__stats(const struct thread_freeze *f, struct thread_freeze_st
 
 /*
  * Lets every stopped thread go, handing back a signal any of them stopped with; it
- * does not wait. Returns how many are still seized (late):
- * @f then has to be polled. Called again, it polls.
+ * does not wait. Returns how many are still seized (late): @f then has to be polled.
+ * Called again, it polls.
  */
 uint32_t thread_freeze__let_go(struct thread_freeze *f);
 /*
