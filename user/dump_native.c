@@ -78,6 +78,7 @@ void dump_native__free(struct dump_native *d)
 	if (!d)
 		return;
 	dump_native__release(d);
+	thread_freeze__free(d->held);
 	native_proc__free(d->proc);
 	native_sym__free(d->syms);
 	native_buildid_cache__free(d->ids);
@@ -90,7 +91,7 @@ int dump_native__hold(struct dump_native *d)
 	pid_t tracer;
 	int err;
 
-	err = thread_freeze__all(d->pid, &d->held, &tracer);
+	err = thread_freeze__all(d->pid, 0, &d->held, &tracer);
 	switch (err) {
 	case 0:
 		thread_freeze__stats(d->held, &st);
@@ -125,7 +126,12 @@ int dump_native__hold(struct dump_native *d)
 
 void dump_native__release(struct dump_native *d)
 {
-	thread_freeze__release(d->held);
+	/* One in an uninterruptible wait is still seized: it is let go if it stops while
+	 * the stacks are walked (each walk polls), else by the kernel as this process
+	 * exits, without ever stopping. */
+	if (thread_freeze__let_go(d->held))
+		return;
+	thread_freeze__free(d->held);
 	d->held = NULL;
 }
 
@@ -333,6 +339,8 @@ int dump_native__frames(struct dump_native *d, const struct dump_native_capture 
 	tb->items = NULL;
 	tb->nitems = 0;
 	tb->native_note = NULL;
+	if (d->held)
+		dump_native__release(d);
 	if (!cap->regs_mask) {
 		python_only(d, st, tb);
 		tb->native_note = "not unwound: the thread was not held";

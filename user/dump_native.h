@@ -48,7 +48,8 @@ void dump_native__free(struct dump_native *d);
  * written (-EBUSY: traced by another process, -EPERM/-EACCES: ptrace not allowed).
  */
 int dump_native__hold(struct dump_native *d);
-/* Lets the threads go (idempotent). */
+/* Lets the threads go; one still in an uninterruptible wait once it stops (called
+ * again, or by dump_native__frames and __free, from this thread). */
 void dump_native__release(struct dump_native *d);
 
 /* The registers and stack of held thread @tid (its id here) into @cap (freed with

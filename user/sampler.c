@@ -35,6 +35,7 @@ struct sampler {
 	int *pfds;
 	int ncpus;
 	struct sampler_tasks *tasks;	/* per-thread clocks, instead (cfg.per_thread) */
+	bool tasks_off;			/* ... given up for per-CPU ones */
 	struct bpf_link *tick;		/* or the scheduler's tick */
 	uint32_t tick_hz;
 	int stats_fd;
@@ -267,8 +268,8 @@ uint32_t sampler__tick_hz(const struct sampler *s)
 
 void sampler__stop(struct sampler *s)
 {
-	sampler_tasks__free(s->tasks);
-	s->tasks = NULL;
+	/* Threads still held since an attach stay so until sampler__free(). */
+	sampler_tasks__close(s->tasks);
 	bpf_link__destroy(s->tick);
 	s->tick = NULL;
 	if (s->skel) {
@@ -292,6 +293,7 @@ void sampler__free(struct sampler *s)
 	if (!s)
 		return;
 	sampler__stop(s);
+	sampler_tasks__free(s->tasks);
 	ring_buffer__free(s->rb);
 	sample_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
@@ -315,8 +317,9 @@ static int tick_target(struct sampler *s, pid_t pid)
 	pr_info("process %d: no clock of its own for each thread (%s); sampling with one "
 		"on every CPU\n", (int)pid, err == -EBUSY ? "another process traces it" :
 		err == -E2BIG ? "too many threads" : strerror(-err));
-	sampler_tasks__free(s->tasks);
-	s->tasks = NULL;
+	/* Not freed: threads of earlier targets may still be held (sampler_tasks.h). */
+	sampler_tasks__close(s->tasks);
+	s->tasks_off = true;
 	return attach_clocks(s);
 }
 
@@ -412,7 +415,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
 		return err;
 	}
-	if (known || !s->tasks)
+	if (known || !s->tasks || s->tasks_off)
 		return 0;
 	err = tick_target(s, (pid_t)pid);
 	if (err)
@@ -433,13 +436,30 @@ int sampler__remove_target(struct sampler *s, pid_t pid)
 
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
-	int n = ring_buffer__poll(s->rb, timeout_ms);
+	int n;
+
+	sampler_tasks__poll(s->tasks);
+	n = ring_buffer__poll(s->rb, timeout_ms);
 
 	/* epoll only reports the forced wake-ups; records submitted without one are
 	 * consumed here, on the timer. */
 	if (n < 0)
 		return n;
 	return ring_buffer__consume(s->rb);
+}
+
+void sampler__late_threads(const struct sampler *s, uint32_t *late, uint32_t *held)
+{
+	sampler_tasks__late(s->tasks, late, held);
+}
+
+uint32_t sampler__let_go_late(struct sampler *s)
+{
+	uint32_t late, held;
+
+	sampler_tasks__poll(s->tasks);
+	sampler_tasks__late(s->tasks, &late, &held);
+	return held;
 }
 
 int sampler__drain(struct sampler *s)

@@ -87,8 +87,16 @@ struct sampler_maps {
 int sampler__map_entries(struct sampler *s, struct sampler_maps *out);
 
 /* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
- * number delivered or a negative errno (-EINTR on a signal). */
+ * number delivered or a negative errno (-EINTR on a signal). It also lets go the
+ * threads an attach left held (sampler_tasks.h), so it runs on the thread that added
+ * the targets. */
 int sampler__poll(struct sampler *s, int timeout_ms);
+/* Threads left held by an attach (in an uninterruptible wait) over the run, and those
+ * still held now. */
+void sampler__late_threads(const struct sampler *s, uint32_t *late, uint32_t *held);
+/* What sampler__poll() does for them, also once stopped; returns how many are still
+ * held. */
+uint32_t sampler__let_go_late(struct sampler *s);
 
 /* Delivers whatever is left without waiting. */
 int sampler__drain(struct sampler *s);

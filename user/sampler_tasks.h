@@ -27,6 +27,8 @@ struct bpf_program;
 /* Threads with a clock opened by us, over all targets (threads started since inherit
  * theirs and need none): past this, a target is ticked by per-CPU clocks instead. */
 #define SAMPLER_TASKS_MAX 4096
+/* How often threads still seized since an attach are looked at (see __poll). */
+#define SAMPLER_TASKS_POLL_MS 20
 
 struct sampler_tasks;
 
@@ -37,12 +39,25 @@ void sampler_tasks__free(struct sampler_tasks *t);
  * Gives every thread of @pid its clock, with @prog attached. 0 (also if @pid has them
  * already); -E2BIG past SAMPLER_TASKS_MAX; -EBUSY if another tracer holds @pid;
  * -EPERM/-EACCES; -ESRCH; -ENOMEM. On failure @pid has none.
+ *
+ * A thread in an uninterruptible wait cannot be let go until it stops (a warning says
+ * so): sampler_tasks__poll() lets it go then, and must be called often, from the
+ * thread that called this one.
  */
 int sampler_tasks__add(struct sampler_tasks *t, pid_t pid);
 /* Closes @pid's clocks (and so those its threads inherited). */
 void sampler_tasks__remove(struct sampler_tasks *t, pid_t pid);
 
+/* Lets go the threads held since an attach that have stopped since; cheap when none
+ * is, and called on every turn of the loop. */
+void sampler_tasks__poll(struct sampler_tasks *t);
+/* Threads that were still seized after an attach (@late, over the run) and those of
+ * them still seized now (@held). */
+void sampler_tasks__late(const struct sampler_tasks *t, uint32_t *late, uint32_t *held);
+
 /* Clocks open now. */
 uint32_t sampler_tasks__count(const struct sampler_tasks *t);
+/* Closes every clock; the threads still held are still polled. */
+void sampler_tasks__close(struct sampler_tasks *t);
 
 #endif

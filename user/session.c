@@ -28,6 +28,7 @@
 #include "py_threads.h"
 #include "sampler.h"
 #include "sampler_live.h"
+#include "sampler_tasks.h"
 #include "session.h"
 #include "session_priv.h"
 #include "spawn.h"
@@ -761,6 +762,7 @@ void session__profile(const struct session *s, struct profile *p)
 void session__stats(const struct session *s, struct run_stats *st)
 {
 	uint64_t cpu_ns = s->gone_cpu_ns;
+	uint32_t late, held;
 
 	*st = s->totals;
 	for (size_t i = 0; i < s->ntargets; i++) {
@@ -810,10 +812,15 @@ void session__stats(const struct session *s, struct run_stats *st)
 	sampler__counters(s->sampler, st->bpf);
 	sampler__prog_stats(s->sampler, &st->bpf_run_ns, &st->bpf_run_cnt);
 	sampler__switch_stats(s->sampler, &st->switch_run_ns, &st->switch_run_cnt);
+	sampler__late_threads(s->sampler, &late, &held);
+	st->attach_late_threads = late;
+	st->attach_late_threads_held = held;
 }
 
 int session__wait_command(struct session *s)
 {
+	const struct timespec nap = { .tv_nsec = SAMPLER_TASKS_POLL_MS * 1000000L };
+
 	if (!s->spawned)
 		return -1;
 	while (!s->spawn.exited) {
@@ -821,6 +828,13 @@ int session__wait_command(struct session *s)
 		if (stop_signal(s)) {
 			spawn__stop(&s->spawn, stop_signal(s), 3000);
 			break;
+		}
+		/* A thread still held since an attach is let go when it stops, or a
+		 * command that waits for it would never end, nor this wait. */
+		if (s->sampler && sampler__let_go_late(s->sampler)) {
+			if (!spawn__reap(&s->spawn))
+				nanosleep(&nap, NULL);
+			continue;
 		}
 		if (waitpid(s->spawn.pid, &s->spawn.status, 0) == s->spawn.pid ||
 		    errno != EINTR)

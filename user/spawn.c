@@ -249,12 +249,18 @@ void spawn__release(struct spawn *sp)
 
 int spawn__reap(struct spawn *sp)
 {
+	siginfo_t si = { 0 };
 	int status;
 
 	if (sp->exited)
 		return 1;
-	if (waitpid(sp->pid, &status, WNOHANG) == sp->pid &&
-	    (WIFEXITED(status) || WIFSIGNALED(status))) {
+	/* A look that takes nothing first: the command's main thread may be held since
+	 * an attach (thread_freeze.h), and its stop, which a wait would take too, must be
+	 * left for the hold to collect and let go. */
+	if (waitid(P_PID, sp->pid, &si, WEXITED | WNOHANG | WNOWAIT) || si.si_pid != sp->pid ||
+	    (si.si_code != CLD_EXITED && si.si_code != CLD_KILLED && si.si_code != CLD_DUMPED))
+		return 0;
+	if (waitpid(sp->pid, &status, 0) == sp->pid) {
 		sp->exited = 1;
 		sp->status = status;
 		return 1;

@@ -102,6 +102,8 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "process_event_drops", FIELD_U64, .u = s->bpf[PBP_C_EVENT_DROPS] },
 		{ "process_looks", FIELD_U64, .u = s->process_looks },
 		{ "process_looks_deferred", FIELD_U64, .u = s->process_looks_deferred },
+		{ "attach_late_threads", FIELD_U64, .u = s->attach_late_threads },
+		{ "attach_late_threads_held", FIELD_U64, .u = s->attach_late_threads_held },
 		{ "rate_hz", FIELD_U64, .u = s->rate_hz },
 		{ "duration_s", FIELD_DEC3, .d = s->duration_s },
 		{ "samples_expected", FIELD_U64, .u = s->samples_expected },

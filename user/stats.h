@@ -40,6 +40,9 @@ struct run_stats {
 	uint64_t processes_skipped;	/* -a: not profiled, --max-processes reached */
 	uint64_t process_looks;		/* new processes looked at for an interpreter */
 	uint64_t process_looks_deferred;	/* ... put off for the budget of looks */
+	/* Threads an attach left held (ptrace) while they were in an uninterruptible
+	 * wait, each let go once it stopped; and of those, the ones still held at the end. */
+	uint64_t attach_late_threads, attach_late_threads_held;
 	/* Memory held now (gauges): code caches, and the string table. */
 	uint64_t code_cache_bytes, code_cache_entries, frame_cache_bytes;
 	uint64_t strings, string_bytes;
