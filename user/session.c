@@ -92,6 +92,21 @@ static const char *bpf_unavailable(char *buf, size_t len)
 	return bpf_features__missing(buf, len);
 }
 
+/*
+ * --native cannot fall back to live sampling: the C stack is copied by the BPF program
+ * at the sample, and reading it from user space would mean stopping the thread. So
+ * the run is refused before anything starts rather than run without what was asked.
+ */
+static int native_needs_bpf(const struct session_opts *o, char *buf, size_t len)
+{
+	const char *why = o->native && !o->no_bpf ? bpf_unavailable(buf, len) : NULL;
+
+	if (!why)
+		return 0;
+	pr_warn("--native needs BPF (the C stack is copied by the BPF program), but %s\n", why);
+	return strncmp(why, "missing", 7) ? EXIT_KERNEL : EXIT_PRIVILEGES;
+}
+
 static int new_sampler(struct session *s)
 {
 	struct sampler_cfg sc = {
@@ -160,13 +175,16 @@ static int choose_sampler(struct session *s, struct target *first)
 			sampler__free(s->sampler);
 			s->sampler = NULL;
 			why = sampler_failure(err);
+			if (o->native) {
+				pr_warn("--native needs BPF (the C stack is copied by the BPF "
+					"program), but %s\n", why);
+				return err == -EPERM ? EXIT_PRIVILEGES : EXIT_KERNEL;
+			}
 		}
 		pr_warn("BPF is not available (%s): sampling from user space instead, as "
 			"with --no-bpf\n", why);
 		if (s->opts.async_tasks)
 			pr_warn("--async needs BPF: samples stay threads' stacks\n");
-		if (s->opts.native)
-			pr_warn("--native needs BPF: samples have no native stacks\n");
 	}
 	s->live_mode = 1;
 	err = session_targets__enrol(s, first, gil);
@@ -350,6 +368,9 @@ int session__start(const struct session_opts *o, struct session **out)
 			goto fail;
 		goto started;
 	}
+	code = native_needs_bpf(o, buf, sizeof(buf));
+	if (code)
+		goto fail;
 	if (o->pid && proc__alive(o->pid)) {
 		pr_warn("no such process: %d\n", (int)o->pid);
 		code = EXIT_NO_PROCESS;
