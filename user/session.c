@@ -646,10 +646,18 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->rate_hz = s->opts.rate_hz;
 	st->duration_s = s->elapsed_s;
 	st->samples_delivered = s->delivered;
+	st->ticks_delivered = s->ticks_delivered;
 	st->samples_filtered = s->filtered;
+	st->filtered_by = s->opts.gil ? "--gil" : "--mode";
 	st->samples_counted = s->cpu_periods;
-	st->samples_decoded = st->decode.complete;
-	st->samples_incomplete = st->decode.incomplete;
+	/* The profile's stacks, not the decoder's work: it also reads threads that end
+	 * up in no sample (open waits at the end) and stacks that are left out. */
+	st->samples = s->aggregated;
+	st->samples_decoded = s->aggregated - s->incomplete;
+	st->samples_incomplete = s->incomplete;
+	memcpy(st->samples_gaps, s->gaps, sizeof(st->samples_gaps));
+	st->samples_off_cpu = s->aggregated_off_cpu;
+	st->idle_ns = s->idle_ns;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
 	st->processes = s->processes_seen;
 	st->processes_skipped = s->processes_skipped;
