@@ -314,8 +314,8 @@ static int start_system_wide(struct session *s)
 		snprintf(host, sizeof(host), "this host");
 	host[sizeof(host) - 1] = '\0';
 	snprintf(s->name, sizeof(s->name), "all processes on %s", host);
-	pr_info("profiling %zu Python processes, and those that start, at %u Hz\n",
-		s->ntargets, s->opts.rate_hz);
+	pr_info("profiling %zu Python process%s, and those that start, at %u Hz\n",
+		s->ntargets, s->ntargets == 1 ? "" : "es", s->opts.rate_hz);
 	return 0;
 }
 
