@@ -109,13 +109,6 @@ def test_native_without_bpf_privileges_is_refused_not_sampled_without_c_frames(
     assert w.proc.poll() is None, "the target did not survive"
 
 
-def test_native_with_no_bpf_is_a_usage_error(harness):
-    run = harness.run_profiler(["record", "--no-bpf", "--native", "-o", "/dev/null", "--",
-                                "python3", "-c", "pass"], timeout=QUICK)
-    msg = run.check_error(2)
-    assert "--native needs BPF" in msg and "--no-bpf" in msg, msg
-
-
 @pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
 def test_unprivileged_user_profiles_own_process_in_chroot_it_cannot_walk_to(
         harness, sid_root, workloads_installed, unpriv_user, version):
