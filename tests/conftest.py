@@ -74,7 +74,7 @@ VERSIONS = ["3.11"] + (["3.12"] if os.access(PY312_EXE, os.X_OK) else []) + \
     ["3.13", "3.14", "3.15"]
 SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 STATS_KEYS = [
-    "samples_expected", "samples_delivered", "samples_decoded", "samples_incomplete",
+    "samples_expected", "samples_delivered", "samples", "samples_decoded", "samples_incomplete",
     "ringbuf_drops", "bpf_ns_per_sample", "decode_ns_per_sample", "live_reads_per_sample",
     "python_version",
 ]

@@ -105,6 +105,21 @@ def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, p
     record_own_process_live(harness, w, unpriv_user)
 
 
+def test_native_without_bpf_privileges_is_refused_not_sampled_without_c_frames(
+        harness, py311, unpriv_user):
+    """--native where BPF may not run: live sampling cannot copy the C stack, so the run
+    is refused (exit 6, one line naming what is missing) rather than written without
+    C frames after a notice; the target runs on."""
+    w = harness.start_workload(py311, "ratio", user=unpriv_user)
+    out = f"{RUN_DIR}/unpriv-native-{w.pid}.txt"
+    run = harness.run_profiler(["record", "-p", w.pid, "-d", 2, "--native", "-o", out],
+                               timeout=QUICK, user=unpriv_user)
+    msg = run.check_error(6)
+    assert "--native needs BPF" in msg and "CAP_BPF" in msg, msg
+    assert not os.path.exists(out), "a profile was written"
+    assert w.proc.poll() is None, "the target did not survive"
+
+
 @pytest.mark.parametrize("version", ["3.13", "3.14", "3.15"])
 def test_unprivileged_user_profiles_own_process_in_chroot_it_cannot_walk_to(
         harness, sid_root, workloads_installed, unpriv_user, version):

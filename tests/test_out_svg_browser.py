@@ -7,9 +7,13 @@ matched percent, and that none of it logs an error.
 The fixed profile (tests/unit/test_writers.c) is compared with its collapsed golden
 file; a real `record -f svg` of the ratio workload must show fa and fb at 3:1; a
 synthetic profile of 100k distinct stacks must load and say that it left frames out.
+The HTML page (`-f html`, `-o x.html`) is the same flame graph inline in a web page:
+the fixed profile's tests run on it too, and a real `record -o x.html` must load as an
+HTML page that fetches nothing and shows fa and fb.
 Every test leaves a screenshot in build/test-artifacts/svg/.
 """
 
+import re
 import subprocess
 import sys
 import time
@@ -67,9 +71,20 @@ def screenshot(page, artifacts, name):
 
 
 def open_svg(browser, path, timeout=None):
-    """A new page showing the SVG file at path; fails if it is not a parsed SVG."""
+    """A new page showing the SVG file at path (or the HTML page holding one, by its
+    suffix); fails if it is not a parsed SVG, or an HTML page with exactly one."""
     page = browser.new_page()
     page.navigate(Path(path).resolve().as_uri(), timeout=timeout)
+    if Path(path).suffix.lower() in (".html", ".htm"):
+        root = page.evaluate("document.documentElement.tagName + ' ' + "
+                             "document.querySelectorAll('svg').length + ' ' + "
+                             "document.querySelector('#frames').ownerSVGElement.namespaceURI")
+        assert root == "HTML 1 http://www.w3.org/2000/svg", \
+            f"{path} did not load as an HTML page with one SVG: {root!r}\n{page.errors()}"
+        # Offline: nothing but the namespace names is a URL.
+        text = Path(path).read_text()
+        assert not re.search(r"(src|href)\s*=|@import|url\(", text), f"{path} refers out"
+        return page
     root = page.evaluate("document.documentElement.namespaceURI + ' ' + "
                          "document.getElementsByTagName('parsererror').length")
     assert root == "http://www.w3.org/2000/svg 0", \
@@ -125,10 +140,11 @@ def collapsed_tree(text):
     return tree
 
 
-@pytest.fixture(scope="module")
-def fixed_svg(tmp_path_factory):
-    out = tmp_path_factory.mktemp("svg") / "fixed.svg"
-    p = subprocess.run([_build_plain(), "svg"], capture_output=True, timeout=60)
+@pytest.fixture(scope="module", params=["svg", "html"])
+def fixed_svg(tmp_path_factory, request):
+    """The fixed profile as an SVG file, and as an HTML page."""
+    out = tmp_path_factory.mktemp("svg") / f"fixed.{request.param}"
+    p = subprocess.run([_build_plain(), request.param], capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     out.write_bytes(p.stdout)
     return out
@@ -136,7 +152,7 @@ def fixed_svg(tmp_path_factory):
 
 def test_fixed_profile_frames_have_the_collapsed_stacks_widths(browser, fixed_svg, artifacts):
     page = open_svg(browser, fixed_svg)
-    screenshot(page, artifacts, "fixed")
+    screenshot(page, artifacts, f"fixed-{fixed_svg.suffix[1:]}")
     boxes = with_paths(frames(page))
     # The collapsed format replaces ';' in names, the SVG keeps them.
     got = {tuple(n.replace(";", "_") for n in f["path"]): f for f in boxes}
@@ -172,7 +188,7 @@ def test_click_zooms_a_frame_to_full_width_and_reset_returns(browser, fixed_svg,
     assert details == "main (/srv/app.py:32), 30 samples (24.19%)", details
     page.click(*center(target))
     after = {f["name"]: f for f in frames(page)}
-    screenshot(page, artifacts, "zoomed")
+    screenshot(page, artifacts, f"zoomed-{fixed_svg.suffix[1:]}")
     for name in ("main (/srv/app.py:32)", "dumps (/usr/lib/python3.11/json/__init__.py:231)",
                  "<module> (/srv/app.py:40)", "all"):
         f = after[name]
@@ -222,7 +238,7 @@ def test_search_highlights_matches_and_counts_each_sample_once(browser, fixed_sv
     matched = text_of(page, "matched")
     assert matched.startswith(f"Matched: {percent:.2f}%"), matched
     if percent == 80.65:
-        screenshot(page, artifacts, "search")
+        screenshot(page, artifacts, f"search-{fixed_svg.suffix[1:]}")
     assert text_of(page, "search") == "Clear search"
     page.click(*element_center(page, "search"))
     assert not [f for f in frames(page) if "m" in f["cls"]]
@@ -300,3 +316,38 @@ def test_svg_suffix_picks_the_svg_format(py311, tmp_path, profiler_bin):
         h.close()
     head = out.read_bytes()[:300]
     assert head.startswith(b"<?xml") and b"<svg " in head, head
+
+
+@pytest.mark.parametrize("name", ["ratio.html", "ratio.HTM"])
+def test_html_suffix_writes_a_flame_graph_page_that_works_in_the_browser(
+        py311, browser, artifacts, tmp_path, profiler_bin, name):
+    """`-o profile.html` (any case, .htm too): an HTML page with the interactive flame
+    graph, as CPython's profilers and py-spy users expect, not collapsed text."""
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(py311, "ratio")
+        out = tmp_path / name
+        run = record_svg(h, w.pid, out, fmt=False)
+    finally:
+        h.close()
+    assert out.read_bytes().startswith(b"<!DOCTYPE html>"), out.read_bytes()[:200]
+    page = open_svg(browser, out)
+    screenshot(page, artifacts, f"ratio-{name.replace('.', '-')}")
+    boxes = frames(page)
+    width = {fn: sum(f["width"] for f in boxes if f["name"].startswith(f"{fn} ("))
+             for fn in ("fa", "fb")}
+    share = fraction(width["fa"], width["fa"] + width["fb"])
+    want = w.truth["expected_fa_share"]
+    assert width["fb"] >= 10 and abs(share - want) <= 0.05, (
+        f"fa's share of fa+fb width is {share:.3f} ({width}), expected {want:.2f} +- 0.05"
+        f"\n{run.describe()}")
+    fa = max((f for f in boxes if f["name"].startswith("fa (")), key=lambda f: f["width"])
+    page.move(*center(fa))
+    assert text_of(page, "details").startswith(fa["name"] + ", "), text_of(page, "details")
+    page.click(*center(fa))
+    zoomed = {f["name"]: f for f in frames(page) if f["shown"]}
+    assert abs(zoomed[fa["name"]]["width"] - PLOT_W) <= 1, zoomed[fa["name"]]
+    assert search(page, "ctrl-f", "^fb ") and text_of(page, "matched").startswith("Matched: ")
+    assert page.evaluate("document.title").startswith("pybpfprof: pid "), \
+        page.evaluate("document.title")
+    assert page.errors() == []

@@ -231,3 +231,29 @@ def test_outfile_unit(build):
     another user's file planted meanwhile), FIFOs, devices, a name given later."""
     from test_agent_export import run_unit
     run_unit("test_outfile", build)
+
+
+@pytest.mark.parametrize("name", ["profile.json", "profile.png", "flame.Htmlx"])
+def test_a_suffix_no_format_has_is_refused_before_profiling(harness, py311, workdir, name):
+    """-o names a file whose suffix no format has: not collapsed text under a name that
+    says otherwise, but exit 2 and one line naming the suffixes and -f."""
+    w = harness.start_workload(py311, "ratio")
+    run = harness.run_profiler(["record", "-p", w.pid, "-d", 1, "-o", workdir / name],
+                               timeout=QUICK)
+    msg = run.check_error(2)
+    assert name in msg and "-f FORMAT" in msg and ".html" in msg, msg
+    assert listing(workdir) == [], listing(workdir)
+
+
+@pytest.mark.parametrize("name,head", [("profile", b"<module> ("), ("p.1234", b"<module> ("),
+                                       ("p.folded", b"<module> ("), ("p.SVG", b"<?xml")])
+def test_names_without_a_known_suffix_follow_the_documented_default(harness, py311, workdir,
+                                                                    name, head):
+    """No suffix (or only digits after the dot) and .folded: collapsed text; a known
+    suffix in capitals: its format."""
+    w = harness.start_workload(py311, "ratio")
+    out = workdir / name
+    run = harness.run_profiler(["record", "-p", w.pid, "-d", 1, "-r", 499, "-o", out],
+                               timeout=QUICK + 1)
+    assert run.rc == 0, run.describe()
+    assert out.read_bytes().startswith(head), out.read_bytes()[:200]

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import BAD_OUTPUT, MODES, WL_DIR
 
-STATUS = re.compile(r"\r(pybpfprof: [\d.]+ s, (\d+) samples \(\d+ incomplete, \d+ dropped\), "
+STATUS = re.compile(r"\r(pybpfprof: [\d.]+ s, (\d+) samples? \(\d+ incomplete, \d+ dropped\), "
                     r"\d+ threads?[^\r\n\x1b]*)\x1b\[K")
 ERASE = "\r\x1b[K"
 

@@ -23,6 +23,7 @@ PLAIN = REPO / "build" / "tests" / "test_writers"
 FORMATS = {
     "collapsed": "collapsed.txt",
     "svg": "svg.svg",
+    "html": "html.html",
     "speedscope": "speedscope.json",
     "pprof": "pprof.pb",
     "chrome": "chrome.trace.json",

@@ -66,7 +66,10 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         symbols (separate debug files by build-id under\n" \
 	"                         /usr/lib/debug); a stripped object's frames read\n" \
 	"                         'lib.so+0xSTART'. The interpreter's own C frames\n" \
-	"                         between two Python frames are left out. Needs BPF\n" \
+	"                         between two Python frames are left out. Needs BPF,\n" \
+	"                         which copies the C stack at each sample: refused\n" \
+	"                         with --no-bpf (exit 2) or where BPF cannot run\n" \
+	"                         (exit 6 or 7), never sampled without C frames\n" \
 	"      --native-all       --native, keeping the interpreter's own frames too\n" \
 	"                         (the eval loop, calls into C, start-up)\n" \
 	"      --native-stack SIZE  bytes of C stack copied from the stack pointer up\n" \

@@ -13,6 +13,11 @@
  * Frames narrower than MIN_PX are left out and counted: their samples still widen
  * their parents, and a note in the picture says how many there were. That bounds the
  * drawn frames at PLOT_W / MIN_PX per row, however many distinct stacks there are.
+ *
+ * The HTML page is the same <svg> element inline in a minimal HTML document, for users
+ * who ask for profile.html: an HTML parser reads the element as SVG (CDATA included),
+ * so the only differences are no XML declaration and a script that finds its <svg> by
+ * its frames rather than as the document's root.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -432,7 +437,8 @@ static const char style[] =
 static const char script[] =
 	"'use strict';\n"
 	"(function () {\n"
-	"  var svg = document.documentElement, NS = 'http://www.w3.org/2000/svg';\n"
+	"  var svg = document.getElementById('frames').ownerSVGElement;\n"
+	"  var NS = 'http://www.w3.org/2000/svg';\n"
 	"  function num(k) { return +svg.getAttribute('data-' + k); }\n"
 	"  function $(id) { return document.getElementById(id); }\n"
 	"  var X0 = num('x0'), W = num('w'), FH = num('fh'), CW = num('cw');\n"
@@ -586,8 +592,9 @@ static void put_legend(FILE *f, const struct profile *p, unsigned y)
 	fputs("</g>\n", f);
 }
 
+/* The <svg> element's head: the XML declaration too when it is a document of its own. */
 static void put_head(FILE *f, const struct profile *p, const struct layout *l,
-		     unsigned height)
+		     unsigned height, int standalone)
 {
 	const char *target = p->target ? p->target : "profile";
 	time_t start = (time_t)(p->start_unix_ns / 1000000000);
@@ -596,8 +603,9 @@ static void put_head(FILE *f, const struct profile *p, const struct layout *l,
 
 	if (p->start_unix_ns > 0 && gmtime_r(&start, &tm))
 		strftime(when, sizeof(when), ", from %Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		"<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
+	if (standalone)
+		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n", f);
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
 		"height=\"%u\" viewBox=\"0 0 %d %u\" data-total=\"%llu\" data-x0=\"%d\" "
 		"data-w=\"%d\" data-fh=\"%d\" data-cw=\"%.2f\"%s>\n<title>pybpfprof: ",
 		IMG_W, height, IMG_W, height, (unsigned long long)l->total, PAD, PLOT_W, FRAME_H,
@@ -622,7 +630,7 @@ static void put_head(FILE *f, const struct profile *p, const struct layout *l,
 			l->omitted == 1 ? "" : "s", MIN_PX);
 }
 
-int out_svg__write(FILE *f, const struct profile *p)
+static int write_svg(FILE *f, const struct profile *p, int standalone)
 {
 	struct layout l = { 0 };
 	struct text t = { 0 };
@@ -632,7 +640,7 @@ int out_svg__write(FILE *f, const struct profile *p)
 	if (err)
 		goto out;
 	height = HEAD_H + l.rows * FRAME_H + FOOT_H;
-	put_head(f, p, &l, height);
+	put_head(f, p, &l, height, standalone);
 	fputs("<g id=\"frames\">\n", f);
 	for (size_t i = 0; i < l.len && !err; i++)
 		err = put_box(f, p, &l, &l.v[i], &t);
@@ -647,4 +655,26 @@ out:
 	free(t.s);
 	free(l.v);
 	return err;
+}
+
+int out_svg__write(FILE *f, const struct profile *p)
+{
+	return write_svg(f, p, 1);
+}
+
+int out_svg__write_html(FILE *f, const struct profile *p)
+{
+	int err;
+
+	/* The margin is the SVG's own padding: the picture sits where it does alone. */
+	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+	      "<title>pybpfprof: ", f);
+	put_xml_str(f, p->target ? p->target : "profile");
+	fputs("</title>\n<style>body{margin:0;background:#fcfcf7}svg{display:block}</style>\n"
+	      "</head>\n<body>\n", f);
+	err = write_svg(f, p, 0);
+	if (err)
+		return err;
+	fputs("</body>\n</html>\n", f);
+	return ferror(f) ? -EIO : 0;
 }

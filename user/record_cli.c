@@ -56,10 +56,11 @@ static const char record_help[] =
 	"                         " CLI_STR(PBP_TARGETS_MAX) "); a notice says when it is reached\n"
 	"\n"
 	"Sampling:\n"
-	"  -r, --rate HZ          samples per second of CPU time (default 100; at most\n"
-	"                         kernel.perf_event_max_sample_rate, 100000 unless\n"
-	"                         lowered; the kernel lowers it, and throttles faster\n"
-	"                         clocks, when its perf interrupts take too long)\n"
+	"  -r, --rate HZ          samples per second of each thread's CPU time (default\n"
+	"                         100; at most kernel.perf_event_max_sample_rate, 100000\n"
+	"                         unless lowered; the kernel lowers it, and throttles\n"
+	"                         faster clocks, when its perf interrupts take too\n"
+	"                         long); --no-bpf: ticks per second of wall-clock time\n"
 	"  -d, --duration SECS    profile for SECS seconds from when sampling starts\n"
 	"                         (default: until the target exits); the wait for a\n"
 	"                         command's first Python code is bounded by SECS too.\n"
@@ -92,20 +93,26 @@ static const char record_help[] =
 	"  -o, --output FILE      where to write the profile ('-' = standard output);\n"
 	"                         default: pybpfprof-COMM-PID-DATE-TIME plus the format's\n"
 	"                         suffix. Without -f, the suffix of FILE picks the\n"
-	"                         format. The profile goes to a new hidden file beside\n"
+	"                         format (in any case); FILE without one ('-',\n"
+	"                         /dev/stdout, 'profile') gets collapsed text, and a\n"
+	"                         suffix no format has (.json, .png) is refused (exit\n"
+	"                         2). The profile goes to a new hidden file beside\n"
 	"                         FILE, renamed over FILE at the end: an existing FILE is\n"
 	"                         left as it was until then, and if the run fails.\n"
 	"                         Another user's FILE (by real uid: under sudo, that is\n"
 	"                         root), a symbolic link or a directory that cannot be\n"
 	"                         written is refused (exit 2) before profiling\n"
-	"  -f, --format FORMAT    collapsed (.txt, the default): one line per distinct\n"
-	"                         stack, 'frame;frame;...;frame COUNT', root first, each\n"
-	"                         Python frame 'QUALNAME (FILENAME:LINE)'; for\n"
-	"                         flamegraph.pl, inferno or speedscope\n"
+	"  -f, --format FORMAT    collapsed (.txt, .folded, .collapsed; the default):\n"
+	"                         one line per distinct stack, 'frame;frame;...;frame\n"
+	"                         COUNT', root first, each Python frame 'QUALNAME\n"
+	"                         (FILENAME:LINE)'; for flamegraph.pl, inferno or\n"
+	"                         speedscope\n"
 	"                         svg (.svg): an interactive flame graph in one file that\n"
 	"                         works offline in any browser: hover, click to zoom,\n"
 	"                         Ctrl-F to search; colours tell your code, the standard\n"
 	"                         library and third-party packages apart\n"
+	"                         html (.html, .htm): the same flame graph in a web\n"
+	"                         page of its own, as interactive and as offline\n"
 	"                         speedscope (.speedscope.json): speedscope's own format,\n"
 	"                         one profile per thread, samples in time order\n"
 	"                         pprof (.pb.gz): gzip-compressed profile.proto for go\n"
@@ -331,16 +338,27 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	return 0;
 }
 
-/* -f wins; else the output's suffix says; else collapsed. */
+/*
+ * -f wins; else the output's suffix says; else collapsed. A suffix that names no
+ * format (profile.json, profile.png) is refused: writing collapsed text under it
+ * would give the user something they did not ask for.
+ */
 static int record_writer(struct record_opts *o, const char *format)
 {
-	char names[128];
+	char names[128], suffixes[128];
 
 	o->writer = format ? writers__find(format) : o->output ? writers__for_path(o->output) : NULL;
+	writers__names(names, sizeof(names));
 	if (format && !o->writer) {
-		writers__names(names, sizeof(names));
 		fprintf(stderr, "pybpfprof: unknown format '%s': one of %s (see 'pybpfprof "
 			"record --help')\n", format, names);
+		return EXIT_USAGE;
+	}
+	if (!o->writer && o->output && writers__has_suffix(o->output)) {
+		writers__suffixes(suffixes, sizeof(suffixes));
+		fprintf(stderr, "pybpfprof: no format is known by the suffix of '%s': give -f "
+			"FORMAT (%s) or name the file %s (see 'pybpfprof record --help')\n",
+			o->output, names, suffixes);
 		return EXIT_USAGE;
 	}
 	if (!o->writer)

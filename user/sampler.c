@@ -51,7 +51,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	 * message; keep its details for -v. */
 	if (log__level() < LOG_INFO)
 		return 0;
-	fputs("pybpfprof: libbpf: ", stderr);
+	fputs("pybpfprof: ", stderr);	/* libbpf starts its lines with "libbpf: " */
 	return vfprintf(stderr, fmt, ap);
 }
 

@@ -93,6 +93,21 @@ static const char *bpf_unavailable(char *buf, size_t len)
 	return bpf_features__missing(buf, len);
 }
 
+/*
+ * --native cannot fall back to live sampling: the C stack is copied by the BPF program
+ * at the sample, and reading it from user space would mean stopping the thread. So
+ * the run is refused before anything starts rather than run without what was asked.
+ */
+static int native_needs_bpf(const struct session_opts *o, char *buf, size_t len)
+{
+	const char *why = o->native && !o->no_bpf ? bpf_unavailable(buf, len) : NULL;
+
+	if (!why)
+		return 0;
+	pr_warn("--native needs BPF (the C stack is copied by the BPF program), but %s\n", why);
+	return strncmp(why, "missing", 7) ? EXIT_KERNEL : EXIT_PRIVILEGES;
+}
+
 static int new_sampler(struct session *s)
 {
 	struct sampler_cfg sc = {
@@ -161,13 +176,16 @@ static int choose_sampler(struct session *s, struct target *first)
 			sampler__free(s->sampler);
 			s->sampler = NULL;
 			why = sampler_failure(err);
+			if (o->native) {
+				pr_warn("--native needs BPF (the C stack is copied by the BPF "
+					"program), but %s\n", why);
+				return err == -EPERM ? EXIT_PRIVILEGES : EXIT_KERNEL;
+			}
 		}
 		pr_warn("BPF is not available (%s): sampling from user space instead, as "
 			"with --no-bpf\n", why);
 		if (s->opts.async_tasks)
 			pr_warn("--async needs BPF: samples stay threads' stacks\n");
-		if (s->opts.native)
-			pr_warn("--native needs BPF: samples have no native stacks\n");
 	}
 	s->live_mode = 1;
 	err = session_targets__enrol(s, first, gil);
@@ -436,8 +454,8 @@ static int start_system_wide(struct session *s)
 		snprintf(host, sizeof(host), "this host");
 	host[sizeof(host) - 1] = '\0';
 	snprintf(s->name, sizeof(s->name), "all processes on %s", host);
-	pr_info("profiling %zu Python processes, and those that start, at %u Hz\n",
-		s->ntargets, s->opts.rate_hz);
+	pr_info("profiling %zu Python process%s, and those that start, at %u Hz\n",
+		s->ntargets, s->ntargets == 1 ? "" : "es", s->opts.rate_hz);
 	return 0;
 }
 
@@ -490,6 +508,9 @@ int session__start(const struct session_opts *o, struct session **out)
 			goto fail;
 		goto started;
 	}
+	code = native_needs_bpf(o, buf, sizeof(buf));
+	if (code)
+		goto fail;
 	if (o->pid && proc__alive(o->pid)) {
 		pr_warn("no such process: %d\n", (int)o->pid);
 		code = EXIT_NO_PROCESS;
@@ -773,10 +794,18 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->rate_hz = s->opts.rate_hz;
 	st->duration_s = s->elapsed_s;
 	st->samples_delivered = s->delivered;
+	st->ticks_delivered = s->ticks_delivered;
 	st->samples_filtered = s->filtered;
+	st->filtered_by = s->opts.gil ? "--gil" : "--mode";
 	st->samples_counted = s->cpu_periods;
-	st->samples_decoded = st->decode.complete;
-	st->samples_incomplete = st->decode.incomplete;
+	/* The profile's stacks, not the decoder's work: it also reads threads that end
+	 * up in no sample (open waits at the end) and stacks that are left out. */
+	st->samples = s->aggregated;
+	st->samples_decoded = s->aggregated - s->incomplete;
+	st->samples_incomplete = s->incomplete;
+	memcpy(st->samples_gaps, s->gaps, sizeof(st->samples_gaps));
+	st->samples_off_cpu = s->aggregated_off_cpu;
+	st->idle_ns = s->idle_ns;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
 	st->processes = s->processes_seen;
 	st->processes_skipped = s->processes_skipped;

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "aggregate.h"
+#include "decode_gap.h"
 #include "descendants.h"
 #include "native_merge.h"
 #include "native_unwind.h"
@@ -80,6 +81,11 @@ struct session {
 	} *pending;
 	size_t npending, pending_cap;
 	uint64_t delivered, bytes_copied, filtered, aggregated, incomplete;
+	/* Of the stacks aggregated: why the incomplete ones are, and those off a CPU
+	 * (waits, and in live sampling idle threads, whose time is idle_ns). What the
+	 * summary counts, so that its numbers add up to the profile's. */
+	uint64_t gaps[GAP_MAX], aggregated_off_cpu, idle_ns;
+	uint64_t ticks_delivered;	/* records of on-CPU ticks, against the expected */
 	uint64_t lost;		/* records of a process we no longer follow */
 	int fatal;		/* a negative errno that ends the run */
 	uint64_t start_ns, expired_ns, gone_cpu_ns;

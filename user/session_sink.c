@@ -126,15 +126,17 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	struct session *s = t->session;
 	uint32_t n = 0, index, slot, nlinks, depth = st->depth;
 	size_t tl = SIZE_MAX;
-	int err;
+	int err, idle = 0;
 
 	if (left_out(s, st, !!wait)) {
 		s->filtered++;
 		return 0;
 	}
 	/* Live sampling cannot tell why a thread is off a CPU, only that it is. */
-	if (!wait && s->opts.mode != SESSION_CPU && !(st->flags & PBP_TS_ON_CPU))
+	if (!wait && s->opts.mode != SESSION_CPU && !(st->flags & PBP_TS_ON_CPU)) {
 		wait = s->idle_name;
+		idle = 1;
+	}
 	if (s->opts.subprocesses || s->opts.system_wide)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
@@ -179,6 +181,10 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		goto fail;
 	s->aggregated++;
 	s->incomplete += st->gap != GAP_NONE;
+	s->gaps[st->gap < GAP_MAX ? st->gap : GAP_NONE]++;
+	s->aggregated_off_cpu += !!wait;
+	if (idle)
+		s->idle_ns += weight;
 	if (!wait && s->opts.mode != SESSION_CPU)
 		s->on_cpu_ns += weight;
 	/* Where an exiting thread's last CPU time goes (session_sink__add_cpu_rest). */
@@ -324,6 +330,7 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 		return 0;
 	}
 	s->delivered++;
+	s->ticks_delivered += len >= sizeof(*hdr) && !(hdr->flags & PBP_SF_OFF_CPU);
 	s->bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
 	t = len >= sizeof(*hdr) ? session_targets__of(s, hdr->pid) : NULL;
 	if (!t) {

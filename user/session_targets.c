@@ -138,8 +138,8 @@ void session_targets__detach(struct session *s, size_t i)
 	s->gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
 	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
 	s->ntargets--;
-	pr_info("stopped following pid %d: %zu processes profiled now\n", (int)t->interp.pid,
-		s->ntargets);
+	pr_info("stopped following pid %d: %zu process%s profiled now\n", (int)t->interp.pid,
+		s->ntargets, s->ntargets == 1 ? "" : "es");
 	target__free(t);
 }
 

@@ -64,6 +64,7 @@ static void put_off_cpu(FILE *f, const struct run_stats *s)
 		{ "off_cpu_sampled", FIELD_U64, .u = s->bpf[PBP_C_OFF_SAMPLED] },
 		{ "off_cpu_short_skipped", FIELD_U64, .u = s->bpf[PBP_C_OFF_SHORT_SKIPPED] },
 		{ "off_cpu_records", FIELD_U64, .u = s->off_cpu_records },
+		{ "idle_ns", FIELD_U64, .u = s->idle_ns },
 		{ "off_cpu_open_waits", FIELD_U64, .u = s->off_cpu_open_waits },
 		{ "off_cpu_open_waits_lost", FIELD_U64, .u = s->off_cpu_open_waits_lost },
 		{ "on_cpu_rest_lost_ns", FIELD_U64, .u = s->on_cpu_rest_lost_ns },
@@ -109,9 +110,14 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "samples_expected", FIELD_U64, .u = s->samples_expected },
 		{ "samples_counted", FIELD_U64, .u = s->samples_counted },
 		{ "samples_delivered", FIELD_U64, .u = s->samples_delivered },
-		{ "samples_filtered", FIELD_U64, .u = s->samples_filtered },
+		{ "ticks_delivered", FIELD_U64, .u = s->ticks_delivered },
+		/* The profile's stacks: decoded (complete) + incomplete == samples; the
+		 * incomplete_reasons add up to samples_incomplete. */
+		{ "samples", FIELD_U64, .u = s->samples },
 		{ "samples_decoded", FIELD_U64, .u = s->samples_decoded },
 		{ "samples_incomplete", FIELD_U64, .u = s->samples_incomplete },
+		{ "samples_off_cpu", FIELD_U64, .u = s->samples_off_cpu },
+		{ "samples_filtered", FIELD_U64, .u = s->samples_filtered },
 		/* --async: samples made a task's stack, and those in a task that had
 		 * ended by decoding, or whose coroutine was not in the stack */
 		{ "async_task_samples", FIELD_U64, .u = s->async_task_samples },
@@ -220,7 +226,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	fprintf(f, "  \"incomplete_reasons\": {");
 	for (int g = 1; g < GAP_MAX; g++)
 		fprintf(f, "%s\"%s\": %llu", g > 1 ? ", " : "", decode_gap__key(g),
-			(unsigned long long)s->decode.gaps[g]);
+			(unsigned long long)s->samples_gaps[g]);
 	fprintf(f, "},\n");
 	if (s->command_status >= 0 && WIFEXITED(s->command_status))
 		fprintf(f, "  \"command_exit_status\": %d\n", WEXITSTATUS(s->command_status));
@@ -232,13 +238,22 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 	return ferror(f) ? -EIO : 0;
 }
 
-/* "on CPU 1.2 s, off CPU 3.4 s (sleep 2.0 s, lock 1.4 s)" */
+static const char *plural(uint64_t n, const char *many)
+{
+	return n == 1 ? "" : many;
+}
+
+/*
+ * "1.2 s on CPU, 3.4 s off CPU (sleep 2.0 s, lock 1.4 s), from 12 waits". Live
+ * sampling measures no waits: a thread seen off a CPU at a tick stands for the
+ * tick's period, as "idle".
+ */
 static void summary_wall(FILE *f, const struct run_stats *s)
 {
 	int first = 1;
 
 	fprintf(f, "pybpfprof: %.3f s on CPU, %.3f s off CPU", s->on_cpu_ns / 1e9,
-		off_cpu_total(s) / 1e9);
+		(off_cpu_total(s) + s->idle_ns) / 1e9);
 	for (int k = 0; k < OFFCPU_MAX; k++) {
 		if (!s->off_cpu_ns[k])
 			continue;
@@ -246,56 +261,71 @@ static void summary_wall(FILE *f, const struct run_stats *s)
 			s->off_cpu_ns[k] / 1e9);
 		first = 0;
 	}
-	fprintf(f, "%s, from %llu waits\n", first ? "" : ")",
-		(unsigned long long)s->off_cpu_records);
+	if (s->idle_ns)
+		fprintf(f, "%sidle %.3f s", first ? " (" : ", ", s->idle_ns / 1e9);
+	fputs(first && !s->idle_ns ? "" : ")", f);
+	if (strcmp(s->mode, "live"))
+		fprintf(f, ", from %llu wait%s", (unsigned long long)s->off_cpu_records,
+			plural(s->off_cpu_records, "s"));
+	fputc('\n', f);
+}
+
+/*
+ * "120 samples (40 on CPU, 80 off CPU) in 2.0 s from pid 12 (Python 3.13.1): 118
+ * complete, 2 incomplete, 5 more left out by --gil": every number a count of the
+ * profile's stacks, the first their sum.
+ */
+static void summary_samples(FILE *f, const struct run_stats *s, const char *from)
+{
+	fprintf(f, "pybpfprof: %llu sample%s", (unsigned long long)s->samples,
+		plural(s->samples, "s"));
+	if (s->profile_mode && strcmp(s->profile_mode, "cpu"))
+		fprintf(f, " (%llu on CPU, %llu off CPU)",
+			(unsigned long long)(s->samples - s->samples_off_cpu),
+			(unsigned long long)s->samples_off_cpu);
+	fprintf(f, " in %.1f s from %s: %llu complete, %llu incomplete", s->duration_s, from,
+		(unsigned long long)s->samples_decoded, (unsigned long long)s->samples_incomplete);
+	if (s->samples_filtered)
+		fprintf(f, ", %llu more left out by %s", (unsigned long long)s->samples_filtered,
+			s->filtered_by ? s->filtered_by : "the options");
 }
 
 void stats__summary(FILE *f, const struct run_stats *s)
 {
+	uint64_t drops = s->bpf[PBP_C_RINGBUF_DROPS];
+	char from[96];
+
 	if (s->profile_mode && strcmp(s->profile_mode, "cpu"))
 		summary_wall(f, s);
 	/* Off-CPU alone has no ticks to count against what was expected. */
 	if (s->profile_mode && !strcmp(s->profile_mode, "off-cpu"))
 		return;
+	if (s->pid)
+		snprintf(from, sizeof(from), "pid %u (Python %s)", s->pid, s->python_version);
+	else
+		snprintf(from, sizeof(from), "%llu process%s (Python %s)",
+			 (unsigned long long)s->processes, plural(s->processes, "es"),
+			 s->python_version[0] ? s->python_version : "none");
+	summary_samples(f, s, from);
 	if (s->live.ticks) {
-		fprintf(f,
-			"pybpfprof: %llu samples in %.1f s from pid %u (Python %s), read from "
-			"user space: %llu complete, %llu incomplete, %llu of ~%llu ticks taken, "
-			"decode %.0f ns/sample\n",
-			(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
-			s->python_version, (unsigned long long)s->samples_decoded,
-			(unsigned long long)s->samples_incomplete,
-			(unsigned long long)s->live.ticks, (unsigned long long)s->samples_expected,
+		fprintf(f, "; read from user space, %llu of ~%llu tick%s taken; decoding "
+			"%.0f ns a stack\n", (unsigned long long)s->live.ticks,
+			(unsigned long long)s->samples_expected, plural(s->samples_expected, "s"),
 			ratio(s->decode.ns, s->decode.samples));
-		return;
-	}
-	if (!s->pid) {
-		fprintf(f,
-			"pybpfprof: %llu samples in %.1f s from %llu processes (Python %s): "
-			"%llu complete, %llu incomplete, %llu dropped; BPF %.0f ns/run, decode "
-			"%.0f ns/sample\n",
-			(unsigned long long)s->samples_delivered, s->duration_s,
-			(unsigned long long)s->processes, s->python_version[0] ? s->python_version : "none",
-			(unsigned long long)s->samples_decoded,
-			(unsigned long long)s->samples_incomplete,
-			(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
-			ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 		return;
 	}
 	/* On the tick a sample carries its thread's CPU time since its last, so what
 	 * stands against the expected count is the periods they carried, not their
-	 * number. */
-	fprintf(f,
-		"pybpfprof: %llu samples in %.1f s from pid %u (Python %s): %llu complete, "
-		"%llu incomplete, %llu of ~%llu expected %s, %llu dropped; "
-		"BPF %.0f ns/run, decode %.0f ns/sample\n",
-		(unsigned long long)s->samples_delivered, s->duration_s, s->pid,
-		s->python_version, (unsigned long long)s->samples_decoded,
-		(unsigned long long)s->samples_incomplete,
-		(unsigned long long)(s->samples_counted ? s->samples_counted
-				     : s->samples_delivered - s->off_cpu_records),
-		(unsigned long long)s->samples_expected,
-		s->samples_counted ? "counted in CPU time" : "delivered",
-		(unsigned long long)s->bpf[PBP_C_RINGBUF_DROPS],
+	 * number. -a sets none against what was expected. */
+	if (s->samples_counted)
+		fprintf(f, "; %llu of ~%llu expected periods of CPU time counted",
+			(unsigned long long)s->samples_counted,
+			(unsigned long long)s->samples_expected);
+	else if (s->pid)
+		fprintf(f, "; %llu of ~%llu expected ticks delivered",
+			(unsigned long long)s->ticks_delivered,
+			(unsigned long long)s->samples_expected);
+	fprintf(f, "%s%llu dropped (ring buffer full); BPF %.0f ns a run, decoding %.0f ns a "
+		"stack\n", s->pid ? ", " : "; ", (unsigned long long)drops,
 		ratio(s->bpf_run_ns, s->bpf_run_cnt), ratio(s->decode.ns, s->decode.samples));
 }

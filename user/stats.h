@@ -20,13 +20,24 @@ struct run_stats {
 	uint32_t rate_hz;
 	double duration_s;
 	uint64_t samples_expected;	/* target CPU time x rate */
-	uint64_t samples_delivered;	/* records read from the ring buffer */
-	uint64_t samples_filtered;	/* left out by --gil / idle */
+	/* Records read from the ring buffer (ticks and waits; records of processes no
+	 * longer followed and those that failed the decoder's checks too), or stacks
+	 * read by the live sampler. */
+	uint64_t samples_delivered;
+	uint64_t ticks_delivered;	/* ... BPF: of them the on-CPU ticks */
 	/* Cpu mode on the tick: the periods of CPU time its samples carried, which is
 	 * what stands against samples_expected (0 otherwise). */
 	uint64_t samples_counted;
-	uint64_t samples_decoded;	/* complete stacks */
+	/* The stacks the profile holds, by whether they reach the thread's first frame
+	 * (samples_decoded + samples_incomplete == samples), and why not (by gap); of
+	 * them, those off a CPU. Decoded stacks left out are samples_filtered. */
+	uint64_t samples;
+	uint64_t samples_decoded;
 	uint64_t samples_incomplete;
+	uint64_t samples_gaps[GAP_MAX];
+	uint64_t samples_off_cpu;
+	uint64_t samples_filtered;	/* decoded, left out by --gil or --mode */
+	const char *filtered_by;	/* "--gil" or "--mode" */
 	uint64_t bpf[PBP_C_MAX];	/* the program's own counters */
 	uint64_t bpf_run_ns, bpf_run_cnt;
 	uint64_t bpf_bytes_copied;
@@ -51,7 +62,8 @@ struct run_stats {
 	const char *profile_mode;	/* "cpu", "wall", "off-cpu" */
 	uint64_t on_cpu_ns;
 	uint64_t off_cpu_ns[OFFCPU_MAX];
-	uint64_t off_cpu_records;	/* records of waits among samples_delivered */
+	uint64_t off_cpu_records;	/* waits: records, and those open at the end */
+	uint64_t idle_ns;		/* live sampling: stacks of threads off a CPU */
 	uint64_t off_cpu_open_waits;	/* waits open at a profile's end, charged up to it */
 	uint64_t off_cpu_open_waits_lost;	/* ... whose thread's stack could not be read */
 	uint64_t on_cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */

@@ -59,9 +59,10 @@ void status_line__show(struct status_line *sl, const struct session_status *st)
 	if (st->processes > 1)
 		snprintf(procs, sizeof(procs), ", %u processes", st->processes);
 	n = snprintf(line, sizeof(line),
-		     "\rpybpfprof: %.1f s, %llu samples (%llu incomplete, %llu dropped), "
+		     "\rpybpfprof: %.1f s, %llu sample%s (%llu incomplete, %llu dropped), "
 		     "%u thread%s%s; Ctrl-C stops", st->elapsed_s,
-		     (unsigned long long)st->samples, (unsigned long long)st->incomplete,
+		     (unsigned long long)st->samples, st->samples == 1 ? "" : "s",
+		     (unsigned long long)st->incomplete,
 		     (unsigned long long)st->drops, st->threads, st->threads == 1 ? "" : "s",
 		     procs);
 	if (n < 0)

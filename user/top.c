@@ -271,8 +271,8 @@ static void summary(struct top_ctx *c, int exited)
 		snprintf(hot, sizeof(hot), "; most own time: %s%s%s%s, %.1f%%",
 			 strtab__get(p.strs, best->name), where ? " (" : "", where ? where : "",
 			 where ? ")" : "", 100.0 * best->own / aggregate__total(p.agg));
-	pr_warn("%s: %llu samples in %.1f s (%llu incomplete, %llu dropped)%s%s\n", p.target,
-		(unsigned long long)st.samples, st.elapsed_s, (unsigned long long)st.incomplete,
+	pr_warn("%s: %llu sample%s in %.1f s (%llu incomplete, %llu dropped)%s%s\n", p.target,
+		(unsigned long long)st.samples, st.samples == 1 ? "" : "s", st.elapsed_s, (unsigned long long)st.incomplete,
 		(unsigned long long)st.drops, hot, exited ? "; the target exited" : "");
 }
 
