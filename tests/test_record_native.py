@@ -250,15 +250,18 @@ def qsort_accounts(mine):
     return shown, marked, silent
 
 
-def check_qsort(py, run, truth):
+def check_qsort(py, run, truth, fp_long_copy=False):
     """The comparator's samples read sorter, then native frames with libc's qsort among
     them, then compare; every native frame is in an object the maps name. A walk that
-    stops short of qsort says so where it stops: no sample loses frames silently."""
+    stops short of qsort says so where it stops: no sample loses frames silently.
+    fp_long_copy: --native-unwind fp with a copy long enough for CFI to go on from the
+    frames without frame pointers, on every version."""
     prof = run.check_ok()
     want = truth_frames(truth["stacks"]["compare"])
     mine = samples_in(prof, "compare")
-    fp = walked_fp(run)
-    assert fp == (py.version in FP_VERSIONS), run.stats()
+    walked = walked_fp(run)
+    assert walked == (fp_long_copy or py.version in FP_VERSIONS), run.stats()
+    fp = walked and not fp_long_copy  # the walk stops at libffi
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
@@ -313,6 +316,18 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
                                 "native_calls", ("--mode", "qsort"), rate=RATE,
                                 duration=DURATION, extra=["--native"])
     check_qsort(py, prof_run.run, prof_run.truth)
+
+
+def test_frame_pointer_walk_goes_on_through_qsort_over_a_long_copy(py, module_tmp,
+                                                                    profiler_bin):
+    """--native-unwind fp with --native-stack 16K: where the records stop (libffi's
+    closure, no frame pointer) CFI goes on over the copy, through libc's qsort, back to
+    the records at ctypes' call: the comparator's samples read as with the copy."""
+    prof_run = profile_workload(module_tmp / f"{py.id}-qsort-fp-long", profiler_bin, py,
+                                "native_calls", ("--mode", "qsort"), rate=RATE,
+                                duration=DURATION, extra=["--native", "--native-unwind", "fp",
+                                                          "--native-stack", "16K"])
+    check_qsort(py, prof_run.run, prof_run.truth, fp_long_copy=True)
 
 
 def test_a_command_is_unwound_through_what_it_loads_from_its_first_samples(
@@ -394,7 +409,8 @@ def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs, modu
 
 def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, profiler_bin):
     """--native-all: the same Python frames, now with the interpreter's own C frames
-    between c_caller and pbpext_call, and the process's start-up (_start) at the root."""
+    between c_caller and pbpext_call, and the process's start-up (_start) at the root;
+    where a frame-pointer walk stopped above it, the mark of the cut instead."""
     ext_runs.get()   # the extension is built
     run = profile_workload(module_tmp / f"{py.id}-all", profiler_bin, py, "native_calls",
                            ("--mode", "ext"), rate=RATE, duration=3, extra=["--native-all"])
@@ -404,16 +420,21 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
     fp = walked_fp(run.run)
     assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
 
-    def root(f):
+    def root(frames):
         """_start; a frame-pointer walk ends at libc's frame below main (no frame
-        pointers there), which is then the root."""
-        n = native_of(f)
-        return n is not None and (n[1] == "libc.so.6" if fp else n[0] == "_start")
+        pointers there) unless the copy holds that frame's stack, and that frame is
+        then the root's child, under the mark of the cut."""
+        n = native_of(frames[0])
+        if n is not None and n[0] == "_start":
+            return True
+        n = native_of(frames[1])
+        return fp and cut_mark(frames[0]) is not None and n is not None and \
+            n[1] == "libc.so.6"
 
     def right(s):
         at = python_at(s, "c_caller")
         call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
-        return (root(s.frames[0])
+        return (root(s.frames)
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
                 and call[0] > at + 1 and
                 all(native_of(f) and interpreter_frame(native_of(f))
