@@ -314,7 +314,8 @@ static int cut_marker(struct target *t, const struct native_merge_in *in, uint32
 	else if (w->n && (w->end == NATIVE_END_NO_FP || w->end == NATIVE_END_NO_CFI ||
 			  w->end == NATIVE_END_BAD_FRAME))
 		snprintf(text, sizeof(text), "[native walk cut: %s in %.256s]",
-			 native_end__name(w->end), strtab__get(s->strs, s->native->names[w->n - 1].file));
+			 native_end__name(w->end),
+			 strtab__get(s->strs, s->native->names[w->n - 1].file));
 	else
 		snprintf(text, sizeof(text), "[native walk cut: %s]", native_end__name(w->end));
 	return intern(s, text, name);
