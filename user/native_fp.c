@@ -281,6 +281,7 @@ static int resume(struct fp_walk *w, struct native_unwind *u, const struct nativ
 	if (native_unwind__walk_until(u, &from, max - out->n + 1, stop_at_record, w, cont) ||
 	    cont->n < 2)
 		return 0;	/* nothing gained: the end stays NO_FP */
+	out->fp_resumed++;
 	/* Its first frame is the last frame again. */
 	for (uint32_t i = 1; i < cont->n && out->n < max; i++)
 		out->frames[out->n++] = cont->frames[i];

@@ -40,7 +40,7 @@ struct session_native {
 	size_t pair_cap;
 	uint64_t walks, frames, failed, ns;
 	uint64_t marked; /* stacks given a "[native walk cut: ...]" */
-	uint64_t fp_walks, fp_dwarf_top;
+	uint64_t fp_walks, fp_dwarf_top, fp_resumed;
 	uint64_t ends[NATIVE_END_MAX];
 	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
 };
@@ -345,6 +345,7 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	if (st->native_fp) {
 		n->fp_walks++;
 		n->fp_dwarf_top += !!n->walk.fp_dwarf_top;
+		n->fp_resumed += !!n->walk.fp_resumed;
 	}
 	n->ends[n->walk.end]++;
 	n->frames += n->walk.n;
@@ -432,6 +433,7 @@ void session_native__stats(const struct session *s, struct run_stats *st)
 	st->native_ns += n->ns;
 	st->native_fp_walks += n->fp_walks;
 	st->native_fp_dwarf_top += n->fp_dwarf_top;
+	st->native_fp_resumed += n->fp_resumed;
 	st->native_cut_marked += n->marked;
 	for (size_t i = 0; i < sizeof(n->ends) / sizeof(n->ends[0]); i++)
 		st->native_ends[i] += n->ends[i];
