@@ -217,9 +217,8 @@ class Env:
         rc = target.poll() if target is not None else None
         if rc is not None:
             return f"target PID {pid} had exited (status {rc}) before the profiler attached"
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        stat = read(f"/proc/{pid}/stat")
+        if not stat or stat.rsplit(")", 1)[-1].split()[0] == "Z":
             return f"target PID {pid} had exited before the profiler attached"
         if not os.path.exists(self.host("/proc/self")):
             return f"target PID {pid} runs, but no /proc is mounted in {self.root}"
