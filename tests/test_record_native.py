@@ -25,7 +25,9 @@ Every run takes the default --native-unwind auto: BPF walks frame pointers on 3.
 (built with them, as is pbpext with its sysconfig flags) and copies the stack on the
 others, which the counters prove. Where a walk must stop (libc's qsort, libffi: no frame
 pointers) the tests say what it gives instead: the Python frames in their order, the
-outer ones without their C callers, never a frame out of place.
+outer ones without their C callers after a "[native walk cut: WHY]" frame where the
+walk stopped, never a frame out of place; no comparator sample lacks qsort without
+that mark.
 """
 
 import gzip
@@ -221,14 +223,45 @@ def test_c_burn_is_named_under_its_python_caller(py, ext_runs):
         f"{show([s for s in mine if not right(s)], 8)}")
 
 
-def check_qsort(py, run, truth):
+CUT_MARK = re.compile(r"^\[native walk cut: (?P<why>.+)\]$")
+UNMATCHED_MARK = "[native unmatched]"
+LIBC_OBJECTS = ("libc.so.6", "msort.c", "qsort.c")
+
+
+def cut_mark(frame):
+    """The reason of a "[native walk cut: WHY]" frame, None for any other frame."""
+    m = CUT_MARK.match(frame.name) if frame.file is None else None
+    return m and m.group("why")
+
+
+def qsort_accounts(mine):
+    """The comparator's samples by what they say of the C frames between sorter and
+    compare: libc's qsort shown, the walk's cut (or a failed match) marked, or frames
+    lost without a word. Sample lists."""
+    shown, marked, silent = [], [], []
+    for s in mine:
+        at = python_at(s, "compare")
+        if any(cut_mark(f) or f.name == UNMATCHED_MARK for f in s.frames):
+            marked.append(s)
+        elif any(o in LIBC_OBJECTS for _, o in filter(None, map(native_of, s.frames[:at]))):
+            shown.append(s)
+        else:
+            silent.append(s)
+    return shown, marked, silent
+
+
+def check_qsort(py, run, truth, fp_long_copy=False):
     """The comparator's samples read sorter, then native frames with libc's qsort among
-    them, then compare; every native frame is in an object the maps name."""
+    them, then compare; every native frame is in an object the maps name. A walk that
+    stops short of qsort says so where it stops: no sample loses frames silently.
+    fp_long_copy: --native-unwind fp with a copy long enough for CFI to go on from the
+    frames without frame pointers, on every version."""
     prof = run.check_ok()
     want = truth_frames(truth["stacks"]["compare"])
     mine = samples_in(prof, "compare")
-    fp = walked_fp(run)
-    assert fp == (py.version in FP_VERSIONS), run.stats()
+    walked = walked_fp(run)
+    assert walked == (fp_long_copy or py.version in FP_VERSIONS), run.stats()
+    fp = walked and not fp_long_copy  # the walk stops at libffi
     assert total(mine) >= 100, f"too few samples in compare\n{show(prof)}"
 
     def right(s):
@@ -237,28 +270,48 @@ def check_qsort(py, run, truth):
         if not same_except_leaf_line(python_before + (s.frames[at],), want):
             return False
         first_native = len(python_before)
-        between = s.frames[first_native:at]
-        objs = [native_of(f) for f in between]
-        if not (python_part(s.frames[:first_native]) == python_before and all(objs)):
+        if python_part(s.frames[:first_native]) != python_before:
             return False
-        if any(o == "[unknown]" for _, o in objs):
+        between = s.frames[first_native:at]
+        if fp:
+            # The walk ends at the first frame without a frame pointer (libffi's
+            # closure, libc's qsort, libffi's ffi_call_int) and says so there: sorter
+            # and <module>, the mark, then the callback's C frames from the last
+            # one walked.
+            if not between or not cut_mark(between[0]):
+                return False
+            between = between[1:]
+        objs = [native_of(f) for f in between]
+        if not all(objs) or any(o == "[unknown]" for _, o in objs):
             return False
         if fp:
-            # The walk ends at the first frame without a frame pointer, libffi's
-            # closure or libc's qsort: sorter and <module> stand before the callback's
-            # C frames, in their order, without qsort between.
             return bool(objs) and not any(o.startswith("python3") for _, o in objs[:1])
         # libc's qsort by its object, or with libc6-dbg's line info by its source.
-        return any(o in ("libc.so.6", "msort.c", "qsort.c") for _, o in objs)
+        return any(o in LIBC_OBJECTS for _, o in objs)
     good = [s for s in mine if right(s)]
     print(f"{py.id}: compare, e.g. " + ";".join(f.name for f in (good or mine)[0].frames))
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} comparator samples read sorter;<native with libc>;"
         f"compare\n{show([s for s in mine if not right(s)], 8)}")
+    shown, marked, silent = qsort_accounts(mine)
+    whys = {}
+    for s in marked:
+        for f in s.frames:
+            why = cut_mark(f) or (f.name if f.name == UNMATCHED_MARK else None)
+            if why:
+                whys[why] = whys.get(why, 0) + s.count
+    print(f"{py.id}: comparator samples: {total(shown)} show qsort, {total(marked)} mark "
+          f"the cut {whys}, {total(silent)} lose frames silently")
+    assert not silent, (f"{total(silent)}/{total(mine)} comparator samples lack libc's qsort "
+                        f"and carry no mark of a cut\n{show(silent, 8)}")
+    st = run.stats()
+    assert st["native_cut_marked"] >= st["native_cut"], st
     if fp:
-        st = run.stats()
         assert st["native_cut"] >= 0.9 * st["native_walks"] and st["native_unmatched"] <= \
             0.01 * st["native_walks"], st
+    if fp_long_copy and py.version in FP_VERSIONS:
+        # Nearly every walk went on past libffi and libc.
+        assert st["native_fp_resumed"] >= 0.9 * st["native_walks"], st
 
 
 def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, profiler_bin):
@@ -266,6 +319,18 @@ def test_qsort_sits_between_sorter_and_the_python_comparator(py, module_tmp, pro
                                 "native_calls", ("--mode", "qsort"), rate=RATE,
                                 duration=DURATION, extra=["--native"])
     check_qsort(py, prof_run.run, prof_run.truth)
+
+
+def test_frame_pointer_walk_goes_on_through_qsort_over_a_long_copy(py, module_tmp,
+                                                                    profiler_bin):
+    """--native-unwind fp with --native-stack 16K: where the records stop (libffi's
+    closure, no frame pointer) CFI goes on over the copy, through libc's qsort, back to
+    the records at ctypes' call: the comparator's samples read as with the copy."""
+    prof_run = profile_workload(module_tmp / f"{py.id}-qsort-fp-long", profiler_bin, py,
+                                "native_calls", ("--mode", "qsort"), rate=RATE,
+                                duration=DURATION, extra=["--native", "--native-unwind", "fp",
+                                                          "--native-stack", "16K"])
+    check_qsort(py, prof_run.run, prof_run.truth, fp_long_copy=True)
 
 
 def test_a_command_is_unwound_through_what_it_loads_from_its_first_samples(
@@ -347,7 +412,8 @@ def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs, modu
 
 def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, profiler_bin):
     """--native-all: the same Python frames, now with the interpreter's own C frames
-    between c_caller and pbpext_call, and the process's start-up (_start) at the root."""
+    between c_caller and pbpext_call, and the process's start-up (_start) at the root;
+    where a frame-pointer walk stopped above it, the mark of the cut instead."""
     ext_runs.get()   # the extension is built
     run = profile_workload(module_tmp / f"{py.id}-all", profiler_bin, py, "native_calls",
                            ("--mode", "ext"), rate=RATE, duration=3, extra=["--native-all"])
@@ -357,16 +423,21 @@ def test_native_all_keeps_the_interpreters_frames(py, ext_runs, module_tmp, prof
     fp = walked_fp(run.run)
     assert total(mine) >= 50, f"too few samples in callback\n{show(prof)}"
 
-    def root(f):
+    def root(frames):
         """_start; a frame-pointer walk ends at libc's frame below main (no frame
-        pointers there), which is then the root."""
-        n = native_of(f)
-        return n is not None and (n[1] == "libc.so.6" if fp else n[0] == "_start")
+        pointers there) unless the copy holds that frame's stack, and that frame is
+        then the root's child, under the mark of the cut."""
+        n = native_of(frames[0])
+        if n is not None and n[0] == "_start":
+            return True
+        n = native_of(frames[1])
+        return fp and cut_mark(frames[0]) is not None and n is not None and \
+            n[1] == "libc.so.6"
 
     def right(s):
         at = python_at(s, "c_caller")
         call = [i for i, f in enumerate(s.frames) if (native_of(f) or ("",))[0] == "pbpext_call"]
-        return (root(s.frames[0])
+        return (root(s.frames)
                 and same_except_leaf_line(python_part(s.frames), want) and len(call) == 1
                 and call[0] > at + 1 and
                 all(native_of(f) and interpreter_frame(native_of(f))

@@ -88,9 +88,11 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         each frame is\n" \
 	"                         checked against its code's CFI, and a walk ends at\n" \
 	"                         the first function that keeps no frame pointer (libc,\n" \
-	"                         most wheels: qsort, a ctypes callback's libffi), the\n" \
+	"                         most wheels: qsort, a ctypes callback's libffi) unless\n" \
+	"                         the copy holds its stack (then CFI goes on), the\n" \
 	"                         Python frames outside it following without their C\n" \
-	"                         callers; never a wrong order;\n" \
+	"                         callers, after a frame \"[native walk cut: WHY]\";\n" \
+	"                         never a wrong order;\n" \
 	"                         auto: fp for an interpreter built with frame\n" \
 	"                         pointers (CPython 3.15, PEP 831, as Debian builds\n" \
 	"                         it: seen in its code), dwarf otherwise. With --native\n"

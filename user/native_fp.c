@@ -18,24 +18,30 @@
  *    Then RBP is that frame's base, the record at it is exactly what DWARF would
  *    unwind, and the caller's stack pointer is the CFA, RBP + 16 (native_frame.sp, as
  *    native_unwind gives it, which the merge with the Python runs needs).
- * 2. The first frame whose PC has CFI that says otherwise ends the walk, itself kept:
- *    its PC came from a trusted record, but its caller cannot be known without its
- *    stack bytes (NATIVE_END_NO_FP). A PC in no object, or one without CFI there, ends
- *    it too (NATIVE_END_NO_CFI). The walk is then cut, never guessed: the merge places
- *    the Python runs it did not reach after the native frames (NATIVE_MERGE_CUT), in
- *    their own order.
+ * 2. The first frame whose PC has CFI that says otherwise ends the records' part,
+ *    itself kept: its PC came from a trusted record, but its caller cannot be known
+ *    without its stack bytes (NATIVE_END_NO_FP, unless rule 4 goes on). A PC in no
+ *    object, or one without CFI there, ends the walk too (NATIVE_END_NO_CFI). The walk
+ *    is then cut, never guessed: the merge places the Python runs it did not reach
+ *    after the native frames (NATIVE_MERGE_CUT), in their own order, and the session
+ *    marks the place.
  * 3. The top frames: when the code at RIP keeps no frame pointer (a leaf in libc, a
  *    prologue or epilogue, the vDSO), libdwfl unwinds them with DWARF over the small
  *    stack copy that came with the records, until a frame of code that keeps a frame
  *    pointer whose RBP, as CFI restored it, is the address of one of the records: the
  *    records from there on are that frame's chain. A copy exhausted before that ends
  *    the walk as a copy walk would (NATIVE_END_STACK_COPY).
+ * 4. Where the copy holds the stack of the frame rule 2 stopped at (a copy longer than
+ *    the default, or a shallow stack), DWARF goes on from that frame as in rule 3, back
+ *    to the records (resume()).
  *
  * So on 3.15 a walk normally runs from the sampled PC down to the frame below main()
  * or the thread's start function (__libc_start_call_main, start_thread: libc, no frame
  * pointers), which is as far as the merge needs: every eval-loop activation lies
  * above it. Through ctypes into libc's qsort and back, it stops at the first libffi or
- * libc frame, and the Python frames that called qsort follow as a cut.
+ * libc frame, and the Python frames that called qsort follow as a cut: the 1 KiB copy
+ * ends below libffi's frame (about 1.2 KiB above RSP), and the frames up to the next
+ * frame pointer hold qsort_r's 1 KiB buffer; --native-stack 16K gets through.
  *
  * Cost: the CFI lookup behind rule 1 runs libdw's CFI interpreter (most of a copy
  * walk's time); its answer is cached per PC, direct-mapped, checked against the
@@ -44,6 +50,7 @@
 #include <dwarf.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "native_fp.h"
 
@@ -62,6 +69,7 @@ struct fp_slot {
 struct native_fp {
 	struct fp_slot slots[NATIVE_FP_CACHE_SLOTS];
 	struct native_fp_stats st;
+	struct native_stack cont; /* a continuation's DWARF walk (rule 4) */
 };
 
 _Static_assert((NATIVE_FP_CACHE_SLOTS & (NATIVE_FP_CACHE_SLOTS - 1)) == 0, "a power of two");
@@ -145,6 +153,7 @@ struct fp_walk {
 	const struct native_fp_chain *c;
 	uint32_t k; /* the record of the last frame, once found */
 	int found;
+	uint32_t last_rec; /* follow(): the record the last frame came from */
 };
 
 /* The record at @rbp, or -1. Records rise, so a bisection would do; there are few. */
@@ -209,6 +218,7 @@ static void follow(struct fp_walk *w, unsigned int max, struct native_stack *out
 			.sp = c->rec[i].fp + 16,
 		};
 		out->n++;
+		w->last_rec = i;
 		kind = kind_at(w->f, w->dwfl, w->gen, f->lookup);
 		if (kind == FP_NO_CFI) {
 			out->end = NATIVE_END_NO_CFI;
@@ -219,6 +229,67 @@ static void follow(struct fp_walk *w, unsigned int max, struct native_stack *out
 			return;
 		}
 	}
+}
+
+/* *@v = the 8 bytes at @addr in @s's stack copy; 0 if the copy does not hold them. */
+static int copy_u64(const struct native_snapshot *s, uint64_t addr, uint64_t *v)
+{
+	uint64_t rsp = s->regs[NATIVE_REG_RSP];
+
+	if (addr < rsp || addr - rsp > s->stack_len || s->stack_len - (addr - rsp) < 8)
+		return 0;
+	memcpy(v, s->stack + (addr - rsp), 8);
+	return 1;
+}
+
+/*
+ * Rule 4: the last frame keeps no frame pointer, but the copy holds its stack (a copy
+ * longer than the default, --native-stack): DWARF goes on from it over the copy, as
+ * for the top frames, until a frame that keeps a frame pointer and whose RBP has a
+ * record (1: follow the records from there), or to the copy's end (0, out->end says
+ * how). Its registers are those a DWARF walk would have there: PC and CFA from the
+ * record it came from, RBP the value its callee saved at that record; the other
+ * callee-saved ones unknown, which CFI that needs them ends the walk on. The PC is
+ * given as the call's address (the return address - 1), since libdwfl takes a first
+ * frame's PC as the place it stopped, and the CFI row at a return address may be the
+ * next function's (a call to a noreturn function).
+ */
+static int resume(struct fp_walk *w, struct native_unwind *u, const struct native_snapshot *s,
+		  unsigned int max, struct native_stack *out)
+{
+	const struct native_frame *last = &out->frames[out->n - 1];
+	struct native_stack *cont = &w->f->cont;
+	uint64_t rsp = s->regs[NATIVE_REG_RSP], off, rbp;
+	struct native_snapshot from;
+
+	if (last->sp < rsp || (off = last->sp - rsp) >= s->stack_len || out->n >= max)
+		return 0;
+	from = (struct native_snapshot){
+		.tid = s->tid,
+		.regs_mask = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP,
+		.stack = s->stack + off,
+		.stack_len = s->stack_len - off,
+	};
+	from.regs[NATIVE_REG_RIP] = last->lookup;
+	from.regs[NATIVE_REG_RSP] = last->sp;
+	if (copy_u64(s, w->c->rec[w->last_rec].fp, &rbp)) {
+		from.regs[NATIVE_REG_RBP] = rbp;
+		from.regs_mask |= 1u << NATIVE_REG_RBP;
+	}
+	w->found = 0;
+	w->f->st.resumed++;
+	if (native_unwind__walk_until(u, &from, max - out->n + 1, stop_at_record, w, cont) ||
+	    cont->n < 2)
+		return 0;	/* nothing gained: the end stays NO_FP */
+	out->fp_resumed++;
+	/* Its first frame is the last frame again. */
+	for (uint32_t i = 1; i < cont->n && out->n < max; i++)
+		out->frames[out->n++] = cont->frames[i];
+	if (w->found)
+		return 1;
+	out->end = cont->end == NATIVE_END_BOUND && out->n < max ? NATIVE_END_BAD_FRAME
+								  : cont->end;
+	return 0;
 }
 
 int native_fp__walk(struct native_fp *f, struct native_unwind *u, const struct native_snapshot *s,
@@ -253,6 +324,8 @@ int native_fp__walk(struct native_fp *f, struct native_unwind *u, const struct n
 		out->n = 1;
 		w.k = 0;
 		follow(&w, max_frames, out);
+		while (out->end == NATIVE_END_NO_FP && resume(&w, u, s, max_frames, out))
+			follow(&w, max_frames, out);
 		return 0;
 	}
 	/* Rule 3: DWARF for the top frames, over the copy. */
@@ -262,5 +335,7 @@ int native_fp__walk(struct native_fp *f, struct native_unwind *u, const struct n
 	if (err || !w.found)
 		return err;
 	follow(&w, max_frames, out);
+	while (out->end == NATIVE_END_NO_FP && resume(&w, u, s, max_frames, out))
+		follow(&w, max_frames, out);
 	return 0;
 }

@@ -26,6 +26,7 @@ struct native_fp;
 struct native_fp_stats {
 	uint64_t walks;
 	uint64_t dwarf_top;	  /* walks that unwound their top frames with DWARF first */
+	uint64_t resumed;	  /* DWARF walks from a frame without frame pointer (rule 4) */
 	uint64_t lookups, misses; /* of the per-PC cache */
 };
 

@@ -204,6 +204,16 @@ static int count_items(const struct native_merge_in *in, uint64_t *natives, uint
 	return 0;
 }
 
+uint32_t native_merge__placed(const struct native_merge_in *in)
+{
+	uint32_t matched;
+
+	if ((in->nframes && !in->frames) || (in->nruns && !in->runs))
+		return 0;
+	classify(in, &matched);
+	return matched;
+}
+
 int native_merge__interleave(const struct native_merge_in *in, struct native_merge_item *out,
 			     uint32_t cap, uint32_t *nout, enum native_merge_result *result)
 {

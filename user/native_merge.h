@@ -72,6 +72,11 @@ struct native_merge_in {
 int native_merge__interleave(const struct native_merge_in *in, struct native_merge_item *out,
 			     uint32_t cap, uint32_t *nout, enum native_merge_result *result);
 
+/* How many of @in's runs, innermost first, native_merge__interleave() places in the
+ * walk; with NATIVE_MERGE_CUT the others' Python frames end its output, so the caller
+ * knows where the walk's frames stop. */
+uint32_t native_merge__placed(const struct native_merge_in *in);
+
 const char *native_merge__result_name(enum native_merge_result r);
 
 #endif

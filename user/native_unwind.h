@@ -86,9 +86,11 @@ struct native_stack {
 	 * that code keeps frame pointers. 0 if none. */
 	unsigned int guessed_from;
 	/* A frame-pointer walk's (native_fp.h): the first frame taken from a frame
-	 * record (0: none), and whether the top frames needed DWARF first. */
+	 * record (0: none), whether the top frames needed DWARF first, and how often
+	 * DWARF went on from a frame without frame pointer (its rule 4). */
 	unsigned int fp_first;
 	int fp_dwarf_top;
+	unsigned int fp_resumed;
 };
 
 /* An empty walk, ended nowhere yet; the frames' memory is left as it is. */
@@ -100,6 +102,7 @@ static inline void native_unwind__clear_stack(struct native_stack *s)
 	s->guessed_from = 0;
 	s->fp_first = 0;
 	s->fp_dwarf_top = 0;
+	s->fp_resumed = 0;
 }
 
 /* The unwinder of one process: its modules (rebuilt when its maps change) and their

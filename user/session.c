@@ -381,9 +381,9 @@ static int setup(struct session *s)
 	s->agg = aggregate__new();
 	s->threads = thread_table__new();
 	s->stack = malloc(sizeof(*s->stack));
-	/* Process, thread and marker frames, the task chain's, and the stack's with its
-	 * native frames. */
-	s->frames = calloc(DECODE_MAX_DEPTH + 4 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX) +
+	/* Process, thread, wait and two marker frames (a gap, a native walk's cut), the
+	 * task chain's, and the stack's with its native frames. */
+	s->frames = calloc(DECODE_MAX_DEPTH + 5 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX) +
 				   NATIVE_MAX_FRAMES, sizeof(*s->frames));
 	if (s->opts.async_tasks)
 		s->task_chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->task_chain));

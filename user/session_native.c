@@ -5,8 +5,9 @@
  * cache, and interleaved with its Python frames by where each eval-loop activation
  * sits on the C stack (native_merge.h). What a stack cannot tell is marked, not
  * guessed: a walk that stopped short keeps the outer Python frames without their C
- * callers, and one whose activations disagree with the Python runs keeps the Python
- * frames under "[native unmatched]".
+ * callers, with "[native walk cut: WHY]" where its frames stop, and one whose
+ * activations disagree with the Python runs keeps the Python frames under "[native
+ * unmatched]".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +39,8 @@ struct session_native {
 	char *pair;		/* "FUNCTION\0SOURCE" being named (name_with_source) */
 	size_t pair_cap;
 	uint64_t walks, frames, failed, ns;
-	uint64_t fp_walks, fp_dwarf_top;
+	uint64_t marked; /* stacks given a "[native walk cut: ...]" */
+	uint64_t fp_walks, fp_dwarf_top, fp_resumed;
 	uint64_t ends[NATIVE_END_MAX];
 	uint64_t results[NATIVE_MERGE_UNMATCHED + 1];
 };
@@ -278,8 +280,49 @@ static uint32_t runs_kept(const struct stack *st, uint32_t keep)
 	return k;
 }
 
+/*
+ * "[native walk cut: WHY]" for a walk that stopped before the frames @in's view shows
+ * below it, and in *@at the item it goes above (the items from @at on are the Python
+ * frames the walk did not reach); *@at = UINT32_MAX where nothing the view shows is
+ * missing. The default view drops what lies below the outermost activation, so a walk
+ * that reached it lacks nothing there (3.15's frame-pointer walks end in libc under
+ * main()); a cut's Python frames, --native-all and a stack without Python frames show
+ * what lies below the walk's last frame.
+ */
+static int cut_marker(struct target *t, const struct native_merge_in *in, uint32_t nitems,
+		      enum native_merge_result result, uint32_t *at, uint32_t *name)
+{
+	struct session *s = t->session;
+	const struct native_stack *w = &s->native->walk;
+	uint32_t placed, tail = 0;
+	char text[320];
+	int python = 0;
+
+	*at = UINT32_MAX;
+	for (uint32_t k = 0; k < in->nruns; k++)
+		python |= in->runs[k].n > 0;
+	if (result != NATIVE_MERGE_CUT && (in->complete || (!in->all && python)))
+		return 0;
+	if (result == NATIVE_MERGE_CUT) {
+		placed = native_merge__placed(in);
+		for (uint32_t k = placed; k < in->nruns; k++)
+			tail += in->runs[k].n;
+	}
+	*at = nitems - tail;
+	if (w->end == NATIVE_END_OUTERMOST) /* whole, but a run's activation unknown */
+		snprintf(text, sizeof(text), "[native walk cut: C callers not placed]");
+	else if (w->n && (w->end == NATIVE_END_NO_FP || w->end == NATIVE_END_NO_CFI ||
+			  w->end == NATIVE_END_BAD_FRAME))
+		snprintf(text, sizeof(text), "[native walk cut: %s in %.256s]",
+			 native_end__name(w->end),
+			 strtab__get(s->strs, s->native->names[w->n - 1].file));
+	else
+		snprintf(text, sizeof(text), "[native walk cut: %s]", native_end__name(w->end));
+	return intern(s, text, name);
+}
+
 static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_t *nitems,
-		enum native_merge_result *result)
+		enum native_merge_result *result, uint32_t *cut_at, uint32_t *cut_name)
 {
 	struct session_native *n = t->session->native;
 	struct native_snapshot snap;
@@ -302,6 +345,7 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	if (st->native_fp) {
 		n->fp_walks++;
 		n->fp_dwarf_top += !!n->walk.fp_dwarf_top;
+		n->fp_resumed += !!n->walk.fp_resumed;
 	}
 	n->ends[n->walk.end]++;
 	n->frames += n->walk.n;
@@ -324,7 +368,12 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	if (err)
 		return err;
 	n->results[*result]++;
-	return 0;
+	if (*result == NATIVE_MERGE_UNMATCHED)
+		return 0;
+	err = cut_marker(t, &in, *nitems, *result, cut_at, cut_name);
+	if (!err)
+		n->marked += *cut_at != UINT32_MAX;
+	return err;
 }
 
 int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
@@ -333,14 +382,14 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 	struct session *s = t->session;
 	struct session_native *nat = s->native;
 	enum native_merge_result result;
-	uint32_t nitems, depth = *n;
+	uint32_t nitems, depth = *n, cut_at = UINT32_MAX, cut_name = 0;
 	uint64_t t0;
 	int err;
 
 	if (!nat || !t->native || !st->native)
 		return -ENOENT;
 	t0 = clock__thread_ns();
-	err = walk(t, st, keep, &nitems, &result);
+	err = walk(t, st, keep, &nitems, &result, &cut_at, &cut_name);
 	nat->ns += clock__thread_ns() - t0;
 	if (err == -ENOMEM)
 		return err;
@@ -357,12 +406,17 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 	for (uint32_t i = nitems; i-- > 0;) {
 		const struct native_merge_item *it = &nat->items[i];
 
+		if (i + 1 == cut_at)
+			s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER,
+								 .name = cut_name };
 		if (it->kind == NATIVE_MERGE_NATIVE)
 			s->frames[depth++] = nat->names[it->index];
 		else if (it->index < keep)
 			s->frames[depth++] = session_sink__python_frame(&s->opts,
 									 &st->frames[it->index]);
 	}
+	if (!cut_at)
+		s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER, .name = cut_name };
 	*n = depth;
 	return 0;
 }
@@ -379,6 +433,8 @@ void session_native__stats(const struct session *s, struct run_stats *st)
 	st->native_ns += n->ns;
 	st->native_fp_walks += n->fp_walks;
 	st->native_fp_dwarf_top += n->fp_dwarf_top;
+	st->native_fp_resumed += n->fp_resumed;
+	st->native_cut_marked += n->marked;
 	for (size_t i = 0; i < sizeof(n->ends) / sizeof(n->ends[0]); i++)
 		st->native_ends[i] += n->ends[i];
 	for (size_t i = 0; i < sizeof(n->results) / sizeof(n->results[0]); i++)

@@ -176,9 +176,14 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		 * top frames first (a leaf without frame pointer, a prologue) */
 		{ "native_fp_walks", FIELD_U64, .u = s->native_fp_walks },
 		{ "native_fp_dwarf_top", FIELD_U64, .u = s->native_fp_dwarf_top },
+		/* ... and those that went on with DWARF over the copy from a frame that keeps
+		 * no frame pointer, where the copy held its stack */
+		{ "native_fp_resumed", FIELD_U64, .u = s->native_fp_resumed },
 		{ "native_matched", FIELD_U64, .u = s->native_merges[0] },
 		{ "native_cut", FIELD_U64, .u = s->native_merges[1] },
 		{ "native_unmatched", FIELD_U64, .u = s->native_merges[2] },
+		/* stacks that show where a walk stopped short of frames they would hold */
+		{ "native_cut_marked", FIELD_U64, .u = s->native_cut_marked },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

@@ -76,7 +76,9 @@ struct run_stats {
 	uint64_t native_walks, native_frames, native_failed, native_ns;
 	uint64_t native_ends[6];	/* by enum native_end */
 	uint64_t native_fp_walks, native_fp_dwarf_top;	/* --native-unwind fp */
+	uint64_t native_fp_resumed;	/* ... that went on with DWARF past the records */
 	uint64_t native_merges[3];
+	uint64_t native_cut_marked;	/* stacks given "[native walk cut: ...]" */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

@@ -84,10 +84,19 @@ static enum native_merge_result merge(const struct scase *s, int all, char *text
 		.runs = s->runs, .nruns = s->nruns, .all = all,
 	};
 	enum native_merge_result r;
-	uint32_t n;
+	uint32_t n, placed, tail = 0;
 	size_t at = 0;
 
 	CHECK(native_merge__interleave(&in, out, sizeof(out) / sizeof(out[0]), &n, &r) == 0);
+	/* The runs not placed are the output's last items, Python frames only: where a
+	 * caller marks the walk's cut. */
+	placed = native_merge__placed(&in);
+	CHECK(placed <= s->nruns && (r != NATIVE_MERGE_MATCHED || placed == s->nruns));
+	for (uint32_t k = placed; r == NATIVE_MERGE_CUT && k < s->nruns; k++)
+		tail += s->runs[k].n;
+	CHECK(tail <= n);
+	for (uint32_t i = n - tail; i < n; i++)
+		CHECK(out[i].kind == NATIVE_MERGE_PYTHON && out[i].index >= s->runs[placed].first);
 	text[0] = 0;
 	for (uint32_t i = 0; i < n && at < size; i++)
 		at += (size_t)snprintf(text + at, size - at, "%s%c%u", i ? " " : "",

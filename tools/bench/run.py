@@ -28,6 +28,7 @@ profilers to the other (part 10: one target per CPU, profilers unpinned).
 Writes OUT/report.md, OUT/chart.svg and OUT/results.json (OUT: build/bench, or --out).
 --smoke (or PBP_BENCH_SMOKE=1): one short repetition of every part, for the tests."""
 import argparse
+import fcntl
 import json
 import os
 import platform
@@ -50,11 +51,8 @@ sys.modules.setdefault("run", sys.modules[__name__])
 import machine_cost  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
-# The peer prints nothing when attached. Its own start-up (imports in the chroot) is
-# over once its reader module is mapped, which a loaded machine can delay by seconds;
-# from there it checks the PID and attaches: give it this long.
-PEER_READER = "_remote_debugging"
-PEER_ATTACH_S = 0.6
+# The peer runs through peer_attach.py, which says on stderr when it has attached.
+PEER_ATTACHED = "pbp-bench: peer attached"
 EXIT_TIMEOUT_S = 90.0     # a profiler still running this long after its target: killed
 READY_TIMEOUT_S = 30.0
 
@@ -174,14 +172,20 @@ class Env:
         self.target_cpu = ["taskset", "-c", str(ncpu - 1)] if ncpu >= 2 else []
         self.prof_cpu = ["taskset", "-c", "0"] if ncpu >= 2 else []
         self.mounted = False
+        self.proc_lock = None
         self.seq = 0
 
     def host(self, chroot_path):
         return self.root + chroot_path
 
     def setup(self):
+        # The peer reads /proc/PID/maps from inside the chroot, which every checkout's
+        # runs share: each holds this lock shared while it runs, so that the one that
+        # mounted /proc leaves it mounted for another still running (whose peer would
+        # find no maps).
+        self.proc_lock = open(self.root + "/.pbp-bench-proc.lock", "a")
+        fcntl.flock(self.proc_lock, fcntl.LOCK_SH)
         if not os.path.exists(self.root + "/proc/self"):
-            # The peer reads /proc/PID/maps from inside the chroot.
             subprocess.run(["mount", "-t", "proc", "proc", self.root + "/proc"], check=True)
             self.mounted = True
         os.makedirs(self.tmp, exist_ok=True)
@@ -189,15 +193,39 @@ class Env:
         if os.path.isdir(dest):
             shutil.rmtree(dest)
         os.makedirs(dest + "/out")
-        for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py", "work_loop.py"):
+        for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py", "work_loop.py",
+                     "peer_attach.py"):
             shutil.copy(os.path.join(HERE, name), dest)
         for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py",
                      "native_calls.py"):
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
-        if self.mounted:
-            subprocess.run(["umount", self.root + "/proc"])
+        if not self.proc_lock:
+            return
+        try:
+            fcntl.flock(self.proc_lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if self.mounted:
+                subprocess.run(["umount", self.root + "/proc"])
+        except BlockingIOError:
+            pass    # another run uses it; the next to mount finds it there
+        self.proc_lock.close()
+
+    def lost_target(self, pid, target=None):
+        """Which cause, as things are now, a profiler that could not find @pid had:
+        the target gone, or the chroot's /proc not showing it."""
+        rc = target.poll() if target is not None else None
+        if rc is not None:
+            return f"target PID {pid} had exited (status {rc}) before the profiler attached"
+        stat = read(f"/proc/{pid}/stat")
+        if not stat or stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return f"target PID {pid} had exited before the profiler attached"
+        if not os.path.exists(self.host("/proc/self")):
+            return f"target PID {pid} runs, but no /proc is mounted in {self.root}"
+        if not os.path.exists(self.host(f"/proc/{pid}")):
+            return (f"target PID {pid} runs, but {self.root}/proc does not show it (a proc "
+                    f"of another PID namespace is mounted there)")
+        return f"target PID {pid} runs, and {self.root}/proc shows it"
 
     def scratch(self, stem):
         self.seq += 1
@@ -293,12 +321,13 @@ class Profiler:
             a = [BIN, "record", "-v", "-p", str(pid), "-r", str(self.rate), "-o", out,
                  "--stats-file", stats] + self.extra
             return a + (["-d", f"{duration:g}"] if duration else [])
-        a = self.env.py + ["-m", "profiling.sampling", "attach", "-r", str(self.rate),
+        a = self.env.py + [self.env.work + "/peer_attach.py", "attach", "-r", str(self.rate),
                            "--collapsed", "-o", out] + self.extra
         return a + (["-d", f"{duration:g}"] if duration else []) + [str(pid)]
 
-    def start(self, pid, out="/dev/null", duration=None, pin=True):
-        """pin: on the profilers' CPU (else wherever the scheduler puts it)."""
+    def start(self, pid, out="/dev/null", duration=None, pin=True, target=None):
+        """pin: on the profilers' CPU (else wherever the scheduler puts it). Returns once
+        the profiler has attached; target: the target's Popen, to say why if it cannot."""
         stem = self.env.scratch(re.sub(r"\W+", "-", self.name))
         so, se, st = stem + ".stdout", stem + ".stderr", stem + ".stats.json"
         argv = (self.env.prof_cpu if pin else []) + self.argv(pid, out, st, duration)
@@ -306,27 +335,19 @@ class Profiler:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe)
         run = {"proc": proc, "stdout": so, "stderr": se, "stats": st, "t0": time.monotonic(),
                "rss": PeakRss(proc.pid)}
-        if self.kind == "ours":
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            while "profiling pid" not in read(se):
-                if proc.poll() is not None:
-                    raise BenchError(f"{' '.join(argv)} exited {proc.returncode}:\n"
-                                     f"{read(se)[-1500:]}")
-                if time.monotonic() > deadline:
-                    proc.kill()
-                    raise BenchError(f"{' '.join(argv)}: not attached after "
-                                     f"{READY_TIMEOUT_S:.0f} s")
-                time.sleep(0.01)
-        else:
-            deadline = time.monotonic() + READY_TIMEOUT_S
-            while PEER_READER not in read(f"/proc/{proc.pid}/maps"):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    break
-                time.sleep(0.01)
-            time.sleep(PEER_ATTACH_S)
+        ready = "profiling pid" if self.kind == "ours" else PEER_ATTACHED
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while ready not in read(se):
             if proc.poll() is not None:
-                raise BenchError(f"{' '.join(argv)} exited {proc.returncode}:\n"
+                raise BenchError(f"{self.env.lost_target(pid, target)}; "
+                                 f"{' '.join(argv)} exited {proc.returncode}:\n"
                                  f"{read(se)[-1500:]}")
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise BenchError(f"{' '.join(argv)}: not attached after "
+                                 f"{READY_TIMEOUT_S:.0f} s; "
+                                 f"{self.env.lost_target(pid, target)}")
+            time.sleep(0.01)
         run["rss"].sample()
         return run
 
@@ -398,7 +419,7 @@ def gated_run(env, target_args, prof=None, script="cpu_bound.py"):
             raise BenchError(f"target {' '.join(argv)} did not start: {line!r} "
                              f"{read(err)[-800:]}")
         if prof:
-            run = prof.start(pid)
+            run = prof.start(pid, target=t)
             c0 = cpu_ns(run["proc"].pid)
         w0 = time.monotonic()
         t.stdin.write("go\n")
