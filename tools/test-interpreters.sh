@@ -38,6 +38,12 @@ if [ ! -x /usr/bin/python3.11 ]; then
 	apt_get install -y -qq python3.11 python3.11-dev >&2
 fi
 
+# Checkouts may share one chroot (a symbolic link to the same .cache): one builds it
+# while the others wait, and none deletes it under another.
+mkdir -p "$(dirname "$root")"
+exec 9>"$root.lock"
+flock 9
+
 if have_all; then
 	echo "test-interpreters: reusing $root" >&2
 	echo "$root"
