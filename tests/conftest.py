@@ -6,8 +6,9 @@ workloads themselves (tests/workloads/*.py write a JSON truth file at runtime).
 
 Interpreter matrix (ids py3.11 ... py3.15): 3.11 is the host's /usr/bin/python3.11;
 3.13/3.14/3.15 live in the Debian sid chroot made by tools/test-interpreters.sh and run
-as `chroot ROOT /usr/bin/python3.X`. Workloads are copied to /tmp/pbp-workloads on the
-host and in the chroot, so every target sees its scripts as /tmp/pbp-workloads/W.py.
+as `chroot ROOT /usr/bin/python3.X`. Workloads are copied to /tmp/pbp-workloads-TAG (TAG
+from the checkout's path) on the host and in the chroot, so every target sees its scripts
+at the same path.
 
 3.12 has no Debian package: where the machine image carries a pyenv build of it
 (PBP_PY312_HOME, by default /root/.pyenv/versions/3.12.1), its interpreter, libpython
@@ -16,9 +17,10 @@ under /root, which other users cannot enter) and 3.12 joins the matrix as py3.12
 where it is absent, the run says so in its header and the matrix goes without it.
 
 Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
-PBP_WL_DIR / PBP_RUN_DIR (absolute paths) replace /tmp/pbp-workloads and /tmp/pbp-run.
+PBP_WL_DIR / PBP_RUN_DIR (absolute paths) replace /tmp/pbp-workloads-TAG and /tmp/pbp-run-TAG.
 """
 
+import hashlib
 import json
 import os
 import pwd
@@ -41,10 +43,11 @@ BIN = REPO / "build" / "pybpfprof"
 WORKLOADS_SRC = REPO / "tests" / "workloads"
 FIXTURES = REPO / "tests" / "fixtures"
 
-# Every session reinstalls both directories from scratch, so sessions from several
-# checkouts running at once must each be given their own.
-WL_DIR = os.environ.get("PBP_WL_DIR", "/tmp/pbp-workloads")  # workloads (host and chroot)
-RUN_DIR = os.environ.get("PBP_RUN_DIR", "/tmp/pbp-run")      # truth files, mode 1777
+# Every session reinstalls both directories from scratch, so each checkout gets its own
+# (named after its path): suites from two checkouts can run at once.
+CHECKOUT_TAG = hashlib.sha1(str(REPO).encode()).hexdigest()[:8]
+WL_DIR = os.environ.get("PBP_WL_DIR", f"/tmp/pbp-workloads-{CHECKOUT_TAG}")  # host and chroot
+RUN_DIR = os.environ.get("PBP_RUN_DIR", f"/tmp/pbp-run-{CHECKOUT_TAG}")      # truth files, 1777
 
 PY312_HOME = Path(os.environ.get("PBP_PY312_HOME", "/root/.pyenv/versions/3.12.1"))
 PY312_EXE = PY312_HOME / "bin" / "python3.12"

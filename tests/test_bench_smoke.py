@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, WL_DIR
 
 # Parts 9 and 10 (paired twins, saturated machine) added about a minute to the run.
 SMOKE_TIMEOUT = 360
@@ -26,8 +26,7 @@ def smoke(tmp_path_factory, profiler_bin, sid_root):
     if err:
         pytest.fail(f"test interpreters unavailable: {err}")
     out = tmp_path_factory.mktemp("bench")
-    env = dict(os.environ, PBP_BENCH_DIR=os.environ.get("PBP_WL_DIR", "/tmp/pbp-workloads")
-               + "-bench")
+    env = dict(os.environ, PBP_BENCH_DIR=WL_DIR + "-bench")
     p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "run.py"), "--smoke",
                         "--out", str(out)], capture_output=True, text=True,
                        timeout=SMOKE_TIMEOUT, env=env)
