@@ -39,6 +39,10 @@ const volatile __u32 nr_cpus = 1;	/* possible CPUs: the second scratch slots fol
 /* Wall mode: each tick carries the CPU time since the thread's previous one. */
 const volatile bool cpu_timed = false;
 const volatile __u64 tick_ns = 10000000;
+/* --native: some target may have its native stack captured (pbp_target.native_stack,
+ * native_fp). Off, the verifier, which takes a constant's branch alone, leaves out the
+ * capture: it is more than half of what it walks in the sample (start-up time). */
+const volatile bool native_stacks = false;
 /*
  * --clock tick: sampling rides the scheduler's own tick, which already interrupts
  * every busy CPU HZ times a second, so the profiler adds no interrupt of its own. Each
@@ -68,7 +72,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 65536);	/* -a's; fewer for -p or a command (the loader) */
 	__type(key, __u32);		/* tid */
 	__type(value, struct pbp_thread);
 } threads SEC(".maps");
@@ -81,7 +85,7 @@ struct {
 /* tid -> frame-cache anchor, written by user space (3.15+ targets only). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 65536);	/* as threads */
 	__type(key, __u32);
 	__type(value, struct pbp_fcache);
 } fcache SEC(".maps");
@@ -834,10 +838,12 @@ struct off_cpu {
 
 /*
  * The current thread, of target @t, into one record: 0 once it went out, -1 when none
- * did. Not inlined: its callers (the tick, the self-timed tick, the switch-out and the
- * system-call exit) would otherwise each carry a copy for the verifier to walk.
+ * did. Global, like read_span(): the verifier walks it once per program, on its own,
+ * with @t and @off as any memory of their size. A static one is walked again for each
+ * state its callers reach it in (a tick's thread with switch state or without, a wait
+ * timed or not), which doubled the time wall mode took to load.
  */
-static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
+__noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id, cpu;
@@ -939,7 +945,8 @@ static __noinline int snapshot(const struct pbp_target *t, const struct off_cpu 
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
 	nflags = off->native_flags;
-	native = native_capture(t, task, sc, (total + 7) & ~7ull, &nflags, &nrec);
+	native = native_stacks ? native_capture(t, task, sc, (total + 7) & ~7ull, &nflags, &nrec)
+			       : -1;
 	if (native >= 0) {
 		s->flags |= PBP_SF_NATIVE;
 		s->native_off = (total + 7) & ~7ull;

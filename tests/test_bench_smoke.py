@@ -16,23 +16,35 @@ from conftest import REPO, WL_DIR
 
 # Parts 9 and 10 (paired twins, saturated machine) added about a minute to the run.
 SMOKE_TIMEOUT = 360
+# Part 12 (time to first sample) runs on its own, under a timeout of its own.
+MAIN_PARTS = "1,2,3,4,5,6,7,9,10"
+FIRST_SAMPLE_TIMEOUT = 300
 PROFILERS = {"pybpfprof", "pybpfprof --no-bpf", "profiling.sampling cpu",
              "profiling.sampling wall"}
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory, profiler_bin, sid_root):
+def run_smoke(tmp_path_factory, sid_root, parts, timeout):
     root, err = sid_root
     if err:
         pytest.fail(f"test interpreters unavailable: {err}")
     out = tmp_path_factory.mktemp("bench")
     env = dict(os.environ, PBP_BENCH_DIR=WL_DIR + "-bench")
     p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "run.py"), "--smoke",
-                        "--out", str(out)], capture_output=True, text=True,
-                       timeout=SMOKE_TIMEOUT, env=env)
+                        "--parts", parts, "--out", str(out)], capture_output=True, text=True,
+                       timeout=timeout, env=env)
     assert p.returncode == 0, f"run.py --smoke failed ({p.returncode}):\n{p.stderr[-4000:]}"
     res = json.loads((out / "results.json").read_text())
     return out, res, p.stderr
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, profiler_bin, sid_root):
+    return run_smoke(tmp_path_factory, sid_root, MAIN_PARTS, SMOKE_TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def smoke_first_sample(tmp_path_factory, profiler_bin, sid_root):
+    return run_smoke(tmp_path_factory, sid_root, "12", FIRST_SAMPLE_TIMEOUT)
 
 
 def finite(v, lo=-math.inf, hi=math.inf):
@@ -266,3 +278,34 @@ def test_bench_readme_step_replaces_only_the_performance_section(smoke, tmp_path
     p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "readme_perf.py"),
                         str(smoke_report), str(readme)], capture_output=True, text=True)
     assert p.returncode != 0, "a smoke run's report must not replace the README section"
+
+
+def test_bench_smoke_first_sample_part_times_every_profiler_idle_and_busy(smoke_first_sample):
+    out, res, log = smoke_first_sample
+    rows = res["first_sample"]["rows"]
+    configs = {"pybpfprof record -p", "pybpfprof record -p --mode wall",
+               "pybpfprof record -p --native", "profiling.sampling attach --mode cpu",
+               "profiling.sampling attach --mode wall", "pybpfprof record -- CMD",
+               "pybpfprof record --mode wall -- CMD", "profiling.sampling run --mode cpu",
+               "profiling.sampling run --mode wall"}
+    assert {(r["load"], r["config"]) for r in rows} == \
+        {(load, c) for load in ("idle", "busy") for c in configs}, rows
+    for r in rows:
+        where = f"{r['load']} / {r['config']}"
+        assert r["failed"] == 0, f"{where}: {r['errors']}\n{log[-3000:]}"
+        # A profile that held no phase has no figure, and says so.
+        assert r["unsampled"] == 0 or r["phase_ms"] is None, where
+        if r["phase_ms"] is not None:
+            assert finite(r["phase_ms"], -100), f"{where}: {r}"
+        if r["config"].startswith("pybpfprof"):
+            # Its own -v line: taken no later than received, both after its start.
+            assert finite(r["log_taken_ms"], 0) and finite(r["log_received_ms"], 0), where
+            assert r["log_taken_ms"] <= r["log_received_ms"], where
+            assert finite(r["cpu_ms"], 1), where
+        else:
+            assert r["log_taken_ms"] is None and r["cpu_ms"] is None, where
+    ours = [r for r in rows if r["config"] == "pybpfprof record -p"]
+    assert all(r["phase_ms"] is not None for r in ours), ours
+    report = (out / "report.md").read_text()
+    assert "## 12. Time to first sample" in report
+    assert any(g.startswith("record -p: first sample") for g, _, _ in res["goals"])

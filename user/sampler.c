@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,6 +40,8 @@ struct sampler {
 	struct bpf_link *tick;		/* or the scheduler's tick */
 	uint32_t tick_hz;
 	int stats_fd;
+	uint64_t new_ns;		/* CLOCK_MONOTONIC as sampler__new began */
+	uint64_t first_ns;		/* ... as the first sample record arrived, or 0 */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -55,10 +58,42 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return vfprintf(stderr, fmt, ap);
 }
 
+/* The first record's times, for -v: how long start-up kept the profile from
+ * beginning (tools/bench part 12 reads this line). */
+static void first_record(struct sampler *s, const void *data, size_t len)
+{
+	const struct pbp_sample *rec = data;
+	struct rusage ru;
+	long long cpu_ms;
+	uint64_t taken;
+
+	/* A wait's end or a CPU rest shares the buffer; only a stack counts. */
+	if (len < sizeof(*rec) || rec->hdr_len != sizeof(*rec))
+		return;
+	taken = rec->ts_ns;
+	s->first_ns = clock__mono_ns();
+	/* The CPU time so far is what start-up costs on an idle host: a busy one
+	 * stretches the wall time by its waits for a CPU. */
+	if (getrusage(RUSAGE_SELF, &ru))
+		memset(&ru, 0, sizeof(ru));
+	cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000ll +
+		 (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+	pr_info("first sample: taken at %llu.%06llu, received at %llu.%06llu "
+		"(CLOCK_MONOTONIC), %llu ms after the sampler began to load; %lld ms of CPU "
+		"since pybpfprof started\n",
+		(unsigned long long)(taken / 1000000000ull),
+		(unsigned long long)(taken % 1000000000ull / 1000),
+		(unsigned long long)(s->first_ns / 1000000000ull),
+		(unsigned long long)(s->first_ns % 1000000000ull / 1000),
+		(unsigned long long)((s->first_ns - s->new_ns) / 1000000), cpu_ms);
+}
+
 static int handle_record(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
 
+	if (!s->first_ns)
+		first_record(s, data, len);
 	return s->cfg.on_sample(s->cfg.ctx, data, len);
 }
 
@@ -120,17 +155,26 @@ static int load(struct sampler *s, bool tick)
 	 * samples carry the CPU time it used since its last, as in wall mode. */
 	s->skel->rodata->cpu_timed = (cfg->off_cpu && cfg->on_cpu) || tick;
 	s->skel->rodata->tick_ns = 1000000000ull / (cfg->rate_hz ? cfg->rate_hz : 1);
-	/* Off-CPU sampling costs every context switch and every system call on the
-	 * host a check: only when asked for. */
+	s->skel->rodata->native_stacks = cfg->native_stack != 0;
+	/* Only the programs this mode attaches are loaded: the verifier's walk of each
+	 * is most of the start-up time. Off-CPU sampling also costs every context switch
+	 * and every system call on the host a check: only when asked for. The timers'
+	 * program and the tick's are one or the other. */
+	bpf_program__set_autoload(s->skel->progs.pbp_sample, cfg->on_cpu && !tick);
 	bpf_program__set_autoload(s->skel->progs.pbp_switch, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_sys_exit, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_open_waits, cfg->off_cpu);
 	bpf_program__set_autoload(s->skel->progs.pbp_tick, tick);
+	bpf_program__set_autoload(s->skel->progs.pbp_clock_probe, tick);
 	bpf_program__set_autoattach(s->skel->progs.pbp_tick, false);
 	bpf_program__set_autoattach(s->skel->progs.pbp_clock_probe, false);
 	s->skel->rodata->self_timed = s->stats_fd < 0;
 	bpf_map__set_max_entries(s->skel->maps.samples, cfg->ringbuf_bytes);
 	bpf_map__set_max_entries(s->skel->maps.scratch, 2 * libbpf_num_possible_cpus());
+	if (cfg->threads_max) {
+		bpf_map__set_max_entries(s->skel->maps.threads, cfg->threads_max);
+		bpf_map__set_max_entries(s->skel->maps.fcache, cfg->threads_max);
+	}
 	return sample_bpf__load(s->skel);
 }
 
@@ -200,6 +244,7 @@ int sampler__new(const struct sampler_cfg *cfg, struct sampler **out)
 		return -ENOMEM;
 	s->cfg = *cfg;
 	s->stats_fd = -1;
+	s->new_ns = clock__mono_ns();
 	libbpf_set_print(libbpf_log);
 
 	/* Run-time accounting stays on while this fd is open; it costs two clock reads

@@ -52,10 +52,16 @@ struct sampler_cfg {
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */
 	uint32_t native_fp_stack;	/* ... beside a frame-pointer walk, for the top frames */
+	uint32_t threads_max;	/* threads whose state and frame-cache anchor BPF keeps at
+				 * once (least recently used go first); 0: the most, for -a */
 	sampler_fn on_sample;
 	sampler_event_fn on_event;	/* process events; NULL: none wanted */
 	void *ctx;
 };
+
+/* threads_max for the targets of one command or -p: LRU maps are allocated whole at
+ * load, and the most took tens of milliseconds of start-up (hundreds on a busy host). */
+#define SAMPLER_THREADS_TARGETED 8192
 
 struct sampler;
 

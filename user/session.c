@@ -126,6 +126,7 @@ static int new_sampler(struct session *s)
 				s->opts.native_stack ? s->opts.native_stack : PBP_NATIVE_STACK_DEFAULT,
 		.native_fp_stack = s->opts.native_stack ? s->opts.native_stack :
 							  PBP_NATIVE_FP_STACK_DEFAULT,
+		.threads_max = s->opts.system_wide ? 0 : SAMPLER_THREADS_TARGETED,
 		.on_sample = session_sink__on_sample,
 		/* Taken in every mode, so the ring buffer never fills with events of a
 		 * forking target; outside -a only a target's exec is acted on. */

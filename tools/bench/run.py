@@ -19,6 +19,8 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
      and the agent); the work every CPU lost (machine_cost.py)
  11. cost breakdown per sample: timer interrupt, BPF program, decoding, the profiler's
      process, from parts 9 and 10
+ 12. time to first sample: from starting each profiler, attached to a running target or
+     running it, idle and beside two busy loops (first_sample.py)
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
 from one repetition to the next) so that drift of the machine hits every configuration
@@ -49,6 +51,7 @@ import judge  # noqa: E402
 # that find this very module when it runs as a script, not load a second copy.
 sys.modules.setdefault("run", sys.modules[__name__])
 import machine_cost  # noqa: E402
+import first_sample  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
 # The peer runs through peer_attach.py, which says on stderr when it has attached.
@@ -91,6 +94,7 @@ FULL = {
     "native_rate": 100,
     "native_seconds": 5.0,
     **machine_cost.FULL,
+    **first_sample.FULL,
 }
 SMOKE = {
     "reps": 1,
@@ -124,6 +128,7 @@ SMOKE = {
     "native_rate": 100,
     "native_seconds": 2.0,
     **machine_cost.SMOKE,
+    **first_sample.SMOKE,
 }
 
 
@@ -194,7 +199,7 @@ class Env:
             shutil.rmtree(dest)
         os.makedirs(dest + "/out")
         for name in ("cpu_bound.py", "scale_worker.py", "switch_bound.py", "work_loop.py",
-                     "peer_attach.py"):
+                     "peer_attach.py", "phases.py"):
             shutil.copy(os.path.join(HERE, name), dest)
         for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py",
                      "native_calls.py"):
@@ -1315,7 +1320,7 @@ def goals(res, cfg):
         out.append((f"agent RSS under 100 MB at {max(cfg['scale_procs'])} processes",
                     "not measured" if rss is None else "met" if rss < 100 else "missed",
                     why))
-    return out + machine_cost.goals(res, cfg)
+    return out + machine_cost.goals(res, cfg) + first_sample.goals(res, cfg)
 
 
 def write_report(res, cfg, path, meta):
@@ -1492,6 +1497,7 @@ def write_report(res, cfg, path, meta):
       "(chart.svg)")
     w("")
     machine_cost.report(w, res, cfg)
+    first_sample.report(w, res, cfg)
     with open(path, "w") as f:
         f.write("\n".join(L))
 
@@ -1656,7 +1662,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10",
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10,12",
                     help="comma-separated parts to run (8, the chart, and 11, the cost "
                     "breakdown, come from the others)")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
@@ -1703,6 +1709,8 @@ def main():
             res["twins"] = machine_cost.part_twins(env, cfg)
         if "10" in parts:
             res["saturated"] = machine_cost.part_saturated(env, cfg)
+        if "12" in parts:
+            res["first_sample"] = first_sample.part_first_sample(env, cfg)
     finally:
         env.teardown()
     meta = {
