@@ -281,6 +281,17 @@ def record_svg(h, pid, out, fmt=True, duration=DURATION):
     return run
 
 
+def check_fa_share(boxes, truth, run):
+    """fa's share of the fa+fb width is the one the ratio workload spent."""
+    width = {fn: sum(f["width"] for f in boxes if f["name"].startswith(f"{fn} ("))
+             for fn in ("fa", "fb")}
+    share = fraction(width["fa"], width["fa"] + width["fb"])
+    want = truth["expected_fa_share"]
+    assert width["fb"] >= 10 and abs(share - want) <= 0.05, (
+        f"fa's share of fa+fb width is {share:.3f} ({width}), expected {want:.2f} +- 0.05"
+        f"\n{run.describe()}")
+
+
 def test_record_svg_shows_fa_and_fb_at_3_to_1(py, browser, artifacts, tmp_path, profiler_bin):
     h = Harness(tmp_path, profiler_bin)
     try:
@@ -292,13 +303,7 @@ def test_record_svg_shows_fa_and_fb_at_3_to_1(py, browser, artifacts, tmp_path, 
     page = open_svg(browser, out)
     screenshot(page, artifacts, f"ratio-{py.id}")
     boxes = frames(page)
-    width = {fn: sum(f["width"] for f in boxes if f["name"].startswith(f"{fn} ("))
-             for fn in ("fa", "fb")}
-    share = fraction(width["fa"], width["fa"] + width["fb"])
-    want = w.truth["expected_fa_share"]
-    assert width["fb"] >= 10 and abs(share - want) <= 0.05, (
-        f"fa's share of fa+fb width is {share:.3f} ({width}), expected {want:.2f} +- 0.05"
-        f"\n{run.describe()}")
+    check_fa_share(boxes, w.truth, run)
     script = py.script("ratio")
     for fn in ("fa", "fb"):
         assert any(f["name"].startswith(f"{fn} ({script}:") for f in boxes), \
@@ -334,13 +339,7 @@ def test_html_suffix_writes_a_flame_graph_page_that_works_in_the_browser(
     page = open_svg(browser, out)
     screenshot(page, artifacts, f"ratio-{name.replace('.', '-')}")
     boxes = frames(page)
-    width = {fn: sum(f["width"] for f in boxes if f["name"].startswith(f"{fn} ("))
-             for fn in ("fa", "fb")}
-    share = fraction(width["fa"], width["fa"] + width["fb"])
-    want = w.truth["expected_fa_share"]
-    assert width["fb"] >= 10 and abs(share - want) <= 0.05, (
-        f"fa's share of fa+fb width is {share:.3f} ({width}), expected {want:.2f} +- 0.05"
-        f"\n{run.describe()}")
+    check_fa_share(boxes, w.truth, run)
     fa = max((f for f in boxes if f["name"].startswith("fa (")), key=lambda f: f["width"])
     page.move(*center(fa))
     assert text_of(page, "details").startswith(fa["name"] + ", "), text_of(page, "details")
