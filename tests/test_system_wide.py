@@ -146,7 +146,7 @@ def test_late_short_lived_processes_appear_and_leave_nothing(three, tmp_path, pr
                                      stderr=fe, start_new_session=True)
     h.group_leaders.append(prof_proc)
     try:
-        m = wait_for(lambda: re.search(r"profiling (\d+) Python processes",
+        m = wait_for(lambda: re.search(r"profiling (\d+) Python process(?:es)?",
                                        err.read_text(errors="replace")),
                      30, "the profiler to start")
         baseline = int(m.group(1))
@@ -176,7 +176,7 @@ def test_late_short_lived_processes_appear_and_leave_nothing(three, tmp_path, pr
         # following" names a process in the table and says how many remain.
         table = set()
         for m in re.finditer(r"^pybpfprof: (?:following pid (\d+) |stopped following pid "
-                             r"(\d+): (\d+) processes profiled now)", text, re.M):
+                             r"(\d+): (\d+) process(?:es)? profiled now)", text, re.M):
             if m.group(1):
                 table.add(int(m.group(1)))
                 continue
