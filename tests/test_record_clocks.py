@@ -42,11 +42,19 @@ def perf_event_fds(needle):
             if not argv[0].endswith(b"pybpfprof") or needle.encode() not in argv:
                 continue
             fds = os.listdir(f"/proc/{d}/fd")
-            return sum(os.readlink(f"/proc/{d}/fd/{fd}") == "anon_inode:[perf_event]"
-                       for fd in fds)
         except OSError:
             continue
+        return sum(fd_target(f"/proc/{d}/fd/{fd}") == "anon_inode:[perf_event]" for fd in fds)
     return None
+
+
+def fd_target(path):
+    """What descriptor @path points at, or None when it closed since it was listed: the
+    profiler opens and closes files while it starts."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
 
 
 def profile_late(tmpdir, profiler, interp, before=None, rate=RATE, args=(), seen=None):
@@ -74,8 +82,9 @@ def profile_late(tmpdir, profiler, interp, before=None, rate=RATE, args=(), seen
             if not started and "profiling pid" in stderr:
                 interp.host_path(go).touch()
                 started.append(1)
-                if seen is not None:
-                    seen.append(perf_event_fds(str(out)))
+            # Counted once sampling runs: before it, the sampler is still opening them.
+            if seen is not None and not seen and "first sample:" in stderr:
+                seen.append(perf_event_fds(str(out)))
             return bool(started) and w.truth_path.exists()
 
         run = h.run_profiler(["record", "-p", w.pid, "-r", rate, "--threads", "-v",
