@@ -10,7 +10,6 @@ CAP_SYS_ADMIN), set as bounding, inheritable and ambient sets with setpriv, as r
 - The same three on the scheduler's tick (`--clock tick`), which needs no kernel
   address from kallsyms: these capabilities do not show any."""
 
-import os
 import re
 import subprocess
 import urllib.request
@@ -20,6 +19,7 @@ import pytest
 
 from conftest import PROFILER_GRACE, Harness, fraction, show, total
 from test_agent_export import free_port
+from test_record_clocks import perf_event_fds_of
 from test_system_wide import fname, sysburn, wait_for
 
 CAPS = "+bpf,+perfmon,+sys_ptrace,+dac_read_search"
@@ -128,8 +128,7 @@ def test_agent_starts_and_samples(burner, tmp_path, clock):
     wait_for(lambda: samples() > 50, 60, "the agent to count samples", log)
     wait_for(lambda: any(p.name.endswith(".pb.gz") for p in out_dir.iterdir()), 30,
              "a profile file", log)
-    fds = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
-    clocks = fds.count("anon_inode:[perf_event]")
+    clocks = perf_event_fds_of(proc.pid)
     if clock == "tick":
         assert "sampling on the scheduler's tick" in log() and clocks == 0, (clocks, log())
     else:

@@ -41,20 +41,22 @@ def perf_event_fds(needle):
                 argv = f.read().split(b"\0")
             if not argv[0].endswith(b"pybpfprof") or needle.encode() not in argv:
                 continue
-            fds = os.listdir(f"/proc/{d}/fd")
         except OSError:
             continue
-        return sum(fd_target(f"/proc/{d}/fd/{fd}") == "anon_inode:[perf_event]" for fd in fds)
+        return perf_event_fds_of(d)
     return None
 
 
-def fd_target(path):
-    """What descriptor @path points at, or None when it closed since it was listed: the
-    profiler opens and closes files while it starts."""
-    try:
-        return os.readlink(path)
-    except OSError:
-        return None
+def perf_event_fds_of(pid):
+    """perf event descriptors process @pid holds. One closed between listing and reading
+    it is skipped: the profiler opens and closes files as it runs."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
 
 
 def profile_late(tmpdir, profiler, interp, before=None, rate=RATE, args=(), seen=None):
