@@ -323,18 +323,6 @@ static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 
 	}
 }
 
-static __always_inline int in_chunks(const struct pbp_sample *s, __u32 nchunks, __u64 addr,
-				     __u32 len)
-{
-	for (int k = 0; k < PBP_SEGMENTS_MAX; k++) {
-		if (k >= nchunks)
-			break;
-		if (addr >= s->seg[k].addr && addr + len <= s->seg[k].addr + s->seg[k].len)
-			return 1;
-	}
-	return 0;
-}
-
 /* State shared by the bpf_loop() callbacks below; callbacks are verified once, where
  * unrolled loops with inner loops exhaust the verifier's budget. */
 struct copy_ctx {
@@ -345,11 +333,13 @@ struct copy_ctx {
 	__u32 used;		/* payload bytes written so far */
 	__u32 left;		/* stack bytes still allowed */
 	__u32 nchunks;
-	__u32 hlen;
+	__u32 hlen;		/* frame header bytes: 0 when the offsets do not fit them */
+	__u32 k;		/* the walk's chunk: frames only go on to older ones */
 	__u64 chunk;
 	__u64 top;
 	__u64 frame;
 	__u64 stop;		/* the cached anchor: copy no older bytes than this */
+	__u32 segoff[PBP_SEGMENTS_MAX];	/* where each chunk's bytes are in sc->buf */
 };
 
 /*
@@ -417,8 +407,9 @@ static long copy_chunk(__u32 i, void *arg)
 			return 1;
 		}
 	}
-	s->seg[i & (PBP_SPANS_MAX - 1)].addr = start;
-	s->seg[i & (PBP_SPANS_MAX - 1)].len = len;
+	s->seg[i & (PBP_SEGMENTS_MAX - 1)].addr = start;
+	s->seg[i & (PBP_SEGMENTS_MAX - 1)].len = len;
+	c->segoff[i & (PBP_SEGMENTS_MAX - 1)] = c->off + c->used;
 	s->nsegs = i + 1;
 	c->used += len;
 	c->left -= len;
@@ -429,36 +420,71 @@ static long copy_chunk(__u32 i, void *arg)
 }
 
 /*
- * One of the innermost frames: records its code identity (see struct pbp_code_fp)
- * and copies its header when it lives outside the copied chunks. A generator's frame
- * sits in the generator object and a shim frame on the C stack; both change as soon
- * as the thread moves on, so reading them later would tear the stack.
+ * Where @frame's header was copied with the chunks: its offset in sc->buf, or 0 when
+ * it lies outside them. A chain only goes on to older chunks, so the search starts at
+ * the last frame's.
  */
-static long capture_frame(__u32 i, void *arg)
+static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
+{
+	const struct pbp_sample *s = c->s;
+
+	for (__u32 k = 0; k < PBP_SEGMENTS_MAX; k++) {
+		if (k < c->k)
+			continue;
+		if (k >= c->nchunks)
+			break;
+		if (frame >= s->seg[k].addr && frame + c->hlen <= s->seg[k].addr + s->seg[k].len) {
+			c->k = k;
+			return c->segoff[k] + (__u32)(frame - s->seg[k].addr);
+		}
+	}
+	return 0;
+}
+
+/*
+ * One frame of the sampled thread's chain, from the innermost down. A frame in the
+ * copied chunks is read from the copy; one outside them (an entry frame on the C
+ * stack, a generator's frame in its object) has its header copied after the chunks,
+ * for it changes as soon as the thread moves on and user space reads too late. The
+ * innermost frames' code identity is recorded too (struct pbp_code_fp).
+ */
+static long walk_frame(__u32 i, void *arg)
 {
 	struct copy_ctx *c = arg;
 	const struct pbp_target *t = c->t;
 	struct pbp_sample *s = c->s;
-	__u64 frame = c->frame, code, fp;
-	__u32 span = s->nsegs, off = c->off, used = c->used, hlen = c->hlen;
+	__u64 frame = c->frame, code, fp, at;
+	__u32 hlen = c->hlen, n = s->nframes;
 
-	if (!frame)
+	if (!frame || frame == c->stop)
 		return 1;
-	/* Bounds the verifier can see; the record's layout keeps to them anyway. */
-	if (hlen && hlen <= PBP_FRAME_HDR_MAX && off <= PBP_PAYLOAD_OFF_MAX &&
-	    used <= PBP_STACK_MAX + (PBP_FP_FRAMES - 1) * PBP_FRAME_HDR_MAX &&
-	    span < PBP_SPANS_MAX && !in_chunks(s, c->nchunks, frame, hlen)) {
-		if (!bpf_probe_read_user(c->sc->buf + off + used, hlen, (void *)frame)) {
-			s->seg[span & (PBP_SPANS_MAX - 1)].addr = frame;
-			s->seg[span & (PBP_SPANS_MAX - 1)].len = hlen;
-			s->nsegs = span + 1;
-			c->used = used + hlen;
+	at = chunk_offset(c, frame);
+	if (!at) {
+		if (n >= PBP_FRAMES_MAX) {
+			s->flags |= PBP_SF_FRAMES_CUT;
+			return 1;
 		}
+		at = (__u64)c->off + c->used;
+		/* Bounds the verifier can see; the record's layout keeps to them anyway. */
+		if (at > PBP_PY_RECORD_MAX - PBP_FRAME_COPY_BYTES || !hlen ||
+		    hlen > PBP_FRAME_HDR_MAX)
+			return 1;
+		barrier_var(at);
+		*(__u64 *)(c->sc->buf + at) = frame;
+		if (bpf_probe_read_user(c->sc->buf + at + 8, hlen, (void *)frame)) {
+			s->flags |= PBP_SF_FRAME_FAULT;
+			return 1;
+		}
+		c->used += 8 + hlen;
+		s->nframes = n + 1;
+		at += 8;
 	}
-	c->frame = read_u64(frame + t->fr_previous);
-	if (t->fp_mode == PBP_FP_NONE)
+	if (at > PBP_PY_RECORD_MAX - PBP_FRAME_HDR_MAX)
+		return 1;
+	c->frame = *(__u64 *)(c->sc->buf + at + (t->fr_previous & (PBP_FRAME_HDR_MAX - 8)));
+	if (i >= PBP_FP_FRAMES || t->fp_mode == PBP_FP_NONE)
 		return 0;
-	code = read_u64(frame + t->fr_code) & t->code_mask;
+	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
 	if (!code) {
 		s->flags |= PBP_SF_FP_FAULT;
 		return 0;
@@ -466,10 +492,13 @@ static long capture_frame(__u32 i, void *arg)
 	fp = code_fingerprint(t, code);
 	if (!fp)
 		s->flags |= PBP_SF_FP_FAULT;
+	/* Known below PBP_FP_FRAMES to the compiler, which drops the mask the verifier
+	 * needs unless it is kept from seeing that. */
+	barrier_var(i);
 	s->fps[i & (PBP_FP_FRAMES - 1)].frame = frame;
 	s->fps[i & (PBP_FP_FRAMES - 1)].code = code;
 	s->fps[i & (PBP_FP_FRAMES - 1)].fp = fp;
-	s->nfps = i + 1;
+	s->nfps = (i & (PBP_FP_FRAMES - 1)) + 1;
 	return 0;
 }
 
@@ -939,9 +968,15 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	if (cc.chunk)
 		bpf_loop(PBP_SEGMENTS_MAX, copy_chunk, &cc, 0);
 	cc.nchunks = s->nsegs;
-	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX ? t->fr_hdr_len : 0;
+	/* The links read from a header must lie in it, 8-aligned as CPython has them. */
+	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX && !(t->fr_previous & 7) &&
+			  !(t->fr_code & 7) && t->fr_previous + 8 <= t->fr_hdr_len &&
+			  t->fr_code + 8 <= t->fr_hdr_len ? t->fr_hdr_len : 0;
+	s->frame_len = cc.hlen;
 	cc.frame = frame;
-	bpf_loop(PBP_FP_FRAMES, capture_frame, &cc, 0);
+	if (cc.hlen && bpf_loop(PBP_WALK_MAX, walk_frame, &cc, 0) == PBP_WALK_MAX && cc.frame &&
+	    cc.frame != cc.stop)
+		s->flags |= PBP_SF_WALK_CUT;
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
 	nflags = off->native_flags;

@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 6
+#define PBP_ABI_VERSION 7
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -32,9 +32,17 @@ typedef int32_t pbp_s32;
 #define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
 #define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */
-/* Chunk spans, then frame headers of innermost frames that live outside the chunks
- * (generator frames, shim frames on the C stack). */
-#define PBP_SPANS_MAX (PBP_SEGMENTS_MAX + PBP_FP_FRAMES)
+/*
+ * The frames of the sampled thread that live outside its chunks (3.12+ entry frames on
+ * the C stack at every call from C back into Python, generator and coroutine frames in
+ * their objects) move on as soon as the thread does: BPF follows the whole chain and
+ * copies each such frame's header, up to this many. A real program's stack holds one
+ * for each C-to-Python call and each resumed generator below the sampled frame.
+ */
+#define PBP_FRAMES_MAX 64
+/* Frames the walk follows at most: a chunk copy of PBP_STACK_MAX holds fewer (a frame
+ * takes at least its 72-byte header and one slot), plus PBP_FRAMES_MAX outside. */
+#define PBP_WALK_MAX 2048
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_TARGETS_MAX 1024		/* processes sampled at once */
 /* The scheduler's programs see every switch on the host: a count of targets per
@@ -83,6 +91,12 @@ typedef int32_t pbp_s32;
 #define PBP_SF_OFF_PENDING	(1u << 8)	/* ... whose length a pbp_off_end brings */
 #define PBP_SF_CPU_TIMED	(1u << 9)	/* an on-CPU tick standing for off_ns of CPU */
 #define PBP_SF_NATIVE		(1u << 10)	/* a pbp_native block at native_off */
+/* How the walk of the frame chain ended, when not at its bottom or the anchor: the
+ * frames below were not copied, and can only be read live. */
+#define PBP_SF_FRAMES_CUT	(1u << 11)	/* more than PBP_FRAMES_MAX outside chunks */
+#define PBP_SF_WALK_CUT		(1u << 12)	/* PBP_WALK_MAX frames followed */
+#define PBP_SF_FRAME_FAULT	(1u << 13)	/* a frame outside the chunks unreadable */
+#define PBP_SF_WALK_ENDS	(PBP_SF_FRAMES_CUT | PBP_SF_WALK_CUT | PBP_SF_FRAME_FAULT)
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -110,7 +124,9 @@ struct pbp_code_fp {
 
 /*
  * Ring-buffer record: this header, then tstate_len bytes of the thread state, then the
- * spans' bytes in order. len is the whole record.
+ * chunks' bytes in seg[] order, then nframes copies of frames outside the chunks, each
+ * the frame's address (8 bytes) and frame_len bytes of its header, innermost first.
+ * len is the whole record.
  */
 _Static_assert(sizeof(struct pbp_segment) == 16, "pbp_segment layout");
 _Static_assert(sizeof(struct pbp_code_fp) == 24, "pbp_code_fp layout");
@@ -126,7 +142,7 @@ struct pbp_sample {
 	pbp_u64 tstate;
 	pbp_u64 current_frame;
 	pbp_u32 tstate_len;
-	pbp_u32 nsegs;		/* spans in seg[], chunks first */
+	pbp_u32 nsegs;		/* chunk spans in seg[] */
 	pbp_u32 nfps;
 	pbp_u32 ts_flags;	/* PBP_TS_* */
 	pbp_u64 anchor;		/* 3.15+: last_profiled_frame as read, else 0 */
@@ -165,7 +181,9 @@ struct pbp_sample {
 	 * the spans' bytes) and its length with the stack bytes; both 0 without. */
 	pbp_u32 native_off;
 	pbp_u32 native_len;
-	struct pbp_segment seg[PBP_SPANS_MAX];
+	pbp_u32 nframes;	/* frame copies after the chunks' bytes, <= PBP_FRAMES_MAX */
+	pbp_u32 frame_len;	/* header bytes in each, <= PBP_FRAME_HDR_MAX */
+	struct pbp_segment seg[PBP_SEGMENTS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
 
@@ -367,16 +385,17 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 152 + 16 * PBP_SPANS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 160 + 16 * PBP_SEGMENTS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
 
 /*
  * The largest record: the header, the copied thread state, the capped chunk bytes,
- * then the headers of the innermost frames that live outside the chunks; with
- * --native, then the native block and its stack bytes, at the next 8-byte boundary.
+ * then the frames that live outside the chunks; with --native, then the native block
+ * and its stack bytes, at the next 8-byte boundary.
  */
 #define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
-#define PBP_PY_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FP_FRAMES * PBP_FRAME_HDR_MAX)
+#define PBP_FRAME_COPY_BYTES (8 + PBP_FRAME_HDR_MAX)
+#define PBP_PY_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FRAMES_MAX * PBP_FRAME_COPY_BYTES)
 #define PBP_NATIVE_OFF_MAX ((PBP_PY_RECORD_MAX + 7) & ~(pbp_u64)7)
 /* A walk's records and the stack bytes after them share PBP_NATIVE_STACK_MAX: with a
  * walk, the copy is cut to what the records leave. */
@@ -398,8 +417,8 @@ _Static_assert(PBP_NATIVE_STACK_MAX <= PBP_STACK_MAX, "native copies fit read_sp
 _Static_assert(sizeof(struct pbp_native) % 8 == 0, "the native stack bytes stay 8-aligned");
 _Static_assert(PBP_SCRATCH_SIZE >= PBP_RECORD_MAX + PBP_STACK_BAND, "a record fits the scratch space");
 /* Allocated twice per possible CPU, with or without --native: kept near the largest
- * record (the Python part is ~132 KiB of it, the native part 64 KiB). */
-_Static_assert(PBP_SCRATCH_SIZE <= 200 * 1024, "scratch space near the largest record");
+ * record (the Python part is ~139 KiB of it, the native part 64 KiB). */
+_Static_assert(PBP_SCRATCH_SIZE <= 212 * 1024, "scratch space near the largest record");
 _Static_assert(sizeof(struct pbp_target) == 168, "pbp_target layout");
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that

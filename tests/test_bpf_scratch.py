@@ -24,7 +24,7 @@ RECORD_MAX_C = r"""
 int main(void)
 {
 	size_t py = sizeof(struct pbp_sample) + PBP_TSTATE_MAX + PBP_STACK_MAX +
-		    PBP_FP_FRAMES * PBP_FRAME_HDR_MAX;
+		    PBP_FRAMES_MAX * (8 + PBP_FRAME_HDR_MAX);
 
 	printf("%zu\n", ((py + 7) & ~(size_t)7) + sizeof(struct pbp_native) +
 	       PBP_NATIVE_STACK_MAX);

@@ -22,6 +22,8 @@
 
 /* Every frame header field is read out of a copy the BPF program could also make. */
 _Static_assert(PBP_FRAME_COPY_MAX <= PBP_FRAME_HDR_MAX, "frame copy larger than BPF's");
+_Static_assert(1 + PBP_SEGMENTS_MAX + PBP_FRAMES_MAX <= MEM_SNAPSHOT_SPANS,
+	       "every copy in a record is a span of the snapshot");
 
 struct decoder {
 	struct decoder_cfg cfg;
@@ -213,8 +215,8 @@ invalid:
 	return NULL;
 }
 
-/* Maps the record's spans into the snapshot memory source; checks every length. Sets
- * @payload_end to where the spans' bytes end. */
+/* Maps the record's copies (thread state, chunks, frames outside the chunks) into the
+ * snapshot memory source; checks every length. Sets @payload_end to where they end. */
 static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len,
 		       size_t *payload_end)
 {
@@ -222,8 +224,9 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	size_t left;
 
 	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
-	    s->len > len || s->len < s->hdr_len || s->nsegs > PBP_SPANS_MAX ||
-	    s->nfps > PBP_FP_FRAMES)
+	    s->len > len || s->len < s->hdr_len || s->nsegs > PBP_SEGMENTS_MAX ||
+	    s->nfps > PBP_FP_FRAMES || s->nframes > PBP_FRAMES_MAX ||
+	    s->frame_len > PBP_FRAME_HDR_MAX)
 		return -EINVAL;
 	left = s->len - s->hdr_len;
 	mem_snapshot__clear(&d->snap);
@@ -239,6 +242,16 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 		mem_snapshot__add(&d->snap, s->seg[i].addr, p, s->seg[i].len);
 		p += s->seg[i].len;
 		left -= s->seg[i].len;
+	}
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		uint64_t addr;
+
+		if (8 + (size_t)s->frame_len > left)
+			return -EINVAL;
+		memcpy(&addr, p, 8);
+		mem_snapshot__add(&d->snap, addr, p + 8, s->frame_len);
+		p += 8 + s->frame_len;
+		left -= 8 + s->frame_len;
 	}
 	*payload_end = (size_t)(p - (const uint8_t *)s);
 	return 0;

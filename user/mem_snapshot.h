@@ -17,7 +17,7 @@ struct mem_span {
 	size_t len;
 };
 
-#define MEM_SNAPSHOT_SPANS 24
+#define MEM_SNAPSHOT_SPANS 80
 #define MEM_WINDOW_BYTES 4096
 #define MEM_WINDOWS 4
 
