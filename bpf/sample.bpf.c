@@ -90,6 +90,14 @@ struct {
 	__type(value, struct pbp_fcache);
 } fcache SEC(".maps");
 
+/* The code objects user space holds (struct pbp_code_known): -p and commands. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, PBP_CODES_KNOWN);
+	__type(key, __u32);
+	__type(value, struct pbp_code_known);
+} codes_known SEC(".maps");
+
 /* A target thread's wait, kept with the thread (off-CPU sampling only). */
 struct switch_state {
 	__u64 out_ns;		/* when it last left the CPU; 0 while it runs */
@@ -340,6 +348,11 @@ struct copy_ctx {
 	__u64 frame;
 	__u64 stop;		/* the cached anchor: copy no older bytes than this */
 	__u32 segoff[PBP_SEGMENTS_MAX];	/* where each chunk's bytes are in sc->buf */
+	/* Code objects met on the walk that user space does not hold, to copy. */
+	__u64 last_code;
+	__u32 ncodes;
+	__u32 code_bytes;
+	__u64 codes[PBP_CODES_MAX];
 };
 
 /*
@@ -441,6 +454,34 @@ static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
 	return 0;
 }
 
+/* Notes @code for copying when user space does not hold it (see PBP_CODES_MAX). */
+static __always_inline void note_code(struct copy_ctx *c, __u64 code)
+{
+	struct pbp_sample *s = c->s;
+	struct pbp_code_known *k;
+	__u32 slot, n = c->ncodes;
+
+	if (!code || code == c->last_code)
+		return;
+	c->last_code = code;
+	slot = pbp_code_slot(s->pid, code);
+	k = bpf_map_lookup_elem(&codes_known, &slot);
+	if (!k || (k->code == code && k->pid == s->pid))
+		return;
+	for (__u32 j = 0; j < PBP_CODES_MAX; j++) {
+		if (j >= n)
+			break;
+		if (c->codes[j] == code)
+			return;
+	}
+	if (n >= PBP_CODES_MAX) {
+		s->flags |= PBP_SF_CODES_CUT;
+		return;
+	}
+	c->codes[n & (PBP_CODES_MAX - 1)] = code;
+	c->ncodes = n + 1;
+}
+
 /*
  * One frame of the sampled thread's chain, from the innermost down. A frame in the
  * copied chunks is read from the copy; one outside them (an entry frame on the C
@@ -455,6 +496,7 @@ static long walk_frame(__u32 i, void *arg)
 	struct pbp_sample *s = c->s;
 	__u64 frame = c->frame, code, fp, at;
 	__u32 hlen = c->hlen, n = s->nframes;
+	__u8 owner;
 
 	if (!frame || frame == c->stop)
 		return 1;
@@ -482,9 +524,12 @@ static long walk_frame(__u32 i, void *arg)
 	if (at > PBP_PY_RECORD_MAX - PBP_FRAME_HDR_MAX)
 		return 1;
 	c->frame = *(__u64 *)(c->sc->buf + at + (t->fr_previous & (PBP_FRAME_HDR_MAX - 8)));
+	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
+	owner = *(__u8 *)(c->sc->buf + at + (t->fr_owner & (PBP_FRAME_HDR_MAX - 1)));
+	if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)))
+		note_code(c, code);
 	if (i >= PBP_FP_FRAMES || t->fp_mode == PBP_FP_NONE)
 		return 0;
-	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
 	if (!code) {
 		s->flags |= PBP_SF_FP_FAULT;
 		return 0;
@@ -499,6 +544,73 @@ static long walk_frame(__u32 i, void *arg)
 	s->fps[i & (PBP_FP_FRAMES - 1)].code = code;
 	s->fps[i & (PBP_FP_FRAMES - 1)].fp = fp;
 	s->nfps = (i & (PBP_FP_FRAMES - 1)) + 1;
+	return 0;
+}
+
+/*
+ * Appends a struct pbp_span with @len bytes at @addr to the record; returns where the
+ * bytes start, or 0 when they would pass the code copies' budget or the record, or
+ * could not be read.
+ */
+static __always_inline __u64 copy_span(struct copy_ctx *c, __u64 addr, __u64 len)
+{
+	struct pbp_span *h;
+	__u64 at = (__u64)c->off + c->used;
+
+	if (!addr || !len || len > PBP_LINETABLE_COPY_MAX ||
+	    c->code_bytes + len > PBP_CODE_BYTES_MAX ||
+	    at > PBP_PY_RECORD_MAX - sizeof(*h) - PBP_LINETABLE_COPY_MAX - 8)
+		return 0;
+	barrier_var(at);
+	if (read_span(c->sc, at + sizeof(*h), len, addr))
+		return 0;
+	h = (struct pbp_span *)(c->sc->buf + at);
+	h->addr = addr;
+	h->len = len;
+	h->_pad = 0;
+	c->used += sizeof(*h) + ((len + 7) & ~7ull);
+	c->code_bytes += len;
+	c->s->nspans++;
+	return at + sizeof(*h);
+}
+
+/* A str object, header and characters, as far as PBP_STR_COPY_MAX. */
+static __always_inline void copy_str(struct copy_ctx *c, __u64 str)
+{
+	const struct pbp_target *t = c->t;
+	__u64 len;
+
+	if (!str)
+		return;
+	len = t->str_hdr + read_u64(str + t->str_len);
+	copy_span(c, str, len < PBP_STR_COPY_MAX ? len : PBP_STR_COPY_MAX);
+}
+
+/*
+ * One code object noted on the walk, with its names and line table. Its strings and
+ * line table are only kept alive by it: once it is freed, they may be too.
+ */
+static long copy_code(__u32 j, void *arg)
+{
+	struct copy_ctx *c = arg;
+	const struct pbp_target *t = c->t;
+	__u64 code = c->codes[j & (PBP_CODES_MAX - 1)], at, p, len;
+
+	at = copy_span(c, code, t->co_copy_len <= PBP_CODE_HDR_MAX ? t->co_copy_len : 0);
+	if (!at || at > PBP_PY_RECORD_MAX - PBP_CODE_HDR_MAX) {
+		c->s->flags |= PBP_SF_CODES_CUT;
+		return 1;
+	}
+	copy_str(c, *(__u64 *)(c->sc->buf + at + (t->co_qualname & (PBP_CODE_HDR_MAX - 8))));
+	copy_str(c, *(__u64 *)(c->sc->buf + at + (t->co_filename & (PBP_CODE_HDR_MAX - 8))));
+	/* Before 3.13 the fingerprint is co_name's hash. */
+	if (t->fp_mode == PBP_FP_PTR_U64)
+		copy_str(c, *(__u64 *)(c->sc->buf + at + (t->fp_off & (PBP_CODE_HDR_MAX - 8))));
+	p = *(__u64 *)(c->sc->buf + at + (t->co_linetable & (PBP_CODE_HDR_MAX - 8)));
+	if (!p)
+		return 0;
+	len = t->bytes_hdr + read_u64(p + t->bytes_len) + 1;
+	copy_span(c, p, len < PBP_LINETABLE_COPY_MAX ? len : PBP_LINETABLE_COPY_MAX);
 	return 0;
 }
 
@@ -971,12 +1083,20 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	/* The links read from a header must lie in it, 8-aligned as CPython has them. */
 	cc.hlen = t->fr_hdr_len <= PBP_FRAME_HDR_MAX && !(t->fr_previous & 7) &&
 			  !(t->fr_code & 7) && t->fr_previous + 8 <= t->fr_hdr_len &&
-			  t->fr_code + 8 <= t->fr_hdr_len ? t->fr_hdr_len : 0;
+			  t->fr_code + 8 <= t->fr_hdr_len && t->fr_owner < t->fr_hdr_len
+		  ? t->fr_hdr_len : 0;
 	s->frame_len = cc.hlen;
 	cc.frame = frame;
 	if (cc.hlen && bpf_loop(PBP_WALK_MAX, walk_frame, &cc, 0) == PBP_WALK_MAX && cc.frame &&
 	    cc.frame != cc.stop)
 		s->flags |= PBP_SF_WALK_CUT;
+	if (cc.ncodes) {
+		cc.used = (cc.off + cc.used + 7) / 8 * 8 - cc.off;
+		s->spans_off = cc.off + cc.used;
+		bpf_loop(cc.ncodes, copy_code, &cc, 0);
+		if (!s->nspans)
+			s->spans_off = 0;
+	}
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;
 	nflags = off->native_flags;

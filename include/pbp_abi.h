@@ -43,6 +43,21 @@ typedef int32_t pbp_s32;
 /* Frames the walk follows at most: a chunk copy of PBP_STACK_MAX holds fewer (a frame
  * takes at least its 72-byte header and one slot), plus PBP_FRAMES_MAX outside. */
 #define PBP_WALK_MAX 2048
+/*
+ * Code objects can be freed before user space reads them: a module's body right after
+ * it ran (at start-up most samples are under one), exec'd code, a process that exits.
+ * A code object user space does not hold yet (pbp_codes_known) has what naming it
+ * needs copied with the sample: the object up to its bytecode, its qualified name,
+ * file name, line table and (before 3.13) name, up to PBP_CODES_MAX of them, innermost first, within
+ * PBP_CODE_BYTES_MAX bytes, each copy as a struct pbp_span.
+ */
+#define PBP_CODES_MAX 16
+#define PBP_CODE_BYTES_MAX (32 * 1024)
+#define PBP_CODE_HDR_MAX 512		/* PyCodeObject up to co_code_adaptive */
+#define PBP_STR_COPY_MAX 512		/* a name's str object, header included */
+#define PBP_LINETABLE_COPY_MAX (8 * 1024)	/* a line table's bytes object */
+#define PBP_CODE_SPANS 5		/* copies per code object, at most */
+#define PBP_CODES_KNOWN (1u << 15)	/* slots of pbp_codes_known */
 #define PBP_THREADS_MAX 512		/* thread-list walk bound per interpreter */
 #define PBP_TARGETS_MAX 1024		/* processes sampled at once */
 /* The scheduler's programs see every switch on the host: a count of targets per
@@ -97,6 +112,7 @@ typedef int32_t pbp_s32;
 #define PBP_SF_WALK_CUT		(1u << 12)	/* PBP_WALK_MAX frames followed */
 #define PBP_SF_FRAME_FAULT	(1u << 13)	/* a frame outside the chunks unreadable */
 #define PBP_SF_WALK_ENDS	(PBP_SF_FRAMES_CUT | PBP_SF_WALK_CUT | PBP_SF_FRAME_FAULT)
+#define PBP_SF_CODES_CUT	(1u << 14)	/* unknown code objects left uncopied */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -122,10 +138,21 @@ struct pbp_code_fp {
 	pbp_u64 fp;
 };
 
+/* A copy of target memory whose length varies: this header, then len bytes, then
+ * padding to the next 8-byte boundary. */
+struct pbp_span {
+	pbp_u64 addr;
+	pbp_u32 len;
+	pbp_u32 _pad;
+};
+
+_Static_assert(sizeof(struct pbp_span) == 16, "pbp_span layout");
+
 /*
  * Ring-buffer record: this header, then tstate_len bytes of the thread state, then the
  * chunks' bytes in seg[] order, then nframes copies of frames outside the chunks, each
- * the frame's address (8 bytes) and frame_len bytes of its header, innermost first.
+ * the frame's address (8 bytes) and frame_len bytes of its header, innermost first,
+ * then nspans pbp_spans (code objects and what they point to), at an 8-byte boundary.
  * len is the whole record.
  */
 _Static_assert(sizeof(struct pbp_segment) == 16, "pbp_segment layout");
@@ -183,6 +210,8 @@ struct pbp_sample {
 	pbp_u32 native_len;
 	pbp_u32 nframes;	/* frame copies after the chunks' bytes, <= PBP_FRAMES_MAX */
 	pbp_u32 frame_len;	/* header bytes in each, <= PBP_FRAME_HDR_MAX */
+	pbp_u32 nspans;		/* <= PBP_CODES_MAX * PBP_CODE_SPANS */
+	pbp_u32 spans_off;	/* where the first starts; 0 with none */
 	struct pbp_segment seg[PBP_SEGMENTS_MAX];
 	struct pbp_code_fp fps[PBP_FP_FRAMES];
 };
@@ -377,6 +406,17 @@ struct pbp_target {
 	/* When it became a target (bpf_ktime_get_ns()): a wait already under way then
 	 * is counted from here. */
 	pbp_u64 since_ns;
+	/* Code copies (PBP_CODES_MAX); co_copy_len 0: none. */
+	pbp_u32 fr_owner;		/* the frame's owner byte */
+	pbp_u32 shim_owners;		/* bit o: frames of owner o run no code of their own */
+	pbp_u32 co_copy_len;		/* <= PBP_CODE_HDR_MAX */
+	pbp_u32 co_qualname;		/* ... the pointers within it, 8-aligned */
+	pbp_u32 co_filename;
+	pbp_u32 co_linetable;
+	pbp_u32 str_len;		/* a str's length (characters) */
+	pbp_u32 str_hdr;		/* bytes before a compact str's characters, at most */
+	pbp_u32 bytes_len;		/* a bytes object's ob_size */
+	pbp_u32 bytes_hdr;		/* bytes before its data */
 };
 
 /*
@@ -385,7 +425,7 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 160 + 16 * PBP_SEGMENTS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 168 + 16 * PBP_SEGMENTS_MAX + 24 * PBP_FP_FRAMES,
 	       "pbp_sample layout");
 
 /*
@@ -396,6 +436,10 @@ _Static_assert(sizeof(struct pbp_sample) == 160 + 16 * PBP_SEGMENTS_MAX + 24 * P
 #define PBP_PAYLOAD_OFF_MAX (sizeof(struct pbp_sample) + PBP_TSTATE_MAX)
 #define PBP_FRAME_COPY_BYTES (8 + PBP_FRAME_HDR_MAX)
 #define PBP_PY_RECORD_MAX (PBP_PAYLOAD_OFF_MAX + PBP_STACK_MAX + PBP_FRAMES_MAX * PBP_FRAME_COPY_BYTES)
+/* Code copies share the stack's allowance: a sample with a long chunk copy has little
+ * room left for them, one at start-up (shallow chunks, every code new) has plenty. */
+_Static_assert(PBP_CODE_BYTES_MAX + PBP_CODES_MAX * PBP_CODE_SPANS * (sizeof(struct pbp_span) + 8) <=
+	       PBP_STACK_MAX, "code copies fit the stack's allowance");
 #define PBP_NATIVE_OFF_MAX ((PBP_PY_RECORD_MAX + 7) & ~(pbp_u64)7)
 /* A walk's records and the stack bytes after them share PBP_NATIVE_STACK_MAX: with a
  * walk, the copy is cut to what the records leave. */
@@ -419,7 +463,28 @@ _Static_assert(PBP_SCRATCH_SIZE >= PBP_RECORD_MAX + PBP_STACK_BAND, "a record fi
 /* Allocated twice per possible CPU, with or without --native: kept near the largest
  * record (the Python part is ~139 KiB of it, the native part 64 KiB). */
 _Static_assert(PBP_SCRATCH_SIZE <= 212 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 168, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 208, "pbp_target layout");
+
+/*
+ * The code objects user space holds, by process: a direct-mapped table that user space
+ * fills as it reads code objects and BPF reads at every frame. A slot holding another
+ * object only costs a copy; one still naming an object freed since costs what it did
+ * before copies existed: the code is read live, and its fingerprint tells it apart.
+ */
+struct pbp_code_known {
+	pbp_u64 code;
+	pbp_u32 pid;
+	pbp_u32 _pad;
+};
+
+_Static_assert(sizeof(struct pbp_code_known) == 16, "pbp_code_known layout");
+
+static inline pbp_u32 pbp_code_slot(pbp_u32 pid, pbp_u64 code)
+{
+	pbp_u64 h = ((code >> 4) ^ ((pbp_u64)pid << 40)) * 0x9e3779b97f4a7c15ull;
+
+	return (pbp_u32)(h >> 49) & (PBP_CODES_KNOWN - 1);
+}
 
 /* Thread lookup cache: tid -> PyThreadState. tstate == 0 is a negative entry that
  * expires at retry_ns, so threads without Python state cost one lookup per sample

@@ -128,7 +128,7 @@ void code_cache__free(struct code_cache *c)
 }
 
 /* The fingerprint as BPF reads it (PBP_FP_U32_HASH, PBP_FP_PTR_U64 in pbp_abi.h). */
-int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
+int code_cache__fp(struct code_cache *c, struct mem_source *m, uint64_t addr, uint64_t *fp)
 {
 	const struct py_offsets *o = c->cfg.off;
 	uint32_t v32;
@@ -136,19 +136,19 @@ int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp)
 	int err;
 
 	if (o->co_version == PBP_OFF_NONE) {
-		err = mem__read_u64(c->cfg.live, addr + o->co_name, &name);
+		err = mem__read_u64(m, addr + o->co_name, &name);
 		if (err)
 			return err;
-		return py_obj__str_hash(c->cfg.live, o, name, fp);
+		return py_obj__str_hash(m, o, name, fp);
 	}
-	err = mem__read(c->cfg.live, addr + o->co_version, &v32, sizeof(v32));
+	err = mem__read(m, addr + o->co_version, &v32, sizeof(v32));
 	if (!err)
-		err = mem__read_u64(c->cfg.live, addr + o->co_qualname, &name);
+		err = mem__read_u64(m, addr + o->co_qualname, &name);
 	if (err)
 		return err;
 	hash = 0;
 	if (name) {
-		err = py_obj__str_hash(c->cfg.live, o, name, &hash);
+		err = py_obj__str_hash(m, o, name, &hash);
 		if (err)
 			return err;
 	}
@@ -168,7 +168,7 @@ static int plausible_refcnt(uint64_t refcnt)
 	return count && count < (1ull << 36);
 }
 
-static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
+static int intern_str(struct code_cache *c, struct mem_source *m, uint64_t addr, uint32_t *id)
 {
 	char buf[PYSTR_MAX_CHARS * 4 + 8];
 	uint64_t refcnt;
@@ -176,12 +176,12 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
 	int64_t r;
 	int err;
 
-	err = mem__read_u64(c->cfg.live, addr, &refcnt);
+	err = mem__read_u64(m, addr, &refcnt);
 	if (err)
 		return err;
 	if (!plausible_refcnt(refcnt))
 		return -ESTALE;
-	err = py_obj__str(c->cfg.live, c->cfg.off, addr, buf, sizeof(buf), &len);
+	err = py_obj__str(m, c->cfg.off, addr, buf, sizeof(buf), &len);
 	if (err)
 		return err;
 	r = strtab__intern(c->cfg.strs, buf, len);
@@ -192,7 +192,8 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
 }
 
 /*
- * Reads the object at @addr afresh. The object may be freed, or a new one built in its
+ * Reads the object at @addr afresh, through @m: live memory, or a record's copies of
+ * it and of what it points to, made while it was alive. The object may be freed, or a new one built in its
  * memory, while we read; the old fingerprint then lingers until the constructor
  * overwrites it. So besides the fingerprint, the header must read the same before and
  * after the strings and line table are read, and every object must look alive.
@@ -201,7 +202,8 @@ static int intern_str(struct code_cache *c, uint64_t addr, uint32_t *id)
  * target, and one that points past the bytes read makes the object invalid rather
  * than a read of our own stack.
  */
-static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct code_info **out)
+static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, uint64_t fp,
+		     struct code_info **out)
 {
 	const struct py_offsets *o = c->cfg.off;
 	uint8_t hdr[PBP_CODE_COPY_MAX], again[PBP_CODE_COPY_MAX];
@@ -215,7 +217,7 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 
 	if (addr & 7)
 		return -EINVAL;
-	err = mem__read(c->cfg.live, addr, hdr, hlen);
+	err = mem__read(m, addr, hdr, hlen);
 	if (err)
 		return err;
 	/* PyCodeObject is a PyVarObject whose ob_size, after ob_type, counts code units. */
@@ -239,19 +241,19 @@ static int read_code(struct code_cache *c, uint64_t addr, uint64_t fp, struct co
 	ci->fp = fp;
 	ci->firstlineno = (int32_t)first;
 	ci->ncodeunits = (uint32_t)units;	/* at most 2^24, checked above */
-	err = intern_str(c, qualname, &ci->qualname);
+	err = intern_str(c, m, qualname, &ci->qualname);
 	if (err)
 		goto fail;
-	err = intern_str(c, filename, &ci->filename);
+	err = intern_str(c, m, filename, &ci->filename);
 	if (err)
 		goto fail;
-	err = py_obj__bytes(c->cfg.live, o, linetable, &ci->linetable, &tlen);
+	err = py_obj__bytes(m, o, linetable, &ci->linetable, &tlen);
 	if (err)
 		goto fail;
 	ci->linetable_len = (uint32_t)tlen;	/* at most PYBYTES_MAX */
-	err = mem__read(c->cfg.live, addr, again, hlen);
+	err = mem__read(m, addr, again, hlen);
 	if (!err)
-		err = code_cache__live_fp(c, addr, &after);
+		err = code_cache__fp(c, m, addr, &after);
 	if (err)
 		goto fail;
 	/* The reference count moves with every call; everything else must not. */
@@ -275,6 +277,8 @@ static void remove_at(struct code_cache *c, uint32_t i)
 	struct code_info *ci = c->ents[k];
 
 	count_bytes(c, -(ssize_t)ci->bytes);
+	if (c->cfg.known)
+		c->cfg.known(c->cfg.ctx, ci->addr, 0);
 	hashmap__delete_at(&c->index, i, entry_hash, c);
 	last = (uint32_t)c->index.n;
 	if (k != last) {
@@ -348,7 +352,7 @@ static int grow(struct code_cache *c)
 	return 0;
 }
 
-int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
+int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t addr, uint64_t fp,
 		    const struct code_info **out)
 {
 	const struct code_key key = { .addr = addr, .fp = fp };
@@ -364,7 +368,14 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 		return 0;
 	}
 	c->stats.misses++;
-	err = code_cache__live_fp(c, addr, &live);
+	/* All of it from the copies, or all of it live: names read live beside a copied
+	 * header could be a successor's. */
+	if (copies && !code_cache__fp(c, copies, addr, &live) && live == fp &&
+	    !read_code(c, copies, addr, fp, &ci)) {
+		c->stats.copied++;
+		goto keep;
+	}
+	err = code_cache__fp(c, c->cfg.live, addr, &live);
 	if (err)
 		return err;
 	if (live != fp) {
@@ -373,7 +384,7 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 			 (unsigned long long)live, (unsigned long long)fp);
 		return -ESTALE;
 	}
-	err = read_code(c, addr, fp, &ci);
+	err = read_code(c, c->cfg.live, addr, fp, &ci);
 	if (err) {
 		if (err == -EINVAL)
 			c->stats.invalid++;
@@ -381,6 +392,7 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 			c->stats.stale++;
 		return err;
 	}
+keep:
 	/* Its strings count as its own: shared ones are counted more than once, so the
 	 * string table's part is bounded by the budget too. */
 	ci->bytes = (uint32_t)(sizeof(*ci) + ci->linetable_len + 2 * MALLOC_OVERHEAD +
@@ -395,6 +407,8 @@ int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
 	hashmap__insert(&c->index, key_hash(addr, fp), k);
 	c->budget->entries++;
 	count_bytes(c, ci->bytes);
+	if (c->cfg.known)
+		c->cfg.known(c->cfg.ctx, addr, 1);
 	*out = ci;
 	return 0;
 }

@@ -43,6 +43,7 @@ struct code_info {
 /* Counters, summed over targets; the bytes held now are the budget's. */
 struct code_cache_stats {
 	uint64_t hits, misses, stale, evictions, invalid;
+	uint64_t copied;	/* misses read from a record's copies */
 };
 
 /*
@@ -70,6 +71,10 @@ struct code_cache_cfg {
 	struct strtab *strs;
 	uint32_t max_entries;
 	struct code_budget *budget;	/* NULL: the cache's own, with the defaults */
+	/* Told of each entry kept (@known 1) and let go (0): the sampler copies the
+	 * code objects the cache does not hold with each sample. May be NULL. */
+	void (*known)(void *ctx, uint64_t addr, int known);
+	void *ctx;
 };
 
 struct code_cache;
@@ -77,15 +82,17 @@ struct code_cache;
 int code_cache__new(const struct code_cache_cfg *cfg, struct code_cache **out);
 void code_cache__free(struct code_cache *c);
 
-/* Reads the fingerprint of the code object at @addr from live memory; 0 = unknown. */
-int code_cache__live_fp(struct code_cache *c, uint64_t addr, uint64_t *fp);
+/* Reads the fingerprint of the code object at @addr through @m; 0 = unknown. */
+int code_cache__fp(struct code_cache *c, struct mem_source *m, uint64_t addr, uint64_t *fp);
 
 /*
- * The code object at @addr with fingerprint @fp (non-zero). Returns 0 with *@out,
+ * The code object at @addr with fingerprint @fp (non-zero). One the cache does not
+ * hold is read from @copies (a record's copies of target memory only; may be NULL)
+ * when they hold all of it with that fingerprint, else live. Returns 0 with *@out,
  * -ESTALE if the object now at @addr has another fingerprint (the sampled one is
  * gone), -EINVAL if @addr does not hold a code object, -EFAULT if unreadable.
  */
-int code_cache__get(struct code_cache *c, uint64_t addr, uint64_t fp,
+int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t addr, uint64_t fp,
 		    const struct code_info **out);
 
 /* Line of the instruction at code-unit index @instr, -1 if none or out of range. */

@@ -22,7 +22,8 @@
 
 /* Every frame header field is read out of a copy the BPF program could also make. */
 _Static_assert(PBP_FRAME_COPY_MAX <= PBP_FRAME_HDR_MAX, "frame copy larger than BPF's");
-_Static_assert(1 + PBP_SEGMENTS_MAX + PBP_FRAMES_MAX <= MEM_SNAPSHOT_SPANS,
+_Static_assert(1 + PBP_SEGMENTS_MAX + PBP_FRAMES_MAX + PBP_CODES_MAX * PBP_CODE_SPANS <=
+		       MEM_SNAPSHOT_SPANS,
 	       "every copy in a record is a span of the snapshot");
 
 struct decoder {
@@ -43,6 +44,8 @@ int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
 		.strs = cfg->strs,
 		.max_entries = cfg->code_cache_entries ? cfg->code_cache_entries : 16384,
 		.budget = cfg->code_budget,
+		.known = cfg->code_known,
+		.ctx = cfg->ctx,
 	};
 	struct decoder *d = calloc(1, sizeof(*d));
 	int err;
@@ -226,7 +229,7 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
 	    s->len > len || s->len < s->hdr_len || s->nsegs > PBP_SEGMENTS_MAX ||
 	    s->nfps > PBP_FP_FRAMES || s->nframes > PBP_FRAMES_MAX ||
-	    s->frame_len > PBP_FRAME_HDR_MAX)
+	    s->frame_len > PBP_FRAME_HDR_MAX || s->nspans > PBP_CODES_MAX * PBP_CODE_SPANS)
 		return -EINVAL;
 	left = s->len - s->hdr_len;
 	mem_snapshot__clear(&d->snap);
@@ -252,6 +255,28 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 		mem_snapshot__add(&d->snap, addr, p + 8, s->frame_len);
 		p += 8 + s->frame_len;
 		left -= 8 + s->frame_len;
+	}
+	if (s->nspans) {
+		size_t at = (size_t)(p - (const uint8_t *)s);
+
+		if (s->spans_off < at || s->spans_off > s->len)
+			return -EINVAL;
+		left = s->len - s->spans_off;
+		p = (const uint8_t *)s + s->spans_off;
+	}
+	for (uint32_t i = 0; i < s->nspans; i++) {
+		struct pbp_span h;
+		size_t step;
+
+		if (sizeof(h) > left)
+			return -EINVAL;
+		memcpy(&h, p, sizeof(h));
+		step = sizeof(h) + (((size_t)h.len + 7) & ~(size_t)7);
+		if (step > left)
+			return -EINVAL;
+		mem_snapshot__add(&d->snap, h.addr, p + sizeof(h), h.len);
+		p += step;
+		left -= step;
 	}
 	*payload_end = (size_t)(p - (const uint8_t *)s);
 	return 0;
@@ -353,7 +378,8 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 
 /*
  * The fingerprint that identifies @code for this sample: the one BPF read while the
- * thread was stopped if any recorded frame ran this code, else the live one. Within
+ * thread was stopped if any recorded frame ran this code, else that of the copy BPF
+ * made of the object, else the live one. Within
  * one sample an address names one object, so one recorded fingerprint serves every
  * frame of a recursion.
  */
@@ -366,7 +392,9 @@ static int sample_fp(struct decoder *d, const struct thread_sample *t, uint64_t 
 			return 0;
 		}
 	}
-	return code_cache__live_fp(d->codes, code, fp);
+	if (t->copies && !code_cache__fp(d->codes, t->copies, code, fp))
+		return 0;
+	return code_cache__fp(d->codes, d->cfg.live, code, fp);
 }
 
 /* @f: a frame of @code (@ci) at instruction @instr. */
@@ -412,7 +440,7 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 		if (r->code != last_code) {
 			err = sample_fp(d, t, r->code, &fp);
 			if (!err)
-				err = code_cache__get(d->codes, r->code, fp, &ci);
+				err = code_cache__get(d->codes, t->copies, r->code, fp, &ci);
 			if (err)
 				return err == -ESTALE ? GAP_STALE_CODE
 				       : err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_CODE;
@@ -597,6 +625,10 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	t.cache_gen = s->cache_gen;
 	t.cache_depth = s->cache_depth;
 	t.mem = &d->snap.base;
+	t.copies = mem_snapshot__copies(&d->snap);
+	d->stats.frames_outside += s->nframes;
+	d->stats.walks_cut += !!(s->flags & PBP_SF_WALK_ENDS);
+	d->stats.codes_cut += !!(s->flags & PBP_SF_CODES_CUT);
 	native = native_block(d, s, payload_end, &native_stack, &native_fp);
 	if (native) {
 		/* 3.11 finds its activations' _PyCFrames in the C stack copy. */
@@ -641,9 +673,9 @@ int decoder__name_frame(struct decoder *d, struct mem_source *m, uint64_t frame,
 		return err;
 	if (!h.code)
 		return -EINVAL;
-	err = code_cache__live_fp(d->codes, h.code, &fp);
+	err = code_cache__fp(d->codes, d->cfg.live, h.code, &fp);
 	if (!err)
-		err = code_cache__get(d->codes, h.code, fp, &ci);
+		err = code_cache__get(d->codes, NULL, h.code, fp, &ci);
 	if (err)
 		return err;
 	name_frame(d->off, ci, h.code, h.instr, f);

@@ -88,6 +88,9 @@ struct decode_stats {
 	uint64_t frames, frames_from_snapshot, frames_read_live, frames_from_cache;
 	uint64_t native_blocks;		/* records with a valid native block */
 	uint64_t native_invalid;	/* ... with one that failed the checks, ignored */
+	uint64_t frames_outside;	/* frames outside the chunks BPF copied */
+	uint64_t walks_cut;		/* records whose walk stopped short (PBP_SF_WALK_ENDS) */
+	uint64_t codes_cut;		/* ... that left code objects uncopied */
 	uint64_t ns;		/* CPU time spent decoding */
 };
 
@@ -113,6 +116,9 @@ struct thread_sample {
 	const struct pbp_code_fp *fps;	/* code fingerprints read with the frames */
 	uint32_t nfps;
 	struct mem_source *mem;
+	/* The sample's copies alone (NULL: none), where code objects BPF copied with it
+	 * are read: they may have been freed since. */
+	struct mem_source *copies;
 	const struct mem_snapshot *copy;	/* if set: thread-owned frames must be in it */
 	struct mem_source *verify;
 	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
@@ -148,6 +154,9 @@ struct decoder_cfg {
 	uint32_t code_cache_entries;
 	struct code_budget *code_budget;	/* NULL: the code cache's own */
 	struct decode_scratch *scratch;		/* NULL: the decoder's own */
+	/* Told of the code objects the decoder holds and lets go (code_cache_cfg). */
+	void (*code_known)(void *ctx, uint64_t code, int known);
+	void *ctx;
 };
 
 int decoder__new(const struct decoder_cfg *cfg, struct decoder **out);

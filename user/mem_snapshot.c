@@ -5,6 +5,7 @@
  * has moved on since.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "mem_snapshot.h"
@@ -46,10 +47,8 @@ static int window_read(struct mem_snapshot *m, uint64_t addr, void *dst, size_t 
 	return 0;
 }
 
-static int snapshot_read(struct mem_source *base, uint64_t addr, void *dst, size_t len)
+static int span_read(struct mem_snapshot *m, uint64_t addr, void *dst, size_t len)
 {
-	struct mem_snapshot *m = (struct mem_snapshot *)base;
-
 	if (addr + len < addr)
 		return -EFAULT;
 	for (unsigned int i = 0; i < m->nspans; i++) {
@@ -61,17 +60,41 @@ static int snapshot_read(struct mem_source *base, uint64_t addr, void *dst, size
 			return 0;
 		}
 	}
+	return -EFAULT;
+}
+
+static int snapshot_read(struct mem_source *base, uint64_t addr, void *dst, size_t len)
+{
+	struct mem_snapshot *m = (struct mem_snapshot *)base;
+
+	if (!span_read(m, addr, dst, len))
+		return 0;
 	m->misses++;
-	if (!m->backing)
+	if (!m->backing || addr + len < addr)
 		return -EFAULT;
 	return window_read(m, addr, dst, len);
 }
 
+static int copies_read(struct mem_source *copies, uint64_t addr, void *dst, size_t len)
+{
+	struct mem_snapshot *m = (struct mem_snapshot *)((char *)copies -
+							  offsetof(struct mem_snapshot, copies));
+
+	return span_read(m, addr, dst, len);
+}
+
 static const struct mem_ops snapshot_ops = { .read = snapshot_read };
+static const struct mem_ops copies_ops = { .read = copies_read };
 
 void mem_snapshot__init(struct mem_snapshot *m, struct mem_source *backing)
 {
-	*m = (struct mem_snapshot){ .base = { .ops = &snapshot_ops }, .backing = backing };
+	*m = (struct mem_snapshot){ .base = { .ops = &snapshot_ops },
+				    .copies = { .ops = &copies_ops }, .backing = backing };
+}
+
+struct mem_source *mem_snapshot__copies(struct mem_snapshot *m)
+{
+	return &m->copies;
 }
 
 int mem_snapshot__add(struct mem_snapshot *m, uint64_t addr, const void *bytes, size_t len)

@@ -17,7 +17,7 @@ struct mem_span {
 	size_t len;
 };
 
-#define MEM_SNAPSHOT_SPANS 80
+#define MEM_SNAPSHOT_SPANS 160
 #define MEM_WINDOW_BYTES 4096
 #define MEM_WINDOWS 4
 
@@ -31,6 +31,7 @@ struct mem_window {
 
 struct mem_snapshot {
 	struct mem_source base;
+	struct mem_source copies;	/* the spans alone: see mem_snapshot__copies() */
 	struct mem_source *backing;
 	struct mem_span spans[MEM_SNAPSHOT_SPANS];
 	unsigned int nspans;
@@ -42,6 +43,10 @@ struct mem_snapshot {
 void mem_snapshot__init(struct mem_snapshot *m, struct mem_source *backing);
 int mem_snapshot__add(struct mem_snapshot *m, uint64_t addr, const void *bytes, size_t len);
 void mem_snapshot__clear(struct mem_snapshot *m);
+
+/* The copied spans as a memory source of their own, where any read outside them
+ * fails: for objects that must be read whole from one instant or not at all. */
+struct mem_source *mem_snapshot__copies(struct mem_snapshot *m);
 
 /* Whether [addr, addr + len) lies inside one of the copied spans. */
 int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len);

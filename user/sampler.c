@@ -373,6 +373,34 @@ static uint32_t off32(uint64_t off)
 	return off == PBP_OFF_NONE ? PBP_OFF_ABSENT : (uint32_t)off;
 }
 
+/* What BPF needs to copy code objects user space does not hold (PBP_CODES_MAX): every
+ * offset below the size it copies, pointers 8-aligned, or no copies at all. */
+static void code_copies(const struct py_offsets *o, struct pbp_target *t)
+{
+	uint32_t shims = 0;
+
+	if (o->owner_cstack < 32)
+		shims |= 1u << o->owner_cstack;
+	if (o->owner_interpreter < 32)
+		shims |= 1u << o->owner_interpreter;
+	if (o->co_size > PBP_CODE_HDR_MAX || o->fr_owner >= o->fr_size ||
+	    o->co_qualname + 8 > o->co_size || o->co_filename + 8 > o->co_size ||
+	    o->co_linetable + 8 > o->co_size || (o->co_qualname | o->co_filename |
+						  o->co_linetable) & 7 ||
+	    o->unicode_compact_data > PBP_STR_COPY_MAX || o->bytes_sval > PBP_STR_COPY_MAX)
+		return;
+	t->fr_owner = (pbp_u32)o->fr_owner;
+	t->shim_owners = shims;
+	t->co_copy_len = (pbp_u32)o->co_size;
+	t->co_qualname = (pbp_u32)o->co_qualname;
+	t->co_filename = (pbp_u32)o->co_filename;
+	t->co_linetable = (pbp_u32)o->co_linetable;
+	t->str_len = (pbp_u32)o->unicode_length;
+	t->str_hdr = (pbp_u32)o->unicode_compact_data;
+	t->bytes_len = (pbp_u32)o->bytes_size;
+	t->bytes_hdr = (pbp_u32)o->bytes_sval;
+}
+
 int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t gil,
 			const struct py_asyncio *a, int native_fp)
 {
@@ -427,6 +455,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 	}
 	if (!s->cfg.frame_cache)
 		t.ts_anchor = t.ts_anchor_seq = PBP_OFF_ABSENT;
+	code_copies(o, &t);
 	/* From 3.12 on every interpreter points at its GIL, its own or the main one's:
 	 * the program follows the sampled thread's interpreter to it. */
 	t.ts_interp = t.interp_gil = PBP_OFF_ABSENT;
@@ -551,6 +580,25 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])
 			out[k] += vals[c];
 	}
 	free(vals);
+}
+
+int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, int known)
+{
+	uint32_t slot = pbp_code_slot(pid, code);
+	struct pbp_code_known v = { .code = code, .pid = pid }, old;
+
+	if (!known) {
+		/* Only this object's slot: another may have taken it since. */
+		if (bpf_map__lookup_elem(s->skel->maps.codes_known, &slot, sizeof(slot), &old,
+					 sizeof(old), 0) ||
+		    old.code != code || old.pid != pid)
+			return 0;
+		v = (struct pbp_code_known){ 0 };
+	}
+	if (bpf_map__update_elem(s->skel->maps.codes_known, &slot, sizeof(slot), &v, sizeof(v),
+				 BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc)

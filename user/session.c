@@ -154,7 +154,7 @@ static int choose_sampler(struct session *s, struct target *first)
 	}
 	first->session = s;
 	err = target__prepare(first, &s->shared, !o->no_frame_cache,
-			      session_targets__publish_anchor);
+			      session_targets__publish_anchor, session_targets__code_known);
 	if (err)
 		goto fail;
 	if (!o->no_bpf) {

@@ -54,6 +54,17 @@ int session_targets__publish_anchor(struct target *t, uint32_t tid, const struct
 	return sampler ? sampler__set_anchor(sampler, tid, fc) : 0;
 }
 
+/* ... and so do the code objects its decoder holds, which the sampler need not copy. */
+void session_targets__code_known(struct target *t, uint64_t code, int known)
+{
+	struct sampler *sampler = t->session->sampler;
+
+	/* A slot not written costs copies of a code object user space already holds,
+	 * one not cleared a read of a code object live: neither is worth failing for. */
+	if (sampler)
+		sampler__code_known(sampler, (uint32_t)t->interp.pid, code, known);
+}
+
 static int start_live(struct target *t)
 {
 	struct sampler_live_cfg lc = {
@@ -213,7 +224,7 @@ int session_targets__adopt(pid_t pid, void *arg)
 	py_threads__gil(&t->live.base, &t->interp, &gil);
 	t->session = s;
 	err = target__prepare(t, &s->shared, !s->opts.no_frame_cache,
-			      session_targets__publish_anchor);
+			      session_targets__publish_anchor, session_targets__code_known);
 	if (!err)
 		err = session_targets__enrol(s, t, gil);
 	if (err) {

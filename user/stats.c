@@ -192,6 +192,12 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "frames_from_snapshot", FIELD_U64, .u = s->decode.frames_from_snapshot },
 		{ "frames_read_live", FIELD_U64, .u = s->decode.frames_read_live },
 		{ "frames_from_cache", FIELD_U64, .u = s->decode.frames_from_cache },
+		/* BPF mode: frames outside the chunks copied with their samples, samples
+		 * whose chain was not followed to its end (more such frames than a record
+		 * holds), and samples that left code objects user space lacked uncopied */
+		{ "frames_outside_chunks", FIELD_U64, .u = s->decode.frames_outside },
+		{ "frame_walks_cut", FIELD_U64, .u = s->decode.walks_cut },
+		{ "code_copies_cut", FIELD_U64, .u = s->decode.codes_cut },
 		{ "frame_cache_hits", FIELD_U64, .u = s->fcache.hits },
 		{ "frame_cache_partial_hits", FIELD_U64, .u = s->fcache.partial_hits },
 		{ "frame_cache_misses", FIELD_U64, .u = s->fcache.misses },
@@ -206,6 +212,8 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		  .u = s->fcache.anchors_established },
 		{ "code_cache_hits", FIELD_U64, .u = s->codes.hits },
 		{ "code_cache_misses", FIELD_U64, .u = s->codes.misses },
+		/* ... of them, read from the copies BPF made with the sample */
+		{ "code_cache_from_copies", FIELD_U64, .u = s->codes.copied },
 		{ "code_cache_evictions", FIELD_U64, .u = s->codes.evictions },
 		{ "code_cache_bytes", FIELD_U64, .u = s->code_cache_bytes },
 		{ "code_cache_entries", FIELD_U64, .u = s->code_cache_entries },

@@ -95,13 +95,22 @@ static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)
 	return t->publish(t, tid, fc);
 }
 
+static void code_known(void *arg, uint64_t code, int known)
+{
+	struct target *t = arg;
+
+	t->code_known(t, code, known);
+}
+
 int target__prepare(struct target *t, const struct target_shared *shared, int frame_cache,
-		    target_publish_fn publish)
+		    target_publish_fn publish, target_code_fn known)
 {
 	struct decoder_cfg dc = {
 		.strs = shared->strs,
 		.code_budget = shared->codes,
 		.scratch = shared->scratch,
+		.code_known = known ? code_known : NULL,
+		.ctx = t,
 	};
 	struct frame_cache_hooks hooks = {
 		.publish = publish_anchor,
@@ -122,6 +131,7 @@ int target__prepare(struct target *t, const struct target_shared *shared, int fr
 		return (int)id;
 	t->root_name = (uint32_t)id;
 	t->publish = publish;
+	t->code_known = known;
 	if (frame_cache) {
 		t->anchors = t->interp.off.ts_last_profiled_frame != PBP_OFF_NONE &&
 			     t->interp.off.ts_last_profiled_frame_seq != PBP_OFF_NONE;

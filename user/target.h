@@ -35,6 +35,9 @@ struct target_shared {
 /* Hands a frame-cache entry of thread @tid of target @t to the sampler (NULL @fc: drop
  * it). */
 typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pbp_fcache *fc);
+/* Tells the sampler that @t's decoder holds (@known) or let go of the code object at
+ * @code: it copies the others with each sample. */
+typedef void (*target_code_fn)(struct target *t, uint64_t code, int known);
 
 struct target {
 	struct session *session;	/* the owner, for the callbacks */
@@ -45,6 +48,7 @@ struct target {
 	struct frame_cache *fcache;	/* NULL: --no-frame-cache */
 	struct sampler_live *sampler_live;	/* --no-bpf */
 	target_publish_fn publish;
+	target_code_fn code_known;
 	int anchors;		/* this target uses (and resets) last_profiled_frame */
 	uint32_t root_name;	/* strtab id of "process PID COMMAND" */
 	uint64_t cpu0, cpu;	/* its CPU time at the start, and as last seen */
@@ -71,7 +75,7 @@ struct target {
  * decoder and (with @frame_cache) its frame cache, clearing any anchors left behind.
  */
 int target__prepare(struct target *t, const struct target_shared *shared, int frame_cache,
-		    target_publish_fn publish);
+		    target_publish_fn publish, target_code_fn code_known);
 /* Notes which process and program @t's PID names, before its interpreter is looked
  * for; every later write into it and every "is it still there" compares against it. */
 int target__identify(struct target *t);

@@ -147,7 +147,7 @@ static const struct code_info *get(struct code_cache *c, int i)
 {
 	const struct code_info *ci;
 
-	CHECK(code_cache__get(c, code_addr(i), fp_of(i), &ci) == 0);
+	CHECK(code_cache__get(c, NULL, code_addr(i), fp_of(i), &ci) == 0);
 	CHECK(ci->linetable_len == LINETABLE);
 	CHECK(ci->firstlineno == 10 + i);
 	return ci;
@@ -260,11 +260,11 @@ static void successor_under_construction(void)
 
 	put_str(name, "successor");
 	put_str(file, "successor.py");
-	CHECK(code_cache__get(c, a, fp_of(NOBJ - 1), &ci) == -ESTALE);
+	CHECK(code_cache__get(c, NULL, a, fp_of(NOBJ - 1), &ci) == -ESTALE);
 	CHECK(code_cache__stats(c)->stale == 1);
 	/* Once the successor is whole, its own fingerprint names it. */
 	memcpy(memory + (a - BASE) + off.co_version, &version, 4);
-	CHECK(code_cache__get(c, a, code_fp(version, "successor"), &ci) == 0);
+	CHECK(code_cache__get(c, NULL, a, code_fp(version, "successor"), &ci) == 0);
 	CHECK(!strcmp(strtab__get(strs, ci->qualname), "successor"));
 	CHECK(!strcmp(strtab__get(strs, ci->filename), "successor.py"));
 	code_cache__free(c);

@@ -84,9 +84,9 @@ static int get_code(const struct py_offsets *o, struct strtab *strs, int *line)
 	int err;
 
 	CHECK(code_cache__new(&cfg, &c) == 0);
-	err = code_cache__live_fp(c, CODE, &fp);
+	err = code_cache__fp(c, &mem.base, CODE, &fp);
 	if (!err)
-		err = code_cache__get(c, CODE, fp, &ci);
+		err = code_cache__get(c, NULL, CODE, fp, &ci);
 	if (!err) {
 		CHECK(!strcmp(strtab__get(strs, ci->qualname), "f"));
 		CHECK(!strcmp(strtab__get(strs, ci->filename), "x.py"));
