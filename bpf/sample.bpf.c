@@ -331,6 +331,22 @@ static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 
 	}
 }
 
+/* Where the copies of code objects go: after the rest of the record's payload. */
+struct span_state {
+	__u32 off;		/* the payload's start in sc->buf */
+	__u32 used;		/* payload bytes written so far */
+	__u32 code_bytes;	/* of them, copied of code objects */
+	__u32 n;		/* spans written */
+};
+
+/* Code objects met on the walk that user space does not hold, to copy. */
+struct code_list {
+	__u64 last;
+	__u32 n;
+	__u32 cut;
+	__u64 code[PBP_CODES_MAX];
+};
+
 /* State shared by the bpf_loop() callbacks below; callbacks are verified once, where
  * unrolled loops with inner loops exhaust the verifier's budget. */
 struct copy_ctx {
@@ -348,11 +364,8 @@ struct copy_ctx {
 	__u64 frame;
 	__u64 stop;		/* the cached anchor: copy no older bytes than this */
 	__u32 segoff[PBP_SEGMENTS_MAX];	/* where each chunk's bytes are in sc->buf */
-	/* Code objects met on the walk that user space does not hold, to copy. */
-	__u64 last_code;
-	__u32 ncodes;
-	__u32 code_bytes;
-	__u64 codes[PBP_CODES_MAX];
+	struct code_list codes;
+	struct span_state spans;
 };
 
 /*
@@ -434,18 +447,18 @@ static long copy_chunk(__u32 i, void *arg)
 
 /*
  * Where @frame's header was copied with the chunks: its offset in sc->buf, or 0 when
- * it lies outside them. A chain only goes on to older chunks, so the search starts at
- * the last frame's.
+ * it lies outside them. A chain goes from each chunk to the one before, so only the
+ * last frame's chunk and the next are looked at; a frame found in neither has its
+ * header copied, which costs bytes but is as sound.
  */
 static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
 {
 	const struct pbp_sample *s = c->s;
+	__u32 k = c->k;
 
-	for (__u32 k = 0; k < PBP_SEGMENTS_MAX; k++) {
-		if (k < c->k)
-			continue;
-		if (k >= c->nchunks)
-			break;
+	for (int next = 0; next < 2; next++, k++) {
+		if (k >= c->nchunks || k >= PBP_SEGMENTS_MAX)
+			return 0;
 		if (frame >= s->seg[k].addr && frame + c->hlen <= s->seg[k].addr + s->seg[k].len) {
 			c->k = k;
 			return c->segoff[k] + (__u32)(frame - s->seg[k].addr);
@@ -454,32 +467,37 @@ static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
 	return 0;
 }
 
-/* Notes @code for copying when user space does not hold it (see PBP_CODES_MAX). */
-static __always_inline void note_code(struct copy_ctx *c, __u64 code)
+/*
+ * Notes @code of process @pid for copying when user space does not hold it (see
+ * PBP_CODES_MAX); @fp: its fingerprint, 0 if not read. Global, so that it is verified
+ * once, on its own, and its branches do not multiply the walk's.
+ */
+__noinline int note_code(struct code_list *l, __u32 pid, __u64 code, __u64 fp)
 {
-	struct pbp_sample *s = c->s;
 	struct pbp_code_known *k;
-	__u32 slot, n = c->ncodes;
+	__u32 slot, n;
 
-	if (!code || code == c->last_code)
-		return;
-	c->last_code = code;
-	slot = pbp_code_slot(s->pid, code);
+	if (!l || !code || code == l->last)
+		return 0;
+	l->last = code;
+	slot = pbp_code_slot(pid, code);
 	k = bpf_map_lookup_elem(&codes_known, &slot);
-	if (!k || (k->code == code && k->pid == s->pid))
-		return;
+	if (!k || (k->code == code && k->pid == pid && (!fp || k->fp == fp)))
+		return 0;
+	n = l->n;
 	for (__u32 j = 0; j < PBP_CODES_MAX; j++) {
 		if (j >= n)
 			break;
-		if (c->codes[j] == code)
-			return;
+		if (l->code[j] == code)
+			return 0;
 	}
 	if (n >= PBP_CODES_MAX) {
-		s->flags |= PBP_SF_CODES_CUT;
-		return;
+		l->cut = 1;
+		return 0;
 	}
-	c->codes[n & (PBP_CODES_MAX - 1)] = code;
-	c->ncodes = n + 1;
+	l->code[n & (PBP_CODES_MAX - 1)] = code;
+	l->n = n + 1;
+	return 0;
 }
 
 /*
@@ -526,17 +544,20 @@ static long walk_frame(__u32 i, void *arg)
 	c->frame = *(__u64 *)(c->sc->buf + at + (t->fr_previous & (PBP_FRAME_HDR_MAX - 8)));
 	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
 	owner = *(__u8 *)(c->sc->buf + at + (t->fr_owner & (PBP_FRAME_HDR_MAX - 1)));
+	fp = 0;
+	if (i < PBP_FP_FRAMES && t->fp_mode != PBP_FP_NONE && code) {
+		fp = code_fingerprint(t, code);
+		if (!fp)
+			s->flags |= PBP_SF_FP_FAULT;
+	}
 	if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)))
-		note_code(c, code);
+		note_code(&c->codes, s->pid, code, fp);
 	if (i >= PBP_FP_FRAMES || t->fp_mode == PBP_FP_NONE)
 		return 0;
 	if (!code) {
 		s->flags |= PBP_SF_FP_FAULT;
 		return 0;
 	}
-	fp = code_fingerprint(t, code);
-	if (!fp)
-		s->flags |= PBP_SF_FP_FAULT;
 	/* Known below PBP_FP_FRAMES to the compiler, which drops the mask the verifier
 	 * needs unless it is kept from seeing that. */
 	barrier_var(i);
@@ -550,67 +571,89 @@ static long walk_frame(__u32 i, void *arg)
 /*
  * Appends a struct pbp_span with @len bytes at @addr to the record; returns where the
  * bytes start, or 0 when they would pass the code copies' budget or the record, or
- * could not be read.
+ * could not be read. Global, like read_span(): the copies of one code object are a
+ * chain of branches that, inlined, pass what the verifier follows in one path.
  */
-static __always_inline __u64 copy_span(struct copy_ctx *c, __u64 addr, __u64 len)
+__noinline __u64 copy_span(struct scratch *sc, struct span_state *st, __u64 addr, __u64 len)
 {
 	struct pbp_span *h;
-	__u64 at = (__u64)c->off + c->used;
+	__u64 at;
 
+	if (!sc || !st)
+		return 0;
+	at = (__u64)st->off + st->used;
 	if (!addr || !len || len > PBP_LINETABLE_COPY_MAX ||
-	    c->code_bytes + len > PBP_CODE_BYTES_MAX ||
+	    st->code_bytes + len > PBP_CODE_BYTES_MAX ||
 	    at > PBP_PY_RECORD_MAX - sizeof(*h) - PBP_LINETABLE_COPY_MAX - 8)
 		return 0;
 	barrier_var(at);
-	if (read_span(c->sc, at + sizeof(*h), len, addr))
+	if (read_span(sc, at + sizeof(*h), len, addr))
 		return 0;
-	h = (struct pbp_span *)(c->sc->buf + at);
+	h = (struct pbp_span *)(sc->buf + at);
 	h->addr = addr;
 	h->len = len;
 	h->_pad = 0;
-	c->used += sizeof(*h) + ((len + 7) & ~7ull);
-	c->code_bytes += len;
-	c->s->nspans++;
+	st->used += sizeof(*h) + ((len + 7) & ~7ull);
+	st->code_bytes += len;
+	st->n++;
 	return at + sizeof(*h);
 }
 
 /* A str object, header and characters, as far as PBP_STR_COPY_MAX. */
-static __always_inline void copy_str(struct copy_ctx *c, __u64 str)
+static __always_inline void copy_str(struct scratch *sc, const struct pbp_target *t,
+				     struct span_state *st, __u64 str)
 {
-	const struct pbp_target *t = c->t;
 	__u64 len;
 
 	if (!str)
 		return;
 	len = t->str_hdr + read_u64(str + t->str_len);
-	copy_span(c, str, len < PBP_STR_COPY_MAX ? len : PBP_STR_COPY_MAX);
+	copy_span(sc, st, str, len < PBP_STR_COPY_MAX ? len : PBP_STR_COPY_MAX);
+}
+
+/* A pointer in the copy of a code object at @at, @off bytes in. */
+static __always_inline __u64 code_field(struct scratch *sc, __u64 at, __u32 off)
+{
+	return *(__u64 *)(sc->buf + at + (off & (PBP_CODE_HDR_MAX - 8)));
 }
 
 /*
- * One code object noted on the walk, with its names and line table. Its strings and
- * line table are only kept alive by it: once it is freed, they may be too.
+ * One code object noted on the walk, with its names and line table: 0, or -1 when it
+ * could not be copied. Its strings and line table are only kept alive by it: once it
+ * is freed, they may be too.
  */
-static long copy_code(__u32 j, void *arg)
+__noinline int copy_code(struct scratch *sc, const struct pbp_target *t, struct span_state *st,
+			 __u64 code)
 {
-	struct copy_ctx *c = arg;
-	const struct pbp_target *t = c->t;
-	__u64 code = c->codes[j & (PBP_CODES_MAX - 1)], at, p, len;
+	__u64 at, p, len;
 
-	at = copy_span(c, code, t->co_copy_len <= PBP_CODE_HDR_MAX ? t->co_copy_len : 0);
-	if (!at || at > PBP_PY_RECORD_MAX - PBP_CODE_HDR_MAX) {
-		c->s->flags |= PBP_SF_CODES_CUT;
-		return 1;
-	}
-	copy_str(c, *(__u64 *)(c->sc->buf + at + (t->co_qualname & (PBP_CODE_HDR_MAX - 8))));
-	copy_str(c, *(__u64 *)(c->sc->buf + at + (t->co_filename & (PBP_CODE_HDR_MAX - 8))));
+	if (!sc || !t || !st)
+		return -1;
+	at = copy_span(sc, st, code, t->co_copy_len <= PBP_CODE_HDR_MAX ? t->co_copy_len : 0);
+	if (!at || at > PBP_PY_RECORD_MAX - PBP_CODE_HDR_MAX)
+		return -1;
+	barrier_var(at);
+	copy_str(sc, t, st, code_field(sc, at, t->co_qualname));
+	copy_str(sc, t, st, code_field(sc, at, t->co_filename));
 	/* Before 3.13 the fingerprint is co_name's hash. */
 	if (t->fp_mode == PBP_FP_PTR_U64)
-		copy_str(c, *(__u64 *)(c->sc->buf + at + (t->fp_off & (PBP_CODE_HDR_MAX - 8))));
-	p = *(__u64 *)(c->sc->buf + at + (t->co_linetable & (PBP_CODE_HDR_MAX - 8)));
+		copy_str(sc, t, st, code_field(sc, at, t->fp_off));
+	p = code_field(sc, at, t->co_linetable);
 	if (!p)
 		return 0;
 	len = t->bytes_hdr + read_u64(p + t->bytes_len) + 1;
-	copy_span(c, p, len < PBP_LINETABLE_COPY_MAX ? len : PBP_LINETABLE_COPY_MAX);
+	copy_span(sc, st, p, len < PBP_LINETABLE_COPY_MAX ? len : PBP_LINETABLE_COPY_MAX);
+	return 0;
+}
+
+static long copy_code_cb(__u32 j, void *arg)
+{
+	struct copy_ctx *c = arg;
+
+	if (copy_code(c->sc, c->t, &c->spans, c->codes.code[j & (PBP_CODES_MAX - 1)])) {
+		c->s->flags |= PBP_SF_CODES_CUT;
+		return 1;
+	}
 	return 0;
 }
 
@@ -1090,12 +1133,18 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	if (cc.hlen && bpf_loop(PBP_WALK_MAX, walk_frame, &cc, 0) == PBP_WALK_MAX && cc.frame &&
 	    cc.frame != cc.stop)
 		s->flags |= PBP_SF_WALK_CUT;
-	if (cc.ncodes) {
+	if (cc.codes.cut)
+		s->flags |= PBP_SF_CODES_CUT;
+	if (cc.codes.n) {
 		cc.used = (cc.off + cc.used + 7) / 8 * 8 - cc.off;
-		s->spans_off = cc.off + cc.used;
-		bpf_loop(cc.ncodes, copy_code, &cc, 0);
-		if (!s->nspans)
-			s->spans_off = 0;
+		cc.spans.off = cc.off;
+		cc.spans.used = cc.used;
+		bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
+		if (cc.spans.n) {
+			s->spans_off = cc.off + cc.used;
+			s->nspans = cc.spans.n;
+			cc.used = cc.spans.used;
+		}
 	}
 
 	total = sizeof(*s) + (__u64)tlen + cc.used;

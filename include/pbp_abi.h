@@ -468,16 +468,19 @@ _Static_assert(sizeof(struct pbp_target) == 208, "pbp_target layout");
 /*
  * The code objects user space holds, by process: a direct-mapped table that user space
  * fills as it reads code objects and BPF reads at every frame. A slot holding another
- * object only costs a copy; one still naming an object freed since costs what it did
- * before copies existed: the code is read live, and its fingerprint tells it apart.
+ * object only costs a copy. One naming an object freed since, whose address a new one
+ * took, is told apart by the fingerprint in the innermost PBP_FP_FRAMES frames, which
+ * BPF reads anyway; below them the new object is read live, as before copies existed,
+ * and user space clears the slot when that fails.
  */
 struct pbp_code_known {
 	pbp_u64 code;
+	pbp_u64 fp;
 	pbp_u32 pid;
 	pbp_u32 _pad;
 };
 
-_Static_assert(sizeof(struct pbp_code_known) == 16, "pbp_code_known layout");
+_Static_assert(sizeof(struct pbp_code_known) == 24, "pbp_code_known layout");
 
 static inline pbp_u32 pbp_code_slot(pbp_u32 pid, pbp_u64 code)
 {

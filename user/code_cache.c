@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "code_cache.h"
+#include "pbp_abi.h"
 #include "hash.h"
 #include "hashmap.h"
 #include "py_linetable.h"
@@ -248,6 +249,11 @@ static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, 
 	if (err)
 		goto fail;
 	err = py_obj__bytes(m, o, linetable, &ci->linetable, &tlen);
+	/* BPF copies a line table's first PBP_LINETABLE_COPY_MAX bytes: they give the
+	 * lines of the instructions they cover, and none (-1) beyond. */
+	if (err == -EFAULT && m != c->cfg.live && o->bytes_sval < PBP_LINETABLE_COPY_MAX)
+		err = py_obj__bytes_upto(m, o, linetable, PBP_LINETABLE_COPY_MAX - o->bytes_sval,
+					 &ci->linetable, &tlen);
 	if (err)
 		goto fail;
 	ci->linetable_len = (uint32_t)tlen;	/* at most PYBYTES_MAX */
@@ -278,7 +284,7 @@ static void remove_at(struct code_cache *c, uint32_t i)
 
 	count_bytes(c, -(ssize_t)ci->bytes);
 	if (c->cfg.known)
-		c->cfg.known(c->cfg.ctx, ci->addr, 0);
+		c->cfg.known(c->cfg.ctx, ci->addr, ci->fp, 0);
 	hashmap__delete_at(&c->index, i, entry_hash, c);
 	last = (uint32_t)c->index.n;
 	if (k != last) {
@@ -376,20 +382,22 @@ int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t ad
 		goto keep;
 	}
 	err = code_cache__fp(c, c->cfg.live, addr, &live);
-	if (err)
-		return err;
-	if (live != fp) {
-		c->stats.stale++;
+	if (!err && live != fp) {
 		pr_debug("code %#llx: fingerprint %#llx, sampled %#llx\n", (unsigned long long)addr,
 			 (unsigned long long)live, (unsigned long long)fp);
-		return -ESTALE;
+		err = -ESTALE;
 	}
-	err = read_code(c, c->cfg.live, addr, fp, &ci);
+	if (!err)
+		err = read_code(c, c->cfg.live, addr, fp, &ci);
 	if (err) {
 		if (err == -EINVAL)
 			c->stats.invalid++;
 		else if (err == -ESTALE)
 			c->stats.stale++;
+		/* The sampler took the address for one held here, an object since freed
+		 * and followed by another: from now on it copies what is there. */
+		if (c->cfg.known)
+			c->cfg.known(c->cfg.ctx, addr, 0, 0);
 		return err;
 	}
 keep:
@@ -408,7 +416,7 @@ keep:
 	c->budget->entries++;
 	count_bytes(c, ci->bytes);
 	if (c->cfg.known)
-		c->cfg.known(c->cfg.ctx, addr, 1);
+		c->cfg.known(c->cfg.ctx, addr, fp, 1);
 	*out = ci;
 	return 0;
 }

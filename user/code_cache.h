@@ -73,7 +73,7 @@ struct code_cache_cfg {
 	struct code_budget *budget;	/* NULL: the cache's own, with the defaults */
 	/* Told of each entry kept (@known 1) and let go (0): the sampler copies the
 	 * code objects the cache does not hold with each sample. May be NULL. */
-	void (*known)(void *ctx, uint64_t addr, int known);
+	void (*known)(void *ctx, uint64_t addr, uint64_t fp, int known);
 	void *ctx;
 };
 

@@ -86,6 +86,12 @@ int py_obj__str_hash(struct mem_source *m, const struct py_offsets *o, uint64_t 
 int py_obj__bytes(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 		  uint8_t **out, size_t *len)
 {
+	return py_obj__bytes_upto(m, o, addr, PYBYTES_MAX, out, len);
+}
+
+int py_obj__bytes_upto(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
+		       size_t max, uint8_t **out, size_t *len)
+{
 	int64_t size;
 	uint8_t *buf;
 	int err;
@@ -95,6 +101,8 @@ int py_obj__bytes(struct mem_source *m, const struct py_offsets *o, uint64_t add
 		return err;
 	if (size < 0 || size > PYBYTES_MAX)
 		return -EINVAL;
+	if ((uint64_t)size > max)
+		size = (int64_t)max;
 	buf = malloc(size ? size : 1);
 	if (!buf)
 		return -ENOMEM;

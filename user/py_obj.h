@@ -24,7 +24,10 @@ int py_obj__str(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 int py_obj__str_hash(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 		uint64_t *hash);
 
-/* Reads the bytes object at @addr into a malloc'ed buffer of *@len bytes. */
+/* Reads the bytes object at @addr into a malloc'ed buffer of *@len bytes: all of them,
+ * or (py_obj__bytes_upto) no more than @max. */
+int py_obj__bytes_upto(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
+		       size_t max, uint8_t **out, size_t *len);
 int py_obj__bytes(struct mem_source *m, const struct py_offsets *o, uint64_t addr,
 		  uint8_t **out, size_t *len);
 

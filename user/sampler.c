@@ -582,16 +582,16 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])
 	free(vals);
 }
 
-int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, int known)
+int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, uint64_t fp, int known)
 {
 	uint32_t slot = pbp_code_slot(pid, code);
-	struct pbp_code_known v = { .code = code, .pid = pid }, old;
+	struct pbp_code_known v = { .code = code, .fp = fp, .pid = pid }, old;
 
 	if (!known) {
 		/* Only this object's slot: another may have taken it since. */
 		if (bpf_map__lookup_elem(s->skel->maps.codes_known, &slot, sizeof(slot), &old,
 					 sizeof(old), 0) ||
-		    old.code != code || old.pid != pid)
+		    old.code != code || old.pid != pid || (fp && old.fp != fp))
 			return 0;
 		v = (struct pbp_code_known){ 0 };
 	}
