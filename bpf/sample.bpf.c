@@ -322,9 +322,10 @@ static __always_inline __u64 code_fingerprint(const struct pbp_target *t, __u64 
 		return v32 | (name ? read_u64(name + t->fp_off3) << 32 : 0);
 	}
 	case PBP_FP_PTR_U64: {
-		__u64 p = read_u64(code + t->fp_off);
+		__u64 p = read_u64(code + t->fp_off), h;
 
-		return p ? read_u64(p + t->fp_off2) : 0;
+		h = p ? read_u64(p + t->fp_off2) : 0;
+		return h ? h ^ read_u64(code + t->fp_off3) : 0;
 	}
 	default:
 		return 0;
@@ -468,36 +469,45 @@ static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
 }
 
 /*
- * Notes @code of process @pid for copying when user space does not hold it (see
- * PBP_CODES_MAX); @fp: its fingerprint, 0 if not read. Global, so that it is verified
+ * Notes @code of process @pid (target @t) for copying when user space does not hold it
+ * (see PBP_CODES_MAX); @fp: its fingerprint, 0 if not read yet. Returns the fingerprint
+ * it read for a code object it had to check (PBP_CK_CHECK), else 0. Global, so that it is verified
  * once, on its own, and its branches do not multiply the walk's.
  */
-__noinline int note_code(struct code_list *l, __u32 pid, __u64 code, __u64 fp)
+__noinline __u64 note_code(struct code_list *l, const struct pbp_target *t, __u32 pid,
+			   __u64 code, __u64 fp)
 {
 	struct pbp_code_known *k;
+	__u64 read = 0;
 	__u32 slot, n;
 
-	if (!l || !code || code == l->last)
+	if (!l || !t || !code || code == l->last)
 		return 0;
 	l->last = code;
 	slot = pbp_code_slot(pid, code);
 	k = bpf_map_lookup_elem(&codes_known, &slot);
-	if (!k || (k->code == code && k->pid == pid && (!fp || k->fp == fp)))
+	if (!k)
 		return 0;
+	if (k->code == code && k->pid == pid && (k->flags & PBP_CK_HELD)) {
+		if (!fp && (k->flags & PBP_CK_CHECK))
+			fp = read = code_fingerprint(t, code);
+		if (!fp || k->fp == fp)
+			return read;
+	}
 	n = l->n;
 	for (__u32 j = 0; j < PBP_CODES_MAX; j++) {
 		if (j >= n)
 			break;
 		if (l->code[j] == code)
-			return 0;
+			return read;
 	}
 	if (n >= PBP_CODES_MAX) {
 		l->cut = 1;
-		return 0;
+		return read;
 	}
 	l->code[n & (PBP_CODES_MAX - 1)] = code;
 	l->n = n + 1;
-	return 0;
+	return read;
 }
 
 /*
@@ -545,26 +555,22 @@ static long walk_frame(__u32 i, void *arg)
 	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
 	owner = *(__u8 *)(c->sc->buf + at + (t->fr_owner & (PBP_FRAME_HDR_MAX - 1)));
 	fp = 0;
-	if (i < PBP_FP_FRAMES && t->fp_mode != PBP_FP_NONE && code) {
-		fp = code_fingerprint(t, code);
+	if (i < PBP_FP_FRAMES && t->fp_mode != PBP_FP_NONE) {
+		fp = code ? code_fingerprint(t, code) : 0;
 		if (!fp)
 			s->flags |= PBP_SF_FP_FAULT;
 	}
-	if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)))
-		note_code(&c->codes, s->pid, code, fp);
-	if (i >= PBP_FP_FRAMES || t->fp_mode == PBP_FP_NONE)
+	if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)) && !fp)
+		fp = note_code(&c->codes, t, s->pid, code, 0);
+	else if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)))
+		note_code(&c->codes, t, s->pid, code, fp);
+	n = s->nfps;
+	if (!fp || n >= PBP_FPS_MAX)
 		return 0;
-	if (!code) {
-		s->flags |= PBP_SF_FP_FAULT;
-		return 0;
-	}
-	/* Known below PBP_FP_FRAMES to the compiler, which drops the mask the verifier
-	 * needs unless it is kept from seeing that. */
-	barrier_var(i);
-	s->fps[i & (PBP_FP_FRAMES - 1)].frame = frame;
-	s->fps[i & (PBP_FP_FRAMES - 1)].code = code;
-	s->fps[i & (PBP_FP_FRAMES - 1)].fp = fp;
-	s->nfps = (i & (PBP_FP_FRAMES - 1)) + 1;
+	s->fps[n & (PBP_FPS_MAX - 1)].frame = frame;
+	s->fps[n & (PBP_FPS_MAX - 1)].code = code;
+	s->fps[n & (PBP_FPS_MAX - 1)].fp = fp;
+	s->nfps = n + 1;
 	return 0;
 }
 

@@ -31,6 +31,9 @@ typedef int32_t pbp_s32;
 #define PBP_STACK_DEFAULT (120 * 1024)
 #define PBP_SEGMENTS_MAX 8		/* data-stack chunks copied per sample */
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
+/* ... and room in a record for the fingerprints of deeper frames that BPF checked
+ * (PBP_CK_CHECK), which decoding needs once their code is freed. */
+#define PBP_FPS_MAX 16
 #define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */
 /*
  * The frames of the sampled thread that live outside its chunks (3.12+ entry frames on
@@ -213,7 +216,7 @@ struct pbp_sample {
 	pbp_u32 nspans;		/* <= PBP_CODES_MAX * PBP_CODE_SPANS */
 	pbp_u32 spans_off;	/* where the first starts; 0 with none */
 	struct pbp_segment seg[PBP_SEGMENTS_MAX];
-	struct pbp_code_fp fps[PBP_FP_FRAMES];
+	struct pbp_code_fp fps[PBP_FPS_MAX];
 };
 
 /* pbp_native.flags */
@@ -349,7 +352,10 @@ enum pbp_fp_mode {
 	/* *(u32 *)(code + fp_off), and in the upper half the low 32 bits of
 	 * *(u64 *)(*(code + fp_off2) + fp_off3): 3.13+ co_version, co_qualname's hash */
 	PBP_FP_U32_HASH = 1,
-	PBP_FP_PTR_U64 = 2,	/* *(u64 *)(*(code + fp_off) + fp_off2): name hash */
+	/* *(u64 *)(*(code + fp_off) + fp_off2) ^ *(u64 *)(code + fp_off3): before 3.13,
+	 * co_name's hash and the co_filename pointer, for every module's body has the
+	 * same name */
+	PBP_FP_PTR_U64 = 2,
 };
 
 /*
@@ -425,7 +431,7 @@ struct pbp_target {
  */
 #define PBP_OFF_ABSENT 0xffffffffu
 
-_Static_assert(sizeof(struct pbp_sample) == 168 + 16 * PBP_SEGMENTS_MAX + 24 * PBP_FP_FRAMES,
+_Static_assert(sizeof(struct pbp_sample) == 168 + 16 * PBP_SEGMENTS_MAX + 24 * PBP_FPS_MAX,
 	       "pbp_sample layout");
 
 /*
@@ -470,15 +476,21 @@ _Static_assert(sizeof(struct pbp_target) == 208, "pbp_target layout");
  * fills as it reads code objects and BPF reads at every frame. A slot holding another
  * object only costs a copy. One naming an object freed since, whose address a new one
  * took, is told apart by the fingerprint in the innermost PBP_FP_FRAMES frames, which
- * BPF reads anyway; below them the new object is read live, as before copies existed,
- * and user space clears the slot when that fails.
+ * BPF reads anyway, and in every frame with PBP_CK_CHECK; elsewhere the new object is
+ * read live, as before copies existed, and user space clears the slot when that fails.
  */
 struct pbp_code_known {
 	pbp_u64 code;
 	pbp_u64 fp;
 	pbp_u32 pid;
-	pbp_u32 _pad;
+	pbp_u32 flags;		/* PBP_CK_* */
 };
+
+/* pbp_code_known.flags. A code object that runs once and is dropped (a module's or a
+ * class's body, exec'd code) is the one whose address the next takes: its fingerprint
+ * is checked in every frame, not only in the innermost. */
+#define PBP_CK_HELD	(1u << 0)
+#define PBP_CK_CHECK	(1u << 1)
 
 _Static_assert(sizeof(struct pbp_code_known) == 24, "pbp_code_known layout");
 

@@ -23,6 +23,8 @@
 #include "structbuf.h"
 #include "vec.h"
 
+#define CO_OPTIMIZED 0x0001		/* Include/cpython/code.h */
+
 struct code_cache {
 	struct code_cache_cfg cfg;
 	struct code_info **ents;	/* dense: deleting moves the last one in */
@@ -137,10 +139,17 @@ int code_cache__fp(struct code_cache *c, struct mem_source *m, uint64_t addr, ui
 	int err;
 
 	if (o->co_version == PBP_OFF_NONE) {
+		uint64_t file;
+
 		err = mem__read_u64(m, addr + o->co_name, &name);
+		if (!err)
+			err = mem__read_u64(m, addr + o->co_filename, &file);
+		if (!err)
+			err = py_obj__str_hash(m, o, name, &hash);
 		if (err)
 			return err;
-		return py_obj__str_hash(m, o, name, fp);
+		*fp = hash ? hash ^ file : 0;
+		return 0;
 	}
 	err = mem__read(m, addr + o->co_version, &v32, sizeof(v32));
 	if (!err)
@@ -193,6 +202,22 @@ static int intern_str(struct code_cache *c, struct mem_source *m, uint64_t addr,
 }
 
 /*
+ * Whether the code object in @b runs once: without CO_OPTIMIZED, a module's or a
+ * class's body, or code compiled for exec. co_flags has no debug offset; from 3.11 to
+ * 3.15 it is the int right after the object's header (ob_type, then ob_size) and three
+ * pointers (co_consts, co_names, co_exceptiontable), and before co_firstlineno.
+ */
+static int runs_once(const struct py_offsets *o, const struct structbuf *b)
+{
+	uint64_t at = o->ob_type + 2 * 8 + 3 * 8;
+	uint32_t flags;
+
+	if (at >= o->co_firstlineno || structbuf__u32(b, at, &flags))
+		return 0;
+	return !(flags & CO_OPTIMIZED);
+}
+
+/*
  * Reads the object at @addr afresh, through @m: live memory, or a record's copies of
  * it and of what it points to, made while it was alive. The object may be freed, or a new one built in its
  * memory, while we read; the old fingerprint then lingers until the constructor
@@ -242,6 +267,7 @@ static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, 
 	ci->fp = fp;
 	ci->firstlineno = (int32_t)first;
 	ci->ncodeunits = (uint32_t)units;	/* at most 2^24, checked above */
+	ci->once = (uint8_t)runs_once(o, &b);
 	err = intern_str(c, m, qualname, &ci->qualname);
 	if (err)
 		goto fail;
@@ -416,7 +442,7 @@ keep:
 	c->budget->entries++;
 	count_bytes(c, ci->bytes);
 	if (c->cfg.known)
-		c->cfg.known(c->cfg.ctx, addr, fp, 1);
+		c->cfg.known(c->cfg.ctx, addr, fp, PBP_CK_HELD | (ci->once ? PBP_CK_CHECK : 0));
 	*out = ci;
 	return 0;
 }

@@ -8,10 +8,11 @@
  * surely lacks: co_version on 3.13+ (a per-interpreter counter bumped for every new
  * code object) with the cached hash of co_qualname, since a successor still being
  * built bears the old version under its own name (pbp_abi.h, PBP_FP_U32_HASH); the
- * cached hash of co_name before 3.13. The decoder gets it either
- * from the BPF record (read while the thread was stopped) or from live memory; an
- * entry is used only when both address and fingerprint match, and a fresh read is
- * accepted only if the live fingerprint still equals the one wanted.
+ * cached hash of co_name with the co_filename pointer before 3.13 (every module body
+ * has the same name). The decoder gets it from the BPF record (read while the thread
+ * was stopped or copied with it), or from live memory; an entry is used only when
+ * both address and fingerprint match, and a fresh read is accepted only if the live
+ * fingerprint still equals the one wanted.
  */
 #ifndef PBP_CODE_CACHE_H
 #define PBP_CODE_CACHE_H
@@ -35,6 +36,7 @@ struct code_info {
 	uint32_t linetable_len;
 	uint32_t bytes;		/* what the entry costs, counted against the budget */
 	uint8_t used;		/* looked up since the clock hand last passed */
+	uint8_t once;		/* a module's or class's body, or exec'd: runs once */
 	/* instruction -> line memo: call sites of parent frames repeat sample after sample */
 	uint32_t memo_instr[CODE_LINE_SLOTS];
 	int32_t memo_line[CODE_LINE_SLOTS];
@@ -71,9 +73,10 @@ struct code_cache_cfg {
 	struct strtab *strs;
 	uint32_t max_entries;
 	struct code_budget *budget;	/* NULL: the cache's own, with the defaults */
-	/* Told of each entry kept (@known 1) and let go (0): the sampler copies the
-	 * code objects the cache does not hold with each sample. May be NULL. */
-	void (*known)(void *ctx, uint64_t addr, uint64_t fp, int known);
+	/* Told of each entry kept (@flags PBP_CK_HELD, with PBP_CK_CHECK for code that
+	 * runs once) and let go (0): the sampler copies the code objects the cache does
+	 * not hold with each sample. May be NULL. */
+	void (*known)(void *ctx, uint64_t addr, uint64_t fp, uint32_t flags);
 	void *ctx;
 };
 

@@ -228,7 +228,7 @@ static int load_record(struct decoder *d, const struct pbp_sample *s, size_t len
 
 	if (len < sizeof(*s) || s->abi != PBP_ABI_VERSION || s->hdr_len != sizeof(*s) ||
 	    s->len > len || s->len < s->hdr_len || s->nsegs > PBP_SEGMENTS_MAX ||
-	    s->nfps > PBP_FP_FRAMES || s->nframes > PBP_FRAMES_MAX ||
+	    s->nfps > PBP_FPS_MAX || s->nframes > PBP_FRAMES_MAX ||
 	    s->frame_len > PBP_FRAME_HDR_MAX || s->nspans > PBP_CODES_MAX * PBP_CODE_SPANS)
 		return -EINVAL;
 	left = s->len - s->hdr_len;

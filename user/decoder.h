@@ -155,7 +155,7 @@ struct decoder_cfg {
 	struct code_budget *code_budget;	/* NULL: the code cache's own */
 	struct decode_scratch *scratch;		/* NULL: the decoder's own */
 	/* Told of the code objects the decoder holds and lets go (code_cache_cfg). */
-	void (*code_known)(void *ctx, uint64_t code, uint64_t fp, int known);
+	void (*code_known)(void *ctx, uint64_t code, uint64_t fp, uint32_t flags);
 	void *ctx;
 };
 

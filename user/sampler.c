@@ -452,6 +452,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.fp_mode = PBP_FP_PTR_U64;
 		t.fp_off = (pbp_u32)o->co_name;
 		t.fp_off2 = (pbp_u32)o->unicode_length + 8;	/* the str's cached hash */
+		t.fp_off3 = (pbp_u32)o->co_filename;
 	}
 	if (!s->cfg.frame_cache)
 		t.ts_anchor = t.ts_anchor_seq = PBP_OFF_ABSENT;
@@ -582,12 +583,13 @@ void sampler__counters(struct sampler *s, uint64_t out[PBP_C_MAX])
 	free(vals);
 }
 
-int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, uint64_t fp, int known)
+int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, uint64_t fp,
+			uint32_t flags)
 {
 	uint32_t slot = pbp_code_slot(pid, code);
-	struct pbp_code_known v = { .code = code, .fp = fp, .pid = pid }, old;
+	struct pbp_code_known v = { .code = code, .fp = fp, .pid = pid, .flags = flags }, old;
 
-	if (!known) {
+	if (!(flags & PBP_CK_HELD)) {
 		/* Only this object's slot: another may have taken it since. */
 		if (bpf_map__lookup_elem(s->skel->maps.codes_known, &slot, sizeof(slot), &old,
 					 sizeof(old), 0) ||

@@ -82,10 +82,11 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 
 /* Stops sampling process @pid; its records already in the ring buffer stay there. */
 int sampler__remove_target(struct sampler *s, pid_t pid);
-/* Tells BPF that user space holds (@known) or no longer holds the code object at @code
- * of process @pid, with fingerprint @fp (0: whatever it is): it copies those it does
- * not with each sample (PBP_CODES_MAX). */
-int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, uint64_t fp, int known);
+/* Tells BPF that user space holds (@flags PBP_CK_HELD, and PBP_CK_CHECK) or no longer
+ * holds (0) the code object at @code of process @pid, with fingerprint @fp (0: whatever
+ * it is): it copies those it does not with each sample (PBP_CODES_MAX). */
+int sampler__code_known(struct sampler *s, uint32_t pid, uint64_t code, uint64_t fp,
+			uint32_t flags);
 /* Sets or (with @fc NULL) removes the frame-cache anchor of thread @tid. */
 int sampler__set_anchor(struct sampler *s, uint32_t tid, const struct pbp_fcache *fc);
 

@@ -169,7 +169,7 @@ int session_waits__close(struct session *s);
 /* session_targets.c: the targets, sorted by pid. */
 size_t session_targets__slot(const struct session *s, uint32_t pid);
 struct target *session_targets__of(const struct session *s, uint32_t pid);
-void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, int known);
+void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, uint32_t flags);
 int session_targets__publish_anchor(struct target *t, uint32_t tid,
 				    const struct pbp_fcache *fc);
 int session_targets__enrol(struct session *s, struct target *t, uint64_t gil);

@@ -55,14 +55,14 @@ int session_targets__publish_anchor(struct target *t, uint32_t tid, const struct
 }
 
 /* ... and so do the code objects its decoder holds, which the sampler need not copy. */
-void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, int known)
+void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, uint32_t flags)
 {
 	struct sampler *sampler = t->session->sampler;
 
 	/* A slot not written costs copies of a code object user space already holds,
 	 * one not cleared a read of a code object live: neither is worth failing for. */
 	if (sampler)
-		sampler__code_known(sampler, (uint32_t)t->interp.pid, code, fp, known);
+		sampler__code_known(sampler, (uint32_t)t->interp.pid, code, fp, flags);
 }
 
 static int start_live(struct target *t)

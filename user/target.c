@@ -95,11 +95,11 @@ static int publish_anchor(void *arg, uint32_t tid, const struct pbp_fcache *fc)
 	return t->publish(t, tid, fc);
 }
 
-static void code_known(void *arg, uint64_t code, uint64_t fp, int known)
+static void code_known(void *arg, uint64_t code, uint64_t fp, uint32_t flags)
 {
 	struct target *t = arg;
 
-	t->code_known(t, code, fp, known);
+	t->code_known(t, code, fp, flags);
 }
 
 int target__prepare(struct target *t, const struct target_shared *shared, int frame_cache,

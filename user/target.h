@@ -37,7 +37,7 @@ struct target_shared {
 typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pbp_fcache *fc);
 /* Tells the sampler that @t's decoder holds (@known) or let go of the code object at
  * @code with fingerprint @fp: it copies the others with each sample. */
-typedef void (*target_code_fn)(struct target *t, uint64_t code, uint64_t fp, int known);
+typedef void (*target_code_fn)(struct target *t, uint64_t code, uint64_t fp, uint32_t flags);
 
 struct target {
 	struct session *session;	/* the owner, for the callbacks */
