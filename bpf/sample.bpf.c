@@ -1118,7 +1118,10 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	 * chunk's. Anything else is not copied: the decoder would have to read the
 	 * frames live, after they changed.
 	 */
-	if (!top_in_chunk(t, cc.chunk, cc.top)) {
+	if (!cc.chunk && !cc.top) {
+		/* No chunk yet (3.15 starts a thread on its base frame, on the heap, and
+		 * allocates the first chunk at its first call): nothing to copy. */
+	} else if (!top_in_chunk(t, cc.chunk, cc.top)) {
 		cc.chunk = read_u64(cc.chunk + t->chunk_previous);
 		if (!top_in_chunk(t, cc.chunk, cc.top)) {
 			s->flags |= PBP_SF_STACK_MOVING;
