@@ -235,9 +235,33 @@ static size_t add_native(uint8_t *rec, size_t len, int fp)
 	return s->len;
 }
 
-/* The BPF program's record of the thread: header, thread state, the chunk. */
+/* A copy of one frame outside the chunk, and of one code object, as BPF appends them:
+ * the frame at the chunk's start again, and CODE_A. */
+static size_t add_copies(struct fake_mem *m, const struct py_offsets *o, uint8_t *rec,
+			 size_t len)
+{
+	struct pbp_sample *s = (struct pbp_sample *)rec;
+	struct pbp_span h = { .addr = CODE_A, .len = (uint32_t)o->co_size };
+	uint64_t frame = CHUNK;
+
+	s->nframes = 1;
+	s->frame_len = (uint32_t)o->fr_size;
+	memcpy(rec + len, &frame, 8);
+	fake_mem__read(&m->base, frame, rec + len + 8, o->fr_size);
+	len = (len + 8 + o->fr_size + 7) & ~(size_t)7;
+	s->nspans = 1;
+	s->spans_off = (uint32_t)len;
+	memcpy(rec + len, &h, sizeof(h));
+	fake_mem__read(&m->base, CODE_A, rec + len + sizeof(h), h.len);
+	len += sizeof(h) + ((h.len + 7) & ~7u);
+	s->len = (uint32_t)len;
+	return len;
+}
+
+/* The BPF program's record of the thread: header, thread state, the chunk, and then
+ * (@copies) frame and code copies or (@native) a native block. */
 static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8_t *rec,
-			   int native, int fp)
+			   int native, int fp, int copies)
 {
 	struct pbp_sample *s = (struct pbp_sample *)rec;
 	uint32_t tlen = o->ts_size < PBP_TSTATE_MAX ? (uint32_t)o->ts_size : PBP_TSTATE_MAX;
@@ -260,6 +284,8 @@ static size_t build_record(struct fake_mem *m, const struct py_offsets *o, uint8
 	s->fps[1] = (struct pbp_code_fp){ .frame = CHUNK + 0x200, .code = CODE_B, .fp = 2 };
 	fake_mem__read(&m->base, TSTATE, rec + sizeof(*s), tlen);
 	fake_mem__read(&m->base, CHUNK, rec + sizeof(*s) + tlen, CHUNK_BYTES);
+	if (copies)
+		len = add_copies(m, o, rec, len);
 	return native ? add_native(rec, len, fp) : len;
 }
 
@@ -324,7 +350,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_mem__init(&m, BASE, bytes, MEM_BYTES);
 	build(&m, &in.off);
 	if (mode & 4)
-		rlen = build_record(&m, &in.off, bytes + MEM_BYTES, mode & 16, mode & 32);
+		rlen = build_record(&m, &in.off, bytes + MEM_BYTES, mode & 16, mode & 32, mode & 64);
 	while (p < end) {
 		uint16_t off;
 		uint8_t n;
