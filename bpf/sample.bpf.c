@@ -342,7 +342,7 @@ struct span_state {
 
 /* Code objects met on the walk that user space does not hold, to copy. */
 struct code_list {
-	__u64 last;
+	__u64 last;		/* the last frame's, noted */
 	__u32 n;
 	__u32 cut;
 	__u64 code[PBP_CODES_MAX];
@@ -481,9 +481,8 @@ __noinline __u64 note_code(struct code_list *l, const struct pbp_target *t, __u3
 	__u64 read = 0;
 	__u32 slot, n;
 
-	if (!l || !t || !code || code == l->last)
+	if (!l || !t || !code)
 		return 0;
-	l->last = code;
 	slot = pbp_code_slot(pid, code);
 	k = bpf_map_lookup_elem(&codes_known, &slot);
 	if (!k)
@@ -526,7 +525,7 @@ static long walk_frame(__u32 i, void *arg)
 	__u32 hlen = c->hlen, n = s->nframes;
 	__u8 owner;
 
-	if (!frame || frame == c->stop)
+	if (!frame)
 		return 1;
 	at = chunk_offset(c, frame);
 	if (!at) {
@@ -551,7 +550,10 @@ static long walk_frame(__u32 i, void *arg)
 	}
 	if (at > PBP_PY_RECORD_MAX - PBP_FRAME_HDR_MAX)
 		return 1;
-	c->frame = *(__u64 *)(c->sc->buf + at + (t->fr_previous & (PBP_FRAME_HDR_MAX - 8)));
+	/* The anchor is the last frame decoding needs (its parents are cached); it may
+	 * lie outside the chunks, a generator's or an entry frame. */
+	c->frame = frame == c->stop ? 0
+		   : *(__u64 *)(c->sc->buf + at + (t->fr_previous & (PBP_FRAME_HDR_MAX - 8)));
 	code = *(__u64 *)(c->sc->buf + at + (t->fr_code & (PBP_FRAME_HDR_MAX - 8))) & t->code_mask;
 	owner = *(__u8 *)(c->sc->buf + at + (t->fr_owner & (PBP_FRAME_HDR_MAX - 1)));
 	fp = 0;
@@ -560,10 +562,15 @@ static long walk_frame(__u32 i, void *arg)
 		if (!fp)
 			s->flags |= PBP_SF_FP_FAULT;
 	}
-	if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)) && !fp)
-		fp = note_code(&c->codes, t, s->pid, code, 0);
-	else if (t->co_copy_len && !(owner < 32 && ((t->shim_owners >> owner) & 1)))
-		note_code(&c->codes, t, s->pid, code, fp);
+	/* A recursion's frames after the first have nothing new to tell. */
+	if (t->co_copy_len && code != c->codes.last &&
+	    !(owner < 32 && ((t->shim_owners >> owner) & 1))) {
+		c->codes.last = code;
+		if (fp)
+			note_code(&c->codes, t, s->pid, code, fp);
+		else
+			fp = note_code(&c->codes, t, s->pid, code, 0);
+	}
 	n = s->nfps;
 	if (!fp || n >= PBP_FPS_MAX)
 		return 0;
@@ -1139,8 +1146,7 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		  ? t->fr_hdr_len : 0;
 	s->frame_len = cc.hlen;
 	cc.frame = frame;
-	if (cc.hlen && bpf_loop(PBP_WALK_MAX, walk_frame, &cc, 0) == PBP_WALK_MAX && cc.frame &&
-	    cc.frame != cc.stop)
+	if (cc.hlen && bpf_loop(PBP_WALK_MAX, walk_frame, &cc, 0) == PBP_WALK_MAX && cc.frame)
 		s->flags |= PBP_SF_WALK_CUT;
 	if (cc.codes.cut)
 		s->flags |= PBP_SF_CODES_CUT;
