@@ -1125,9 +1125,11 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	 * chunk's. Anything else is not copied: the decoder would have to read the
 	 * frames live, after they changed.
 	 */
-	if (!cc.chunk && !cc.top) {
-		/* No chunk yet (3.15 starts a thread on its base frame, on the heap, and
-		 * allocates the first chunk at its first call): nothing to copy. */
+	if (!cc.chunk) {
+		/* No chunk: 3.15 runs a thread's start and end on its base frame, on the
+		 * heap, before the first chunk is allocated and after the last is freed
+		 * (datastack_top is left behind then). The walk copies what frames there
+		 * are. */
 	} else if (!top_in_chunk(t, cc.chunk, cc.top)) {
 		cc.chunk = read_u64(cc.chunk + t->chunk_previous);
 		if (!top_in_chunk(t, cc.chunk, cc.top)) {
