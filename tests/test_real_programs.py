@@ -1,0 +1,439 @@
+"""Real programs nobody here wrote the inside of: a Django site (templates and the ORM on
+sqlite, wsgiref, a thread per request) and an aiohttp service (middleware, Jinja2) each
+under an HTTP client's load, the standard library calling back into Python from C in
+two threads (tests/workloads/callbacks.py), a run of CPython's own test suite, and an
+import-heavy start-up profiled from its first instruction.
+
+Goals, at the default rate (100 Hz) and at 1 kHz, on every interpreter the program
+exists for (Django and aiohttp: the Debian packages of 3.11 and of the sid chroot's 3.13
+to 3.15; 3.12, a pyenv build, runs the standard-library programs):
+  - BPF mode: at least 99.5 % complete stacks on the framework and standard-library
+    programs, 98 % during start-up; --no-bpf: at least 97 % on all;
+  - no wrong stack: a complete stack starts where the program's threads start, and a
+    stack through a function whose callers the program recorded (a view, a handler, a
+    callback, the innermost generator of a pipeline) has one of the recorded chains
+    from its root down to it; start-up stacks name only modules the command imports;
+  - each program's share of samples in each function it times (time.thread_time()
+    around its body) is that function's share of the process's CPU, within
+    SHARE_SLACK plus three standard errors of the sample count (see share_bound).
+
+In `make test` each program is profiled once per interpreter and configuration for a
+few seconds, one running server serving every configuration; `make test-real`
+(PBP_REAL_FULL=1) profiles longer and adds --no-bpf at 1 kHz.
+"""
+
+import json
+import math
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import (MODES, PROFILER_GRACE, VERSIONS, Harness, Once, fraction,
+                      make_interp, show, total)
+
+FULL = os.environ.get("PBP_REAL_FULL") == "1"
+SECONDS = 6 if FULL else 2
+# (mode, rate): the configurations each program is profiled in.
+CONFIGS = [("bpf", 100), ("bpf", 1000), ("live", 100)] + ([("live", 1000)] if FULL else [])
+
+FRAMEWORK_VERSIONS = [v for v in VERSIONS if v != "3.12"]
+SERVERS = {"django_app": FRAMEWORK_VERSIONS, "aiohttp_app": FRAMEWORK_VERSIONS,
+           "callbacks": VERSIONS}
+
+GOAL_COMPLETE = {"bpf": 0.995, "live": 0.97}
+GOAL_COMPLETE_STARTUP = {"bpf": 0.98, "live": 0.97}
+
+# The absolute error a share may have beyond sampling noise. The truth counts CPU from
+# the workload's own snapshots, published every 0.1 s, so its window is up to 0.2 s
+# wider than the profile's (steady load keeps the shares the same in both); a bucket
+# leaves out the few microseconds of its timing wrapper; a thread per request starts
+# some CPU before its first sample can be taken. On a loaded 2-core machine with a
+# correct profiler these stay within 3 points; 3 standard errors of the sampled share
+# (sqrt(p(1-p)/n)) cover the sampling noise of short runs at 100 Hz.
+SHARE_SLACK = 0.03
+
+# The real test suite: CPython's own tests of modules that call back into Python
+# (difflib's matchers, csv's dialects, heapq's comparisons, enum's metaclass, pprint).
+UNITTESTS = (["test.test_difflib", "test.test_csv", "test.test_heapq", "test.test_enum",
+              "test.test_pprint"] +
+             (["test.test_json", "test.test_dataclasses", "test.test_fractions"] if FULL else []))
+
+IMPORTS = ("asyncio, json, http.server, email.mime.multipart, email.parser, decimal, "
+           "fractions, statistics, logging.handlers, argparse, unittest, doctest, pydoc, "
+           "xml.etree.ElementTree, xml.dom.minidom, sqlite3, csv, tarfile, zipfile, "
+           "concurrent.futures, multiprocessing.pool, urllib.request, http.cookiejar, "
+           "smtplib, imaplib, difflib, inspect, dataclasses, typing, pathlib, shutil, "
+           "tempfile, uuid, secrets, hashlib, ssl, selectors, socketserver, "
+           "wsgiref.simple_server, xmlrpc.server, configparser, pickletools, ast, dis, "
+           "tokenize, calendar, textwrap, pprint, string, enum, importlib.metadata, "
+           "zoneinfo, ipaddress, mailbox, mimetypes, plistlib, gettext, optparse, "
+           "cProfile, pstats, trace, timeit, tracemalloc, zipapp, compileall")
+# Start-ups are short (half a second to a second): at 100 Hz one gives 50-100 samples,
+# so the goal is judged over a few.
+STARTUP_REPEATS = {100: 5 if FULL else 2, 1000: 2 if FULL else 1}
+
+PY312_TESTS = Path(os.environ.get("PBP_PY312_HOME", "/root/.pyenv/versions/3.12.1")) / \
+    "lib" / "python3.12" / "test"
+
+
+def cfg_id(cfg):
+    return f"{cfg[0]}-{cfg[1]}Hz"
+
+
+# --------------------------------------------------------------------------------------
+# What a profile says, against what the program knows
+
+def stats_line(stats):
+    """The profile's completeness and why stacks were cut, for every failure message."""
+    reasons = {k: v for k, v in stats.get("incomplete_reasons", {}).items() if v}
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return (f"samples {stats.get('samples')}, incomplete {stats.get('samples_incomplete')} "
+            f"({reasons or 'no reasons'}), ringbuf drops {stats.get('ringbuf_drops')}, "
+            f"live reads per sample {stats.get('live_reads_per_sample')}")
+
+
+def key(frames):
+    return [(f.name, f.file) for f in frames]
+
+
+def chain_keys(truth):
+    """{(qualname, filename) of a function: [its recorded chains, each a list of
+    (qualname, filename) from the root]}."""
+    out = {}
+    for chains in truth.get("chains", {}).values():
+        for chain in chains:
+            k = [(f["qualname"], f["filename"]) for f in chain]
+            out.setdefault(k[-1], []).append(k)
+    return out
+
+
+def wrong_stacks(samples, roots, chains):
+    """The complete stacks the program cannot have: one that starts anywhere but
+    @roots, or that passes through a function of @chains by a path not recorded."""
+    wrong = []
+    for s in samples:
+        if s.incomplete or not s.frames:
+            continue
+        if (s.frames[0].name, s.frames[0].file) not in roots:
+            wrong.append((s, "root"))
+            continue
+        frames = key(s.frames)
+        for i, f in enumerate(frames):
+            if f in chains:
+                if frames[:i + 1] not in chains[f]:
+                    wrong.append((s, f"path to {f[0]}"))
+                break
+    return wrong
+
+
+def describe_wrong(wrong, chains, limit=6):
+    lines = []
+    for s, why in sorted(wrong, key=lambda w: -w[0].count)[:limit]:
+        txt = str(s)
+        if len(txt) > 900:
+            txt = txt[:400] + " ... " + txt[-450:]
+        lines.append(f"  [{why}] {txt}")
+    shown = set()
+    for s, why in wrong[:limit]:
+        if why.startswith("path to "):
+            for f in key(s.frames):
+                if f in chains and f not in shown:
+                    shown.add(f)
+                    lines.append(f"  recorded chains to {f[0]}:")
+                    lines += ["    " + ";".join(n for n, _ in c) for c in chains[f][:3]]
+                    break
+    return "\n".join(lines)
+
+
+def share_bound(p, n):
+    return SHARE_SLACK + 3 * math.sqrt(max(p * (1 - p), 0.01) / max(n, 1))
+
+
+def share_errors(samples, before, after, script):
+    """[(bucket, sampled share, true share, bound, samples)] for each CPU bucket of the
+    truth: the samples with a frame of the bucket's functions (in the workload's
+    script) over all samples, against the bucket's CPU over the process's, both as
+    grown between the truth read before and the one read after the profile."""
+    out = []
+    n = total(samples)
+    cpu = after["process_cpu"] - before["process_cpu"]
+    for bucket, funcs in after["bucket_functions"].items():
+        names = set(funcs)
+        inside = total([s for s in samples if any(f.name in names and f.file == script
+                                                  for f in s.frames)])
+        want = fraction(after["cpu"][bucket] - before["cpu"][bucket], cpu)
+        got = fraction(inside, n)
+        out.append((bucket, got, want, share_bound(want, n), inside))
+    return out
+
+
+def judge(prof, stats, goal, roots, chains, shares=None, extra_checks=()):
+    """Every goal a profile misses, one line each; empty when it meets them all."""
+    misses = []
+    n = stats.get("samples") or 0
+    complete = 1 - fraction(stats.get("samples_incomplete", 0), n) if n else 0.0
+    if n < 20:
+        misses.append(f"only {n} samples: too few to judge")
+    if complete < goal:
+        misses.append(f"complete stacks {100 * complete:.2f} % < {100 * goal:.1f} %")
+    wrong = wrong_stacks(prof, roots, chains)
+    if wrong:
+        misses.append(f"{total([s for s, _ in wrong])} samples in {len(wrong)} wrong "
+                      f"stacks:\n{describe_wrong(wrong, chains)}")
+    for bucket, got, want, bound, inside in shares or []:
+        if abs(got - want) > bound:
+            misses.append(f"share of {bucket}: {100 * got:.1f} % of samples ({inside}), "
+                          f"its CPU {100 * want:.1f} %: off by {100 * abs(got - want):.1f} "
+                          f"points > {100 * bound:.1f}")
+    for check in extra_checks:
+        miss = check()
+        if miss:
+            misses.append(miss)
+    return misses
+
+
+def fail_unless_met(misses, what, stats, prof):
+    if misses:
+        incomplete = [s for s in prof if s.incomplete]
+        pytest.fail(f"{what}: {len(misses)} goal(s) missed\n" + "\n".join(misses) +
+                    f"\n{stats_line(stats)}\nheaviest [incomplete] stacks:\n"
+                    f"{show(incomplete, 6)}", pytrace=False)
+
+
+# --------------------------------------------------------------------------------------
+# Servers: one running program per (program, interpreter), every configuration on it
+
+class Servers:
+    """The running program of one (program, version) at a time: asking for another
+    stops the one before, so that two loaded servers never share the machine."""
+
+    def __init__(self, tmp, profiler, sid_root):
+        self.tmp, self.profiler, self.sid_root = tmp, profiler, sid_root
+        self.key = None
+        self.once = None
+        self.harness = None
+
+    def get(self, program, version):
+        if self.key != (program, version):
+            self.close()
+            self.key = (program, version)
+            self.harness = Harness(self.tmp / f"{program}-{version}", self.profiler)
+            harness = self.harness
+            interp = make_interp(version, self.sid_root)
+            self.once = Once(lambda: (interp, harness.start_workload(
+                interp, program, seconds=600)))
+        return self.once.get()
+
+    def close(self):
+        if self.harness:
+            self.harness.close()
+        self.harness = self.key = self.once = None
+
+
+@pytest.fixture(scope="module")
+def servers(module_tmp, profiler_bin, sid_root, workloads_installed):
+    s = Servers(module_tmp, profiler_bin, sid_root)
+    yield s
+    s.close()
+
+
+def read_truth(w):
+    for _ in range(50):
+        try:
+            return json.loads(w.truth_path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.02)
+    pytest.fail(f"cannot read the truth of {w.name} at {w.truth_path}")
+
+
+SERVER_CASES = [pytest.param(p, v, c, id=f"{p}-py{v}-{cfg_id(c)}")
+                for p, versions in SERVERS.items() for v in versions for c in CONFIGS]
+
+
+@pytest.mark.parametrize("program,version,cfg", SERVER_CASES)
+def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, version, cfg):
+    mode, rate = cfg
+    interp, w = servers.get(program, version)
+    if w.proc.poll() is not None:
+        pytest.fail(f"{program} on {version} has exited ({w.proc.returncode}):\n{w.output()}")
+    before = read_truth(w)
+    run = servers.harness.record_pid(w.pid, rate=rate, duration=SECONDS, extra=MODES[mode])
+    after = read_truth(w)
+    if w.proc.poll() is not None:
+        pytest.fail(f"{program} on {version} died while profiled ({w.proc.returncode}):\n"
+                    f"{w.output()}\n{run.describe()}")
+    prof = run.check_ok()
+    stats = run.stats()
+    script = interp.script(program)
+    roots = {("<module>", script), ("Thread._bootstrap", f"{stdlib_dir(interp)}/threading.py")}
+    chains = chain_keys(after)
+    shares = share_errors(prof, before, after, script)
+    misses = judge(prof, stats, GOAL_COMPLETE[mode], roots, chains, shares)
+    fail_unless_met(misses, f"{program} on {version}, {mode} at {rate} Hz", stats, prof)
+
+
+
+
+# --------------------------------------------------------------------------------------
+# Commands: a test suite and a start-up, profiled from their first instruction
+
+def command_argv(interp, tmp):
+    """How to start @interp as a command the profiler runs; 3.12's pyenv build keeps
+    its test suite outside the copy the tests run, so the suite comes by PYTHONPATH."""
+    if interp.version != "3.12":
+        return list(interp.argv)
+    if not (PY312_TESTS / "test_difflib.py").is_file():
+        pytest.fail(f"CPython 3.12's test suite is missing: no {PY312_TESTS}/test_difflib.py")
+    tests = tmp / "py312-tests"
+    tests.mkdir(exist_ok=True)
+    if not (tests / "test").exists():
+        (tests / "test").symlink_to(PY312_TESTS)
+    return interp.argv[:-1] + [f"PYTHONPATH={tests}", interp.argv[-1]]
+
+
+def record_command(harness, argv, rate, mode):
+    out = harness.tmp / f"cmd-{uuid.uuid4().hex[:8]}.txt"
+    st = harness.tmp / f"cmd-{uuid.uuid4().hex[:8]}.json"
+    args = ["record", "-r", rate, "-o", out, "-f", "collapsed", "--stats-file", st]
+    args += MODES[mode] + ["--"] + argv
+    return harness.run_profiler(args, 300 + PROFILER_GRACE, out=out, stats=st)
+
+
+def merged(runs):
+    """The profiles and the stats of several runs of one command, added up."""
+    prof, stats = [], {"samples": 0, "samples_incomplete": 0, "incomplete_reasons": {},
+                       "ringbuf_drops": 0}
+    for run in runs:
+        prof += run.check_ok()
+        st = run.stats()
+        for k in ("samples", "samples_incomplete", "ringbuf_drops"):
+            stats[k] += st.get(k) or 0
+        for k, v in st.get("incomplete_reasons", {}).items():
+            stats["incomplete_reasons"][k] = stats["incomplete_reasons"].get(k, 0) + v
+        stats["live_reads_per_sample"] = st.get("live_reads_per_sample")
+    return prof, stats
+
+
+COMMAND_CASES = [pytest.param(v, c, id=f"py{v}-{cfg_id(c)}") for v in VERSIONS for c in CONFIGS]
+
+
+@pytest.mark.parametrize("version,cfg", COMMAND_CASES)
+def test_stdlib_test_suite_profiles_whole_stacks(tmp_path, profiler_bin, sid_root,
+                                                 workloads_installed, version, cfg):
+    """`python -m unittest test.test_difflib ...`, CPython's own tests, profiled as a
+    command: complete stacks, and a test method's samples run under unittest's
+    TestCase.run, below runpy's _run_module_as_main where every stack of the run starts
+    (or below the interpreter's exit handlers, which run after it)."""
+    mode, rate = cfg
+    interp = make_interp(version, sid_root)
+    interp.require()
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        run = record_command(h, command_argv(interp, tmp_path) +
+                             ["-m", "unittest", "-q"] + UNITTESTS, rate, mode)
+    finally:
+        h.close()
+    prof, stats = merged([run])
+    runpy = f"{stdlib_dir(interp)}/runpy.py"
+
+    def test_methods_under_testcase_run():
+        bad = []
+        for s in prof:
+            if s.incomplete or not s.frames or s.frames[0].name != "_run_module_as_main":
+                continue
+            names = s.names()
+            for i, f in enumerate(s.frames):
+                if f.name.split(".")[-1].startswith("test_") and "/test/" in (f.file or ""):
+                    if "TestCase.run" not in names[:i] or "TestSuite.run" not in names[:i]:
+                        bad.append(s)
+                    break
+        if bad:
+            return (f"{total(bad)} samples of a test method not under TestSuite.run and "
+                    f"TestCase.run:\n{show(bad, 5)}")
+        return None
+    roots = {("_run_module_as_main", runpy)} | exit_roots(interp)
+    misses = judge(prof, stats, GOAL_COMPLETE[mode], roots, {},
+                   extra_checks=[test_methods_under_testcase_run])
+    fail_unless_met(misses, f"unittest on {version}, {mode} at {rate} Hz", stats, prof)
+
+
+STDLIB_DIRS = {}
+
+
+def stdlib_dir(interp):
+    """The standard library's directory as @interp names it in its code objects."""
+    if interp.version not in STDLIB_DIRS:
+        p = subprocess.run(interp.argv + ["-c", "import os, threading; "
+                                          "print(os.path.dirname(threading.__file__))"],
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            pytest.fail(f"python{interp.version} does not start: {p.stderr[-1000:]}")
+        STDLIB_DIRS[interp.version] = p.stdout.strip()
+    return STDLIB_DIRS[interp.version]
+
+
+def exit_roots(interp):
+    """Functions the interpreter calls from C as it exits, after the program's code:
+    the threading module's wait for its threads and the atexit handlers that the
+    imported modules register."""
+    lib = stdlib_dir(interp)
+    return {("_shutdown", f"{lib}/threading.py"), ("shutdown", f"{lib}/logging/__init__.py"),
+            ("_exit_function", f"{lib}/multiprocessing/util.py"),
+            ("_python_exit", f"{lib}/concurrent/futures/thread.py"),
+            ("_python_exit", f"{lib}/concurrent/futures/process.py"),
+            ("_remove_tmp_dirs", f"{lib}/test/support/os_helper.py")}
+
+
+def imported_files(interp, argv):
+    """Every file the start-up's modules come from, as the interpreter names them."""
+    code = (f"import {IMPORTS}\nimport sys, json\n"
+            "print(json.dumps(sorted({getattr(m, '__file__', None) or '' "
+            "for m in list(sys.modules.values())})))")
+    p = subprocess.run(argv + ["-c", code], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        pytest.fail(f"the start-up's imports fail on {interp.version}:\n{p.stderr[-2000:]}")
+    return set(json.loads(p.stdout.strip().splitlines()[-1])) - {""}
+
+
+@pytest.mark.parametrize("version,cfg", COMMAND_CASES)
+def test_import_heavy_startup_profiles_whole_stacks(tmp_path, profiler_bin, sid_root,
+                                                    workloads_installed, version, cfg):
+    """`python -c 'import asyncio, json, http.server, ...'` profiled from its first
+    instruction: complete stacks, and no stack names a module the command does not
+    import: each `<module>` frame is the body of a file the command's imports load
+    (or of a frozen module, or the -c code itself)."""
+    mode, rate = cfg
+    interp = make_interp(version, sid_root)
+    interp.require()
+    argv = command_argv(interp, tmp_path)
+    files = imported_files(interp, argv)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        runs = [record_command(h, argv + ["-c", f"import {IMPORTS}"], rate, mode)
+                for _ in range(STARTUP_REPEATS[rate])]
+    finally:
+        h.close()
+    prof, stats = merged(runs)
+
+    def modules_are_imported_ones():
+        bad = [s for s in prof if not s.incomplete and any(
+            f.name == "<module>" and f.file not in files and f.file != "<string>"
+            and not (f.file or "").startswith("<frozen ") for f in s.frames)]
+        if bad:
+            return f"{total(bad)} samples in a module the command never imports:\n{show(bad, 5)}"
+        return None
+    lib = stdlib_dir(interp)
+    # Start-up runs Python code from C before the -c code: site and the modules it
+    # imports, the encodings, the import system's own set-up; then the -c code; then
+    # what runs at exit.
+    roots = {("<module>", "<string>")} | {("<module>", f) for f in files} | \
+        exit_roots(interp) | {("_install_external_importers", "<frozen importlib._bootstrap>"),
+                              ("_find_and_load", "<frozen importlib._bootstrap>"),
+                              ("<module>", "<frozen site>"), ("<module>", f"{lib}/site.py")}
+    misses = judge(prof, stats, GOAL_COMPLETE_STARTUP[mode], roots, {},
+                   extra_checks=[modules_are_imported_ones])
+    fail_unless_met(misses, f"start-up on {version}, {mode} at {rate} Hz", stats, prof)
