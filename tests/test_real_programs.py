@@ -171,7 +171,25 @@ def share_errors(samples, before, after, script):
     return out
 
 
-def judge(prof, stats, goal, roots, chains, shares=None, extra_checks=()):
+# PBP_REAL_TABLE=FILE: each profile's numbers, a line each, appended to FILE (for
+# measuring, e.g. `make test-real PBP_REAL_TABLE=build/real.txt`).
+TABLE = os.environ.get("PBP_REAL_TABLE")
+
+
+def tabulate(what, stats, complete, wrong, shares):
+    if not TABLE:
+        return
+    reasons = sorted(((v, k) for k, v in stats.get("incomplete_reasons", {}).items() if v),
+                     reverse=True)
+    worst = max(shares or [], key=lambda sh: abs(sh[1] - sh[2]), default=None)
+    with open(TABLE, "a") as f:
+        f.write(f"{what}\t{stats.get('samples')}\t{100 * complete:.2f}\t"
+                + ", ".join(f"{k} {v}" for v, k in reasons[:3]) + f"\t{wrong}\t"
+                + (f"{worst[0]} {100 * (worst[1] - worst[2]):+.1f} (bound {100 * worst[3]:.1f})"
+                   if worst else "-") + "\n")
+
+
+def judge(what, prof, stats, goal, roots, chains, shares=None, extra_checks=()):
     """Every goal a profile misses, one line each; empty when it meets them all."""
     misses = []
     n = stats.get("samples") or 0
@@ -181,6 +199,7 @@ def judge(prof, stats, goal, roots, chains, shares=None, extra_checks=()):
     if complete < goal:
         misses.append(f"complete stacks {100 * complete:.2f} % < {100 * goal:.1f} %")
     wrong = wrong_stacks(prof, roots, chains)
+    tabulate(what, stats, complete, total([s for s, _ in wrong]), shares)
     if wrong:
         misses.append(f"{total([s for s, _ in wrong])} samples in {len(wrong)} wrong "
                       f"stacks:\n{describe_wrong(wrong, chains)}")
@@ -272,8 +291,9 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
     roots = {("<module>", script), ("Thread._bootstrap", f"{stdlib_dir(interp)}/threading.py")}
     chains = chain_keys(after)
     shares = share_errors(prof, before, after, script)
-    misses = judge(prof, stats, GOAL_COMPLETE[mode], roots, chains, shares)
-    fail_unless_met(misses, f"{program} on {version}, {mode} at {rate} Hz", stats, prof)
+    what = f"{program} on {version}, {mode} at {rate} Hz"
+    misses = judge(what, prof, stats, GOAL_COMPLETE[mode], roots, chains, shares)
+    fail_unless_met(misses, what, stats, prof)
 
 
 
@@ -338,7 +358,7 @@ def test_stdlib_test_suite_profiles_whole_stacks(tmp_path, profiler_bin, sid_roo
     finally:
         h.close()
     prof, stats = merged([run])
-    runpy = f"{stdlib_dir(interp)}/runpy.py"
+    runpy = interp_names(interp)["runpy"]
 
     def test_methods_under_testcase_run():
         bad = []
@@ -356,24 +376,32 @@ def test_stdlib_test_suite_profiles_whole_stacks(tmp_path, profiler_bin, sid_roo
                     f"TestCase.run:\n{show(bad, 5)}")
         return None
     roots = {("_run_module_as_main", runpy)} | exit_roots(interp)
-    misses = judge(prof, stats, GOAL_COMPLETE[mode], roots, {},
+    what = f"unittest on {version}, {mode} at {rate} Hz"
+    misses = judge(what, prof, stats, GOAL_COMPLETE[mode], roots, {},
                    extra_checks=[test_methods_under_testcase_run])
-    fail_unless_met(misses, f"unittest on {version}, {mode} at {rate} Hz", stats, prof)
+    fail_unless_met(misses, what, stats, prof)
 
 
-STDLIB_DIRS = {}
+NAMES = {}
+
+
+def interp_names(interp):
+    """Where @interp's code objects say its standard library, threading and runpy
+    are (runpy is frozen from 3.12 on, '<frozen runpy>')."""
+    if interp.version not in NAMES:
+        code = ("import json, os, runpy, threading; print(json.dumps({"
+                "'lib': os.path.dirname(threading.__file__), "
+                "'runpy': runpy._run_module_as_main.__code__.co_filename}))")
+        p = subprocess.run(interp.argv + ["-c", code], capture_output=True, text=True,
+                           timeout=60)
+        if p.returncode != 0:
+            pytest.fail(f"python{interp.version} does not start: {p.stderr[-1000:]}")
+        NAMES[interp.version] = json.loads(p.stdout)
+    return NAMES[interp.version]
 
 
 def stdlib_dir(interp):
-    """The standard library's directory as @interp names it in its code objects."""
-    if interp.version not in STDLIB_DIRS:
-        p = subprocess.run(interp.argv + ["-c", "import os, threading; "
-                                          "print(os.path.dirname(threading.__file__))"],
-                           capture_output=True, text=True, timeout=60)
-        if p.returncode != 0:
-            pytest.fail(f"python{interp.version} does not start: {p.stderr[-1000:]}")
-        STDLIB_DIRS[interp.version] = p.stdout.strip()
-    return STDLIB_DIRS[interp.version]
+    return interp_names(interp)["lib"]
 
 
 def exit_roots(interp):
@@ -427,13 +455,15 @@ def test_import_heavy_startup_profiles_whole_stacks(tmp_path, profiler_bin, sid_
             return f"{total(bad)} samples in a module the command never imports:\n{show(bad, 5)}"
         return None
     lib = stdlib_dir(interp)
-    # Start-up runs Python code from C before the -c code: site and the modules it
-    # imports, the encodings, the import system's own set-up; then the -c code; then
+    # Start-up runs Python code from C before the -c code: the import system's own
+    # set-up, site and the modules it imports, the encodings; then the -c code; then
     # what runs at exit.
     roots = {("<module>", "<string>")} | {("<module>", f) for f in files} | \
-        exit_roots(interp) | {("_install_external_importers", "<frozen importlib._bootstrap>"),
+        exit_roots(interp) | {("_install", "<frozen importlib._bootstrap>"),
+                              ("_install_external_importers", "<frozen importlib._bootstrap>"),
                               ("_find_and_load", "<frozen importlib._bootstrap>"),
                               ("<module>", "<frozen site>"), ("<module>", f"{lib}/site.py")}
-    misses = judge(prof, stats, GOAL_COMPLETE_STARTUP[mode], roots, {},
+    what = f"start-up on {version}, {mode} at {rate} Hz"
+    misses = judge(what, prof, stats, GOAL_COMPLETE_STARTUP[mode], roots, {},
                    extra_checks=[modules_are_imported_ones])
-    fail_unless_met(misses, f"start-up on {version}, {mode} at {rate} Hz", stats, prof)
+    fail_unless_met(misses, what, stats, prof)
