@@ -142,8 +142,8 @@ def deadline_after(seconds):
 class CpuBuckets:
     """CPU time per named bucket, measured by the code it belongs to with
     time.thread_time() deltas and added here from any thread, published in the truth
-    (truth["cpu"][NAME], and truth["process_cpu"], time.process_time() at the same
-    moment) at most every @every seconds, from the first publish() on: the workload
+    (truth["cpu"][NAME], and truth["process_cpu"] and truth["wall"], time.process_time()
+    and time.monotonic() at the same moment) at most every @every seconds, from the first publish() on: the workload
     calls it once it runs steadily. A test reads the truth before and after it
     profiles and compares the growth of each bucket with the process's."""
 
@@ -172,6 +172,7 @@ class CpuBuckets:
 
     def _publish(self):
         self.truth.data["process_cpu"] = time.process_time()
+        self.truth.data["wall"] = time.monotonic()
         self.truth.data["published"] += 1
         self.truth.rewrite()
 
