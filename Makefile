@@ -4,7 +4,7 @@
 #   make test       install what is missing, prepare interpreters, run every test
 #   make test-real  the real programs (Django, aiohttp, the standard library's
 #                   callbacks and test suite, a start-up) on every interpreter, every
-#                   mode, 100 Hz and 1 kHz, longer than `make test` does (10 minutes)
+#                   mode, 100 Hz and 1 kHz, longer than `make test` does (12 minutes)
 #   make check      the edit-test loop: build, then the unit tests and the tests of
 #                   parsers and writers that need no BPF and no interpreter (a minute)
 #   make demo       install what is missing, build, profile the bundled example

@@ -28,7 +28,8 @@ TEMPLATES = {
     "macros.html": (
         "{% macro cell(v, cls='num') -%}<td class='{{ cls }}'>{{ v }}</td>{%- endmacro %}"),
     "row.html": (
-        "{% import 'macros.html' as m %}<tr>{{ m.cell(item.kind) }}{{ m.cell(item.name|title|truncate(12), 'name') }}"
+        "{% import 'macros.html' as m %}<tr>{{ m.cell(item.kind) }}"
+        "{{ m.cell(item.name|title|truncate(12), 'name') }}"
         "{{ m.cell('%.2f'|format(item.price)) }}{{ m.cell(item.tags|sort|join(', ')) }}</tr>"),
     "report.html": (
         "{% import 'macros.html' as m %}<html><body><h1>{{ title|upper }}</h1>"

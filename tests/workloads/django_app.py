@@ -264,8 +264,9 @@ def main():
     CPU = CpuBuckets(T, ["views"])
     T["chains"] = {}
     T["bucket_functions"] = {"views": list(VIEWS)}
-    tmp = tempfile.mkdtemp(prefix="pbp-django-")
-    configure(os.path.join(tmp, "library.sqlite3"))
+    # Beside the truth, in the run directory the tests make afresh for each session.
+    db = (args.truth or os.path.join(tempfile.mkdtemp(prefix="pbp-django-"), "t")) + ".sqlite3"
+    configure(db)
     define(globals())
     populate(random.Random(1))
     app = __import__("django.core.wsgi", fromlist=["x"]).get_wsgi_application()
