@@ -9,7 +9,8 @@ exists for (Django and aiohttp: the Debian packages of 3.11 and of the sid chroo
 to 3.15; 3.12, a pyenv build, runs the standard-library programs):
   - BPF mode: at least 99.5 % complete stacks on the framework and standard-library
     programs, 98 % during start-up; --no-bpf: at least 97 % on all;
-  - no wrong stack: a complete stack starts where the program's threads start, and a
+  - no wrong stack: a complete stack starts where the program's threads start (or at
+    a weak reference's callback, which C code runs wherever it drops a reference), and a
     stack through a function whose callers the program recorded (a view, a handler, a
     callback, the innermost generator of a pipeline) has one of the recorded chains
     from its root down to it; start-up stacks name only modules the command imports;
@@ -316,7 +317,8 @@ SERVER_CASES = [pytest.param(p, v, c, id=f"{p}-py{v}-{cfg_id(c)}")
 @pytest.mark.parametrize("program,version,cfg", SERVER_CASES)
 def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, version, cfg):
     """A running program under load, profiled by PID: complete stacks; each starts at
-    the script's <module> or a thread's bootstrap and reaches a view, handler or
+    the script's <module>, a thread's bootstrap or a weak reference's callback (run
+    from C), and reaches a view, handler or
     callback only by a chain the program recorded for it; with BPF, shares of samples
     in the timed functions as of the CPU, and samples for all the CPU used."""
     mode, rate = cfg
