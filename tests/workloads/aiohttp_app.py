@@ -1,16 +1,20 @@
 """aiohttp_app: an aiohttp web service under load. A middleware, then handlers that do
-real work between the server's awaits: a report page that parses a JSON payload,
-summarises it and renders a Jinja2 template (loops, filters, a macro, an include),
-and a JSON endpoint that computes over the numbers it is asked for. A client process
+real work: a report page that awaits its rows from a data layer of coroutines (JSON
+decoded), summarises them and renders a Jinja2 template (loops, filters, a macro, an
+include), and a JSON endpoint that hands a prime sieve to a thread pool, waits for it
+while the loop serves other requests, and sums up what comes back. A client process
 (this script with --client) keeps many aiohttp requests in flight at once.
 
-Truth: each handler times its own CPU (time.thread_time() around its body, which never
-awaits, so no other task's CPU is counted) into truth["cpu"]["handlers"];
+Truth: each handler times its own CPU (time.thread_time() around the parts of its
+body between which it never waits, so no other task's CPU is counted) into
+truth["cpu"]["handlers"], the sieve its own into truth["cpu"]["executor"];
 truth["process_cpu"] is the server process's CPU at the same moment.
-truth["chains"][HANDLER] holds each distinct stack the handler was called with, as it
-saw it: the event loop, aiohttp's request handling, the middleware, the handler."""
+truth["chains"][NAME] holds each distinct stack a handler, the data layer's innermost
+coroutine and the sieve were called with, as each saw it: the event loop, aiohttp's
+request handling, the middleware, the handler's coroutines; the pool's thread."""
 
 import asyncio
+import concurrent.futures
 import json
 import os
 import random
@@ -21,8 +25,11 @@ import time
 from pbp_common import CpuBuckets, Truth, capture_stack, parse_args, remember_chain
 
 HANDLERS = ("report", "compute")
+# Every function whose chain of callers the truth records.
+CHAINS = HANDLERS + ("fetch_rows", "sieve")
 T = None
 CPU = None
+POOL = None
 
 TEMPLATES = {
     "macros.html": (
@@ -43,6 +50,21 @@ TEMPLATES = {
 }
 
 
+def sieve(limit):
+    """The primes below @limit, in a thread of the pool (bucket 'executor')."""
+    t0 = time.thread_time()
+    try:
+        remember_stack("sieve")
+        marks = bytearray([1]) * limit
+        marks[:2] = b"\0\0"
+        for i in range(2, int(limit ** 0.5) + 1):
+            if marks[i]:
+                marks[i * i::i] = bytes(len(range(i * i, limit, i)))
+        return [i for i, v in enumerate(marks) if v]
+    finally:
+        CPU.add("executor", time.thread_time() - t0)
+
+
 def remember_stack(name):
     remember_chain(T, CPU.lock, name, capture_stack(None, 2))
 
@@ -59,17 +81,28 @@ def make_app():
         response.headers["X-Corpus"] = request.path
         return response
 
+    async def fetch_rows(n, q):
+        """The data layer: rows as a driver hands them over, decoded from JSON."""
+        remember_stack("fetch_rows")
+        payload = json.dumps([{"name": "item-%d-%s" % (i, q),
+                               "price": (i * 7919) % 1000 / 7.0,
+                               "kind": ("book", "tool", "food")[i % 3],
+                               "tags": ["T%d" % (i % k) for k in (2, 3, 5)]}
+                              for i in range(n)])
+        return json.loads(payload)
+
+    async def load_items(n, q):
+        rows = await fetch_rows(n, q)
+        for row in rows:
+            row["tags"] = sorted(row["tags"], key=str.lower)
+        return rows
+
     async def report(request):
         t0 = time.thread_time()
         try:
             remember_stack("report")
             n = int(request.query.get("n", "30"))
-            payload = json.dumps([{"name": "item-%d-%s" % (i, request.query.get("q", "x")),
-                                   "price": (i * 7919) % 1000 / 7.0,
-                                   "kind": ("book", "tool", "food")[i % 3],
-                                   "tags": ["t%d" % (i % k) for k in (2, 3, 5)]}
-                                  for i in range(n)])
-            items = json.loads(payload)
+            items = await load_items(n, request.query.get("q", "x"))
             prices = [i["price"] for i in items]
             stats = {"mean": statistics.fmean(prices), "median": statistics.median(prices)}
             html = env.get_template("report.html").render(title="report %d" % n,
@@ -79,21 +112,23 @@ def make_app():
             CPU.add("handlers", time.thread_time() - t0)
 
     async def compute(request):
+        # The sieve runs in the pool while this handler waits and the loop serves
+        # others: the handler's CPU is what it spends before and after the wait.
+        t0 = time.thread_time()
+        remember_stack("compute")
+        limit = int(request.query.get("limit", "3000"))
+        spent = time.thread_time() - t0
+        primes = await asyncio.get_running_loop().run_in_executor(POOL, sieve, limit)
         t0 = time.thread_time()
         try:
+            # Resumed by its own task now: on 3.12+ aiohttp starts a request's task
+            # eagerly, inside RequestHandler.start, which it has left by now.
             remember_stack("compute")
-            limit = int(request.query.get("limit", "3000"))
-            sieve = bytearray([1]) * limit
-            sieve[:2] = b"\0\0"
-            for i in range(2, int(limit ** 0.5) + 1):
-                if sieve[i]:
-                    sieve[i * i::i] = bytes(len(range(i * i, limit, i)))
-            primes = [i for i, v in enumerate(sieve) if v]
             gaps = sorted({b - a for a, b in zip(primes, primes[1:])}, key=lambda g: -g)
             return web.json_response({"count": len(primes), "gaps": gaps[:10],
                                       "stdev": statistics.pstdev(primes[-200:])})
         finally:
-            CPU.add("handlers", time.thread_time() - t0)
+            CPU.add("handlers", spent + time.thread_time() - t0)
 
     app = web.Application(middlewares=[server_header])
     app.router.add_get("/report", report)
@@ -110,7 +145,7 @@ async def serve(seconds, client_argv):
     port = site._server.sockets[0].getsockname()[1]
     cl = await asyncio.create_subprocess_exec(*client_argv, str(port))
     deadline = time.monotonic() + 60
-    while len(T.data["chains"]) < len(HANDLERS) and time.monotonic() < deadline:
+    while set(T.data["chains"]) != set(CHAINS) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     T["port"] = port
     T["handlers"] = list(HANDLERS)
@@ -135,7 +170,7 @@ async def client(port, stop, parent):
             if rng.random() < 0.6:
                 url = "%s/report?n=%d&q=%s" % (base, rng.randint(10, 60), rng.choice("abc"))
             else:
-                url = "%s/compute?limit=%d" % (base, rng.randint(1000, 8000))
+                url = "%s/compute?limit=%d" % (base, rng.randint(20000, 60000))
             try:
                 async with session.get(url) as resp:
                     await resp.read()
@@ -158,11 +193,14 @@ def main():
         asyncio.run(client(args.client, time.monotonic() + args.seconds, args.parent))
         return 0
     T = Truth(args.truth)
-    CPU = CpuBuckets(T, ["handlers"])
+    CPU = CpuBuckets(T, ["handlers", "executor"])
     T["chains"] = {}
-    T["bucket_functions"] = {"handlers": ["make_app.<locals>.%s" % h for h in HANDLERS]}
+    T["bucket_functions"] = {"handlers": ["make_app.<locals>.%s" % h for h in HANDLERS],
+                             "executor": ["sieve"]}
     client_argv = [sys.executable, os.path.abspath(__file__), "--parent", str(os.getpid()),
                    "--seconds", str(args.seconds), "--client"]
+    global POOL
+    POOL = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="sieve")
     asyncio.run(serve(args.seconds, client_argv))
     return args.exit_code
 
