@@ -34,5 +34,8 @@ chroot_apt_get() {
 	local root=$1
 
 	shift
-	DEBIAN_FRONTEND=noninteractive apt__run chroot "$root" apt-get -o DPkg::Lock::Timeout=600 "$@"
+	# A chroot has no /dev/pts for dpkg's pseudo-terminal log: without one, apt says
+	# "E: Can not write log" though nothing failed.
+	DEBIAN_FRONTEND=noninteractive apt__run chroot "$root" apt-get -o DPkg::Lock::Timeout=600 \
+		-o Dpkg::Use-Pty=0 "$@"
 }
