@@ -469,15 +469,21 @@ def stdlib_dir(interp):
     return interp_names(interp)["lib"]
 
 
+IMPORTED = {}
+
+
 def imported_files(interp, argv):
     """Every file the start-up's modules come from, as the interpreter names them."""
+    if interp.version in IMPORTED:
+        return IMPORTED[interp.version]
     code = (f"import {IMPORTS}\nimport sys, json\n"
             "print(json.dumps(sorted({getattr(m, '__file__', None) or '' "
             "for m in list(sys.modules.values())})))")
     p = subprocess.run(argv + ["-c", code], capture_output=True, text=True, timeout=120)
     if p.returncode != 0:
         pytest.fail(f"the start-up's imports fail on {interp.version}:\n{p.stderr[-2000:]}")
-    return set(json.loads(p.stdout.strip().splitlines()[-1])) - {""}
+    IMPORTED[interp.version] = set(json.loads(p.stdout.strip().splitlines()[-1])) - {""}
+    return IMPORTED[interp.version]
 
 
 @pytest.mark.parametrize("version,cfg", COMMAND_CASES)
