@@ -2,6 +2,9 @@
 # Builds the BPF object, its skeleton and the pybpfprof binary into build/.
 #   make            build
 #   make test       install what is missing, prepare interpreters, run every test
+#   make test-real  the real programs (Django, aiohttp, the standard library's
+#                   callbacks and test suite, a start-up) on every interpreter, every
+#                   mode, 100 Hz and 1 kHz, longer than `make test` does (12 minutes)
 #   make check      the edit-test loop: build, then the unit tests and the tests of
 #                   parsers and writers that need no BPF and no interpreter (a minute)
 #   make demo       install what is missing, build, profile the bundled example
@@ -51,7 +54,7 @@ USER_SRCS := $(sort $(wildcard user/*.c))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
 LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 
-.PHONY: all test check demo bench soak container-load fuzz lint format clean unit-tests
+.PHONY: all test test-real check demo bench soak container-load fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
 $(OUT) $(OUT)/user $(OUT)/tests:
@@ -217,6 +220,13 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 
 test:
 	$(Q)bash tools/run-tests.sh
+
+# tests/test_real_programs.py's full matrix; `make test` runs a shorter one.
+test-real: all
+	$(Q)bash tools/install-deps.sh test
+	$(Q)bash tools/test-interpreters.sh >/dev/null
+	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
+		--durations=10 tests/test_real_programs.py
 
 CHECK_TESTS := test_aggregate test_hashmap test_linetable test_native_merge test_offsets \
 	test_top_view test_writers_formats test_writers_golden

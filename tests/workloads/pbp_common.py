@@ -118,9 +118,16 @@ class Truth:
         if self.written:
             return
         self.written = True
+        self.rewrite()
+
+    def rewrite(self):
+        """Writes the truth again, whether or not it was written: a workload that
+        keeps counting (CPU per bucket) publishes its counters as they grow, from any
+        thread."""
+        self.written = True
         if not self.path:
             return
-        tmp = f"{self.path}.tmp.{os.getpid()}"
+        tmp = f"{self.path}.tmp.{os.getpid()}.{threading.get_ident()}"
         with open(tmp, "w") as f:
             json.dump(self.data, f, indent=1)
             f.flush()
@@ -130,3 +137,53 @@ class Truth:
 
 def deadline_after(seconds):
     return time.monotonic() + seconds
+
+
+class CpuBuckets:
+    """CPU time per named bucket, measured by the code it belongs to with
+    time.thread_time() deltas and added here from any thread, published in the truth
+    (truth["cpu"][NAME], and truth["process_cpu"] and truth["wall"], time.process_time()
+    and time.monotonic() at the same moment) at most every @every seconds, from the first publish() on: the workload
+    calls it once it runs steadily. A test reads the truth before and after it
+    profiles and compares the growth of each bucket with the process's."""
+
+    def __init__(self, truth, names, every=0.1):
+        self.truth = truth
+        self.lock = threading.Lock()
+        self.every = every
+        self.last = 0.0
+        self.started = False
+        truth.data["cpu"] = {n: 0.0 for n in names}
+        truth.data["process_cpu"] = 0.0
+        truth.data["published"] = 0
+
+    def add(self, name, seconds):
+        with self.lock:
+            self.truth.data["cpu"][name] += seconds
+            now = time.monotonic()
+            if self.started and now - self.last >= self.every:
+                self.last = now
+                self._publish()
+
+    def publish(self):
+        with self.lock:
+            self.started = True
+            self._publish()
+
+    def _publish(self):
+        self.truth.data["process_cpu"] = time.process_time()
+        self.truth.data["wall"] = time.monotonic()
+        self.truth.data["published"] += 1
+        self.truth.rewrite()
+
+
+def remember_chain(truth, lock, name, stack, most=8):
+    """Adds @stack (capture_stack's list) to truth["chains"][name] unless a stack with the
+    same functions is there: every distinct path by which @name was called, up to
+    @most of them. A sample in @name must have one of them from its root to @name."""
+    key = [(f["qualname"], f["filename"]) for f in stack]
+    with lock:
+        chains = truth.data.setdefault("chains", {}).setdefault(name, [])
+        if len(chains) < most and all(
+                [(f["qualname"], f["filename"]) for f in c] != key for c in chains):
+            chains.append(stack)
