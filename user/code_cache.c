@@ -24,6 +24,7 @@
 #include "vec.h"
 
 #define CO_OPTIMIZED 0x0001		/* Include/cpython/code.h */
+#define CO_NO_MONITORING_EVENTS 0x2000000	/* ... 3.13+ */
 
 struct code_cache {
 	struct code_cache_cfg cfg;
@@ -202,19 +203,18 @@ static int intern_str(struct code_cache *c, struct mem_source *m, uint64_t addr,
 }
 
 /*
- * Whether the code object in @b runs once: without CO_OPTIMIZED, a module's or a
- * class's body, or code compiled for exec. co_flags has no debug offset; from 3.11 to
- * 3.15 it is the int right after the object's header (ob_type, then ob_size) and three
- * pointers (co_consts, co_names, co_exceptiontable), and before co_firstlineno.
+ * co_flags of the code object in @b, 0 if unknown. It has no debug offset; from 3.11
+ * to 3.15 it is the int right after the object's header (ob_type, then ob_size) and
+ * three pointers (co_consts, co_names, co_exceptiontable), and before co_firstlineno.
  */
-static int runs_once(const struct py_offsets *o, const struct structbuf *b)
+static uint32_t code_flags(const struct py_offsets *o, const struct structbuf *b)
 {
 	uint64_t at = o->ob_type + 2 * 8 + 3 * 8;
 	uint32_t flags;
 
 	if (at >= o->co_firstlineno || structbuf__u32(b, at, &flags))
 		return 0;
-	return !(flags & CO_OPTIMIZED);
+	return flags;
 }
 
 /*
@@ -237,7 +237,7 @@ static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, 
 	const struct structbuf b = structbuf__of(hdr, hlen);
 	struct code_info *ci;
 	uint64_t type, units, qualname, filename, linetable, after, refcnt;
-	uint32_t first;
+	uint32_t first, flags;
 	size_t tlen;
 	int err;
 
@@ -267,7 +267,14 @@ static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, 
 	ci->fp = fp;
 	ci->firstlineno = (int32_t)first;
 	ci->ncodeunits = (uint32_t)units;	/* at most 2^24, checked above */
-	ci->once = (uint8_t)runs_once(o, &b);
+	flags = code_flags(o, &b);
+	/* Without CO_OPTIMIZED: a module's or a class's body, or code compiled for
+	 * exec, which runs once. */
+	ci->once = flags && !(flags & CO_OPTIMIZED);
+	/* 3.13+ run a class's __init__ called through the class under a frame of a code
+	 * object of the interpreter's own ("__init__" in file "__init__"), which
+	 * tracebacks never show: it is the one code that tells monitoring nothing. */
+	ci->hidden = o->version_hex >= 0x030d0000 && (flags & CO_NO_MONITORING_EVENTS);
 	err = intern_str(c, m, qualname, &ci->qualname);
 	if (err)
 		goto fail;

@@ -446,6 +446,12 @@ static enum decode_gap name_frames(struct decoder *d, const struct thread_sample
 				       : err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_CODE;
 			last_code = r->code;
 		}
+		/* Dropped as a shim is, in the raw chain too: the frame cache pairs each
+		 * raw frame that has code with one named frame. */
+		if (ci->hidden) {
+			r->code = 0;
+			continue;
+		}
 		name_frame(o, ci, r->code, r->instr, f);
 		st->depth++;
 	}
