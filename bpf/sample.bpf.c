@@ -343,6 +343,7 @@ struct span_state {
 /* Code objects met on the walk that user space does not hold, to copy. */
 struct code_list {
 	__u64 last;		/* the last frame's, noted */
+	__u64 frame;		/* the frame being noted */
 	__u32 n;
 	__u32 cut;
 	__u64 code[PBP_CODES_MAX];
@@ -468,45 +469,73 @@ static __always_inline __u32 chunk_offset(struct copy_ctx *c, __u64 frame)
 	return 0;
 }
 
+/* The fingerprint recorded in @s for @code, 0 if none yet. */
+static __always_inline __u64 recorded_fp(const struct pbp_sample *s, __u64 code)
+{
+	__u32 n = s->nfps;
+
+	for (__u32 j = 0; j < PBP_FPS_MAX; j++) {
+		if (j >= n)
+			break;
+		if (s->fps[j].code == code)
+			return s->fps[j].fp;
+	}
+	return 0;
+}
+
 /*
- * Notes @code of process @pid (target @t) for copying when user space does not hold it
- * (see PBP_CODES_MAX); @fp: its fingerprint, 0 if not read yet. Returns the fingerprint
- * it read for a code object it had to check (PBP_CK_CHECK), else 0. Global, so that it is verified
- * once, on its own, and its branches do not multiply the walk's.
+ * Notes @code (of the frame at l->frame, target @t) for copying when user space does
+ * not hold it (see PBP_CODES_MAX); @fp: its fingerprint, 0 if not read. One held with
+ * PBP_CK_CHECK has its fingerprint read, compared and recorded in @s, where decoding
+ * finds it once the object is freed; with no room left to record it, it is copied.
+ * Global, so that it is verified once, on its own, and its branches do not multiply
+ * the walk's.
  */
-__noinline __u64 note_code(struct code_list *l, const struct pbp_target *t, __u32 pid,
-			   __u64 code, __u64 fp)
+__noinline int note_code(struct code_list *l, const struct pbp_target *t, struct pbp_sample *s,
+			 __u64 code, __u64 fp)
 {
 	struct pbp_code_known *k;
-	__u64 read = 0;
 	__u32 slot, n;
 
-	if (!l || !t || !code)
+	if (!l || !t || !s || !code)
 		return 0;
-	slot = pbp_code_slot(pid, code);
+	slot = pbp_code_slot(s->pid, code);
 	k = bpf_map_lookup_elem(&codes_known, &slot);
 	if (!k)
 		return 0;
-	if (k->code == code && k->pid == pid && (k->flags & PBP_CK_HELD)) {
-		if (!fp && (k->flags & PBP_CK_CHECK))
-			fp = read = code_fingerprint(t, code);
-		if (!fp || k->fp == fp)
-			return read;
+	if (k->code == code && k->pid == s->pid && (k->flags & PBP_CK_HELD)) {
+		if (!fp && (k->flags & PBP_CK_CHECK)) {
+			fp = recorded_fp(s, code);
+			if (!fp && s->nfps < PBP_FPS_MAX) {
+				fp = code_fingerprint(t, code);
+				n = s->nfps;
+				if (fp && n < PBP_FPS_MAX) {
+					s->fps[n & (PBP_FPS_MAX - 1)].frame = l->frame;
+					s->fps[n & (PBP_FPS_MAX - 1)].code = code;
+					s->fps[n & (PBP_FPS_MAX - 1)].fp = fp;
+					s->nfps = n + 1;
+				}
+			}
+			if (fp && k->fp == fp)
+				return 0;
+		} else if (!fp || k->fp == fp) {
+			return 0;
+		}
 	}
 	n = l->n;
 	for (__u32 j = 0; j < PBP_CODES_MAX; j++) {
 		if (j >= n)
 			break;
 		if (l->code[j] == code)
-			return read;
+			return 0;
 	}
 	if (n >= PBP_CODES_MAX) {
 		l->cut = 1;
-		return read;
+		return 0;
 	}
 	l->code[n & (PBP_CODES_MAX - 1)] = code;
 	l->n = n + 1;
-	return read;
+	return 0;
 }
 
 /*
@@ -559,25 +588,23 @@ static long walk_frame(__u32 i, void *arg)
 	fp = 0;
 	if (i < PBP_FP_FRAMES && t->fp_mode != PBP_FP_NONE) {
 		fp = code ? code_fingerprint(t, code) : 0;
+		n = s->nfps;
 		if (!fp)
 			s->flags |= PBP_SF_FP_FAULT;
+		else if (n < PBP_FPS_MAX) {
+			s->fps[n & (PBP_FPS_MAX - 1)].frame = frame;
+			s->fps[n & (PBP_FPS_MAX - 1)].code = code;
+			s->fps[n & (PBP_FPS_MAX - 1)].fp = fp;
+			s->nfps = n + 1;
+		}
 	}
 	/* A recursion's frames after the first have nothing new to tell. */
 	if (t->co_copy_len && code != c->codes.last &&
 	    !(owner < 32 && ((t->shim_owners >> owner) & 1))) {
 		c->codes.last = code;
-		if (fp)
-			note_code(&c->codes, t, s->pid, code, fp);
-		else
-			fp = note_code(&c->codes, t, s->pid, code, 0);
+		c->codes.frame = frame;
+		note_code(&c->codes, t, s, code, fp);
 	}
-	n = s->nfps;
-	if (!fp || n >= PBP_FPS_MAX)
-		return 0;
-	s->fps[n & (PBP_FPS_MAX - 1)].frame = frame;
-	s->fps[n & (PBP_FPS_MAX - 1)].code = code;
-	s->fps[n & (PBP_FPS_MAX - 1)].fp = fp;
-	s->nfps = n + 1;
 	return 0;
 }
 
@@ -1075,7 +1102,8 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		return -1;
 	}
 	s = (struct pbp_sample *)sc->buf;
-	__builtin_memset(s, 0, sizeof(*s));
+	/* fps[] past nfps is never read: left as the last record had it. */
+	__builtin_memset(s, 0, offsetof(struct pbp_sample, fps));
 	s->abi = PBP_ABI_VERSION;
 	s->hdr_len = sizeof(*s);
 	s->pid = tgid;

@@ -33,7 +33,7 @@ typedef int32_t pbp_s32;
 #define PBP_FP_FRAMES 8			/* innermost frames whose code is fingerprinted */
 /* ... and room in a record for the fingerprints of deeper frames that BPF checked
  * (PBP_CK_CHECK), which decoding needs once their code is freed. */
-#define PBP_FPS_MAX 16
+#define PBP_FPS_MAX 32
 #define PBP_FRAME_HDR_MAX 128		/* bytes of one frame header copied */
 /*
  * The frames of the sampled thread that live outside its chunks (3.12+ entry frames on
@@ -487,8 +487,9 @@ struct pbp_code_known {
 };
 
 /* pbp_code_known.flags. A code object that runs once and is dropped (a module's or a
- * class's body, exec'd code) is the one whose address the next takes: its fingerprint
- * is checked in every frame, not only in the innermost. */
+ * class's body, exec'd code, and what dies with it) is the one whose address the next
+ * takes: its fingerprint is checked in every frame, not only in the innermost, until
+ * user space has seen it live long enough. */
 #define PBP_CK_HELD	(1u << 0)
 #define PBP_CK_CHECK	(1u << 1)
 

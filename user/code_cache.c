@@ -41,6 +41,7 @@ struct code_cache {
 };
 
 #define FIRST_SLOTS 256u
+#define CODE_CHECKED_SAMPLES 256
 /* What malloc keeps beside each block, as glibc does on 64-bit hosts. */
 #define MALLOC_OVERHEAD 16
 
@@ -401,9 +402,17 @@ int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t ad
 	int err;
 
 	if (!hashmap__find(&c->index, key_hash(addr, fp), entry_equal, &key, c, &k)) {
+		ci = c->ents[k];
 		c->stats.hits++;
-		c->ents[k]->used = 1;
-		*out = c->ents[k];
+		ci->used = 1;
+		/* Code that has run in this many samples is taken to live on: BPF need no
+		 * longer check its fingerprint below the innermost frames. */
+		if (ci->checked && !ci->once && ++ci->seen == CODE_CHECKED_SAMPLES) {
+			ci->checked = 0;
+			if (c->cfg.known)
+				c->cfg.known(c->cfg.ctx, addr, fp, PBP_CK_HELD);
+		}
+		*out = ci;
 		return 0;
 	}
 	c->stats.misses++;
@@ -448,8 +457,12 @@ keep:
 	hashmap__insert(&c->index, key_hash(addr, fp), k);
 	c->budget->entries++;
 	count_bytes(c, ci->bytes);
+	/* A new code object may be a temporary (a module body's generator expressions and
+	 * lambdas die with it), and the next takes its address: checked until it has
+	 * run in CODE_CHECKED_SAMPLES samples, or for good if it runs once. */
+	ci->checked = 1;
 	if (c->cfg.known)
-		c->cfg.known(c->cfg.ctx, addr, fp, PBP_CK_HELD | (ci->once ? PBP_CK_CHECK : 0));
+		c->cfg.known(c->cfg.ctx, addr, fp, PBP_CK_HELD | PBP_CK_CHECK);
 	*out = ci;
 	return 0;
 }

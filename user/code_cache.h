@@ -38,6 +38,8 @@ struct code_info {
 	uint8_t used;		/* looked up since the clock hand last passed */
 	uint8_t once;		/* a module's or class's body, or exec'd: runs once */
 	uint8_t hidden;		/* the interpreter's own, never shown (3.13+ __init__) */
+	uint8_t checked;	/* BPF checks its fingerprint in every frame */
+	uint32_t seen;		/* samples it ran in while checked */
 	/* instruction -> line memo: call sites of parent frames repeat sample after sample */
 	uint32_t memo_instr[CODE_LINE_SLOTS];
 	int32_t memo_line[CODE_LINE_SLOTS];

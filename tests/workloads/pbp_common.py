@@ -182,7 +182,14 @@ def remember_chain(truth, lock, name, stack, most=8):
     same functions is there: every distinct path by which @name was called, up to
     @most of them. A sample in @name must have one of them from its root to @name."""
     key = [(f["qualname"], f["filename"]) for f in stack]
+    code = sys._getframe(2).f_code
     with lock:
+        # A generator or coroutine function also runs in its own frame as it is called,
+        # at its first line (RETURN_GENERATOR), right under its caller.
+        if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                            inspect.CO_ASYNC_GENERATOR):
+            truth.data.setdefault("made_at", {})[code.co_qualname] = [
+                code.co_filename, code.co_firstlineno]
         chains = truth.data.setdefault("chains", {}).setdefault(name, [])
         if len(chains) < most and all(
                 [(f["qualname"], f["filename"]) for f in c] != key for c in chains):
