@@ -22,7 +22,8 @@ import statistics
 import sys
 import time
 
-from pbp_common import CpuBuckets, Truth, capture_stack, parse_args, remember_chain
+from pbp_common import (CpuBuckets, Truth, capture_stack, client_options, parse_args,
+                        remember_chain)
 
 HANDLERS = ("report", "compute")
 # Every function whose chain of callers the truth records.
@@ -185,10 +186,7 @@ async def client(port, stop, parent):
 def main():
     global T, CPU
 
-    def extra(p):
-        p.add_argument("--client", type=int, help="be the client of the server at PORT")
-        p.add_argument("--parent", type=int)
-    args = parse_args(extra)
+    args = parse_args(client_options)
     if args.client:
         asyncio.run(client(args.client, time.monotonic() + args.seconds, args.parent))
         return 0

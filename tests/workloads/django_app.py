@@ -21,7 +21,8 @@ import urllib.request
 from socketserver import ThreadingMixIn
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from pbp_common import CpuBuckets, Truth, capture_stack, parse_args, remember_chain
+from pbp_common import (CpuBuckets, Truth, capture_stack, client_options, parse_args,
+                        remember_chain)
 
 VIEWS = ("book_list", "book_detail", "author_stats")
 T = None
@@ -253,10 +254,7 @@ def client(port, stop, parent):
 def main():
     global T, CPU
 
-    def extra(p):
-        p.add_argument("--client", type=int, help="be the client of the server at PORT")
-        p.add_argument("--parent", type=int)
-    args = parse_args(extra)
+    args = parse_args(client_options)
     if args.client:
         client(args.client, time.monotonic() + args.seconds, args.parent)
         return 0

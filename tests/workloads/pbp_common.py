@@ -40,6 +40,13 @@ def parse_args(extra=None):
     return p.parse_args()
 
 
+def client_options(p):
+    """A server loaded by a copy of its own script: --client PORT makes that copy the
+    client of the server at PORT, which stops once its parent is no longer --parent."""
+    p.add_argument("--client", type=int, help="be the client of the server at PORT")
+    p.add_argument("--parent", type=int)
+
+
 def qualname(code):
     return code.co_qualname
 
