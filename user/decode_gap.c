@@ -22,6 +22,10 @@ static const struct {
 			     "the stack could not be copied and had moved on" },
 	[GAP_MOVING] = { "stack_between_chunks",
 			 "the thread was between two stack chunks" },
+	[GAP_WALK_CUT] = { "frames_outside_chunks_cut",
+			   "more frames outside the stack chunks than a sample copies" },
+	[GAP_CODES_CUT] = { "code_copies_cut",
+			    "more new code objects than a sample copies" },
 };
 
 /* A gap added to the enum and not to the table is "unknown", never a NULL printed. */

@@ -657,6 +657,14 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		return 0;
 	}
 	decode_thread(d, &t, st);
+	/* What BPF had to leave out was read live, too late: say so. */
+	if ((s->flags & PBP_SF_WALK_ENDS) && st->gap != GAP_NONE && st->gap != GAP_TOO_DEEP &&
+	    st->gap != GAP_CACHE_LOST)
+		st->gap = GAP_WALK_CUT;
+	else if ((s->flags & PBP_SF_CODES_CUT) &&
+		 (st->gap == GAP_STALE_CODE || st->gap == GAP_BAD_CODE ||
+		  st->gap == GAP_UNREADABLE))
+		st->gap = GAP_CODES_CUT;
 	st->task = s->task;
 	st->task_fp = s->task_fp;
 	st->native = native;

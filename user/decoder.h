@@ -38,6 +38,8 @@ enum decode_gap {
 	GAP_CACHE_LOST,		/* copied down to an anchor whose cache entry is gone */
 	GAP_NOT_COPIED,		/* BPF could not copy the stack: live memory has moved on */
 	GAP_MOVING,		/* BPF caught the thread between two chunks */
+	GAP_WALK_CUT,		/* BPF stopped its walk short (PBP_SF_WALK_ENDS) */
+	GAP_CODES_CUT,		/* BPF left code objects uncopied (PBP_SF_CODES_CUT) */
 	GAP_MAX,
 };
 
