@@ -24,7 +24,7 @@ static const struct {
 			 "the thread was between two stack chunks" },
 	[GAP_WALK_CUT] = { "frames_outside_chunks_cut",
 			   "more frames outside the stack chunks than a sample copies" },
-	[GAP_CODES_CUT] = { "code_copies_cut",
+	[GAP_CODES_CUT] = { "code_objects_not_copied",
 			    "more new code objects than a sample copies" },
 };
 
