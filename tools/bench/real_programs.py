@@ -247,7 +247,8 @@ def one_program(env, name, version, cfg):
 def summary(name, version, prof, rs):
     ok = bench.ok_runs(rs)
     row = {"program": name, "version": version, "profiler": prof, "runs": len(ok),
-           "failed": len(rs) - len(ok), "errors": [r["error"][:300] for r in rs if "error" in r][:2]}
+           "failed": len(rs) - len(ok),
+           "errors": [r["error"][:300] for r in rs if "error" in r][:2]}
     n = sum(r["samples"] for r in ok)
     row["samples"] = n
     row["delivered"] = sum(r.get("delivered") or 0 for r in ok)
