@@ -225,6 +225,8 @@ def one_profile(env, program, prof, cfg):
         row["reasons"] = {k: v for k, v in (st.get("incomplete_reasons") or {}).items() if v}
         row["bpf_ns"] = st.get("bpf_ns_per_target_sample")
         row["decode_ns"] = st.get("decode_ns_per_sample")
+        row["bpf_bytes"] = st.get("bpf_bytes_copied_per_sample")
+        row["live_reads"] = st.get("live_reads_per_sample")
     return row
 
 
@@ -264,6 +266,8 @@ def summary(name, version, prof, rs):
         row["reasons"] = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
         row["bpf_ns"] = bench.med(r.get("bpf_ns") for r in ok)
         row["decode_ns"] = bench.med(r.get("decode_ns") for r in ok)
+        row["bpf_bytes"] = bench.med(r.get("bpf_bytes") for r in ok)
+        row["live_reads"] = bench.med(r.get("live_reads") for r in ok)
     else:
         row["error_rate"] = bench.med(r.get("peer_error_rate") for r in ok)
     # The largest error of a run, the median over the runs; and its bucket.
@@ -341,8 +345,10 @@ def report(w, res, cfg):
       "interleaved. Complete: 100 x (1 - incomplete stacks / samples) over all "
       "repetitions, with the three most frequent reasons a stack was cut and their "
       "counts. BPF ns: the BPF program's run time per sample of the target "
-      "(`bpf_ns_per_target_sample`); decode µs: user-space decoding per sample "
-      "(`decode_ns_per_sample`); medians over the repetitions. Share error: each "
+      "(`bpf_ns_per_target_sample`), and the bytes it copied per sample; decode µs: "
+      "user-space decoding per sample (`decode_ns_per_sample`), and the reads of the "
+      "target's memory it made per sample for what the copy did not hold "
+      "(`live_reads_per_sample`); medians over the repetitions. Share error: each "
       "program times the CPU of the functions it is about (time.thread_time() around "
       "their bodies: Django's views, aiohttp's handlers and its pool's sieve, each "
       "callback kind) into buckets; a bucket's share of the samples (those with a frame "
@@ -362,9 +368,10 @@ def report(w, res, cfg):
       f"{fnum(rp.get('load_avg_after'), '{:.1f}')} as it ended, on {os.cpu_count()} CPUs.")
     w("")
     w("| program | version | profiler | samples | delivered / expected | complete % | "
-      "top incomplete reasons | BPF ns | decode µs | share error pts (max) | worst bucket | peer error rate | "
+      "top incomplete reasons | BPF ns | BPF bytes | decode µs | live reads | "
+      "share error pts (max) | worst bucket | peer error rate | "
       "failed |")
-    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    w("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rp["rows"]:
         ours = r["profiler"] == "pybpfprof"
         reasons = ", ".join(f"{k} {v}" for k, v in r.get("reasons") or []) or "–"
@@ -372,7 +379,9 @@ def report(w, res, cfg):
           f"{fnum(r.get('delivered'))} / {fnum(r.get('expected'))} | "
           f"{fnum(r.get('complete_pct'), '{:.2f}') if ours else '–'} | "
           f"{reasons if ours else '–'} | {fnum(r.get('bpf_ns'))} | "
+          f"{fnum(r.get('bpf_bytes'))} | "
           f"{fnum(None if r.get('decode_ns') is None else r['decode_ns'] / 1000, '{:.1f}')} | "
+          f"{fnum(r.get('live_reads'), '{:.1f}')} | "
           f"{fnum(r.get('share_err_pts'), '{:.1f}')} "
           f"({fnum(r.get('share_err_max_pts'), '{:.1f}')}) | {r.get('worst_bucket') or '–'} | "
           f"{'–' if ours else fnum(r.get('error_rate'), '{:.2f}')} | "
