@@ -21,6 +21,9 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
      process, from parts 9 and 10
  12. time to first sample: from starting each profiler, attached to a running target or
      running it, idle and beside two busy loops (first_sample.py)
+ 13. real programs: Django, aiohttp and the standard library's callbacks under load on
+     3.11, 3.13, 3.14 and 3.15, complete stacks, costs per sample and CPU shares against
+     each program's truth, beside the peer on 3.15 (real_programs.py)
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
 from one repetition to the next) so that drift of the machine hits every configuration
@@ -52,6 +55,7 @@ import judge  # noqa: E402
 sys.modules.setdefault("run", sys.modules[__name__])
 import machine_cost  # noqa: E402
 import first_sample  # noqa: E402
+import real_programs  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
 # The peer runs through peer_attach.py, which says on stderr when it has attached.
@@ -95,6 +99,7 @@ FULL = {
     "native_seconds": 5.0,
     **machine_cost.FULL,
     **first_sample.FULL,
+    **real_programs.FULL,
 }
 SMOKE = {
     "reps": 1,
@@ -129,6 +134,7 @@ SMOKE = {
     "native_seconds": 2.0,
     **machine_cost.SMOKE,
     **first_sample.SMOKE,
+    **real_programs.SMOKE,
 }
 
 
@@ -202,7 +208,7 @@ class Env:
                      "peer_attach.py", "phases.py"):
             shutil.copy(os.path.join(HERE, name), dest)
         for name in ("aba.py", "depth_walk.py", "pbp_common.py", "waits.py", "async_burn.py",
-                     "native_calls.py"):
+                     "native_calls.py", "django_app.py", "aiohttp_app.py", "callbacks.py"):
             shutil.copy(os.path.join(REPO, "tests", "workloads", name), dest)
 
     def teardown(self):
@@ -1320,7 +1326,8 @@ def goals(res, cfg):
         out.append((f"agent RSS under 100 MB at {max(cfg['scale_procs'])} processes",
                     "not measured" if rss is None else "met" if rss < 100 else "missed",
                     why))
-    return out + machine_cost.goals(res, cfg) + first_sample.goals(res, cfg)
+    return out + machine_cost.goals(res, cfg) + first_sample.goals(res, cfg) + \
+        real_programs.goals(res, cfg)
 
 
 def write_report(res, cfg, path, meta):
@@ -1498,6 +1505,7 @@ def write_report(res, cfg, path, meta):
     w("")
     machine_cost.report(w, res, cfg)
     first_sample.report(w, res, cfg)
+    real_programs.report(w, res, cfg)
     with open(path, "w") as f:
         f.write("\n".join(L))
 
@@ -1662,7 +1670,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10,12",
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10,12,13",
                     help="comma-separated parts to run (8, the chart, and 11, the cost "
                     "breakdown, come from the others)")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
@@ -1711,6 +1719,8 @@ def main():
             res["saturated"] = machine_cost.part_saturated(env, cfg)
         if "12" in parts:
             res["first_sample"] = first_sample.part_first_sample(env, cfg)
+        if "13" in parts:
+            res["real"] = real_programs.part_real(env, cfg)
     finally:
         env.teardown()
     meta = {
