@@ -229,6 +229,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "live_idle_skipped", FIELD_U64, .u = s->live.threads_idle_skipped },
 		{ "live_torn_retries", FIELD_U64, .u = s->live.torn_retries },
 		{ "live_slow_readings", FIELD_U64, .u = s->live.slow_readings },
+		{ "live_extra_rereads", FIELD_U64, .u = s->live.extra_rereads },
 	};
 
 	fprintf(f, "{\n");
