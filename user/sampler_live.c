@@ -631,9 +631,10 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 /*
  * One sample of @t: readings until one is consistent, each taken anew; a reading
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
- * moved) has the thread state read again first. GAP_TORN when the budget runs out.
+ * moved) has the thread state read again first. GAP_TORN when the budget runs out;
+ * -ENOENT when the thread ran no Python frame at the moment read: no sample.
  */
-static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
+static int sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
 {
 	struct py_thread cur = *t;
 	struct ts_words w;
@@ -663,12 +664,16 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 			/* The stack has moved out of the plan: read the thread again. A
 			 * frame outside the chunks may have been freed: find them anew. */
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return;
+				return 0;
 			plan_reading(ls, &cur, &p);
 			if (err)
 				p.x.n = 0;
 			continue;
 		}
+		/* No Python frame at T: a thread starting or ending, which BPF does
+		 * not sample either. */
+		if (!w.frame)
+			return -ENOENT;
 		err = chain_scan(ls, &cur, &p, w.frame, &ch);
 		if (err || !ch.all_copied) {
 			/* Frames outside the chunks the reading did not copy: again, with
@@ -688,16 +693,17 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 		if (ls->stack->gap == GAP_NONE ||
 		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
 						      copies_differ(ls, &p.sp))))
-			return;
+			return 0;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return;
+				return 0;
 			plan_reading(ls, &cur, &p);
 		}
 	}
+	return 0;
 }
 
 static int sample_thread(const struct py_thread *t, void *arg)
@@ -722,7 +728,10 @@ static int sample_thread(const struct py_thread *t, void *arg)
 		return 0;
 	}
 	ls->host_tid = host;
-	sample_stack(ls, t, flags);
+	if (sample_stack(ls, t, flags)) {
+		ls->stats.threads_no_frame++;
+		return 0;
+	}
 	decoder__count(ls->cfg.dec, ls->stack);
 	ls->stats.threads_sampled++;
 	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);
