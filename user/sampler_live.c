@@ -619,13 +619,14 @@ static int broken_walk(enum decode_gap gap)
 	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
 }
 
-static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
+static int copies_differ(const struct sampler_live *ls, const struct plan *p)
 {
 	size_t len = 0;
 
-	for (unsigned int i = 0; i < sp->n; i++)
-		len += sp->len[i];
-	return memcmp(ls->buf[0], ls->buf[1], len) != 0;
+	for (unsigned int i = 0; i < p->sp.n; i++)
+		len += p->sp.len[i];
+	return memcmp(ls->buf[0], ls->buf[1], len) != 0 ||
+	       memcmp(ls->xbuf[0], ls->xbuf[1], p->x.n * ls->cfg.interp->off.fr_size) != 0;
 }
 
 /*
@@ -689,11 +690,19 @@ static int sample_stack(struct sampler_live *ls, const struct py_thread *t, uint
 		decode_reading(ls, &cur, flags, &p, &w);
 		memo_put(ls, cur.tid, &p);
 		/* A chain that broke off where the copies differ met a frame being
-		 * written: read again rather than report it cut. */
+		 * written (a coroutine that yielded just after T, say): read again
+		 * rather than report it cut. So is one that missed the anchor's frame
+		 * (3.15): the walk broke off above it, or the cache entry went. */
 		if (ls->stack->gap == GAP_NONE ||
-		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
-						      copies_differ(ls, &p.sp))))
+		    (ls->stack->gap != GAP_TORN && ls->stack->gap != GAP_CACHE_LOST &&
+		     !(broken_walk(ls->stack->gap) && copies_differ(ls, &p))))
 			return 0;
+		if (ls->stack->gap == GAP_CACHE_LOST) {
+			set_torn(ls, t, flags);
+			ls->stack->gap = GAP_CACHE_LOST;
+			plan_reading(ls, &cur, &p);
+			continue;
+		}
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
