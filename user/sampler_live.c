@@ -524,7 +524,8 @@ struct chain {
  * own in its current chunk. A frame outside the chunks the reading did not copy was
  * read live here, after the reading, and brackets nothing: the next reading copies it.
  * A thread-owned frame outside the copy ends the scan: the plan is stale, and the
- * decoder refuses such a chain. -E2BIG: more than LIVE_EXTRA frames outside.
+ * decoder refuses such a chain. -E2BIG: more than LIVE_EXTRA frames outside;
+ * -EAGAIN: a frame no live chain has.
  */
 static int chain_scan(struct sampler_live *ls, const struct py_thread *t, const struct plan *p,
 		      uint64_t frame, struct chain *ch)
@@ -548,6 +549,10 @@ static int chain_scan(struct sampler_live *ls, const struct py_thread *t, const 
 		} else {
 			if (owner == o->owner_thread)
 				break;
+			/* A frame object owns a frame only after it returned: not one of
+			 * a live chain, but C stack bytes left where an entry frame was. */
+			if (owner == o->owner_frame_object)
+				return -EAGAIN;
 			if (ch->x.n == LIVE_EXTRA)
 				return -E2BIG;
 			ch->x.addr[ch->x.n++] = frame;
@@ -676,6 +681,8 @@ static int sample_stack(struct sampler_live *ls, const struct py_thread *t, uint
 		if (!w.frame)
 			return -ENOENT;
 		err = chain_scan(ls, &cur, &p, w.frame, &ch);
+		if (err == -EAGAIN)
+			continue;
 		if (err || !ch.all_copied) {
 			/* Frames outside the chunks the reading did not copy: again, with
 			 * the ones this chain has (a chain scanned through live memory may
