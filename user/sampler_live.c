@@ -317,7 +317,7 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		     struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[MEM_READV_MAX], t0;
+	uint64_t addr[MEM_READV_MAX], t0, probe = 0;
 	void *dst[MEM_READV_MAX];
 	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
@@ -325,6 +325,16 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 	int via_cframe = o->ts_current_frame == PBP_OFF_NONE;
 
 	memset(w, 0, sizeof(*w));
+	if (via_cframe && !mem__read_u64(&ls->cfg.live->base, t->tstate + o->ts_cframe, &probe) &&
+	    probe) {
+		unsigned int i = 0;
+
+		/* The C frame in use now is the likeliest at T: read through it too. */
+		while (i < c->n && c->addr[i] != probe)
+			i++;
+		if (i == c->n)
+			c->addr[c->n < LIVE_CFRAMES ? c->n++ : c->next++ % LIVE_CFRAMES] = probe;
+	}
 	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_pre, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
 	/* The frames outside the chunks, on both sides of the current frame, outermost
