@@ -6,9 +6,13 @@ frames (outside the data stack) with the chunks, bounds the chain by the data
 stack's top, and on 3.11/3.12 reads the current frame through every C frame the
 thread uses; a thread caught outside any Python frame gives no sample.
 
-Goals: at least 97 % complete stacks, and every complete stack a state the program
-can be in (the coroutines in their order under the event loop, the key function
-under sort_outer, short_job under its thread's bootstrap)."""
+Goals: at least 95 % complete stacks (a loaded 2-CPU machine stretches readings; the
+real programs' goal of 97 % is judged in test_real_programs.py), at most 0.5 % cut for
+any reason but a stack that moved faster than every reading (torn_live_read): a chain
+that ends early or misses the 3.15 anchor is read again, not reported; and every
+complete stack a state the program can be in (the coroutines in their order under the
+event loop, the key function under sort_outer, short_job under its thread's
+bootstrap)."""
 
 import pytest
 
@@ -16,7 +20,8 @@ from conftest import fraction, profile_workload, show, total
 
 RATE = 999
 DURATION = 3
-GOAL_COMPLETE = 0.97
+GOAL_COMPLETE = 0.95
+MAX_CUT_OTHERWISE = 0.005
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +58,10 @@ def test_live_keeps_whole_stacks_that_move_every_microsecond(py, mix):
     assert complete >= GOAL_COMPLETE, (
         f"{100 * complete:.2f} % complete < {100 * GOAL_COMPLETE:.0f} % ({reasons})\n"
         f"{show(incomplete, 8)}")
+    other = sum(v for k, v in reasons.items() if k != "torn_live_read")
+    assert fraction(other, n) <= MAX_CUT_OTHERWISE, (
+        f"{other} of {n} samples cut other than by a stack moving faster than every "
+        f"reading ({reasons})\n{show(incomplete, 8)}")
 
 
 def test_live_complete_stacks_are_states_of_the_program(py, mix):
