@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The live-memory sampler. Each reading of a thread copies its chunk, its current
- * frame, and its chunk again, in one system call; the decoder walks the stack from
- * that current frame in the second copy and requires every frame header to be the
- * same in the first (decoder.c: verify). docs/live-sampling.md argues why that proves
+ * The live-memory sampler. Each reading of a thread copies its chunk and the chain's
+ * frames outside it, its current frame, and those bytes again, in one system call,
+ * between two reads of the data stack's top; the decoder walks the stack from that
+ * current frame in the second copy and requires every frame header to be the same in
+ * the first (decoder.c: verify), and every frame of the chain in the chunk below the
+ * top at both ends (live_at_both_ends). docs/live-sampling.md argues why that proves
  * the stack at the instant the current frame was read, without the thread holding
  * still; a reading that fails it is taken again, and then reported incomplete.
  */
