@@ -8,8 +8,8 @@ thread uses; a thread caught outside any Python frame gives no sample.
 
 Goals: at least 92 % complete stacks (a loaded 2-CPU machine stretches readings; the
 real programs' goal of 97 % is judged by `make test-real`), at most 1.5 % cut for any
-reason but a stack that moved faster than every reading (torn_live_read; before, such
-cuts were hundreds in 5,000, and on a loaded machine 3.15 still misses its anchor in 0.7 %): a chain
+reason but a stack that moved faster than every reading (torn_live_read; such cuts were
+hundreds in 5,000 before, and a loaded 3.15 still misses its anchor in 0.7 %): a chain
 that ends early or misses the 3.15 anchor is read again, not reported; and every
 complete stack a state the program can be in (the coroutines in their order under the
 event loop, the key function under sort_outer, short_job under its thread's
