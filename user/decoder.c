@@ -361,10 +361,10 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 		struct frame_hdr f;
 		int shim;
 
-		/* A frame the earlier reading did not copy (the thread's own, or one in a
-		 * generator or on the C stack) would be read now, after the instant, and
-		 * bracket nothing. */
-		if (t->verify_copy && !mem_snapshot__covers(t->verify_copy, r->addr, o->fr_size))
+		/* A thread-owned frame the earlier reading did not copy would be read now,
+		 * after the instant, and bracket nothing. */
+		if (t->verify_copy && r->owner == o->owner_thread &&
+		    !mem_snapshot__covers(t->verify_copy, r->addr, o->fr_size))
 			return GAP_TORN;
 		if (read_frame(t->verify, o, r->addr, &f))
 			return GAP_TORN;

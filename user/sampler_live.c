@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The live-memory sampler. Each reading of a thread copies its chunk and the chain's
- * frames outside it, its current frame, and those bytes again, in one system call,
- * between two reads of the data stack's top; the decoder walks the stack from that
- * current frame in the second copy and requires every frame header to be the same in
- * the first (decoder.c: verify), and every frame of the chain in the chunk below the
- * top at both ends (live_at_both_ends). docs/live-sampling.md argues why that proves
+ * The live-memory sampler. Each reading of a thread copies its chunk, its current
+ * frame, and its chunk again, in one system call; the decoder walks the stack from
+ * that current frame in the second copy and requires every frame header to be the
+ * same in the first (decoder.c: verify). docs/live-sampling.md argues why that proves
  * the stack at the instant the current frame was read, without the thread holding
  * still; a reading that fails it is taken again, and then reported incomplete.
  */
@@ -21,24 +19,8 @@
 #include "sampler_live.h"
 #include "tid_map.h"
 
-/* Readings of one thread per sample, at most, besides those that LIVE_LEARNING allows. */
+/* Readings of one thread per sample, at most. */
 #define LIVE_READINGS 8
-/*
- * Readings that find the plan lacking rather than the stack torn (a C frame not read
- * through, frames outside the chunks not copied) are not counted against
- * LIVE_READINGS, up to this many: the next reading has what it lacked.
- */
-#define LIVE_LEARNING 8
-/*
- * Frames of a chain outside the data-stack chunks (generators', coroutines', the eval
- * loop's entry frames on the C stack, 3.15's base frame) copied in both copies, at
- * most: a chain with more of them is reported incomplete, never read live.
- */
-#define LIVE_EXTRA 64
-/* Frames outside the chunks kept from earlier readings, beside the current chain's. */
-#define LIVE_EXTRA_KEPT 32
-/* Threads whose frames outside the chunks are remembered from one tick to the next. */
-#define LIVE_MEMO 16
 /* Bytes above the listed top of the current chunk copied too: a thread that called
  * deeper since the list was read is still in the copy. */
 #define GROWTH_SLACK 2048
@@ -52,43 +34,17 @@
 /* The usual cost of one piece, in ns << USUAL_SHIFT, moves 1/16 of the way each time. */
 #define USUAL_SHIFT 4
 
-/* The frames outside the chunks a reading copies too, innermost first. */
-struct extras {
-	unsigned int n;
-	uint64_t addr[LIVE_EXTRA];
-};
-
-/* C frames (3.11/3.12) through which a reading reads the current frame, at most. */
-#define LIVE_CFRAMES 12
-
-/* The C frames a thread's innermost eval loop has been seen to use. */
-struct cframes {
-	unsigned int n, next;
-	uint64_t addr[LIVE_CFRAMES];
-};
-
-/* A thread's frames outside the chunks at its last kept sample: most ticks find the
- * same ones (a server's long-lived coroutines), so the first reading copies them. */
-struct extras_memo {
-	uint32_t tid;
-	struct extras x;
-	struct cframes c;
-};
-
 struct sampler_live {
 	struct sampler_live_cfg cfg;
 	struct sampler_live_stats stats;
 	uint64_t period_ns, next_ns;
 	struct mem_snapshot snap[2];	/* one reading's copies: before, after */
 	uint8_t *buf[2];
-	uint8_t *xbuf[2];	/* the frames outside the chunks, LIVE_EXTRA slots each */
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
 	pid_t host_tid;		/* of the thread being sampled */
 	uint64_t usual_piece;	/* ns per piece of a reading, << USUAL_SHIFT; 0: none yet */
 	struct tid_map tids;	/* the target's thread ids as /proc names them */
-	struct extras_memo memo[LIVE_MEMO];
-	unsigned int memo_next;	/* the slot a new thread takes */
 };
 
 int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **out)
@@ -100,10 +56,8 @@ int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **
 	ls->cfg = *cfg;
 	ls->buf[0] = malloc(cfg->stack_cap);
 	ls->buf[1] = malloc(cfg->stack_cap);
-	ls->xbuf[0] = malloc(LIVE_EXTRA * PBP_FRAME_COPY_MAX);
-	ls->xbuf[1] = malloc(LIVE_EXTRA * PBP_FRAME_COPY_MAX);
 	ls->stack = malloc(sizeof(*ls->stack));
-	if (!ls->buf[0] || !ls->buf[1] || !ls->xbuf[0] || !ls->xbuf[1] || !ls->stack) {
+	if (!ls->buf[0] || !ls->buf[1] || !ls->stack) {
 		sampler_live__free(ls);
 		return -ENOMEM;
 	}
@@ -122,8 +76,6 @@ void sampler_live__free(struct sampler_live *ls)
 		return;
 	free(ls->buf[0]);
 	free(ls->buf[1]);
-	free(ls->xbuf[0]);
-	free(ls->xbuf[1]);
 	free(ls->stack);
 	free(ls);
 }
@@ -189,10 +141,9 @@ static void chunk_ranges(const struct sampler_live *ls, const struct py_thread *
 /* What a reading takes from the thread state, besides the chunk. */
 struct ts_words {
 	uint64_t frame;		/* current frame (3.11/3.12: through the C frame) */
-	uint64_t top_pre;	/* tstate->datastack_top before the first copy */
-	uint64_t top_post;	/* ... after the second copy */
-	uint64_t cframe[LIVE_CFRAMES + 1];	/* 3.11/3.12: tstate->cframe around each of: */
-	uint64_t through[LIVE_CFRAMES];	/* 3.11/3.12: each C frame's current frame at T */
+	uint64_t frame_pre;	/* ... read before the first copy */
+	uint64_t frame_post;	/* ... read after the second copy */
+	uint64_t cframe;	/* 3.11/3.12: tstate->cframe, must not have changed */
 	uint64_t anchor, seq;	/* 3.15+ */
 };
 
@@ -300,66 +251,45 @@ static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
 }
 
 /*
- * One reading, in one system call: the data stack's top, the chunk and the frames
- * outside it (into snapshot 0), then the current frame (the moment T), then the frames
- * and the chunk again (into snapshot 1) and the top again, in the orders pieces_before
- * and pieces_after give. process_vm_readv copies its pieces in order, so every byte of
- * the first copy was read before T and every byte of the second after it: a slot equal
- * in both held that value at T (docs/live-sampling.md). Nothing else is read between
- * the copies, so that they are as close in time as they can be. On 3.11/3.12 the
- * current frame is the one of the C frame tstate->cframe points to; that pointer is
- * read just before and just after reading the current frame through each C frame the
- * thread is known to use (@c), and must be one of them both times (-EAGAIN if not;
- * -ENOENT, with the new one added to @c, if it is the same both times but not yet
- * known). On 3.15+ the anchor and its sequence are read after the second copy: the
- * sequence only grows, so if it is still the thread list's it was at T too.
+ * One reading, in one system call: the chunk (into snapshot 0), then the current
+ * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
+ * pieces_after give. process_vm_readv copies its pieces
+ * in order, so every byte of the first copy was read before the current frame and
+ * every byte of the second after it: a slot equal in both held that value when the
+ * current frame was read (docs/live-sampling.md). Nothing else is read between the
+ * copies, so that they are as close in time as they can be. On 3.11/3.12 the current
+ * frame is read through the C frame, whose address must be the thread list's both
+ * before the first copy and after the second (-EAGAIN if not: the thread entered or
+ * left a nested eval loop). On 3.15+ the anchor and its sequence are read after the
+ * second copy: the sequence only grows, so if it is still the thread list's it was at
+ * the current frame's moment too.
  */
 static int read_once(struct sampler_live *ls, const struct py_thread *t,
-		     const struct spans *sp, const struct extras *x, struct cframes *c,
-		     struct ts_words *w)
+		     const struct spans *sp, struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[MEM_READV_MAX], t0, probe = 0;
+	uint64_t addr[MEM_READV_MAX], cframe_after = 0, cur, t0;
 	void *dst[MEM_READV_MAX];
 	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
-	size_t fr = o->fr_size;
 	int via_cframe = o->ts_current_frame == PBP_OFF_NONE;
 
 	memset(w, 0, sizeof(*w));
-	if (via_cframe && !mem__read_u64(&ls->cfg.live->base, t->tstate + o->ts_cframe, &probe) &&
-	    probe) {
-		unsigned int i = 0;
-
-		/* The C frame in use now is the likeliest at T: read through it too. */
-		while (i < c->n && c->addr[i] != probe)
-			i++;
-		if (i == c->n)
-			c->addr[c->n < LIVE_CFRAMES ? c->n++ : c->next++ % LIVE_CFRAMES] = probe;
-	}
-	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_pre, lens[n++] = 8;
-	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
-	/* The frames outside the chunks, on both sides of the current frame, outermost
-	 * first before it and innermost first after it, like the chunks. */
-	for (unsigned int i = x->n; i-- > 0;)
-		addr[n] = x->addr[i], dst[n] = ls->xbuf[0] + i * fr, lens[n++] = fr;
 	if (via_cframe) {
-		/* The C frame pointer between every two: each current frame read
-		 * through a C frame has its own bracket, a few words wide. */
-		for (unsigned int i = 0; i < c->n; i++) {
-			addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[i], lens[n++] = 8;
-			addr[n] = c->addr[i] + o->cframe_current_frame;
-			dst[n] = &w->through[i], lens[n++] = 8;
-		}
-		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[c->n], lens[n++] = 8;
-	} else {
-		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
+		if (!t->ts_cframe)
+			return -EFAULT;
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
 	}
-	for (unsigned int i = 0; i < x->n; i++)
-		addr[n] = x->addr[i], dst[n] = ls->xbuf[1] + i * fr, lens[n++] = fr;
-	/* Room is left for the three words read after the copy. */
-	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 3, addr + n, dst + n, lens + n);
-	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_post, lens[n++] = 8;
+	cur = via_cframe ? t->ts_cframe + o->cframe_current_frame
+			 : t->tstate + o->ts_current_frame;
+	addr[n] = cur, dst[n] = &w->frame_pre, lens[n++] = 8;
+	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
+	addr[n] = cur, dst[n] = &w->frame, lens[n++] = 8;
+	/* Room is left for the four words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 4, addr + n, dst + n, lens + n);
+	addr[n] = cur, dst[n] = &w->frame_post, lens[n++] = 8;
+	if (via_cframe)
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
@@ -369,31 +299,12 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		return -EFAULT;
 	if (slow_reading(ls, clock__mono_ns() - t0, n))
 		return -ETIMEDOUT;
-	if (via_cframe) {
-		uint64_t seen = 0;
-		unsigned int i = 0;
-
-		while (i < c->n && (w->cframe[i] != c->addr[i] || w->cframe[i + 1] != c->addr[i]))
-			i++;
-		if (i == c->n) {
-			/* A C frame seen twice in a row and not yet known is read through
-			 * next time. */
-			for (unsigned int k = 0; k < c->n && !seen; k++)
-				if (w->cframe[k] == w->cframe[k + 1] && w->cframe[k])
-					seen = w->cframe[k];
-			if (!seen)
-				return -EAGAIN;
-			c->addr[c->n < LIVE_CFRAMES ? c->n++ : c->next++ % LIVE_CFRAMES] = seen;
-			return -ENOENT;
-		}
-		w->frame = w->through[i];
-	}
+	if (via_cframe && (w->cframe != t->ts_cframe || cframe_after != t->ts_cframe))
+		return -EAGAIN;
 	for (int k = 0; k < 2; k++) {
 		mem_snapshot__clear(&ls->snap[k]);
 		for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
 			mem_snapshot__add(&ls->snap[k], sp->addr[i], ls->buf[k] + at, sp->len[i]);
-		for (unsigned int i = 0; i < x->n; i++)
-			mem_snapshot__add(&ls->snap[k], x->addr[i], ls->xbuf[k] + i * fr, fr);
 	}
 	return 0;
 }
@@ -414,51 +325,12 @@ static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_
 /* Where one sample's readings copy from, fixed until the thread is read again. */
 struct plan {
 	struct spans sp;
-	struct extras x;
-	struct cframes c;
 	int from_anchor;
 	uint32_t cache_gen, cache_depth;
 };
 
-/* @tid's slot of the memo, or NULL. */
-static struct extras_memo *memo_find(struct sampler_live *ls, uint32_t tid)
-{
-	for (unsigned int i = 0; i < LIVE_MEMO; i++)
-		if (ls->memo[i].tid == tid && tid)
-			return &ls->memo[i];
-	return NULL;
-}
-
-static void memo_put(struct sampler_live *ls, uint32_t tid, const struct plan *p)
-{
-	struct extras_memo *e = memo_find(ls, tid);
-
-	if (!e) {
-		e = &ls->memo[ls->memo_next];
-		ls->memo_next = (ls->memo_next + 1) % LIVE_MEMO;
-		e->tid = tid;
-	}
-	e->x = p->x;
-	e->c = p->c;
-}
-
 static void plan_reading(struct sampler_live *ls, const struct py_thread *t, struct plan *p)
 {
-	const struct extras_memo *e = memo_find(ls, t->tid);
-	unsigned int i = 0;
-
-	p->x.n = 0;
-	p->c.n = p->c.next = 0;
-	if (e) {
-		p->x = e->x;
-		p->c = e->c;
-	}
-	/* The thread list's C frame is read through first. */
-	while (i < p->c.n && p->c.addr[i] != t->ts_cframe)
-		i++;
-	if (t->ts_cframe && i == p->c.n)
-		p->c.addr[p->c.n < LIVE_CFRAMES ? p->c.n++ : p->c.next++ % LIVE_CFRAMES] =
-			t->ts_cframe;
 	p->from_anchor = 0;
 	if (ls->cfg.fcache &&
 	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
@@ -467,134 +339,37 @@ static void plan_reading(struct sampler_live *ls, const struct py_thread *t, str
 	chunk_ranges(ls, t, p->from_anchor ? t->anchor : 0, &p->sp);
 }
 
-/* Is @top a top of the data stack within @t's current chunk? */
-static int top_in_chunk(const struct py_thread *t, uint64_t top)
-{
-	return top > t->chunk && top <= t->limit;
-}
-
 /*
- * Does reading @w fit the plan made from the thread list? The data stack must have
- * stayed in the chunk the plan copies (its top in it at both ends), its current frame
- * must be in the copy if it is in that chunk at all (a frame above the copy means the
+ * Does reading @w fit the plan made from the thread list? Its current frame must be
+ * in the copy if it is in the current chunk at all (a frame above the copy means the
  * stack grew past it), and a copy cut at the anchor needs that very anchor.
  */
 static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
 		     const struct plan *p, const struct ts_words *w)
 {
-	/* (3.15: a thread on its base frame alone may have no chunk.) */
-	if (t->chunk && (!top_in_chunk(t, w->top_pre) || !top_in_chunk(t, w->top_post)))
-		return 0;
 	if (w->frame >= t->chunk && w->frame < t->limit &&
 	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
 		return 0;
 	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
 }
 
-static int in_spans(const struct spans *sp, uint64_t addr, size_t len)
-{
-	for (unsigned int i = 0; i < sp->n; i++)
-		if (addr >= sp->addr[i] && addr + len <= sp->addr[i] + sp->len[i])
-			return 1;
-	return 0;
-}
-
-static int has_extra(const struct extras *x, uint64_t addr)
-{
-	for (unsigned int i = 0; i < x->n; i++)
-		if (x->addr[i] == addr)
-			return 1;
-	return 0;
-}
-
 /*
- * @x with @chain's frames first, then as many of @x's own as still fit: an event loop
- * switches between a few tasks, each with its own frames outside the chunks, and the
- * next reading may find any of them running.
+ * Was every frame of the chain from @w's current frame on the stack both when the
+ * first copy began and when the second ended? Within a chunk the stack is contiguous,
+ * newer frames higher, so that holds when the current frame is not above the current
+ * frame of either end; older chunks lie below all three. Without it, a slot that was
+ * a dead frame in both copies (popped before the first, pushed and popped again
+ * between) would pass the comparison with the header it had before it was reused,
+ * and callers that had already returned would be reported as calling.
  */
-static void extras_merge(struct extras *x, const struct extras *chain)
+static int live_at_both_ends(const struct py_thread *t, const struct ts_words *w)
 {
-	struct extras out = *chain;
+	int in = w->frame >= t->chunk && w->frame < t->limit;
 
-	for (unsigned int i = 0; i < x->n && out.n < LIVE_EXTRA_KEPT; i++)
-		if (!has_extra(&out, x->addr[i]))
-			out.addr[out.n++] = x->addr[i];
-	*x = out;
-}
-
-/* What chain_scan found. */
-struct chain {
-	struct extras x;	/* frames outside the chunks' copy, innermost first */
-	uint64_t high;		/* highest thread-owned frame in the current chunk; 0: none */
-	int all_copied;		/* every one of x was in the reading's copies */
-};
-
-/*
- * The chain from @frame, as far as the reading's copies and live memory show it: the
- * frames that lie outside the chunks' copy and are not the thread's own (generators',
- * coroutines', the eval loop's entry frames), and the highest frame of the thread's
- * own in its current chunk. A frame outside the chunks the reading did not copy was
- * read live here, after the reading, and brackets nothing: the next reading copies it.
- * A thread-owned frame outside the copy ends the scan: the plan is stale, and the
- * decoder refuses such a chain. -E2BIG: more than LIVE_EXTRA frames outside;
- * -EAGAIN: a frame no live chain has.
- */
-static int chain_scan(struct sampler_live *ls, const struct py_thread *t, const struct plan *p,
-		      uint64_t frame, struct chain *ch)
-{
-	const struct py_offsets *o = &ls->cfg.interp->off;
-	struct mem_source *m = &ls->snap[1].base;
-
-	ch->x.n = 0;
-	ch->high = 0;
-	ch->all_copied = 1;
-	for (unsigned int depth = 0; frame && !(frame & 7) && depth < DECODE_MAX_DEPTH; depth++) {
-		uint64_t prev;
-		uint8_t owner;
-
-		if (mem__read(m, frame + o->fr_owner, &owner, 1))
-			break;
-		if (in_spans(&p->sp, frame, o->fr_size)) {
-			if (owner == o->owner_thread && frame >= t->chunk && frame < t->limit &&
-			    frame > ch->high)
-				ch->high = frame;
-		} else {
-			if (owner == o->owner_thread)
-				break;
-			/* A frame object owns a frame only after it returned: not one of
-			 * a live chain, but C stack bytes left where an entry frame was. */
-			if (owner == o->owner_frame_object)
-				return -EAGAIN;
-			if (ch->x.n == LIVE_EXTRA)
-				return -E2BIG;
-			ch->x.addr[ch->x.n++] = frame;
-			ch->all_copied &= has_extra(&p->x, frame);
-		}
-		if (mem__read(m, frame + o->fr_previous, &prev, 8))
-			break;
-		frame = prev;
-	}
-	return 0;
-}
-
-/*
- * Was every frame of the chain on the stack both when the first copy began and when
- * the second ended? The thread's frames in its current chunk are exactly those below
- * the data stack's top, so that holds for them when the highest is below the top read
- * at both ends; the older chunks lie below the current one (fits_plan saw the top in it
- * at both ends). Without it, a slot that was a dead frame in both copies (popped before
- * the first, pushed and popped again between) would pass the comparison with the
- * header it had before it was reused, and callers that had already returned would be
- * reported as calling. A generator's or coroutine's frame needs no such bound: one not
- * running has no previous frame (CPython clears the link when it yields or returns),
- * so a chain through it is refused unless it was running in both copies. An entry
- * frame on the C stack is there as long as the Python frame it called, which is the
- * thread's own and bounded here; one that is itself the current frame is checked by
- * the decoder's comparison like any other.
- */
-static int live_at_both_ends(const struct ts_words *w, const struct chain *ch)
-{
-	return !ch->high || (ch->high < w->top_pre && ch->high < w->top_post);
+	if (!in)
+		return w->frame_pre == w->frame && w->frame_post == w->frame;
+	return w->frame_pre >= t->chunk && w->frame_pre < t->limit && w->frame <= w->frame_pre &&
+	       w->frame_post >= t->chunk && w->frame_post < t->limit && w->frame <= w->frame_post;
 }
 
 /*
@@ -636,102 +411,63 @@ static int broken_walk(enum decode_gap gap)
 	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
 }
 
-static int copies_differ(const struct sampler_live *ls, const struct plan *p)
+static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 {
 	size_t len = 0;
 
-	for (unsigned int i = 0; i < p->sp.n; i++)
-		len += p->sp.len[i];
-	return memcmp(ls->buf[0], ls->buf[1], len) != 0 ||
-	       memcmp(ls->xbuf[0], ls->xbuf[1], p->x.n * ls->cfg.interp->off.fr_size) != 0;
+	for (unsigned int i = 0; i < sp->n; i++)
+		len += sp->len[i];
+	return memcmp(ls->buf[0], ls->buf[1], len) != 0;
 }
 
 /*
  * One sample of @t: readings until one is consistent, each taken anew; a reading
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
- * moved) has the thread state read again first. GAP_TORN when the budget runs out;
- * -ENOENT when the thread ran no Python frame at the moment read: no sample.
+ * moved) has the thread state read again first. GAP_TORN when the budget runs out.
  */
-static int sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
+static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
 {
 	struct py_thread cur = *t;
 	struct ts_words w;
-	struct chain ch;
 	struct plan p;
 
 	set_torn(ls, t, flags);
 	plan_reading(ls, &cur, &p);
-	for (int i = 0, learnt = 0; i < LIVE_READINGS + learnt; i++) {
+	for (int i = 0; i < LIVE_READINGS; i++) {
 		int err;
 
 		if (i)
 			ls->stats.torn_retries++;
-		err = read_once(ls, &cur, &p.sp, &p.x, &p.c, &w);
+		err = read_once(ls, &cur, &p.sp, &w);
 		if (err == -ETIMEDOUT) {
 			ls->stats.slow_readings++;
 			continue;
 		}
-		/* The C frame changed within the reading of the current frame, or is
-		 * one the next reading reads through too. */
-		if (err == -EAGAIN || err == -ENOENT) {
-			memo_put(ls, cur.tid, &p);
-			learnt += err == -ENOENT && learnt < LIVE_LEARNING;
-			continue;
-		}
 		if (err || !fits_plan(ls, &cur, &p, &w)) {
-			/* The stack has moved out of the plan: read the thread again. A
-			 * frame outside the chunks may have been freed: find them anew. */
+			/* The stack has moved out of the plan: read the thread again. */
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return 0;
+				return;
 			plan_reading(ls, &cur, &p);
-			if (err)
-				p.x.n = 0;
 			continue;
 		}
-		/* No Python frame at T: a thread starting or ending, which BPF does
-		 * not sample either. */
-		if (!w.frame)
-			return -ENOENT;
-		err = chain_scan(ls, &cur, &p, w.frame, &ch);
-		if (err == -EAGAIN)
-			continue;
-		if (err || !ch.all_copied) {
-			/* Frames outside the chunks the reading did not copy: again, with
-			 * the ones this chain has (a chain scanned through live memory may
-			 * be no chain at all: -E2BIG is tried again too). */
-			ls->stats.extra_rereads++;
-			extras_merge(&p.x, &ch.x);
-			learnt += !err && learnt < LIVE_LEARNING;
-			continue;
-		}
-		if (!live_at_both_ends(&w, &ch))
+		if (!live_at_both_ends(&cur, &w))
 			continue;	/* the stack moved up through the reading: again */
 		decode_reading(ls, &cur, flags, &p, &w);
-		memo_put(ls, cur.tid, &p);
 		/* A chain that broke off where the copies differ met a frame being
-		 * written (a coroutine that yielded just after T, say): read again
-		 * rather than report it cut. So is one that missed the anchor's frame
-		 * (3.15): the walk broke off above it, or the cache entry went. */
+		 * written: read again rather than report it cut. */
 		if (ls->stack->gap == GAP_NONE ||
-		    (ls->stack->gap != GAP_TORN && ls->stack->gap != GAP_CACHE_LOST &&
-		     !(broken_walk(ls->stack->gap) && copies_differ(ls, &p))))
-			return 0;
-		if (ls->stack->gap == GAP_CACHE_LOST) {
-			set_torn(ls, t, flags);
-			ls->stack->gap = GAP_CACHE_LOST;
-			plan_reading(ls, &cur, &p);
-			continue;
-		}
+		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
+						      copies_differ(ls, &p.sp))))
+			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return 0;
+				return;
 			plan_reading(ls, &cur, &p);
 		}
 	}
-	return 0;
 }
 
 static int sample_thread(const struct py_thread *t, void *arg)
@@ -756,10 +492,7 @@ static int sample_thread(const struct py_thread *t, void *arg)
 		return 0;
 	}
 	ls->host_tid = host;
-	if (sample_stack(ls, t, flags)) {
-		ls->stats.threads_no_frame++;
-		return 0;
-	}
+	sample_stack(ls, t, flags);
 	decoder__count(ls->cfg.dec, ls->stack);
 	ls->stats.threads_sampled++;
 	ls->err = ls->cfg.on_stack(ls->cfg.ctx, ls->stack);

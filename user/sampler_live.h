@@ -36,10 +36,8 @@ struct sampler_live_stats {
 	uint64_t ticks, ticks_missed;	/* timer ticks taken, and skipped for overrun */
 	uint64_t threads_sampled;	/* thread stacks decoded */
 	uint64_t threads_idle_skipped;
-	uint64_t threads_no_frame;	/* running no Python frame when read: no sample */
 	uint64_t torn_retries;		/* second reading disagreed: read again */
 	uint64_t slow_readings;		/* took too long to be trusted: read again */
-	uint64_t extra_rereads;		/* frames outside the chunks not copied: read again */
 	uint64_t walk_failures;		/* the thread list could not be read */
 };
 

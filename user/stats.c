@@ -227,10 +227,8 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "live_ticks", FIELD_U64, .u = s->live.ticks },
 		{ "live_ticks_missed", FIELD_U64, .u = s->live.ticks_missed },
 		{ "live_idle_skipped", FIELD_U64, .u = s->live.threads_idle_skipped },
-		{ "live_no_frame", FIELD_U64, .u = s->live.threads_no_frame },
 		{ "live_torn_retries", FIELD_U64, .u = s->live.torn_retries },
 		{ "live_slow_readings", FIELD_U64, .u = s->live.slow_readings },
-		{ "live_extra_rereads", FIELD_U64, .u = s->live.extra_rereads },
 	};
 
 	fprintf(f, "{\n");
