@@ -339,7 +339,19 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 	/* A walk that passed the anchor's place without meeting it saw another chain. */
 	if (stop)
 		return GAP_CACHE_LOST;
-	return is_bottom(o, owner) ? GAP_NONE : GAP_NO_BOTTOM;
+	if (!is_bottom(o, owner))
+		return GAP_NO_BOTTOM;
+	/* 3.15 gives its entry frames on the C stack and the thread's base frame one
+	 * owner: only the base frame, whose address the thread state holds, is the
+	 * bottom; an entry frame read with no link yet is a chain cut short. */
+	if (o->ts_base_frame != PBP_OFF_NONE && depth) {
+		uint64_t base;
+
+		if (!mem__read_u64(t->mem, t->tstate + o->ts_base_frame, &base) && base &&
+		    base != d->scratch->raw[depth - 1].addr)
+			return GAP_NO_BOTTOM;
+	}
+	return GAP_NONE;
 }
 
 /*
