@@ -53,38 +53,36 @@ SMOKE = {
 OURS_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
 
 
-def parse_ours(text):
-    """[(frames [(name, file)], count)] of pybpfprof's collapsed output."""
+def parse_collapsed(text, frame):
+    """[(frames [(name, file)], count)] of collapsed stacks, each frame parsed by
+    @frame: (name, file), or (the text, None) where it names no file."""
     out = []
     for raw in text.splitlines():
         stack, _, count = raw.rpartition(" ")
-        if not count.isdigit():
-            continue
-        frames = []
-        for part in stack.split(";"):
-            m = OURS_FRAME.match(part)
-            frames.append((m["name"], m["file"]) if m else (part, None))
-        out.append((frames, int(count)))
+        if count.isdigit():
+            out.append(([frame(part) for part in stack.split(";")], int(count)))
     return out
+
+
+def ours_frame(part):
+    m = OURS_FRAME.match(part)
+    return (m["name"], m["file"]) if m else (part, None)
+
+
+def peer_frame(part):
+    """profiling.sampling --collapsed: 'tid:N;FILE:FUNC:LINE;... COUNT'."""
+    bits = part.rsplit(":", 2)
+    if len(bits) == 3 and bits[2].lstrip("-").isdigit():
+        return bits[1], bits[0]
+    return part, None
+
+
+def parse_ours(text):
+    return parse_collapsed(text, ours_frame)
 
 
 def parse_peer(text):
-    """[(frames [(name, file)], count)] of profiling.sampling --collapsed
-    ('tid:N;FILE:FUNC:LINE;... COUNT')."""
-    out = []
-    for raw in text.splitlines():
-        stack, _, count = raw.rpartition(" ")
-        if not count.isdigit():
-            continue
-        frames = []
-        for part in stack.split(";"):
-            bits = part.rsplit(":", 2)
-            if len(bits) == 3 and bits[2].lstrip("-").isdigit():
-                frames.append((bits[1], bits[0]))
-            else:
-                frames.append((part, None))
-        out.append((frames, int(count)))
-    return out
+    return parse_collapsed(text, peer_frame)
 
 
 def same_function(name, qualname):
