@@ -256,15 +256,17 @@ def main():
 
 
 def publish_when_ready():
-    """The truth goes out once both threads have called every callback."""
+    """The truth goes out once both threads have called every callback, and again every
+    0.1 s, from this thread, which no bucket's function runs on."""
     callbacks = 14
     while True:
         seen = list(SEEN)
         if len({t for _, t, _ in seen}) >= 2 and len({n for n, _, _ in seen}) >= callbacks:
-            CPU.publish()
-            return
+            break
         time.sleep(0.02)
-
+    while True:
+        CPU.publish()
+        time.sleep(0.1)
 
 if __name__ == "__main__":
     sys.exit(main())
