@@ -1060,6 +1060,23 @@ struct off_cpu {
 	__u32 state;
 };
 
+/* Sends the record of @total bytes at @buf: 0, or -1 when the ring buffer is full. */
+static __always_inline int submit(void *buf, __u64 total, const struct off_cpu *off, int native,
+				  __u16 nflags, __u32 nrec)
+{
+	if (bpf_ringbuf_output(&samples, buf, total,
+			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
+				       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
+		count(PBP_C_RINGBUF_DROPS);
+		return -1;
+	}
+	count(PBP_C_SUBMITTED);
+	count_native(native, nflags, nrec);
+	if (off->flags & PBP_SF_OFF_CPU)
+		count(PBP_C_OFF_SAMPLED);
+	return 0;
+}
+
 /*
  * The current thread, of target @t, into one record: 0 once it went out, -1 when none
  * did. Global, like read_span(): the verifier walks it once per program, on its own,
@@ -1084,15 +1101,22 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 
 	if (!t || !off)
 		return -1;
-	ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
-	if (!ts) {
-		count(PBP_C_NO_TSTATE);
-		return -1;
+	/* A thread on its way out has passed the exit tracepoint that forgets it: a
+	 * lookup now would leave an entry behind that nothing removes. */
+	if (off->flags & PBP_SF_NO_PYTHON) {
+		ts = frame = 0;
+	} else {
+		ts = lookup_tstate(t, tid, own_tid(task, tid), &frame);
+		if (!ts)
+			count(PBP_C_NO_TSTATE);
+		else if (!frame)
+			count(PBP_C_NO_FRAME);
 	}
-	if (!frame) {
-		count(PBP_C_NO_FRAME);
+	/* The CPU time of a thread outside Python code (starting, ending, or one the
+	 * interpreter does not run) is the process's too: its tick goes out bare. A wait
+	 * has no such time. */
+	if ((!ts || !frame) && (off->flags & PBP_SF_OFF_CPU))
 		return -1;
-	}
 
 	cpu = bpf_get_smp_processor_id();
 	slot = off->slot ? cpu + nr_cpus : cpu;
@@ -1120,6 +1144,12 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		s->off_arg = off->arg;
 		s->off_syscall = off->syscall;
 		s->off_state = off->state;
+	}
+	if (!ts || !frame) {
+		s->flags |= PBP_SF_NO_PYTHON;
+		s->ts_flags = PBP_TS_ON_CPU;
+		s->len = sizeof(*s);
+		return submit(sc->buf, sizeof(*s), off, -1, 0, 0);
 	}
 	s->tstate = ts;
 	s->current_frame = frame;
@@ -1205,17 +1235,7 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	if (total > PBP_RECORD_MAX)
 		return -1;
 	s->len = total;
-	if (bpf_ringbuf_output(&samples, sc->buf, total,
-			       bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) >= wakeup_bytes
-				       ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP)) {
-		count(PBP_C_RINGBUF_DROPS);
-		return -1;
-	}
-	count(PBP_C_SUBMITTED);
-	count_native(native, nflags, nrec);
-	if (off->flags & PBP_SF_OFF_CPU)
-		count(PBP_C_OFF_SAMPLED);
-	return 0;
+	return submit(sc->buf, total, off, native, nflags, nrec);
 }
 
 /*
@@ -1253,16 +1273,14 @@ static __always_inline int sample_tick(bool in_kernel)
 
 	if (!t)
 		return 0;
-	/* A thread on its way out has passed the exit tracepoint that forgets it: a
-	 * lookup now would leave an entry behind that nothing removes. */
-	if (task->flags & PF_EXITING)
-		return 0;
 	count(PBP_C_TARGET_EVENTS);
+	if (task->flags & PF_EXITING)
+		on.flags = PBP_SF_NO_PYTHON;
 	/* A tick in a system call or fault: the user registers are those of its entry. */
 	if (in_kernel)
 		on.native_flags = PBP_NF_REGS_AT_ENTRY;
 	if (cpu_timed) {
-		on.flags = PBP_SF_CPU_TIMED;
+		on.flags |= PBP_SF_CPU_TIMED;
 		on.cpu_ns = cpu_since_tick(t, task, &so);
 	}
 	if (snapshot(t, &on))
@@ -1393,7 +1411,8 @@ int BPF_PROG(pbp_tick, struct hrtimer *timer, ktime_t *now)
 		return 0;
 	}
 	tgid = bpf_get_current_pid_tgid() >> 32;
-	/* A thread on its way out is not sampled (sample_tick says why). */
+	/* A thread on its way out is not sampled on the tick: the CPU time it used since
+	 * its last tick is charged at its exit (session_sink__add_cpu_rest). */
 	if (!hz || (task->flags & PF_EXITING) || !bpf_map_lookup_elem(&targets, &tgid) ||
 	    !tick_taken(task, hz))
 		return 0;

@@ -116,6 +116,9 @@ typedef int32_t pbp_s32;
 #define PBP_SF_FRAME_FAULT	(1u << 13)	/* a frame outside the chunks unreadable */
 #define PBP_SF_WALK_ENDS	(PBP_SF_FRAMES_CUT | PBP_SF_WALK_CUT | PBP_SF_FRAME_FAULT)
 #define PBP_SF_CODES_CUT	(1u << 14)	/* unknown code objects left uncopied */
+/* A tick of a thread that ran no Python code (no thread state or frame yet, or any
+ * more): the header alone. */
+#define PBP_SF_NO_PYTHON	(1u << 15)
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */

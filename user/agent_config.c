@@ -254,7 +254,8 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			why = "is not auto, dwarf or fp";
 		break;
 	case AK_CLOCK:
-		if (sampler__parse_clock(value, &c->clock))
+		/* The agent profiles every process: no clock per thread. */
+		if (sampler__parse_clock(value, &c->clock) || c->clock == SAMPLER_CLOCK_THREAD)
 			why = "is not timer or tick";
 		break;
 	case AK_MIN_BLOCK:

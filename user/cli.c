@@ -142,13 +142,17 @@ int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes)
 int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c)
 {
 	if (sampler__parse_clock(arg, c))
-		return cli__usage_error(cmd, "invalid --clock '%s': expected timer or tick",
-					arg);
+		return cli__usage_error(cmd, "invalid --clock '%s': expected timer, thread or "
+					"tick", arg);
 	return 0;
 }
 
-int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode)
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode,
+		     int system_wide)
 {
+	if (c == SAMPLER_CLOCK_THREAD && system_wide)
+		return cli__usage_error(cmd, "%s", "--clock thread gives each thread of a target "
+					"a clock; -a ticks every CPU: use timer or tick");
 	if (c != SAMPLER_CLOCK_TIMER && no_bpf)
 		return cli__usage_error(cmd, "%s", "--clock chooses what runs the BPF program; "
 					"--no-bpf samples on a timer of its own");

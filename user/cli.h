@@ -52,7 +52,8 @@ int cli__parse_native_stack(const char *cmd, const char *arg, uint32_t *bytes);
 /* --clock timer|tick. */
 int cli__parse_clock(const char *cmd, const char *arg, enum sampler_clock *c);
 /* --clock tick with --no-bpf or --mode off-cpu: a usage error's exit status, else 0. */
-int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode);
+int cli__clock_check(const char *cmd, enum sampler_clock c, int no_bpf, enum session_mode mode,
+		     int system_wide);
 /* --native-unwind auto|dwarf|fp. */
 int cli__parse_native_unwind(const char *cmd, const char *arg, enum session_native_unwind *u);
 int cli__native_check(const char *cmd, int native, uint32_t native_stack,
@@ -99,9 +100,18 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 
 #define CLI_CLOCK_HELP \
 	"      --clock HOW        what times the samples (default timer):\n" \
-	"                         timer: a clock of the profiler's own, one per thread\n" \
-	"                         of the target (one per CPU with -a), for any rate;\n" \
-	"                         each of its ticks is an interrupt;\n" \
+	"                         timer: a clock of the profiler's own on each CPU,\n" \
+	"                         for any rate; each of its ticks is an interrupt.\n" \
+	"                         With -p or a command it ticks only while a task of\n" \
+	"                         the target's cgroup runs there (every task with -a),\n" \
+	"                         so threads of any length are sampled as their CPU\n" \
+	"                         time says;\n" \
+	"                         thread (-p or a command): a clock per thread of the\n" \
+	"                         target, inherited by the threads it starts, which\n" \
+	"                         ticks for nothing else but starts each thread afresh:\n" \
+	"                         threads shorter than a period are sampled too little;\n" \
+	"                         the target is held a moment (ptrace) as they open.\n" \
+	"                         Chosen for a target whose cgroup cannot be used;\n" \
 	"                         tick: the kernel's scheduler tick, which interrupts\n" \
 	"                         each busy CPU HZ times a second anyway (250 on most\n" \
 	"                         distributions): no interrupt of the profiler's own,\n" \

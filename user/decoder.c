@@ -655,12 +655,14 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		t.cstack_len = native->stack_len;
 	}
 	/* A stack BPF could not copy would be read from live memory, which has moved on
-	 * since the sample: a wrong stack is worse than a missing one. */
-	if (s->flags & (PBP_SF_STACK_FAULT | PBP_SF_STACK_MOVING)) {
+	 * since the sample: a wrong stack is worse than a missing one. A thread outside
+	 * Python code has none to read. */
+	if (s->flags & (PBP_SF_STACK_FAULT | PBP_SF_STACK_MOVING | PBP_SF_NO_PYTHON)) {
 		st->pid = t.pid;
 		st->tid = t.tid;
 		st->flags = t.flags;
-		st->gap = s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
+		st->gap = s->flags & PBP_SF_NO_PYTHON ? GAP_NONE :
+			  s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
 		st->task = st->task_fp = 0;
 		st->native = native;
 		st->native_stack = native_stack;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -7,7 +8,7 @@
 
 #include "perf_clock.h"
 
-int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
+static int open_clock(pid_t who, int cpu, uint32_t rate_hz, bool inherit, unsigned long flags)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -16,12 +17,23 @@ int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
 		/* A fixed period, not a frequency: the kernel would otherwise retune it
 		 * and the expected sample count would drift. */
 		.sample_period = 1000000000ull / (rate_hz ? rate_hz : 1),
-		.inherit = tid >= 0,
-		.inherit_thread = tid >= 0,
+		.inherit = inherit,
+		.inherit_thread = inherit,
 	};
-	int fd = (int)syscall(__NR_perf_event_open, &attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = (int)syscall(__NR_perf_event_open, &attr, who, cpu, -1,
+			      flags | PERF_FLAG_FD_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
+}
+
+int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
+{
+	return open_clock(tid, cpu, rate_hz, tid >= 0, 0);
+}
+
+int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint32_t rate_hz)
+{
+	return open_clock(cgroup_fd, cpu, rate_hz, false, PERF_FLAG_PID_CGROUP);
 }
 
 uint32_t perf_clock__max_rate(void)

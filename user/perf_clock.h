@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The software clock the sampling program runs on: per CPU, or per thread. */
+/* The software clock the sampling program runs on: per CPU, per CPU while a cgroup's
+ * tasks run there, or per thread. */
 #ifndef PBP_PERF_CLOCK_H
 #define PBP_PERF_CLOCK_H
 
@@ -12,6 +13,14 @@
  * the threads it starts but not by child processes. A descriptor or -errno.
  */
 int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz);
+/*
+ * The same clock on CPU @cpu, armed only while a task of the cgroup (v2) whose
+ * directory @cgroup_fd is open, or of a cgroup below it, runs there. Its period
+ * carries over from one such task to the next (the kernel stops and restarts it at
+ * cgroup switches), so a thread shorter than a period is sampled in proportion to
+ * its CPU time. A descriptor or -errno.
+ */
+int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint32_t rate_hz);
 
 /* Used when the kernel's limit cannot be read. */
 #define PERF_CLOCK_MAX_RATE_DEFAULT 100000

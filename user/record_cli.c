@@ -311,7 +311,7 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
 		o->session.idle = 1;
 	code = cli__clock_check("record", o->session.clock, o->session.no_bpf,
-				 o->session.mode);
+				 o->session.mode, sel->all);
 	if (code)
 		return code;
 	if (o->session.async_tasks && o->session.no_bpf)

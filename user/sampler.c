@@ -25,6 +25,7 @@
 #include "perf_clock.h"
 #include "sample.skel.h"
 #include "sampler.h"
+#include "sampler_cgroup.h"
 #include "sampler_tasks.h"
 #include "tick_clock.h"
 
@@ -35,8 +36,9 @@ struct sampler {
 	struct bpf_link **links;	/* per-CPU clocks */
 	int *pfds;
 	int ncpus;
-	struct sampler_tasks *tasks;	/* per-thread clocks, instead (cfg.per_thread) */
-	bool tasks_off;			/* ... given up for per-CPU ones */
+	bool every_cpu;			/* ... are on: every target is ticked */
+	struct sampler_cgroup *cgroup;	/* or per-CPU clocks of the targets' cgroup */
+	struct sampler_tasks *tasks;	/* or per-thread clocks (--clock thread, fallback) */
 	struct bpf_link *tick;		/* or the scheduler's tick */
 	uint32_t tick_hz;
 	int stats_fd;
@@ -117,6 +119,8 @@ static int attach_clocks(struct sampler *s)
 	s->pfds = malloc(s->ncpus * sizeof(*s->pfds));
 	if (!s->links || !s->pfds)
 		return -ENOMEM;
+	for (int cpu = 0; cpu < s->ncpus; cpu++)
+		s->pfds[cpu] = -1;
 	for (int cpu = 0; cpu < s->ncpus; cpu++) {
 		s->pfds[cpu] = perf_clock__open(-1, cpu, s->cfg.rate_hz);
 		if (s->pfds[cpu] < 0) {
@@ -136,6 +140,7 @@ static int attach_clocks(struct sampler *s)
 		}
 		attached++;
 	}
+	s->every_cpu = attached > 0;
 	return attached ? 0 : -ENODEV;
 }
 
@@ -214,19 +219,22 @@ static int attach_tick(struct sampler *s, char *why, size_t len)
 	return 0;
 }
 
-/* The timers, per thread or per CPU. */
+/* The timers: per CPU for every target, or opened as each target comes, per thread
+ * (--clock thread) or per CPU while the targets' cgroup runs. */
 static int attach_timers(struct sampler *s)
 {
-	if (s->cfg.per_thread)
+	if (!s->cfg.per_target)
+		return attach_clocks(s);
+	if (s->cfg.clock == SAMPLER_CLOCK_THREAD)
 		return sampler_tasks__new(s->skel->progs.pbp_sample, s->cfg.rate_hz, &s->tasks);
-	return attach_clocks(s);
+	return sampler_cgroup__new(s->skel->progs.pbp_sample, s->cfg.rate_hz, &s->cgroup);
 }
 
 static int attach_on_cpu(struct sampler *s)
 {
 	char why[160] = "";
 
-	if (s->cfg.clock == SAMPLER_CLOCK_TIMER)
+	if (s->cfg.clock != SAMPLER_CLOCK_TICK)
 		return attach_timers(s);
 	if (!attach_tick(s, why, sizeof(why)))
 		return 0;
@@ -315,6 +323,7 @@ void sampler__stop(struct sampler *s)
 {
 	/* Threads still held since an attach stay so until sampler__free(). */
 	sampler_tasks__close(s->tasks);
+	sampler_cgroup__close(s->cgroup);
 	bpf_link__destroy(s->tick);
 	s->tick = NULL;
 	if (s->skel) {
@@ -339,6 +348,7 @@ void sampler__free(struct sampler *s)
 		return;
 	sampler__stop(s);
 	sampler_tasks__free(s->tasks);
+	sampler_cgroup__free(s->cgroup);
 	ring_buffer__free(s->rb);
 	sample_bpf__destroy(s->skel);
 	if (s->stats_fd >= 0)
@@ -348,15 +358,16 @@ void sampler__free(struct sampler *s)
 	free(s);
 }
 
-/*
- * Per-thread clocks for a new target; where it cannot have them (another tracer holds
- * it, too many threads), every target is ticked by per-CPU clocks from now on, and
- * the per-thread ones close so that no thread is sampled twice.
- */
-static int tick_target(struct sampler *s, pid_t pid)
+/* Per-thread clocks for @pid; where it cannot have them (another tracer holds it, too
+ * many threads), every target is ticked by per-CPU clocks from now on, and the others
+ * close so that no thread is sampled twice. */
+static int tick_threads(struct sampler *s, pid_t pid)
 {
-	int err = sampler_tasks__add(s->tasks, pid);
+	int err = s->tasks ? 0 : sampler_tasks__new(s->skel->progs.pbp_sample,
+						     s->cfg.rate_hz, &s->tasks);
 
+	if (!err)
+		err = sampler_tasks__add(s->tasks, pid);
 	if (!err || err == -ESRCH || err == -ENOMEM)
 		return err;
 	pr_info("process %d: no clock of its own for each thread (%s); sampling with one "
@@ -364,8 +375,29 @@ static int tick_target(struct sampler *s, pid_t pid)
 		err == -E2BIG ? "too many threads" : strerror(-err));
 	/* Not freed: threads of earlier targets may still be held (sampler_tasks.h). */
 	sampler_tasks__close(s->tasks);
-	s->tasks_off = true;
+	sampler_cgroup__close(s->cgroup);
 	return attach_clocks(s);
+}
+
+/* The clocks for a new target: its cgroup's, or else its threads' own. A target whose
+ * cgroup cannot be named is outside the cgroups the clocks tick for, so that it is
+ * never under both. */
+static int tick_target(struct sampler *s, pid_t pid)
+{
+	int err;
+
+	if (s->every_cpu)
+		return 0;
+	if (!s->cgroup)
+		return tick_threads(s, pid);
+	err = sampler_cgroup__add(s->cgroup, pid);
+	if (!err || err == -ESRCH || err == -ENOMEM)
+		return err;
+	pr_info("process %d: no clocks for its cgroup (%s); a clock for each of its "
+		"threads instead, which samples threads shorter than a period too "
+		"little\n", (int)pid, err == -ENOENT ? "no cgroup v2 path to it" :
+		strerror(-err));
+	return tick_threads(s, pid);
 }
 
 static uint32_t off32(uint64_t off)
@@ -490,7 +522,7 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
 		return err;
 	}
-	if (known || !s->tasks || s->tasks_off)
+	if (known || !s->cfg.per_target || s->cfg.clock == SAMPLER_CLOCK_TICK)
 		return 0;
 	err = tick_target(s, (pid_t)pid);
 	if (err)

@@ -19,13 +19,16 @@
 
 /* What drives on-CPU sampling (--clock). */
 enum sampler_clock {
-	SAMPLER_CLOCK_TIMER,	/* cpu-clock events: per thread (per_thread), or per CPU */
+	SAMPLER_CLOCK_TIMER,	/* cpu-clock events per CPU (per_target: of the targets'
+				 * cgroup, sampler_cgroup.h) */
 	SAMPLER_CLOCK_TICK,	/* the scheduler tick, or fail (tick_clock.h) */
+	SAMPLER_CLOCK_THREAD,	/* cpu-clock events per thread of each target
+				 * (sampler_tasks.h); per_target only */
 };
 
 static inline int sampler__parse_clock(const char *name, enum sampler_clock *c)
 {
-	static const char *const names[] = { "timer", "tick" };
+	static const char *const names[] = { "timer", "tick", "thread" };
 
 	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!strcmp(name, names[i])) {
@@ -47,7 +50,8 @@ struct sampler_cfg {
 	int every_exec;		/* report every exec on the host, not just targets' */
 	int on_cpu;		/* sample at rate_hz: */
 	enum sampler_clock clock;	/* ... on the scheduler's tick, or on timers */
-	int per_thread;		/* ... timers only while a target's thread runs (sampler_tasks.h) */
+	int per_target;		/* ... timers opened for each target as it comes, not on
+				 * every CPU (-a) */
 	int off_cpu;		/* record target threads' off-CPU intervals */
 	uint64_t min_block_ns;	/* off-CPU: shorter intervals are sampled (see BPF) */
 	uint32_t native_stack;	/* --native: user stack bytes copied per sample; 0: off */

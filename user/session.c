@@ -119,7 +119,7 @@ static int new_sampler(struct session *s)
 		.on_cpu = s->opts.mode != SESSION_OFF_CPU,
 		.clock = s->opts.clock,
 		/* One process's ticks need not interrupt every CPU; -a samples them all. */
-		.per_thread = !s->opts.system_wide,
+		.per_target = !s->opts.system_wide,
 		.off_cpu = s->opts.mode != SESSION_CPU,
 		.min_block_ns = (uint64_t)s->opts.min_block_us * 1000,
 		.native_stack = !s->opts.native ? 0 :
@@ -837,6 +837,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	}
 	st->mode = "bpf";
 	st->tick_hz = sampler__tick_hz(s->sampler);
+	st->clock = st->tick_hz ? "tick" : s->opts.clock == SAMPLER_CLOCK_THREAD ? "thread" :
+		    "timer";
 	st->samples_expected = (uint64_t)(cpu_ns / 1e9 * s->opts.rate_hz + 0.5);
 	st->bpf_bytes_copied = s->bytes_copied;
 	sampler__counters(s->sampler, st->bpf);

@@ -95,7 +95,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "mode", FIELD_STR, .str = s->mode },
 		{ "profile_mode", FIELD_STR, .str = s->profile_mode ? s->profile_mode : "cpu" },
 		{ "clock", FIELD_STR, .str = strcmp(s->mode, "bpf") ? "live" :
-					     s->tick_hz ? "tick" : "timer" },
+					     s->clock ? s->clock : "timer" },
 		{ "tick_hz", FIELD_U64, .u = s->tick_hz },
 		{ "pid", FIELD_U64, .u = s->pid },
 		{ "processes", FIELD_U64, .u = s->processes },

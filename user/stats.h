@@ -16,6 +16,7 @@ struct run_stats {
 	char python_version[32];
 	const char *mode;		/* "bpf" or "live" */
 	uint32_t tick_hz;		/* BPF on the scheduler's tick: its rate; 0 on timers */
+	const char *clock;		/* BPF: timer, thread or tick */
 	uint32_t pid;
 	uint32_t rate_hz;
 	double duration_s;

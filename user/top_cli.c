@@ -175,7 +175,7 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 	if (o.async_tasks && o.no_bpf)
 		return cli__usage_error("top", "%s", "--async needs BPF: the running task is read "
 					"with each sample; --no-bpf cannot do that");
-	code = cli__clock_check("top", o.clock, o.no_bpf, o.mode);
+	code = cli__clock_check("top", o.clock, o.no_bpf, o.mode, sel->all);
 	if (code)
 		return code;
 	code = cli__native_check("top", o.native, o.native_stack, o.native_unwind, o.no_bpf);

@@ -1,0 +1,138 @@
+"""Threads shorter than a sampling period, counted as their CPU time says.
+
+short_threads.py serves each request on a new thread that lives for 0.2-3 ms of CPU,
+shorter than a period at 100 Hz and about one at 1 kHz, while two client threads load
+it; every thread times its own CPU. record -p, on 3.11 and 3.15, at 100 Hz and 1 kHz,
+on an idle machine and beside two busy loops:
+
+- the share of samples in the request threads' work, and in the clients', is each
+  one's share of the process's CPU, within 3 points beyond sampling noise (3 standard
+  errors);
+- the samples delivered are the samples expected (the process's CPU over the run
+  times the rate) within 10 %.
+
+The default clocks (per CPU, while the target's cgroup runs) meet both; --clock thread
+(a clock per thread, which starts each new thread at the beginning of a period) is the
+control that shows the test can fail: at 100 Hz it must miss most of the handlers.
+"""
+
+import json
+import math
+import time
+
+import pytest
+
+from conftest import MODES, Harness, Once, fraction, make_interp, total
+
+VERSIONS = ["3.11", "3.15"]
+RATES = [100, 1000]
+LOADS = ["idle", "loaded"]
+# Long enough at 100 Hz for a share's noise (3 standard errors) to be a few points.
+SECONDS = {100: 8, 1000: 3}
+SLACK = 0.03
+DELIVERED = 0.10
+
+
+class Servers:
+    """One running short_threads per interpreter, started on first use."""
+
+    def __init__(self, tmp, profiler, sid_root):
+        self.tmp, self.profiler, self.sid_root = tmp, profiler, sid_root
+        self.running = {}
+
+    def get(self, version):
+        if version not in self.running:
+            for h, _ in self.running.values():
+                h.close()
+            self.running.clear()
+            h = Harness(self.tmp / f"short-{version}", self.profiler)
+            interp = make_interp(version, self.sid_root)
+            self.running[version] = (h, h.start_workload(interp, "short_threads",
+                                                         seconds=600))
+        return self.running[version]
+
+    def close(self):
+        for h, _ in self.running.values():
+            h.close()
+
+
+@pytest.fixture(scope="module")
+def servers(module_tmp, profiler_bin, sid_root, workloads_installed):
+    s = Servers(module_tmp, profiler_bin, sid_root)
+    yield s
+    s.close()
+
+
+def read_truth(w):
+    for _ in range(50):
+        try:
+            return json.loads(w.truth_path.read_text())
+        except (OSError, ValueError):
+            time.sleep(0.02)
+    pytest.fail(f"cannot read the truth of short_threads at {w.truth_path}")
+
+
+def shares(prof, before, after, script):
+    """[(bucket, sampled share, true share, bound)] for each bucket of the truth."""
+    n = total(prof)
+    cpu = after["process_cpu"] - before["process_cpu"]
+    out = []
+    for bucket, funcs in after["bucket_functions"].items():
+        inside = total([s for s in prof
+                        if any(f.name in funcs and f.file == script for f in s.frames)])
+        want = fraction(after["cpu"][bucket] - before["cpu"][bucket], cpu)
+        got = fraction(inside, n)
+        bound = SLACK + 3 * math.sqrt(max(want * (1 - want), 0.01) / max(n, 1))
+        out.append((bucket, got, want, bound))
+    return out
+
+
+def profile(servers, version, rate, load, clock=()):
+    h, w = servers.get(version)
+    assert w.proc.poll() is None, f"short_threads on {version} exited:\n{w.output()}"
+    busy = [h.spawn(["sh", "-c", "while :; do :; done"]) for _ in range(2)] \
+        if load == "loaded" else []
+    try:
+        before = read_truth(w)
+        run = h.record_pid(w.pid, rate=rate, duration=SECONDS[rate],
+                           extra=MODES["bpf"] + list(clock))
+        after = read_truth(w)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    prof = run.check_ok()
+    return run, prof, run.stats(), before, after, w.interp.script("short_threads")
+
+
+@pytest.mark.parametrize("load", LOADS)
+@pytest.mark.parametrize("rate", RATES)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, load):
+    run, prof, stats, before, after, script = profile(servers, version, rate, load)
+    assert after["requests"] - before["requests"] >= 50, (before, after)
+    misses = []
+    for bucket, got, want, bound in shares(prof, before, after, script):
+        if abs(got - want) > bound:
+            misses.append(f"{bucket}: {100 * got:.1f} % of samples, {100 * want:.1f} % of "
+                          f"the CPU: off by {100 * abs(got - want):.1f} points > "
+                          f"{100 * bound:.1f}")
+    delivered, expected = stats["samples_delivered"], stats["samples_expected"]
+    if abs(delivered - expected) > DELIVERED * expected:
+        misses.append(f"{delivered} samples delivered of {expected} expected; the program "
+                      f"ran {stats['bpf_run_cnt']} times, {stats['bpf_target_events']} for "
+                      f"the target, {stats['bpf_no_thread_state']} without a thread state, "
+                      f"{stats['bpf_no_frame']} without a frame")
+    assert not misses, "\n".join(misses) + f"\n{run.describe()}"
+
+
+def test_a_clock_per_thread_misses_short_threads(servers):
+    """The control: clocks that start every thread afresh leave most of the handlers'
+    CPU unsampled at 100 Hz, so the test above can tell."""
+    run, prof, stats, before, after, script = profile(servers, "3.11", 100, "idle",
+                                                      clock=["--clock", "thread"])
+    assert stats["clock"] == "thread", stats
+    handlers = next(sh for sh in shares(prof, before, after, script) if sh[0] == "handlers")
+    assert handlers[1] < handlers[2] / 2, \
+        f"handlers: {handlers[1]:.3f} of samples, {handlers[2]:.3f} of the CPU\n" \
+        f"{run.describe()}"
