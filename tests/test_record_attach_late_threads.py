@@ -1,6 +1,8 @@
 """record -p (and dump --native) on a process with a thread in an uninterruptible wait.
 
-To open a clock per thread, record holds every thread of the target for a moment with
+record's default clocks (per CPU, scoped to the target's cgroup) need no hold: no thread
+of the target is ever traced, the blocked one included. To open a clock per thread
+(--clock thread), record holds every thread of the target for a moment with
 ptrace (PTRACE_SEIZE + PTRACE_INTERRUPT). A thread in an uninterruptible wait cannot
 stop then: it stops when the wait ends, and a ptrace stop lasts until its tracer lets
 it go. Here that thread is the parent of a vfork (its wait for the child shows as
@@ -207,7 +209,9 @@ def test_record_lets_a_thread_late_at_attach_go_once_it_stops(blocked, harness, 
     b = blocked
     out, stats = tmp_path / "out.txt", tmp_path / "stats.json"
     se = tmp_path / "record.stderr"
+    # Only clocks per thread hold the target as they open.
     argv = harness.profiler_argv(["record", "-v", "-p", b.pid, "-d", WAIT_S * 2,
+                                  "--clock", "thread",
                                   "-f", "collapsed", "-o", out, "--stats-file", stats])
     with open(se, "wb") as fe:
         record = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -263,6 +267,26 @@ def test_record_lets_a_thread_late_at_attach_go_once_it_stops(blocked, harness, 
     assert st["attach_late_threads"] == 1, st
     assert st["attach_late_threads_held"] == 0, st
     assert not held_or_stopped(b.pid)
+
+
+def test_record_on_its_default_clocks_never_holds_the_target(blocked, harness, tmp_path):
+    b = blocked
+    out, stats = tmp_path / "out.txt", tmp_path / "stats.json"
+    record = harness.spawn(harness.profiler_argv(
+        ["record", "-p", b.pid, "-d", 3, "-f", "collapsed", "-o", out,
+         "--stats-file", stats]), start_new_session=True)
+    traced = set()
+    while record.poll() is None:
+        traced |= {t for t, (_, tracer) in thread_states(b.pid).items() if tracer}
+        time.sleep(0.005)
+    assert record.returncode == 0, f"record failed ({record.returncode})"
+    assert not traced, f"threads traced by record: {traced}"
+    prof = parse_collapsed(out.read_text(errors="replace"))
+    assert any(f.name == "spin_in_python" for s in prof for f in s.frames), \
+        "the main thread's Python function is not in the profile"
+    st = json.loads(stats.read_text())
+    assert st["clock"] == "timer" and st["attach_late_threads"] == 0, st
+    assert status_field(f"/proc/{b.pid}/task/{b.tid}/status", "State") == "D"
 
 
 def test_dump_native_leaves_a_thread_late_at_the_hold_running(blocked, harness):

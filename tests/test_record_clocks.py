@@ -1,13 +1,17 @@
-"""record -p ticks only while the target's threads run (a clock per thread, inherited
-by the threads they start), not on every CPU.
+"""record -p ticks only while the target's cgroup runs (a clock per CPU scoped to the
+cgroup), or with --clock thread only while the target's threads run (a clock per
+thread, inherited by the threads they start), not on every CPU.
 
 - late_threads.py starts a chain of threads after the profile began, each started by
   the one before: each must have as many samples as its CPU time says (rate x CPU
   time, within a quarter), so no thread is missed and none is sampled twice.
 - With a busy process beside the target, the BPF program runs only for the target's
-  ticks (the kernel's run count against the program's own count of target events).
-- A target another tracer holds cannot be held for its clocks: record says so (-v),
-  ticks every CPU instead, and still samples the target as its CPU time says.
+  ticks (the kernel's run count against the program's own count of target events):
+  with --clock thread, and with the default clocks once the target has a cgroup of
+  its own (as a service or a container has).
+- A target another tracer holds is sampled on the default clocks as on any other; it
+  cannot be held for clocks per thread: record says so (-v), ticks every CPU instead,
+  and still samples the target as its CPU time says.
 - 20 kHz, above the old 10 kHz cap, is taken and honoured the same way.
 - --clock tick: the same chain, sampled on the scheduler's tick, gets rate x CPU time
   samples per thread while the profiler holds no perf event at all (and --clock timer,
@@ -19,6 +23,7 @@ import os
 import signal
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -126,14 +131,70 @@ def test_threads_started_later_are_sampled_once(py, late):
     check_ratios(truth, per_tid, run.describe())
 
 
-def test_program_runs_only_for_the_targets_ticks(py311, tmp_path, profiler_bin):
+def cgroup2_mount():
+    """Where this machine mounts the cgroup v2 hierarchy (alone or beside v1's)."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" - ")
+        if len(fields) == 2 and fields[1].split()[0] == "cgroup2":
+            return Path(fields[0].split()[4])
+    pytest.fail("no cgroup v2 file system is mounted: record's clocks need one")
+
+
+class OwnCgroup:
+    """Moves processes into a new cgroup (v2) below the root, as a service manager or a
+    container runtime would; close() moves them back and removes it."""
+
+    def __init__(self):
+        self.root = cgroup2_mount()
+        self.path = self.root / f"pbp-test-{uuid.uuid4().hex[:8]}"
+        self.path.mkdir()
+        self.moved = []
+
+    def move(self, pid):
+        before = Path(f"/proc/{pid}/cgroup").read_text().split("0::", 1)[1].split("\n")[0]
+        (self.path / "cgroup.procs").write_text(str(pid))
+        self.moved.append((pid, before))
+
+    def close(self):
+        for pid, before in self.moved:
+            try:
+                (self.root / before.lstrip("/") / "cgroup.procs").write_text(str(pid))
+            except OSError:
+                pass    # it has ended
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
+@pytest.mark.parametrize("clock", ["timer", "thread"])
+def test_program_runs_only_for_the_targets_ticks(py311, tmp_path, profiler_bin, clock):
+    cg = OwnCgroup()
+
     def busy(h, w):
+        if clock == "timer":
+            cg.move(w.pid)
         h.spawn(["sh", "-c", "while :; do :; done"])
         h.spawn(["sh", "-c", "while :; do :; done"])
-    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=busy)
+    try:
+        truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=busy,
+                                               args=["--clock", clock])
+    finally:
+        cg.close()
+    assert st["clock"] == clock, st
     check_ratios(truth, per_tid, run.describe())
     # A clock on every CPU would run it on the busy loops' ticks too.
     assert st["bpf_run_cnt"] <= 1.05 * st["bpf_target_events"] + 50, st
+
+
+def test_a_traced_target_is_sampled_on_the_default_clocks(py311, tmp_path, profiler_bin):
+    def traced(h, w):
+        seize_by_another_tracer(h, w.pid)
+    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=traced)
+    assert "traces it" not in run.stderr, run.describe()
+    check_ratios(truth, per_tid, run.describe())
 
 
 def test_a_traced_target_is_ticked_on_every_cpu_instead(py311, tmp_path, profiler_bin):
@@ -141,7 +202,8 @@ def test_a_traced_target_is_ticked_on_every_cpu_instead(py311, tmp_path, profile
         seize_by_another_tracer(h, w.pid)
         h.spawn(["sh", "-c", "while :; do :; done"])
         h.spawn(["sh", "-c", "while :; do :; done"])
-    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=traced)
+    truth, run, per_tid, st = profile_late(tmp_path, profiler_bin, py311, before=traced,
+                                           args=["--clock", "thread"])
     assert "(another process traces it); sampling with one on every CPU" in run.stderr, \
         run.describe()
     check_ratios(truth, per_tid, run.describe())

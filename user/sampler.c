@@ -522,7 +522,8 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
 		return err;
 	}
-	if (known || !s->cfg.per_target || s->cfg.clock == SAMPLER_CLOCK_TICK)
+	/* Per-target clocks exist only when timers time on-CPU samples of record -p. */
+	if (known || (!s->cgroup && !s->tasks))
 		return 0;
 	err = tick_target(s, (pid_t)pid);
 	if (err)
