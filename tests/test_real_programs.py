@@ -67,14 +67,8 @@ GOAL_COMPLETE_STARTUP = {"bpf": 0.98, "live": LIVE_GOAL}
 SHARE_SLACK = 0.03
 # How far the CPU time the samples stand for may be from the CPU the process used:
 # the truth's rate of CPU is measured over a window up to 0.2 s wider than the
-# profile's 2 s or more, and a thread's first sampling period begins when the
-# profiler has found it.
+# profile's 2 s or more.
 CPU_SLACK = 0.2
-# Programs that start a thread per request. Per-thread clocks begin each new thread at
-# the start of a period, so threads shorter than a period are sampled too little, and
-# the start of every thread (where these servers do everything but the view) too: their
-# shares and CPU are tabulated here, and judged by the tests of short-lived threads.
-THREAD_PER_REQUEST = {"django_app"}
 
 # The real test suite: CPython's own tests of modules that call back into Python
 # (difflib's matchers, csv's dialects, heapq's comparisons, enum's metaclass, pprint).
@@ -331,11 +325,8 @@ def read_truth(w):
     pytest.fail(f"cannot read the truth of {w.name} at {w.truth_path}")
 
 
-# A program that starts a thread per request is sampled too little at 100 Hz to be
-# judged in a few seconds (THREAD_PER_REQUEST): `make test` takes it at 1 kHz only.
 SERVER_CASES = [pytest.param(p, v, c, id=f"{p}-py{v}-{cfg_id(c)}")
-                for p, versions in SERVERS.items() for v in versions for c in CONFIGS
-                if FULL or p not in THREAD_PER_REQUEST or c != ("bpf", 100)]
+                for p, versions in SERVERS.items() for v in versions for c in CONFIGS]
 
 
 @pytest.mark.parametrize("program,version,cfg", SERVER_CASES)
@@ -344,8 +335,7 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
     the script's <module>, a thread's bootstrap or a weak reference's callback (run
     from C), and reaches a view, handler or
     callback only by a chain the program recorded for it; with BPF, shares of samples
-    in the timed functions as of the CPU, and samples for all the CPU used (not yet for
-    programs that start a thread per request: THREAD_PER_REQUEST)."""
+    in the timed functions as of the CPU, and samples for all the CPU used."""
     mode, rate = cfg
     interp, w = servers.get(program, version)
     if w.proc.poll() is not None:
@@ -368,15 +358,14 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
              ("WeakKeyDictionary.__init__.<locals>.remove", f"{lib}/weakref.py")}
     chains = chain_keys(after)
     shares = share_errors(prof, before, after, script)
-    judged = shares if mode == "bpf" and program not in THREAD_PER_REQUEST else None
+    judged = shares if mode == "bpf" else None
     what = f"{program} on {version}, {mode} at {rate} Hz"
     sampled, used = sampled_cpu(stats, rate, before, after)
 
     def samples_account_for_the_cpu():
         # BPF samples each thread's CPU time: samples / rate is the CPU the process
         # used while it was profiled (--no-bpf samples wall-clock ticks instead).
-        if mode == "bpf" and program not in THREAD_PER_REQUEST and \
-                abs(sampled - used) > CPU_SLACK * used:
+        if mode == "bpf" and abs(sampled - used) > CPU_SLACK * used:
             return (f"samples stand for {sampled:.2f} s of CPU, the process used "
                     f"{used:.2f} s while profiled (off by more than {100 * CPU_SLACK:.0f} %)")
         return None
