@@ -139,6 +139,11 @@ $(OUT)/tests/test_cgroup_labels: tests/unit/test_cgroup_labels.c $(OUT)/user/cgr
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_cgroup: tests/unit/test_cgroup.c $(OUT)/user/cgroup.o $(OUT)/user/proc.o \
+		$(OUT)/user/text_safe.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 $(OUT)/tests/test_export_queue: tests/unit/test_export_queue.c $(OUT)/user/export_queue.o \
 		| $(OUT)/tests
 	$(call msg,CC,$@)
@@ -208,7 +213,7 @@ $(OUT)/tests/test_native_live: tests/unit/test_native_live.c $(NATIVE_LIVE_OBJS)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
 
-AGENT_UNIT_TESTS := test_cgroup_labels test_export_queue test_agent_config test_export_files \
+AGENT_UNIT_TESTS := test_cgroup_labels test_cgroup test_export_queue test_agent_config test_export_files \
 	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
 
 unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \

@@ -429,6 +429,15 @@ class Workload:
         except OSError:
             return ""
 
+    def read_truth(self):
+        """The truth as the workload last published it (it rewrites it as it runs)."""
+        for _ in range(50):
+            try:
+                return json.loads(self.truth_path.read_text())
+            except (OSError, ValueError):
+                time.sleep(0.02)
+        pytest.fail(f"cannot read the truth of {self.name} at {self.truth_path}")
+
 
 @dataclass
 class Run:
@@ -701,6 +710,34 @@ class Once:
         if self.failure is not None:
             pytest.fail(self.failure, pytrace=False)
         return self.value
+
+
+class Servers:
+    """A long-running workload of one (name, version) at a time, each in a harness of
+    its own: asking for another stops the one before, so that two loaded servers never
+    share the machine. get() returns (interp, workload); .harness profiles it."""
+
+    def __init__(self, tmp, profiler, sid_root):
+        self.tmp, self.profiler, self.sid_root = tmp, profiler, sid_root
+        self.key = None
+        self.once = None
+        self.harness = None
+
+    def get(self, name, version):
+        if self.key != (name, version):
+            self.close()
+            self.key = (name, version)
+            self.harness = Harness(self.tmp / f"{name}-{version}", self.profiler)
+            harness = self.harness
+            interp = make_interp(version, self.sid_root)
+            self.once = Once(lambda: (interp, harness.start_workload(
+                interp, name, seconds=600)))
+        return self.once.get()
+
+    def close(self):
+        if self.harness:
+            self.harness.close()
+        self.harness = self.key = self.once = None
 
 
 @pytest.fixture(scope="module")

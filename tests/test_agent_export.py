@@ -57,7 +57,7 @@ def run_unit(name, build, args=(), timeout=120):
 # Self-contained units
 
 @pytest.mark.parametrize("build", BUILDS)
-@pytest.mark.parametrize("name", ["test_cgroup_labels", "test_export_queue",
+@pytest.mark.parametrize("name", ["test_cgroup_labels", "test_cgroup", "test_export_queue",
                                   "test_agent_config", "test_export_files",
                                   "test_agent_procs", "test_descendants"])
 def test_agent_unit_passes(name, build):

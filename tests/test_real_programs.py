@@ -31,13 +31,12 @@ import json
 import math
 import os
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import (MODES, PROFILER_GRACE, VERSIONS, Harness, Once, fraction,
+from conftest import (MODES, PROFILER_GRACE, VERSIONS, Harness, Servers, fraction,
                       make_interp, show, total)
 
 FULL = os.environ.get("PBP_REAL_FULL") == "1"
@@ -282,47 +281,11 @@ def fail_unless_met(misses, what, stats, prof):
 # --------------------------------------------------------------------------------------
 # Servers: one running program per (program, interpreter), every configuration on it
 
-class Servers:
-    """The running program of one (program, version) at a time: asking for another
-    stops the one before, so that two loaded servers never share the machine."""
-
-    def __init__(self, tmp, profiler, sid_root):
-        self.tmp, self.profiler, self.sid_root = tmp, profiler, sid_root
-        self.key = None
-        self.once = None
-        self.harness = None
-
-    def get(self, program, version):
-        if self.key != (program, version):
-            self.close()
-            self.key = (program, version)
-            self.harness = Harness(self.tmp / f"{program}-{version}", self.profiler)
-            harness = self.harness
-            interp = make_interp(version, self.sid_root)
-            self.once = Once(lambda: (interp, harness.start_workload(
-                interp, program, seconds=600)))
-        return self.once.get()
-
-    def close(self):
-        if self.harness:
-            self.harness.close()
-        self.harness = self.key = self.once = None
-
-
 @pytest.fixture(scope="module")
 def servers(module_tmp, profiler_bin, sid_root, workloads_installed):
     s = Servers(module_tmp, profiler_bin, sid_root)
     yield s
     s.close()
-
-
-def read_truth(w):
-    for _ in range(50):
-        try:
-            return json.loads(w.truth_path.read_text())
-        except (OSError, ValueError):
-            time.sleep(0.02)
-    pytest.fail(f"cannot read the truth of {w.name} at {w.truth_path}")
 
 
 SERVER_CASES = [pytest.param(p, v, c, id=f"{p}-py{v}-{cfg_id(c)}")
@@ -340,9 +303,9 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
     interp, w = servers.get(program, version)
     if w.proc.poll() is not None:
         pytest.fail(f"{program} on {version} has exited ({w.proc.returncode}):\n{w.output()}")
-    before = read_truth(w)
+    before = w.read_truth()
     run = servers.harness.record_pid(w.pid, rate=rate, duration=SECONDS, extra=MODES[mode])
-    after = read_truth(w)
+    after = w.read_truth()
     if w.proc.poll() is not None:
         pytest.fail(f"{program} on {version} died while profiled ({w.proc.returncode}):\n"
                     f"{w.output()}\n{run.describe()}")

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import textwrap
 import time
 import uuid
 from dataclasses import dataclass

@@ -9,20 +9,18 @@ on an idle machine and beside two busy loops:
   one's share of the process's CPU, within 3 points beyond sampling noise (3 standard
   errors);
 - the samples delivered are the samples expected (the process's CPU over the run
-  times the rate) within 10 %.
+  times the rate) within 10 % (20 % loaded: DELIVERED says why).
 
 The default clocks (per CPU, while the target's cgroup runs) meet both; --clock thread
 (a clock per thread, which starts each new thread at the beginning of a period) is the
 control that shows the test can fail: at 100 Hz it must miss most of the handlers.
 """
 
-import json
 import math
-import time
 
 import pytest
 
-from conftest import MODES, Harness, Once, fraction, make_interp, total
+from conftest import MODES, Servers, fraction, total
 
 VERSIONS = ["3.11", "3.15"]
 RATES = [100, 1000]
@@ -30,30 +28,13 @@ LOADS = ["idle", "loaded"]
 # Long enough at 100 Hz for a share's noise (3 standard errors) to be a few points.
 SECONDS = {100: 8, 1000: 3}
 SLACK = 0.03
-DELIVERED = 0.10
-
-
-class Servers:
-    """One running short_threads per interpreter, started on first use."""
-
-    def __init__(self, tmp, profiler, sid_root):
-        self.tmp, self.profiler, self.sid_root = tmp, profiler, sid_root
-        self.running = {}
-
-    def get(self, version):
-        if version not in self.running:
-            for h, _ in self.running.values():
-                h.close()
-            self.running.clear()
-            h = Harness(self.tmp / f"short-{version}", self.profiler)
-            interp = make_interp(version, self.sid_root)
-            self.running[version] = (h, h.start_workload(interp, "short_threads",
-                                                         seconds=600))
-        return self.running[version]
-
-    def close(self):
-        for h, _ in self.running.values():
-            h.close()
+# Samples delivered against the process's CPU time times the rate. Idle, 10 %. Beside
+# two busy loops this machine's timers lose 5-16 % of their expiries, per-thread clocks
+# on long threads as much as per-CPU ones: its host takes the saturated virtual CPUs
+# away without reporting steal time (/proc/stat's steal stays 0), so the time a thread
+# was off the real CPU is charged to it, while its clock fires once for the periods
+# missed. 20 % there.
+DELIVERED = {"idle": 0.10, "loaded": 0.20}
 
 
 @pytest.fixture(scope="module")
@@ -61,15 +42,6 @@ def servers(module_tmp, profiler_bin, sid_root, workloads_installed):
     s = Servers(module_tmp, profiler_bin, sid_root)
     yield s
     s.close()
-
-
-def read_truth(w):
-    for _ in range(50):
-        try:
-            return json.loads(w.truth_path.read_text())
-        except (OSError, ValueError):
-            time.sleep(0.02)
-    pytest.fail(f"cannot read the truth of short_threads at {w.truth_path}")
 
 
 def shares(prof, before, after, script):
@@ -88,15 +60,16 @@ def shares(prof, before, after, script):
 
 
 def profile(servers, version, rate, load, clock=()):
-    h, w = servers.get(version)
+    _, w = servers.get("short_threads", version)
+    h = servers.harness
     assert w.proc.poll() is None, f"short_threads on {version} exited:\n{w.output()}"
     busy = [h.spawn(["sh", "-c", "while :; do :; done"]) for _ in range(2)] \
         if load == "loaded" else []
     try:
-        before = read_truth(w)
+        before = w.read_truth()
         run = h.record_pid(w.pid, rate=rate, duration=SECONDS[rate],
                            extra=MODES["bpf"] + list(clock))
-        after = read_truth(w)
+        after = w.read_truth()
     finally:
         for p in busy:
             p.kill()
@@ -118,7 +91,7 @@ def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, loa
                           f"the CPU: off by {100 * abs(got - want):.1f} points > "
                           f"{100 * bound:.1f}")
     delivered, expected = stats["samples_delivered"], stats["samples_expected"]
-    if abs(delivered - expected) > DELIVERED * expected:
+    if abs(delivered - expected) > DELIVERED[load] * expected:
         misses.append(f"{delivered} samples delivered of {expected} expected; the program "
                       f"ran {stats['bpf_run_cnt']} times, {stats['bpf_target_events']} for "
                       f"the target, {stats['bpf_no_thread_state']} without a thread state, "
@@ -136,3 +109,4 @@ def test_a_clock_per_thread_misses_short_threads(servers):
     assert handlers[1] < handlers[2] / 2, \
         f"handlers: {handlers[1]:.3f} of samples, {handlers[2]:.3f} of the CPU\n" \
         f"{run.describe()}"
+

@@ -38,18 +38,11 @@ static bool path_ok(const char *p, size_t n)
 	return true;
 }
 
-int cgroup__of(pid_t pid, char *path, size_t len)
+int cgroup__parse(const char *text, char *path, size_t len)
 {
-	char *buf = malloc(CGROUP_FILE_MAX), *line, *end;
-	int err;
+	const char *line, *end;
 
-	if (!buf)
-		return -ENOMEM;
-	err = proc__cgroup(pid, buf, CGROUP_FILE_MAX);
-	if (err)
-		goto out;
-	err = -ENOENT;
-	for (line = buf; line && *line; line = end ? end + 1 : NULL) {
+	for (line = text; line && *line; line = end ? end + 1 : NULL) {
 		size_t n;
 
 		end = strchr(line, '\n');
@@ -58,14 +51,26 @@ int cgroup__of(pid_t pid, char *path, size_t len)
 			continue;
 		line += 3;
 		n -= 3;
+		/* Cut short, or not a path this process can open. */
 		if (!end || n >= len || !path_ok(line, n))
-			break;	/* cut short, or not a path this process can open */
+			return -ENOENT;
 		memcpy(path, line, n);
 		path[n] = '\0';
-		err = 0;
-		break;
+		return 0;
 	}
-out:
+	return -ENOENT;
+}
+
+int cgroup__of(pid_t pid, char *path, size_t len)
+{
+	char *buf = malloc(CGROUP_FILE_MAX);
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = proc__cgroup(pid, buf, CGROUP_FILE_MAX);
+	if (!err)
+		err = cgroup__parse(buf, path, len);
 	free(buf);
 	return err;
 }

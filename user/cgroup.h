@@ -16,6 +16,8 @@
 /* @pid's cgroup v2 path ("/" or "/a/b"): 0, -ESRCH, or -ENOENT when it has none this
  * process can name (no v2 line, a path out of the namespace, too long). */
 int cgroup__of(pid_t pid, char *path, size_t len);
+/* The same from the text of /proc/PID/cgroup: every line, each ending in a newline. */
+int cgroup__parse(const char *text, char *path, size_t len);
 
 /* The directory of @path in the cgroup v2 file system, opened read-only: a descriptor
  * or -errno (-ENOENT when no cgroup v2 file system is mounted where systemd puts it). */
