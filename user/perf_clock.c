@@ -8,7 +8,7 @@
 
 #include "perf_clock.h"
 
-static int open_clock(pid_t who, int cpu, uint32_t rate_hz, bool inherit, unsigned long flags)
+static int open_clock(pid_t who, int cpu, uint64_t period_ns, bool inherit, unsigned long flags)
 {
 	struct perf_event_attr attr = {
 		.type = PERF_TYPE_SOFTWARE,
@@ -16,7 +16,7 @@ static int open_clock(pid_t who, int cpu, uint32_t rate_hz, bool inherit, unsign
 		.config = PERF_COUNT_SW_CPU_CLOCK,
 		/* A fixed period, not a frequency: the kernel would otherwise retune it
 		 * and the expected sample count would drift. */
-		.sample_period = 1000000000ull / (rate_hz ? rate_hz : 1),
+		.sample_period = period_ns,
 		.inherit = inherit,
 		.inherit_thread = inherit,
 	};
@@ -28,12 +28,12 @@ static int open_clock(pid_t who, int cpu, uint32_t rate_hz, bool inherit, unsign
 
 int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz)
 {
-	return open_clock(tid, cpu, rate_hz, tid >= 0, 0);
+	return open_clock(tid, cpu, 1000000000ull / (rate_hz ? rate_hz : 1), tid >= 0, 0);
 }
 
-int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint32_t rate_hz)
+int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint64_t period_ns)
 {
-	return open_clock(cgroup_fd, cpu, rate_hz, false, PERF_FLAG_PID_CGROUP);
+	return open_clock(cgroup_fd, cpu, period_ns, false, PERF_FLAG_PID_CGROUP);
 }
 
 uint32_t perf_clock__max_rate(void)

@@ -14,13 +14,13 @@
  */
 int perf_clock__open(pid_t tid, int cpu, uint32_t rate_hz);
 /*
- * The same clock on CPU @cpu, armed only while a task of the cgroup (v2) whose
- * directory @cgroup_fd is open, or of a cgroup below it, runs there. Its period
+ * A clock of period @period_ns on CPU @cpu, armed only while a task of the cgroup (v2)
+ * whose directory @cgroup_fd is open, or of a cgroup below it, runs there. Its period
  * carries over from one such task to the next (the kernel stops and restarts it at
  * cgroup switches), so a thread shorter than a period is sampled in proportion to
  * its CPU time. A descriptor or -errno.
  */
-int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint32_t rate_hz);
+int perf_clock__open_cgroup(int cgroup_fd, int cpu, uint64_t period_ns);
 
 /* Used when the kernel's limit cannot be read. */
 #define PERF_CLOCK_MAX_RATE_DEFAULT 100000

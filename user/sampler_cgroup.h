@@ -39,7 +39,7 @@ void sampler_cgroup__free(struct sampler_cgroup *c);
 int sampler_cgroup__add(struct sampler_cgroup *c, pid_t pid);
 /* The cgroup the clocks tick for; "" before the first target. */
 const char *sampler_cgroup__scope(const struct sampler_cgroup *c);
-/* Clocks open now (one per online CPU once there is a target). */
+/* Clocks open now (two per online CPU once there is a target). */
 uint32_t sampler_cgroup__count(const struct sampler_cgroup *c);
 /* Closes every clock. */
 void sampler_cgroup__close(struct sampler_cgroup *c);
