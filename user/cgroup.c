@@ -99,7 +99,6 @@ static bool is_cgroup2(int fd)
 int cgroup__open(const char *path)
 {
 	const char *rel = path[1] ? path + 1 : ".";
-	int err = -ENOENT;
 
 	for (size_t i = 0; i < sizeof(mounts) / sizeof(mounts[0]); i++) {
 		int mount_fd = open(mounts[i], O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
@@ -118,7 +117,7 @@ int cgroup__open(const char *path)
 		}
 		return fd;
 	}
-	return err;
+	return -ENOENT;
 }
 
 bool cgroup__within(const char *path, const char *scope)
