@@ -20,6 +20,7 @@ struct native_proc {
 	uint32_t rereads;		/* re-reads that may be made at once... */
 	uint64_t earned_ns;		/* ... counting one more each REREAD_NS from here */
 	int fixed;			/* maps given once (a core): never read again */
+	int walked;			/* a walk used the maps since they were read */
 	struct native_proc_stats st;
 };
 
@@ -85,6 +86,7 @@ static int reread(struct native_proc *p, uint64_t now_ns)
 	int err;
 
 	p->read_ns = now_ns ? now_ns : 1;
+	p->walked = 0;
 	p->st.maps_reads++;
 	err = native_maps__read(p->pid, p->ids, &m);
 	if (!err)
@@ -160,13 +162,22 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 		if (err)
 			return err;
 	}
+	p->walked = 1;
 	err = walk_once(p, s, c, max_frames, out);
 	if (err || p->fixed || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
 	if (!may_reread(p, now_ns) || reread(p, now_ns))
 		return 0;
+	p->walked = 1;
 	return walk_once(p, s, c, max_frames, out);
+}
+
+int native_proc__refresh(struct native_proc *p, uint64_t now_ns)
+{
+	if (p->fixed || !p->maps || !p->walked || now_ns - p->read_ns < NATIVE_PROC_REREAD_NS)
+		return 0;
+	return reread(p, now_ns);
 }
 
 int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,

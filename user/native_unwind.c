@@ -497,13 +497,16 @@ static int remapped(const struct native_maps *m, size_t i)
 	return 0;
 }
 
+/* The old state stays until the new one is whole: maps read as a process ends hold
+ * no file, and the walks still to come of its earlier samples need its code. */
 int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m)
 {
+	struct native_unwind_stats was = u->st;
 	Dwfl_Module *first = NULL;
+	Dwfl *old = u->dwfl, *dwfl;
 	uint64_t last_end = 0;
 	Dwarf_Addr bias;
 	Elf *elf;
-	Dwfl *dwfl;
 	int err;
 
 	if (u->dwfl && u->pid == m->pid && u->maps_hash == m->hash)
@@ -513,15 +516,7 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 	dwfl = dwfl_begin(&u->cb);
 	if (!dwfl)
 		return -ENOMEM;
-	if (u->dwfl)
-		dwfl_end(u->dwfl);
-	u->dwfl = dwfl;
-	u->generation++;
-	u->st.rebuilds++;
-	u->pid = m->pid;
-	u->maps_hash = m->hash;
-	snprintf(u->root, sizeof(u->root), "%s", m->root);
-	snprintf(u->debug_dir, sizeof(u->debug_dir), "/proc/%d/root/usr/lib/debug", (int)m->pid);
+	u->dwfl = dwfl;		/* what report_one() and report_vdso() report into */
 	u->st.modules = u->st.modules_unopened = 0;
 
 	dwfl_report_begin(dwfl);
@@ -560,10 +555,20 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 		err = -ENOEXEC;
 		goto fail;
 	}
+	if (old)
+		dwfl_end(old);
+	u->generation++;
+	u->st.rebuilds++;
+	u->pid = m->pid;
+	u->maps_hash = m->hash;
+	snprintf(u->root, sizeof(u->root), "%s", m->root);
+	snprintf(u->debug_dir, sizeof(u->debug_dir), "/proc/%d/root/usr/lib/debug", (int)m->pid);
 	return 0;
 fail:
-	dwfl_end(u->dwfl);
-	u->dwfl = NULL;
+	dwfl_end(dwfl);
+	u->dwfl = old;
+	u->st.modules = was.modules;
+	u->st.modules_unopened = was.modules_unopened;
 	return err;
 }
 

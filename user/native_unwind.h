@@ -122,7 +122,7 @@ void native_unwind__free(struct native_unwind *u);
  * Makes the modules those of @m, rebuilding libdwfl's state only if they changed
  * (m->hash) since the last call. Objects that cannot be opened are left out (their
  * frames end walks as NATIVE_END_NO_CFI). 0, -ENOMEM, or -ENOEXEC if no module could
- * be reported at all.
+ * be reported at all; on an error the modules stay those of the last call.
  */
 int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m);
 

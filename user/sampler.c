@@ -44,6 +44,8 @@ struct sampler {
 	int stats_fd;
 	uint64_t new_ns;		/* CLOCK_MONOTONIC as sampler__new began */
 	uint64_t first_ns;		/* ... as the first sample record arrived, or 0 */
+	uint64_t yield_ns;		/* when this poll hands the loop back; 0: never */
+	bool yielded;			/* ... and it did, with records left */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -90,13 +92,25 @@ static void first_record(struct sampler *s, const void *data, size_t len)
 		(unsigned long long)((s->first_ns - s->new_ns) / 1000000), cpu_ms);
 }
 
+/*
+ * libbpf's consumer returns only once the ring is empty, which a consumer slower than
+ * its producers never sees: the caller's loop (-d, new targets, the maps of native
+ * targets) would wait for the target to end. A negative return stops it after this
+ * record, which libbpf has already consumed.
+ */
 static int handle_record(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
+	int err;
 
 	if (!s->first_ns)
 		first_record(s, data, len);
-	return s->cfg.on_sample(s->cfg.ctx, data, len);
+	err = s->cfg.on_sample(s->cfg.ctx, data, len);
+	if (!err && s->yield_ns && clock__mono_ns() >= s->yield_ns) {
+		s->yielded = true;
+		return -EAGAIN;
+	}
+	return err;
 }
 
 static int handle_event(void *ctx, void *data, size_t len)
@@ -542,18 +556,28 @@ int sampler__remove_target(struct sampler *s, pid_t pid)
 	return 0;
 }
 
+/* @n from libbpf, 0 where handle_record() handed the loop back. */
+static int yield_ok(struct sampler *s, int n)
+{
+	if (s->yielded) {
+		s->yielded = false;
+		return 0;
+	}
+	return n;
+}
+
 int sampler__poll(struct sampler *s, int timeout_ms)
 {
 	int n;
 
 	sampler_tasks__poll(s->tasks);
+	s->yield_ns = clock__mono_ns() + SAMPLER_POLL_BUDGET_NS;
 	n = ring_buffer__poll(s->rb, timeout_ms);
-
+	if (s->yielded || n < 0)
+		return yield_ok(s, n);
 	/* epoll only reports the forced wake-ups; records submitted without one are
 	 * consumed here, on the timer. */
-	if (n < 0)
-		return n;
-	return ring_buffer__consume(s->rb);
+	return yield_ok(s, ring_buffer__consume(s->rb));
 }
 
 void sampler__late_threads(const struct sampler *s, uint32_t *late, uint32_t *held)
@@ -572,6 +596,7 @@ uint32_t sampler__let_go_late(struct sampler *s)
 
 int sampler__drain(struct sampler *s)
 {
+	s->yield_ns = 0;
 	return ring_buffer__consume(s->rb);
 }
 

@@ -101,8 +101,12 @@ struct sampler_maps {
 };
 int sampler__map_entries(struct sampler *s, struct sampler_maps *out);
 
-/* Waits up to @timeout_ms for records and delivers all that are ready. Returns the
- * number delivered or a negative errno (-EINTR on a signal). It also lets go the
+/* How long one sampler__poll() delivers records before it returns with some left. */
+#define SAMPLER_POLL_BUDGET_NS 50000000ull
+
+/* Waits up to @timeout_ms for records and delivers those that are ready, for up to
+ * SAMPLER_POLL_BUDGET_NS. Returns how many were delivered (0 if the budget ran out
+ * first) or a negative errno (-EINTR on a signal). It also lets go the
  * threads an attach left held (sampler_tasks.h), so it runs on the thread that added
  * the targets. */
 int sampler__poll(struct sampler *s, int timeout_ms);

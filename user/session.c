@@ -616,6 +616,7 @@ int session__poll(struct session *s, int timeout_ms)
 	err = session_follow__targets(s);
 	if (err)
 		return err;
+	session_native__refresh(s);
 	for (size_t i = 0; s->opts.async_tasks && i < s->ntargets; i++)
 		session_tasks__look(s, s->targets[i]);
 	session_tasks__sweep(s, 0);

@@ -132,6 +132,15 @@ int session_native__target(struct session *s, struct target *t)
 	return err;
 }
 
+void session_native__refresh(struct session *s)
+{
+	uint64_t now = clock__mono_ns();
+
+	for (size_t i = 0; s->native && i < s->ntargets; i++)
+		if (s->targets[i]->native)
+			native_proc__refresh(s->targets[i]->native, now);
+}
+
 void session_native__remap(struct session *s, struct strtab_remap *map)
 {
 	if (s->native)

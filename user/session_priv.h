@@ -147,6 +147,8 @@ int session_native__new(struct session *s);
 void session_native__free(struct session *s);
 /* Readies target @t for native unwinding, if the session has --native. */
 int session_native__target(struct session *s, struct target *t);
+/* Keeps the native targets' maps current while they live (native_proc__refresh). */
+void session_native__refresh(struct session *s);
 void session_native__remap(struct session *s, struct strtab_remap *map);
 /*
  * Appends @st's frames, root first, to s->frames from *@n, native and Python

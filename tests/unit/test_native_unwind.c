@@ -439,6 +439,21 @@ static void check_rebuild(struct native_unwind *u, int pid, const struct native_
 	CHECK(native_unwind__generation(u) == gen + 2);
 	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
 	CHECK(st->n == full->n && st->end == full->end && !st->guessed_from);
+	/* Maps with no file left in them, as a process ending shows: refused, and the
+	 * walks of its earlier samples still find the code it had. */
+	{
+		size_t n = m->n;
+		uint64_t hash = m->hash;
+
+		m->n = 0;
+		m->hash = ~hash;
+		CHECK(native_unwind__set_maps(u, m) == -ENOEXEC);
+		m->n = n;
+		m->hash = hash;
+	}
+	CHECK(native_unwind__generation(u) == gen + 2);
+	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
+	CHECK(st->n == full->n && st->end == full->end && !st->guessed_from);
 	native_maps__free(m);
 	free(st);
 }
