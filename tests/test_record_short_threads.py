@@ -9,7 +9,8 @@ on an idle machine and beside two busy loops:
   one's share of the process's CPU, within 3 points beyond sampling noise (3 standard
   errors);
 - the samples delivered are the samples expected (the process's CPU over the run
-  times the rate) within 10 % (20 % loaded: DELIVERED says why).
+  times the rate) within 10 % (20 % wherever the CPUs were saturated, as beside the
+  busy loops: DELIVERED says why).
 
 The default clocks (per CPU, while the target's cgroup runs) meet both; --clock thread
 (a clock per thread, which starts each new thread at the beginning of a period) is the
@@ -35,6 +36,16 @@ SLACK = 0.03
 # thread was off the real CPU is charged to it while its clock fires once for the
 # periods missed. 20 % there.
 DELIVERED = {"idle": 0.10, "loaded": 0.20}
+# The CPUs count as saturated, whatever the case asked for (a suite run beside busy
+# loops leaves no "idle" case idle), when less than this share of their time was idle.
+SATURATED = 0.15
+
+
+def cpu_times():
+    """(idle, total) jiffies of every CPU so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return fields[3] + fields[4], sum(fields[:8])
 
 
 @pytest.fixture(scope="module")
@@ -66,23 +77,24 @@ def profile(servers, version, rate, load, clock=()):
     busy = [h.spawn(["sh", "-c", "while :; do :; done"]) for _ in range(2)] \
         if load == "loaded" else []
     try:
-        before = w.read_truth()
+        before, cpu0 = w.read_truth(), cpu_times()
         run = h.record_pid(w.pid, rate=rate, duration=SECONDS[rate],
                            extra=MODES["bpf"] + list(clock))
-        after = w.read_truth()
+        after, cpu1 = w.read_truth(), cpu_times()
     finally:
         for p in busy:
             p.kill()
             p.wait()
     prof = run.check_ok()
-    return run, prof, run.stats(), before, after, w.interp.script("short_threads")
+    idle = fraction(cpu1[0] - cpu0[0], cpu1[1] - cpu0[1])
+    return run, prof, run.stats(), before, after, w.interp.script("short_threads"), idle
 
 
 @pytest.mark.parametrize("load", LOADS)
 @pytest.mark.parametrize("rate", RATES)
 @pytest.mark.parametrize("version", VERSIONS)
 def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, load):
-    run, prof, stats, before, after, script = profile(servers, version, rate, load)
+    run, prof, stats, before, after, script, idle = profile(servers, version, rate, load)
     assert after["requests"] - before["requests"] >= 50, (before, after)
     misses = []
     for bucket, got, want, bound in shares(prof, before, after, script):
@@ -91,8 +103,10 @@ def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, loa
                           f"the CPU: off by {100 * abs(got - want):.1f} points > "
                           f"{100 * bound:.1f}")
     delivered, expected = stats["samples_delivered"], stats["samples_expected"]
-    if abs(delivered - expected) > DELIVERED[load] * expected:
-        misses.append(f"{delivered} samples delivered of {expected} expected; the program "
+    held = DELIVERED["loaded" if idle < SATURATED else load]
+    if abs(delivered - expected) > held * expected:
+        misses.append(f"{delivered} samples delivered of {expected} expected (bound "
+                      f"{100 * held:.0f} %, CPUs {100 * idle:.0f} % idle); the program "
                       f"ran {stats['bpf_run_cnt']} times, {stats['bpf_target_events']} for "
                       f"the target, {stats['bpf_no_thread_state']} without a thread state, "
                       f"{stats['bpf_no_frame']} without a frame")
@@ -102,8 +116,8 @@ def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, loa
 def test_a_clock_per_thread_misses_short_threads(servers):
     """The control: clocks that start every thread afresh leave most of the handlers'
     CPU unsampled at 100 Hz, so the test above can tell."""
-    run, prof, stats, before, after, script = profile(servers, "3.11", 100, "idle",
-                                                      clock=["--clock", "thread"])
+    run, prof, stats, before, after, script, _ = profile(servers, "3.11", 100, "idle",
+                                                         clock=["--clock", "thread"])
     assert stats["clock"] == "thread", stats
     handlers = next(sh for sh in shares(prof, before, after, script) if sh[0] == "handlers")
     assert handlers[1] < handlers[2] / 2, \
