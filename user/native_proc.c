@@ -138,6 +138,7 @@ static int walk_once(struct native_proc *p, const struct native_snapshot *s,
 		     const struct native_fp_chain *c, unsigned int max_frames,
 		     struct native_stack *out)
 {
+	p->walked = 1;
 	if (c)
 		return native_fp__walk(p->fp, p->unwind, s, c, max_frames, out);
 	return native_unwind__walk(p->unwind, s, max_frames, out);
@@ -162,14 +163,12 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 		if (err)
 			return err;
 	}
-	p->walked = 1;
 	err = walk_once(p, s, c, max_frames, out);
 	if (err || p->fixed || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
 	if (!may_reread(p, now_ns) || reread(p, now_ns))
 		return 0;
-	p->walked = 1;
 	return walk_once(p, s, c, max_frames, out);
 }
 

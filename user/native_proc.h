@@ -56,7 +56,6 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
  */
 int native_proc__frame_pointers(struct native_proc *p, const char *path, int *yes);
 
-/* The maps the last walk used (NULL before one), and its unwinder. */
 /*
  * Reads the maps again if walks used them and they are NATIVE_PROC_REREAD_NS old. The
  * session's loop calls it while the process lives: a consumer running behind its
@@ -64,6 +63,8 @@ int native_proc__frame_pointers(struct native_proc *p, const char *path, int *ye
  * and would then not know the libraries it loaded since. The old maps stay on error.
  */
 int native_proc__refresh(struct native_proc *p, uint64_t now_ns);
+
+/* The maps the last walk used (NULL before one), and its unwinder. */
 const struct native_maps *native_proc__maps(const struct native_proc *p);
 const struct native_unwind *native_proc__unwind(const struct native_proc *p);
 
