@@ -312,9 +312,12 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 			return GAP_BAD_FRAME;
 		/* Read live while the target runs, a thread's own frame outside the
 		 * copy may belong to a later stack than the copy: only the copy counts. */
-		if (t->copy && owner == o->owner_thread &&
-		    !mem_snapshot__covers(t->copy, frame, o->fr_size))
-			return GAP_TORN;
+		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size)) {
+			if (owner == o->owner_thread)
+				return GAP_TORN;
+			if (t->outside && *t->noutside < t->outside_cap)
+				t->outside[(*t->noutside)++] = frame;
+		}
 		if (d->cfg.live->stats.reads != before)
 			d->stats.frames_read_live++;
 		else
@@ -364,6 +367,39 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
  * every byte compared; so the chain walked is the thread's stack at that instant.
  * docs/live-sampling.md has the whole argument and its limits.
  */
+/*
+ * Must frame @i of a live reading have been on the stack at both ends of the reading?
+ * Every caller must: a slot above the stack's top at either end may have been dead in
+ * both copies with the bytes of an activation that had returned. The innermost frame
+ * was current at the instant, read then, unless its caller is an entry frame on the C
+ * stack: that frame is live only while the frame above it is, and its slot is reused
+ * by any C code once it is not, so its copies prove nothing on their own.
+ */
+static int bounded(const struct decoder *d, const struct thread_sample *t, uint32_t i,
+		   uint32_t n)
+{
+	const struct raw_frame *r = &d->scratch->raw[i];
+
+	if (!t->live_hi || r->addr < t->live_lo || r->addr >= t->live_hi)
+		return 0;
+	return i || (n > 1 && is_shim(d->off, d->scratch->raw[1].owner));
+}
+
+/*
+ * May the innermost frame's header differ between the copies? Its caller, compared in
+ * both and stopped at the same instruction in both, made it: only a caller that loops
+ * back to the same call within the reading could have made another in its place
+ * after the instant (the case docs/live-sampling.md leaves aside), so the later copy
+ * holds the header the frame had at the instant. An entry frame has no instruction.
+ */
+static int innermost_free(const struct decoder *d, const struct thread_sample *t, uint32_t n)
+{
+	const struct raw_frame *p = &d->scratch->raw[1];
+
+	return t->live_hi && n > 1 && t->verify_copy && !is_shim(d->off, p->owner) &&
+	       mem_snapshot__covers(t->verify_copy, p->addr, d->off->fr_size);
+}
+
 static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, uint32_t n)
 {
 	const struct py_offsets *o = d->off;
@@ -380,6 +416,10 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 			return GAP_TORN;
 		if (read_frame(t->verify, o, r->addr, &f))
 			return GAP_TORN;
+		if (bounded(d, t, i, n) && r->addr >= t->live_below)
+			return GAP_TORN;
+		if (!i && innermost_free(d, t, n))
+			continue;
 		shim = is_shim(o, r->owner);
 		if (f.owner != r->owner || f.previous != r->previous ||
 		    (!shim && f.code != r->code) || (!shim && i && f.instr != r->instr))

@@ -21,6 +21,11 @@
 
 /* Readings of one thread per sample, at most. */
 #define LIVE_READINGS 8
+/* Frames outside the chunks (a coroutine's, an entry frame on the C stack) copied with
+ * a reading, innermost first. */
+#define LIVE_FAR 16
+/* Threads whose frames outside the chunks are remembered from one sample to the next. */
+#define FAR_MEMOS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
  * deeper since the list was read is still in the copy. */
 #define GROWTH_SLACK 2048
@@ -40,6 +45,13 @@ struct sampler_live {
 	uint64_t period_ns, next_ns;
 	struct mem_snapshot snap[2];	/* one reading's copies: before, after */
 	uint8_t *buf[2];
+	uint8_t far_buf[2][LIVE_FAR][PBP_FRAME_COPY_MAX];
+	struct far_memo {
+		uint32_t tid;
+		unsigned int n;
+		uint64_t far[LIVE_FAR];
+	} memo[FAR_MEMOS];
+	unsigned int memo_next;	/* the slot a thread not remembered takes */
 	struct stack *stack;
 	int err;		/* the callback's failure, ends the walk */
 	pid_t host_tid;		/* of the thread being sampled */
@@ -88,6 +100,10 @@ struct spans {
 	uint64_t addr[LIVE_SPANS];
 	uint32_t len[LIVE_SPANS];
 	uint32_t slack;		/* bytes at the end of the first span above the listed top */
+	/* Each span's chunk and, but for the first (whose size a reading reads), its end. */
+	uint64_t base[LIVE_SPANS], end[LIVE_SPANS];
+	unsigned int nfar;
+	uint64_t far[LIVE_FAR];	/* frame headers outside the chunks, fr_size bytes each */
 };
 
 /*
@@ -102,7 +118,7 @@ static void chunk_ranges(const struct sampler_live *ls, const struct py_thread *
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
 	struct mem_source *m = &ls->cfg.live->base;
-	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap, prev = 0, hdr[3];
+	uint64_t chunk = t->chunk, top = t->top, left = ls->cfg.stack_cap, prev = 0, hdr[3] = { 0 };
 	uint64_t slack = 0;
 	int have_prev = 0;
 
@@ -122,6 +138,8 @@ static void chunk_ranges(const struct sampler_live *ls, const struct py_thread *
 			start = stop;
 		sp->addr[sp->n] = start;
 		sp->len[sp->n] = (uint32_t)(top - start);
+		sp->base[sp->n] = chunk;
+		sp->end[sp->n] = sp->n ? chunk + hdr[1] : 0;
 		if (!sp->n)
 			sp->slack = (uint32_t)(slack < top - start ? slack : top - start);
 		left -= top - start;
@@ -143,6 +161,10 @@ struct ts_words {
 	uint64_t frame;		/* current frame (3.11/3.12: through the C frame) */
 	uint64_t frame_pre;	/* ... read before the first copy */
 	uint64_t frame_post;	/* ... read after the second copy */
+	/* The data stack's chunk and top before the copies and after them, and the size
+	 * of the chunk the plan copies (its limit in the thread state is written only
+	 * after the chunk above it is unmapped, so is not read). */
+	uint64_t chunk_pre, top_pre, chunk_post, top_post, chunk_size;
 	uint64_t cframe;	/* 3.11/3.12: tstate->cframe, must not have changed */
 	uint64_t anchor, seq;	/* 3.15+ */
 };
@@ -283,11 +305,20 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 	cur = via_cframe ? t->ts_cframe + o->cframe_current_frame
 			 : t->tstate + o->ts_current_frame;
 	addr[n] = cur, dst[n] = &w->frame_pre, lens[n++] = 8;
+	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_pre, lens[n++] = 8;
+	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_pre, lens[n++] = 8;
+	addr[n] = t->chunk + o->chunk_size, dst[n] = &w->chunk_size, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
+	for (unsigned int i = sp->nfar; i-- > 0;)
+		addr[n] = sp->far[i], dst[n] = ls->far_buf[0][i], lens[n++] = o->fr_size;
 	addr[n] = cur, dst[n] = &w->frame, lens[n++] = 8;
-	/* Room is left for the four words read after the copy. */
-	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 4, addr + n, dst + n, lens + n);
+	for (unsigned int i = 0; i < sp->nfar; i++)
+		addr[n] = sp->far[i], dst[n] = ls->far_buf[1][i], lens[n++] = o->fr_size;
+	/* Room is left for the six words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 6, addr + n, dst + n, lens + n);
 	addr[n] = cur, dst[n] = &w->frame_post, lens[n++] = 8;
+	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_post, lens[n++] = 8;
+	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_post, lens[n++] = 8;
 	if (via_cframe)
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
@@ -305,6 +336,8 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		mem_snapshot__clear(&ls->snap[k]);
 		for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
 			mem_snapshot__add(&ls->snap[k], sp->addr[i], ls->buf[k] + at, sp->len[i]);
+		for (unsigned int i = 0; i < sp->nfar; i++)
+			mem_snapshot__add(&ls->snap[k], sp->far[i], ls->far_buf[k][i], o->fr_size);
 	}
 	return 0;
 }
@@ -339,6 +372,15 @@ static void plan_reading(struct sampler_live *ls, const struct py_thread *t, str
 	chunk_ranges(ls, t, p->from_anchor ? t->anchor : 0, &p->sp);
 }
 
+/* The span of chunk @chunk, -1 if the plan copies none of it. */
+static int plan_chunk(const struct spans *sp, uint64_t chunk)
+{
+	for (unsigned int i = 0; i < sp->n; i++)
+		if (sp->base[i] == chunk)
+			return (int)i;
+	return -1;
+}
+
 /*
  * Does reading @w fit the plan made from the thread list? Its current frame must be
  * in the copy if it is in the current chunk at all (a frame above the copy means the
@@ -350,26 +392,96 @@ static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
 	if (w->frame >= t->chunk && w->frame < t->limit &&
 	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
 		return 0;
+	/* The thread was in a chunk the plan does not copy, or moved between two. */
+	if (w->chunk_pre != w->chunk_post || plan_chunk(&p->sp, w->chunk_pre) < 0)
+		return 0;
 	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
 }
 
 /*
- * Was every frame of the chain from @w's current frame on the stack both when the
- * first copy began and when the second ended? Within a chunk the stack is contiguous,
- * newer frames higher, so that holds when the current frame is not above the current
- * frame of either end; older chunks lie below all three. Without it, a slot that was
- * a dead frame in both copies (popped before the first, pushed and popped again
- * between) would pass the comparison with the header it had before it was reused,
- * and callers that had already returned would be reported as calling.
+ * Where the callers of @w's current frame must lie for the reading to be used: below
+ * the current chunk's top both when the first copy began and when the second ended
+ * (decoder.c: verify checks it against @b), so that each was on the stack at both
+ * ends. Without it, a slot that was a dead frame in both copies (popped before the
+ * first, pushed and popped again between) would pass the comparison with the header
+ * it had before it was reused, and callers that had already returned would be
+ * reported as calling. The innermost frame needs no such bound: it was current at the
+ * instant, read then. 0 when the thread was in another chunk at the end than at the
+ * start (or its words were caught mid-change), or when the current frame lies outside
+ * the chunk and the copies (a generator's met for the first time) and was not current
+ * at both ends too: read after the reading, only its staying current ties its
+ * callers to the instant.
  */
-static int live_at_both_ends(const struct py_thread *t, const struct ts_words *w)
-{
-	int in = w->frame >= t->chunk && w->frame < t->limit;
+struct live_bound {
+	uint64_t lo, hi, below;	/* the chunk, the lower of its two tops */
+};
 
-	if (!in)
-		return w->frame_pre == w->frame && w->frame_post == w->frame;
-	return w->frame_pre >= t->chunk && w->frame_pre < t->limit && w->frame <= w->frame_pre &&
-	       w->frame_post >= t->chunk && w->frame_post < t->limit && w->frame <= w->frame_post;
+static int live_bound(const struct sampler_live *ls, const struct spans *sp,
+		      const struct ts_words *w, struct live_bound *b)
+{
+	int k = plan_chunk(sp, w->chunk_pre);
+	uint64_t lo = w->chunk_pre, end, size = w->chunk_size;
+	int in, copied = mem_snapshot__covers(&ls->snap[1], w->frame,
+					      ls->cfg.interp->off.fr_size);
+
+	if (k < 0)
+		return 0;
+	if (k)
+		size = sp->end[k] - lo;
+	if (size > (1ull << 30) || w->top_pre <= lo || w->top_pre > lo + size ||
+	    w->top_post <= lo || w->top_post > lo + size)
+		return 0;
+	end = lo + size;
+	in = w->frame >= lo && w->frame < end;
+	if (!in && !copied && (w->frame_pre != w->frame || w->frame_post != w->frame))
+		return 0;
+	b->lo = lo;
+	b->hi = end;
+	b->below = w->top_pre < w->top_post ? w->top_pre : w->top_post;
+	return 1;
+}
+
+/*
+ * The frames outside the chunks the next reading copies, so that a stack through a
+ * coroutine's frames is compared in both copies as the chunk's frames are: those a
+ * walk read outside the copies, innermost first, and unless the walk was @whole, the
+ * ones copied before (a torn walk may have stopped short of them).
+ */
+static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
+{
+	for (unsigned int k = 0; k < n; k++)
+		if (far[k] == addr)
+			return 1;
+	return 0;
+}
+
+static void far_learn(struct spans *sp, const uint64_t *seen, uint32_t n, int whole)
+{
+	uint64_t old[LIVE_FAR];
+	unsigned int nold = whole ? 0 : sp->nfar;
+
+	memcpy(old, sp->far, sizeof(old));
+	sp->nfar = 0;
+	for (uint32_t i = 0; i < n && sp->nfar < LIVE_FAR; i++)
+		if (!far_has(sp->far, sp->nfar, seen[i]))
+			sp->far[sp->nfar++] = seen[i];
+	for (unsigned int i = 0; i < nold && sp->nfar < LIVE_FAR; i++)
+		if (!far_has(sp->far, sp->nfar, old[i]))
+			sp->far[sp->nfar++] = old[i];
+}
+
+/* The slot that remembers @tid's frames outside the chunks, taken if need be. */
+static struct far_memo *far_memo(struct sampler_live *ls, uint32_t tid)
+{
+	struct far_memo *m;
+
+	for (unsigned int i = 0; i < FAR_MEMOS; i++)
+		if (ls->memo[i].tid == tid && ls->memo[i].n)
+			return &ls->memo[i];
+	m = &ls->memo[ls->memo_next++ % FAR_MEMOS];
+	m->tid = tid;
+	m->n = 0;
+	return m;
 }
 
 /*
@@ -379,8 +491,10 @@ static int live_at_both_ends(const struct py_thread *t, const struct ts_words *w
  * against the thread list's (fits_plan) rather than against itself.
  */
 static void decode_reading(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
-			   const struct plan *p, const struct ts_words *w)
+			   struct plan *p, const struct ts_words *w, const struct live_bound *b)
 {
+	uint64_t outside[LIVE_FAR];
+	uint32_t noutside = 0;
 	struct thread_sample s = {
 		.pid = (uint32_t)ls->cfg.interp->pid,
 		.tid = ls->cfg.host_tids ? (uint32_t)ls->host_tid : t->tid,
@@ -400,15 +514,23 @@ static void decode_reading(struct sampler_live *ls, const struct py_thread *t, u
 		.verify_copy = &ls->snap[0],
 		.verify_anchor = w->anchor,
 		.verify_seq = w->seq,
+		.live_lo = b->lo,
+		.live_hi = b->hi,
+		.live_below = b->below,
+		.outside = outside,
+		.outside_cap = LIVE_FAR,
+		.noutside = &noutside,
 		.attempt = 1,
 	};
 
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
+	far_learn(&p->sp, outside, noutside, ls->stack->gap == GAP_NONE);
 }
 
 static int broken_walk(enum decode_gap gap)
 {
-	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM;
+	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM ||
+	       gap == GAP_TOO_DEEP;
 }
 
 static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
@@ -417,7 +539,9 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 
 	for (unsigned int i = 0; i < sp->n; i++)
 		len += sp->len[i];
-	return memcmp(ls->buf[0], ls->buf[1], len) != 0;
+	return memcmp(ls->buf[0], ls->buf[1], len) != 0 ||
+	       memcmp(ls->far_buf[0], ls->far_buf[1],
+		      sp->nfar * sizeof(ls->far_buf[0][0])) != 0;
 }
 
 /*
@@ -425,39 +549,43 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
  * that no longer fits the copy's plan (the stack left the copied range, the anchor
  * moved) has the thread state read again first. GAP_TORN when the budget runs out.
  */
-static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
+static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
+		       struct plan *p)
 {
 	struct py_thread cur = *t;
 	struct ts_words w;
-	struct plan p;
+	struct live_bound b;
 
 	set_torn(ls, t, flags);
-	plan_reading(ls, &cur, &p);
+	plan_reading(ls, &cur, p);
 	for (int i = 0; i < LIVE_READINGS; i++) {
 		int err;
 
 		if (i)
 			ls->stats.torn_retries++;
-		err = read_once(ls, &cur, &p.sp, &w);
+		err = read_once(ls, &cur, &p->sp, &w);
 		if (err == -ETIMEDOUT) {
 			ls->stats.slow_readings++;
 			continue;
 		}
-		if (err || !fits_plan(ls, &cur, &p, &w)) {
+		if (err || !fits_plan(ls, &cur, p, &w)) {
 			/* The stack has moved out of the plan: read the thread again. */
+			/* A remembered frame's memory may be gone with its coroutine. */
+			if (err)
+				p->sp.nfar = 0;
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
-			plan_reading(ls, &cur, &p);
+			plan_reading(ls, &cur, p);
 			continue;
 		}
-		if (!live_at_both_ends(&cur, &w))
-			continue;	/* the stack moved up through the reading: again */
-		decode_reading(ls, &cur, flags, &p, &w);
+		if (!live_bound(ls, &p->sp, &w, &b))
+			continue;
+		decode_reading(ls, &cur, flags, p, &w, &b);
 		/* A chain that broke off where the copies differ met a frame being
 		 * written: read again rather than report it cut. */
 		if (ls->stack->gap == GAP_NONE ||
 		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
-						      copies_differ(ls, &p.sp))))
+						      copies_differ(ls, &p->sp))))
 			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
@@ -465,9 +593,21 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
-			plan_reading(ls, &cur, &p);
+			plan_reading(ls, &cur, p);
 		}
 	}
+}
+
+static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
+{
+	struct far_memo *memo = far_memo(ls, t->tid);
+	struct plan p;
+
+	p.sp.nfar = memo->n;
+	memcpy(p.sp.far, memo->far, sizeof(p.sp.far));
+	read_stack(ls, t, flags, &p);
+	memo->n = p.sp.nfar;
+	memcpy(memo->far, p.sp.far, sizeof(memo->far));
 }
 
 static int sample_thread(const struct py_thread *t, void *arg)
