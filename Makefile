@@ -105,6 +105,11 @@ $(OUT)/tests/test_decode_runs: tests/unit/test_decode_runs.c $(FIELD_BOUNDS_OBJS
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+# The decoder's check of a --no-bpf reading, on fake targets.
+$(OUT)/tests/test_live_verify: tests/unit/test_live_verify.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+
 # Every writer and what it links: the golden-file tests run each on a fixed profile.
 WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
 		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/frame_class.o,$(USER_OBJS))
@@ -220,7 +225,7 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge $(OUT)/tests/test_native_live \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
-	$(OUT)/tests/test_aggregate \
+	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify \
 	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:
@@ -233,7 +238,7 @@ test-real: all
 	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
 		--durations=10 tests/test_real_programs.py
 
-CHECK_TESTS := test_aggregate test_hashmap test_linetable test_native_merge test_offsets \
+CHECK_TESTS := test_aggregate test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
 	test_top_view test_writers_formats test_writers_golden
 check: all unit-tests
 	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \

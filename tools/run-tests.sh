@@ -53,7 +53,7 @@ make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests
 	build/san/tests/test_agent_procs build/san/tests/test_descendants build/san/tests/test_code_cache \
 	build/san/tests/test_frame_cache build/san/tests/test_hashmap build/san/tests/test_native_unwind \
 	build/san/tests/test_aggregate build/san/tests/test_native_merge build/san/tests/test_decode_runs \
-	build/san/tests/test_native_live
+	build/san/tests/test_native_live build/san/tests/test_live_verify
 
 step "preparing CPython 3.11 (host) and 3.13, 3.14, 3.15 (Debian sid chroot)"
 bash tools/test-interpreters.sh >/dev/null

@@ -19,11 +19,9 @@
 #include <string.h>
 
 #include "check.h"
-#include "debug_tables.h"
 #include "decode_runs.h"
 #include "decoder.h"
-#include "fake_mem.h"
-#include "fake_py.h"
+#include "fake_frames.h"
 #include "frame_cache.h"
 #include "strtab.h"
 
@@ -37,7 +35,6 @@
 #define FRAMES		(BASE + 0x8000)	/* the data stack: 0x80 a frame */
 #define CSTACK		(BASE + 0x30000) /* the native stack, inner activations lower */
 #define CSTACK_LEN	0x30000u
-#define UNITS		4
 #define MAX_MARKS	512
 
 static uint8_t bytes[MEM_SIZE];
@@ -55,44 +52,19 @@ struct target {
 
 static struct py_offsets offsets_of(unsigned int minor)
 {
-	struct py_offsets o;
-
-	if (minor == 11)
-		CHECK(py_offsets__builtin(0x030b02f0, &o) == 0);
-	else if (minor == 12)
-		CHECK(py_offsets__builtin(0x030c01f0, &o) == 0);
-	else
-		CHECK(py_offsets__from_debug((const uint8_t *)debug_tables[minor - 13].slots,
-					     debug_tables[minor - 13].nslots * 8, &o) == 0);
-	return o;
+	return fake_frames__offsets(minor);
 }
 
 static void put_frame(struct target *tg, uint64_t at, uint64_t code, uint64_t previous,
 		      uint8_t owner, uint8_t is_entry)
 {
-	const struct py_offsets *o = &tg->o;
-
-	fake_mem__put_u64(&tg->mem, at + o->fr_code, code);
-	fake_mem__put_u64(&tg->mem, at + o->fr_instr, code ? code + o->co_code_adaptive : 0);
-	fake_mem__put_u64(&tg->mem, at + o->fr_previous, previous);
-	fake_mem__put(&tg->mem, at + o->fr_owner, &owner, 1);
-	if (o->fr_is_entry != PBP_OFF_NONE)
-		fake_mem__put(&tg->mem, at + o->fr_is_entry, &is_entry, 1);
+	fake_frames__put(&tg->mem, &tg->o, at, code, previous, owner, is_entry);
 }
 
 /* One code object "f" of runs.py, which every Python frame runs. */
 static void put_code(struct target *tg)
 {
-	static const uint8_t lt[] = { 0x80 | 13 << 3 | (UNITS - 1), 0x00 };
-	const struct fake_code c = {
-		.units = UNITS, .firstlineno = 3, .version = 7,
-		.qualname = STRS, .filename = STRS + 0x100, .name = STRS, .linetable = LINETABLE,
-	};
-
-	fake_py__str(&tg->mem, &tg->o, STRS, "f");
-	fake_py__str(&tg->mem, &tg->o, STRS + 0x100, "runs.py");
-	fake_py__bytes(&tg->mem, &tg->o, LINETABLE, lt, sizeof(lt));
-	fake_py__code(&tg->mem, &tg->o, CODE, &c);
+	fake_frames__code(&tg->mem, &tg->o, CODE, STRS, LINETABLE, "runs.py");
 }
 
 /* Where the @i-th element of the chain lives. */
