@@ -24,6 +24,8 @@
 /* Frames outside the chunks (a coroutine's, an entry frame on the C stack) copied with
  * a reading, innermost first. */
 #define LIVE_FAR 16
+/* 3.11/3.12: C frames (eval-loop activations) whose current frame a reading reads. */
+#define LIVE_CFRAMES 4
 /* Threads whose frames outside the chunks are remembered from one sample to the next. */
 #define FAR_MEMOS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
@@ -39,6 +41,17 @@
 /* The usual cost of one piece, in ns << USUAL_SHIFT, moves 1/16 of the way each time. */
 #define USUAL_SHIFT 4
 
+/*
+ * What a thread's last readings met outside its chunks: frames (a coroutine's, an
+ * entry frame on the C stack), innermost first, and on 3.11/3.12 the C frames of its
+ * eval-loop activations, through which the current frame is read.
+ */
+struct known {
+	unsigned int nfar, ncf;
+	uint64_t far[LIVE_FAR];
+	uint64_t cf[LIVE_CFRAMES];
+};
+
 struct sampler_live {
 	struct sampler_live_cfg cfg;
 	struct sampler_live_stats stats;
@@ -48,8 +61,7 @@ struct sampler_live {
 	uint8_t far_buf[2][LIVE_FAR][PBP_FRAME_COPY_MAX];
 	struct far_memo {
 		uint32_t tid;
-		unsigned int n;
-		uint64_t far[LIVE_FAR];
+		struct known known;
 	} memo[FAR_MEMOS];
 	unsigned int memo_next;	/* the slot a thread not remembered takes */
 	struct stack *stack;
@@ -102,9 +114,48 @@ struct spans {
 	uint32_t slack;		/* bytes at the end of the first span above the listed top */
 	/* Each span's chunk and, but for the first (whose size a reading reads), its end. */
 	uint64_t base[LIVE_SPANS], end[LIVE_SPANS];
-	unsigned int nfar;
-	uint64_t far[LIVE_FAR];	/* frame headers outside the chunks, fr_size bytes each */
+	struct known known;	/* copied too: frame headers of fr_size bytes, C frames */
 };
+
+/*
+ * The frames outside the chunks the next reading copies, so that a stack through a
+ * coroutine's frames is compared in both copies as the chunk's frames are: those a
+ * walk read outside the copies, innermost first, and unless the walk was @whole, the
+ * ones copied before (a torn walk may have stopped short of them).
+ */
+static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
+{
+	for (unsigned int k = 0; k < n; k++)
+		if (far[k] == addr)
+			return 1;
+	return 0;
+}
+
+static void far_learn(struct known *k, const uint64_t *seen, uint32_t n, int whole)
+{
+	uint64_t old[LIVE_FAR];
+	unsigned int nold = whole ? 0 : k->nfar;
+
+	memcpy(old, k->far, sizeof(old));
+	k->nfar = 0;
+	for (uint32_t i = 0; i < n && k->nfar < LIVE_FAR; i++)
+		if (!far_has(k->far, k->nfar, seen[i]))
+			k->far[k->nfar++] = seen[i];
+	for (unsigned int i = 0; i < nold && k->nfar < LIVE_FAR; i++)
+		if (!far_has(k->far, k->nfar, old[i]))
+			k->far[k->nfar++] = old[i];
+}
+
+/* 3.11/3.12: adds C frame @cf, the newest first, the oldest dropped when full. */
+static void cframe_learn(struct known *k, uint64_t cf)
+{
+	if (!cf || far_has(k->cf, k->ncf, cf))
+		return;
+	if (k->ncf < LIVE_CFRAMES)
+		k->ncf++;
+	memmove(k->cf + 1, k->cf, (k->ncf - 1) * sizeof(k->cf[0]));
+	k->cf[0] = cf;
+}
 
 /*
  * The live part of the current chunk (and a little room above it) and of the older
@@ -158,15 +209,15 @@ static void chunk_ranges(const struct sampler_live *ls, const struct py_thread *
 
 /* What a reading takes from the thread state, besides the chunk. */
 struct ts_words {
-	uint64_t frame;		/* current frame (3.11/3.12: through the C frame) */
-	uint64_t frame_pre;	/* ... read before the first copy */
-	uint64_t frame_post;	/* ... read after the second copy */
+	uint64_t frame;		/* the current frame, at the instant */
 	/* The data stack's chunk and top before the copies and after them, and the size
-	 * of the chunk the plan copies (its limit in the thread state is written only
-	 * after the chunk above it is unmapped, so is not read). */
+	 * of the chunk the thread list showed (its limit in the thread state is written
+	 * only after the chunk above it is unmapped, so is not read). */
 	uint64_t chunk_pre, top_pre, chunk_post, top_post, chunk_size;
-	uint64_t cframe;	/* 3.11/3.12: tstate->cframe, must not have changed */
 	uint64_t anchor, seq;	/* 3.15+ */
+	/* 3.11/3.12: tstate->cframe just before and just after the current frame of each
+	 * known C frame is read. */
+	uint64_t cframe[2], cf_frame[LIVE_CFRAMES];
 };
 
 /* Offset in a copy's buffer of span @i. */
@@ -273,54 +324,89 @@ static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
 }
 
 /*
- * One reading, in one system call: the chunk (into snapshot 0), then the current
- * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
- * pieces_after give. process_vm_readv copies its pieces
- * in order, so every byte of the first copy was read before the current frame and
- * every byte of the second after it: a slot equal in both held that value when the
- * current frame was read (docs/live-sampling.md). Nothing else is read between the
- * copies, so that they are as close in time as they can be. On 3.11/3.12 the current
- * frame is read through the C frame, whose address must be the thread list's both
- * before the first copy and after the second (-EAGAIN if not: the thread entered or
- * left a nested eval loop). On 3.15+ the anchor and its sequence are read after the
- * second copy: the sequence only grows, so if it is still the thread list's it was at
- * the current frame's moment too.
+ * The current frame, read at the instant between the copies. 3.13+: one word of the
+ * thread state. 3.11/3.12: through the C frame of the innermost eval-loop activation,
+ * which the thread state names: the thread state's C frame, the current frame of each
+ * C frame the thread is known to have used, and the thread state's C frame again, so
+ * that the frame read was the current one of the activation that was the innermost
+ * before and after it (unless the thread left and entered one at that very address in
+ * between, a few words apart).
  */
-static int read_once(struct sampler_live *ls, const struct py_thread *t,
-		     const struct spans *sp, struct ts_words *w)
+static unsigned int pieces_now(const struct sampler_live *ls, const struct py_thread *t,
+			       const struct spans *sp, struct ts_words *w, uint64_t *addr,
+			       void **dst, size_t *lens)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t addr[MEM_READV_MAX], cframe_after = 0, cur, t0;
+	unsigned int n = 0;
+
+	if (o->ts_current_frame != PBP_OFF_NONE) {
+		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
+		return n;
+	}
+	addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[0], lens[n++] = 8;
+	for (unsigned int i = 0; i < sp->known.ncf; i++) {
+		addr[n] = sp->known.cf[i] + o->cframe_current_frame;
+		dst[n] = &w->cf_frame[i], lens[n++] = 8;
+	}
+	addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[1], lens[n++] = 8;
+	return n;
+}
+
+/* 3.11/3.12: the current frame from pieces_now's words; -EAGAIN to read again. */
+static int frame_now(const struct sampler_live *ls, struct spans *sp, struct ts_words *w)
+{
+	if (ls->cfg.interp->off.ts_current_frame != PBP_OFF_NONE)
+		return 0;
+	if (w->cframe[0] != w->cframe[1])
+		return -EAGAIN;
+	for (unsigned int i = 0; i < sp->known.ncf; i++) {
+		if (sp->known.cf[i] == w->cframe[0]) {
+			w->frame = w->cf_frame[i];
+			return 0;
+		}
+	}
+	/* An activation not met before: the next reading reads through it too. */
+	cframe_learn(&sp->known, w->cframe[0]);
+	return -EAGAIN;
+}
+
+/*
+ * One reading, in one system call: the chunk (into snapshot 0), then the current
+ * frame, then the chunk again (into snapshot 1), in the orders pieces_before and
+ * pieces_after give; the frames outside the chunks met before are copied with them,
+ * next to the current frame. process_vm_readv copies its pieces in order, so every
+ * byte of the first copy was read before the current frame and every byte of the
+ * second after it: a slot equal in both held that value when the current frame was
+ * read (docs/live-sampling.md). Nothing else is read between the copies, so that
+ * they are as close in time as they can be. The chunk and its top are read before
+ * the first copy and after the second (live_bound). On 3.15+ the anchor and its
+ * sequence are read after the second copy: the sequence only grows, so if it is still
+ * the thread list's it was at the current frame's moment too.
+ */
+static int read_once(struct sampler_live *ls, const struct py_thread *t, struct spans *sp,
+		     struct ts_words *w)
+{
+	const struct py_offsets *o = &ls->cfg.interp->off;
+	uint64_t addr[MEM_READV_MAX], t0;
 	void *dst[MEM_READV_MAX];
 	size_t lens[MEM_READV_MAX];
 	unsigned int n = 0;
-	int via_cframe = o->ts_current_frame == PBP_OFF_NONE;
+	int err;
 
 	memset(w, 0, sizeof(*w));
-	if (via_cframe) {
-		if (!t->ts_cframe)
-			return -EFAULT;
-		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe, lens[n++] = 8;
-	}
-	cur = via_cframe ? t->ts_cframe + o->cframe_current_frame
-			 : t->tstate + o->ts_current_frame;
-	addr[n] = cur, dst[n] = &w->frame_pre, lens[n++] = 8;
 	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_pre, lens[n++] = 8;
 	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_pre, lens[n++] = 8;
 	addr[n] = t->chunk + o->chunk_size, dst[n] = &w->chunk_size, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
-	for (unsigned int i = sp->nfar; i-- > 0;)
-		addr[n] = sp->far[i], dst[n] = ls->far_buf[0][i], lens[n++] = o->fr_size;
-	addr[n] = cur, dst[n] = &w->frame, lens[n++] = 8;
-	for (unsigned int i = 0; i < sp->nfar; i++)
-		addr[n] = sp->far[i], dst[n] = ls->far_buf[1][i], lens[n++] = o->fr_size;
-	/* Room is left for the six words read after the copy. */
-	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 6, addr + n, dst + n, lens + n);
-	addr[n] = cur, dst[n] = &w->frame_post, lens[n++] = 8;
+	for (unsigned int i = sp->known.nfar; i-- > 0;)
+		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[0][i], lens[n++] = o->fr_size;
+	n += pieces_now(ls, t, sp, w, addr + n, dst + n, lens + n);
+	for (unsigned int i = 0; i < sp->known.nfar; i++)
+		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[1][i], lens[n++] = o->fr_size;
+	/* Room is left for the four words read after the copy. */
+	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 4, addr + n, dst + n, lens + n);
 	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_post, lens[n++] = 8;
 	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_post, lens[n++] = 8;
-	if (via_cframe)
-		addr[n] = t->tstate + o->ts_cframe, dst[n] = &cframe_after, lens[n++] = 8;
 	if (o->ts_last_profiled_frame != PBP_OFF_NONE) {
 		addr[n] = t->tstate + o->ts_last_profiled_frame, dst[n] = &w->anchor, lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_last_profiled_frame_seq, dst[n] = &w->seq, lens[n++] = 8;
@@ -330,14 +416,16 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t,
 		return -EFAULT;
 	if (slow_reading(ls, clock__mono_ns() - t0, n))
 		return -ETIMEDOUT;
-	if (via_cframe && (w->cframe != t->ts_cframe || cframe_after != t->ts_cframe))
-		return -EAGAIN;
+	err = frame_now(ls, sp, w);
+	if (err)
+		return err;
 	for (int k = 0; k < 2; k++) {
 		mem_snapshot__clear(&ls->snap[k]);
 		for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
 			mem_snapshot__add(&ls->snap[k], sp->addr[i], ls->buf[k] + at, sp->len[i]);
-		for (unsigned int i = 0; i < sp->nfar; i++)
-			mem_snapshot__add(&ls->snap[k], sp->far[i], ls->far_buf[k][i], o->fr_size);
+		for (unsigned int i = 0; i < sp->known.nfar; i++)
+			mem_snapshot__add(&ls->snap[k], sp->known.far[i], ls->far_buf[k][i],
+					  o->fr_size);
 	}
 	return 0;
 }
@@ -370,6 +458,8 @@ static void plan_reading(struct sampler_live *ls, const struct py_thread *t, str
 				    &p->cache_gen, &p->cache_depth))
 		p->from_anchor = 1;
 	chunk_ranges(ls, t, p->from_anchor ? t->anchor : 0, &p->sp);
+	if (ls->cfg.interp->off.ts_current_frame == PBP_OFF_NONE)
+		cframe_learn(&p->sp.known, t->ts_cframe);
 }
 
 /* The span of chunk @chunk, -1 if the plan copies none of it. */
@@ -416,7 +506,7 @@ struct live_bound {
 	uint64_t lo, hi, below;	/* the chunk, the lower of its two tops */
 };
 
-static int live_bound(const struct sampler_live *ls, const struct spans *sp,
+static int live_bound(const struct sampler_live *ls, struct spans *sp,
 		      const struct ts_words *w, struct live_bound *b)
 {
 	int k = plan_chunk(sp, w->chunk_pre);
@@ -433,41 +523,14 @@ static int live_bound(const struct sampler_live *ls, const struct spans *sp,
 		return 0;
 	end = lo + size;
 	in = w->frame >= lo && w->frame < end;
-	if (!in && !copied && (w->frame_pre != w->frame || w->frame_post != w->frame))
+	if (!in && !copied) {
+		far_learn(&sp->known, &w->frame, 1, 0);
 		return 0;
+	}
 	b->lo = lo;
 	b->hi = end;
 	b->below = w->top_pre < w->top_post ? w->top_pre : w->top_post;
 	return 1;
-}
-
-/*
- * The frames outside the chunks the next reading copies, so that a stack through a
- * coroutine's frames is compared in both copies as the chunk's frames are: those a
- * walk read outside the copies, innermost first, and unless the walk was @whole, the
- * ones copied before (a torn walk may have stopped short of them).
- */
-static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
-{
-	for (unsigned int k = 0; k < n; k++)
-		if (far[k] == addr)
-			return 1;
-	return 0;
-}
-
-static void far_learn(struct spans *sp, const uint64_t *seen, uint32_t n, int whole)
-{
-	uint64_t old[LIVE_FAR];
-	unsigned int nold = whole ? 0 : sp->nfar;
-
-	memcpy(old, sp->far, sizeof(old));
-	sp->nfar = 0;
-	for (uint32_t i = 0; i < n && sp->nfar < LIVE_FAR; i++)
-		if (!far_has(sp->far, sp->nfar, seen[i]))
-			sp->far[sp->nfar++] = seen[i];
-	for (unsigned int i = 0; i < nold && sp->nfar < LIVE_FAR; i++)
-		if (!far_has(sp->far, sp->nfar, old[i]))
-			sp->far[sp->nfar++] = old[i];
 }
 
 /* The slot that remembers @tid's frames outside the chunks, taken if need be. */
@@ -476,11 +539,11 @@ static struct far_memo *far_memo(struct sampler_live *ls, uint32_t tid)
 	struct far_memo *m;
 
 	for (unsigned int i = 0; i < FAR_MEMOS; i++)
-		if (ls->memo[i].tid == tid && ls->memo[i].n)
+		if (ls->memo[i].tid == tid && (ls->memo[i].known.nfar || ls->memo[i].known.ncf))
 			return &ls->memo[i];
 	m = &ls->memo[ls->memo_next++ % FAR_MEMOS];
 	m->tid = tid;
-	m->n = 0;
+	m->known.nfar = m->known.ncf = 0;
 	return m;
 }
 
@@ -524,7 +587,7 @@ static void decode_reading(struct sampler_live *ls, const struct py_thread *t, u
 	};
 
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
-	far_learn(&p->sp, outside, noutside, ls->stack->gap == GAP_NONE);
+	far_learn(&p->sp.known, outside, noutside, ls->stack->gap == GAP_NONE);
 }
 
 static int broken_walk(enum decode_gap gap)
@@ -541,7 +604,7 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 		len += sp->len[i];
 	return memcmp(ls->buf[0], ls->buf[1], len) != 0 ||
 	       memcmp(ls->far_buf[0], ls->far_buf[1],
-		      sp->nfar * sizeof(ls->far_buf[0][0])) != 0;
+		      sp->known.nfar * sizeof(ls->far_buf[0][0])) != 0;
 }
 
 /*
@@ -568,11 +631,14 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			ls->stats.slow_readings++;
 			continue;
 		}
+		/* 3.11/3.12: caught between two activations, or in one new to the list. */
+		if (err == -EAGAIN)
+			continue;
 		if (err || !fits_plan(ls, &cur, p, &w)) {
-			/* The stack has moved out of the plan: read the thread again. */
-			/* A remembered frame's memory may be gone with its coroutine. */
+			/* The stack has moved out of the plan: read the thread again. A
+			 * remembered frame's memory may be gone with its coroutine. */
 			if (err)
-				p->sp.nfar = 0;
+				p->sp.known.nfar = p->sp.known.ncf = 0;
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
 			plan_reading(ls, &cur, p);
@@ -603,11 +669,9 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 	struct far_memo *memo = far_memo(ls, t->tid);
 	struct plan p;
 
-	p.sp.nfar = memo->n;
-	memcpy(p.sp.far, memo->far, sizeof(p.sp.far));
+	p.sp.known = memo->known;
 	read_stack(ls, t, flags, &p);
-	memo->n = p.sp.nfar;
-	memcpy(memo->far, p.sp.far, sizeof(memo->far));
+	memo->known = p.sp.known;
 }
 
 static int sample_thread(const struct py_thread *t, void *arg)
