@@ -49,12 +49,13 @@ SERVERS = {"django_app": FRAMEWORK_VERSIONS, "aiohttp_app": FRAMEWORK_VERSIONS,
            "callbacks": VERSIONS}
 
 # --no-bpf's goal is 97 %, which `make test-real` judges. Reading from outside while an
-# event loop calls and returns every microsecond, most readings of an aiohttp service
-# catch its current frame deeper than at either end of the reading, and eight in a row
-# do so for a quarter to a third of the samples (torn_live_read): 62-79 % complete here,
-# 54.5 % on a slower machine of CI's kind. Until that is fixed `make test` holds it to
-# what every machine measured keeps, so that a change that loses more fails.
-LIVE_GOAL = 0.97 if FULL else 0.45
+# event loop calls and returns every microsecond, a reading of an aiohttp service often
+# catches the chain moving under it, and eight in a row do so for a tenth to a quarter
+# of the samples (torn_live_read): 77-92 % complete here at 100 Hz (3.11 the lowest),
+# where a slower machine of CI's kind kept some 10 points less before. Until that is
+# fixed `make test` holds it to a floor every machine keeps, so that a change that
+# loses much more fails.
+LIVE_GOAL = 0.97 if FULL else 0.6
 GOAL_COMPLETE = {"bpf": 0.995, "live": LIVE_GOAL}
 GOAL_COMPLETE_STARTUP = {"bpf": 0.98, "live": LIVE_GOAL}
 
