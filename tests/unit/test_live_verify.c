@@ -117,11 +117,8 @@ static const char *file_of(struct strtab *strs, const struct stack *st, uint32_t
 	return strtab__get(strs, st->frames[i].filename);
 }
 
-/*
- * f (slot 2) <- g (slot 1) <- entry <- h (slot 0) <- the thread's first entry: a
- * Python caller below the innermost frame.
- */
-static void python_caller(struct reading *r, unsigned int minor)
+/* h (slot 0) <- the thread's first entry, and the entry frame of a call from C in h. */
+static void outer_chain(struct reading *r, unsigned int minor)
 {
 	uint8_t e;
 
@@ -130,23 +127,22 @@ static void python_caller(struct reading *r, unsigned int minor)
 	put(r, 2, CSTACK, 0, 0, e);
 	put(r, 2, SLOT(0), CODE, CSTACK, r->o.owner_thread);
 	put(r, 2, CSTACK + 0x100, 0, SLOT(0), e);
-	put(r, 2, SLOT(1), CODE, CSTACK + 0x100, r->o.owner_thread);
-	put(r, 2, SLOT(2), CODE, SLOT(1), r->o.owner_thread);
-	r->current = SLOT(2);
 }
 
-/* f (slot 1) <- entry <- h (slot 0) <- first entry: the innermost frame called from C. */
+/* f (slot 1) <- entry <- h: the innermost frame called from C. */
 static void c_caller(struct reading *r, unsigned int minor)
 {
-	uint8_t e;
-
-	reading_init(r, minor);
-	e = entry_owner(&r->o);
-	put(r, 2, CSTACK, 0, 0, e);
-	put(r, 2, SLOT(0), CODE, CSTACK, r->o.owner_thread);
-	put(r, 2, CSTACK + 0x100, 0, SLOT(0), e);
+	outer_chain(r, minor);
 	put(r, 2, SLOT(1), CODE, CSTACK + 0x100, r->o.owner_thread);
 	r->current = SLOT(1);
+}
+
+/* f (slot 2) <- g (slot 1) <- entry <- h: a Python caller below the innermost frame. */
+static void python_caller(struct reading *r, unsigned int minor)
+{
+	c_caller(r, minor);
+	put(r, 2, SLOT(2), CODE, SLOT(1), r->o.owner_thread);
+	r->current = SLOT(2);
 }
 
 static void test_layout(unsigned int minor, struct strtab *strs, struct stack *st)
