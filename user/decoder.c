@@ -358,16 +358,6 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 }
 
 /*
- * Live memory read while the target runs can tear: a frame copied before the thread
- * returned and one copied after it called again describe no stack that ever existed.
- * @t->verify is a reading taken entirely before the current frame of @t->mem was read,
- * and @t->mem's frames were copied after it. A slot whose header (code, link, owner
- * and, below the innermost frame, instruction) is the same in both held it at that
- * instant too, unless it was replaced twice in between and the second time restored
- * every byte compared; so the chain walked is the thread's stack at that instant.
- * docs/live-sampling.md has the whole argument and its limits.
- */
-/*
  * Must frame @i of a live reading have been on the stack at both ends of the reading?
  * Every caller must: a slot above the stack's top at either end may have been dead in
  * both copies with the bytes of an activation that had returned. The innermost frame
@@ -400,6 +390,16 @@ static int innermost_free(const struct decoder *d, const struct thread_sample *t
 	       mem_snapshot__covers(t->verify_copy, p->addr, d->off->fr_size);
 }
 
+/*
+ * Live memory read while the target runs can tear: a frame copied before the thread
+ * returned and one copied after it called again describe no stack that ever existed.
+ * @t->verify is a reading taken entirely before the current frame of @t->mem was read,
+ * and @t->mem's frames were copied after it. A slot whose header (code, link, owner
+ * and, below the innermost frame, instruction) is the same in both held it at that
+ * instant too, unless it was replaced twice in between and the second time restored
+ * every byte compared; so the chain walked is the thread's stack at that instant.
+ * docs/live-sampling.md has the whole argument and its limits.
+ */
 static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, uint32_t n)
 {
 	const struct py_offsets *o = d->off;

@@ -125,9 +125,10 @@ struct thread_sample {
 	struct mem_source *verify;
 	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
 	uint64_t verify_anchor, verify_seq;	/* with @verify: the anchor in that reading */
-	/* With @verify, if @live_hi is set: every frame but the innermost that lies in
-	 * [@live_lo, @live_hi), the thread's current chunk, must start below @live_below,
-	 * the lower of the chunk's tops when the reading began and when it ended. */
+	/* With @verify, if @live_hi is set: every frame that lies in [@live_lo,
+	 * @live_hi), the thread's current chunk, must start below @live_below, the lower
+	 * of the chunk's tops when the reading began and when it ended; all but the
+	 * innermost, unless an entry frame called it (decoder.c: bounded). */
 	uint64_t live_lo, live_hi, live_below;
 	/* Optional: where the walk read frames that @copy does not hold (a generator's,
 	 * an entry frame on the C stack), up to @outside_cap of them, innermost first,

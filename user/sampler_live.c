@@ -117,12 +117,6 @@ struct spans {
 	struct known known;	/* copied too: frame headers of fr_size bytes, C frames */
 };
 
-/*
- * The frames outside the chunks the next reading copies, so that a stack through a
- * coroutine's frames is compared in both copies as the chunk's frames are: those a
- * walk read outside the copies, innermost first, and unless the walk was @whole, the
- * ones copied before (a torn walk may have stopped short of them).
- */
 static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
 {
 	for (unsigned int k = 0; k < n; k++)
@@ -131,6 +125,12 @@ static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
 	return 0;
 }
 
+/*
+ * The frames outside the chunks the next reading copies, so that a stack through a
+ * coroutine's frames is compared in both copies as the chunk's frames are: those a
+ * walk read outside the copies, innermost first, and unless the walk was @whole, the
+ * ones copied before (a torn walk may have stopped short of them).
+ */
 static void far_learn(struct known *k, const uint64_t *seen, uint32_t n, int whole)
 {
 	uint64_t old[LIVE_FAR];
@@ -483,7 +483,7 @@ static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
 	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
 		return 0;
 	/* The thread was in a chunk the plan does not copy, or moved between two. */
-	if (w->chunk_pre != w->chunk_post || plan_chunk(&p->sp, w->chunk_pre) < 0)
+	if (w->frame && (w->chunk_pre != w->chunk_post || plan_chunk(&p->sp, w->chunk_pre) < 0))
 		return 0;
 	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
 }
@@ -496,11 +496,10 @@ static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
  * first, pushed and popped again between) would pass the comparison with the header
  * it had before it was reused, and callers that had already returned would be
  * reported as calling. The innermost frame needs no such bound: it was current at the
- * instant, read then. 0 when the thread was in another chunk at the end than at the
- * start (or its words were caught mid-change), or when the current frame lies outside
- * the chunk and the copies (a generator's met for the first time) and was not current
- * at both ends too: read after the reading, only its staying current ties its
- * callers to the instant.
+ * instant, read then (decoder.c: bounded). 0 when a top lies outside the chunk (its
+ * words caught mid-change), or when the current frame lies outside the chunk and the
+ * copies (a coroutine's met for the first time): the next reading copies it. A thread
+ * without a frame has nothing to bound.
  */
 struct live_bound {
 	uint64_t lo, hi, below;	/* the chunk, the lower of its two tops */
@@ -514,6 +513,9 @@ static int live_bound(const struct sampler_live *ls, struct spans *sp,
 	int in, copied = mem_snapshot__covers(&ls->snap[1], w->frame,
 					      ls->cfg.interp->off.fr_size);
 
+	*b = (struct live_bound){ 0 };
+	if (!w->frame)
+		return 1;
 	if (k < 0)
 		return 0;
 	if (k)
