@@ -447,13 +447,14 @@ static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_
 struct plan {
 	struct spans sp;
 	int from_anchor;
+	int whole;		/* copy down to the bottom, whatever the cache holds */
 	uint32_t cache_gen, cache_depth;
 };
 
 static void plan_reading(struct sampler_live *ls, const struct py_thread *t, struct plan *p)
 {
 	p->from_anchor = 0;
-	if (ls->cfg.fcache &&
+	if (!p->whole && ls->cfg.fcache &&
 	    frame_cache__anchor_hit(ls->cfg.fcache, t->tid, t->tstate, t->anchor, t->anchor_seq,
 				    &p->cache_gen, &p->cache_depth))
 		p->from_anchor = 1;
@@ -649,6 +650,15 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		if (!live_bound(ls, &p->sp, &w, &b))
 			continue;
 		decode_reading(ls, &cur, flags, p, &w, &b);
+		/* The cache no longer has what lies below the anchor (its entry was
+		 * replaced, or the chain at the instant did not pass the anchor): copy
+		 * the whole stack. */
+		if (ls->stack->gap == GAP_CACHE_LOST && p->from_anchor && !p->whole) {
+			p->whole = 1;
+			plan_reading(ls, &cur, p);
+			set_torn(ls, t, flags);
+			continue;
+		}
 		/* A chain that broke off where the copies differ met a frame being
 		 * written: read again rather than report it cut. */
 		if (ls->stack->gap == GAP_NONE ||
@@ -672,6 +682,7 @@ static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uin
 	struct plan p;
 
 	p.sp.known = memo->known;
+	p.whole = 0;
 	read_stack(ls, t, flags, &p);
 	memo->known = p.sp.known;
 }
