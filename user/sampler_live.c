@@ -605,9 +605,12 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 
 	for (unsigned int i = 0; i < sp->n; i++)
 		len += sp->len[i];
-	return memcmp(ls->buf[0], ls->buf[1], len) != 0 ||
-	       memcmp(ls->far_buf[0], ls->far_buf[1],
-		      sp->known.nfar * sizeof(ls->far_buf[0][0])) != 0;
+	if (memcmp(ls->buf[0], ls->buf[1], len))
+		return 1;
+	for (unsigned int i = 0; i < sp->known.nfar; i++)
+		if (memcmp(ls->far_buf[0][i], ls->far_buf[1][i], ls->cfg.interp->off.fr_size))
+			return 1;
+	return 0;
 }
 
 /*
