@@ -409,10 +409,12 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 		struct frame_hdr f;
 		int shim;
 
-		/* A thread-owned frame the earlier reading did not copy would be read now,
-		 * after the instant, and bracket nothing. */
-		if (t->verify_copy && r->owner == o->owner_thread &&
-		    !mem_snapshot__covers(t->verify_copy, r->addr, o->fr_size))
+		/* A frame the earlier reading did not copy would be read now, after the
+		 * instant, in both readings, and bracket nothing: a coroutine may have
+		 * moved on since, and an entry frame's slot on the C stack may hold
+		 * another call's bytes. The walk reported it, for the next reading to
+		 * copy. */
+		if (t->verify_copy && !mem_snapshot__covers(t->verify_copy, r->addr, o->fr_size))
 			return GAP_TORN;
 		if (read_frame(t->verify, o, r->addr, &f))
 			return GAP_TORN;

@@ -117,10 +117,10 @@ struct spans {
 	struct known known;	/* copied too: frame headers of fr_size bytes, C frames */
 };
 
-static int far_has(const uint64_t *far, unsigned int n, uint64_t addr)
+static int listed(const uint64_t *list, unsigned int n, uint64_t addr)
 {
 	for (unsigned int k = 0; k < n; k++)
-		if (far[k] == addr)
+		if (list[k] == addr)
 			return 1;
 	return 0;
 }
@@ -139,17 +139,17 @@ static void far_learn(struct known *k, const uint64_t *seen, uint32_t n, int who
 	memcpy(old, k->far, sizeof(old));
 	k->nfar = 0;
 	for (uint32_t i = 0; i < n && k->nfar < LIVE_FAR; i++)
-		if (!far_has(k->far, k->nfar, seen[i]))
+		if (!listed(k->far, k->nfar, seen[i]))
 			k->far[k->nfar++] = seen[i];
 	for (unsigned int i = 0; i < nold && k->nfar < LIVE_FAR; i++)
-		if (!far_has(k->far, k->nfar, old[i]))
+		if (!listed(k->far, k->nfar, old[i]))
 			k->far[k->nfar++] = old[i];
 }
 
 /* 3.11/3.12: adds C frame @cf, the newest first, the oldest dropped when full. */
 static void cframe_learn(struct known *k, uint64_t cf)
 {
-	if (!cf || far_has(k->cf, k->ncf, cf))
+	if (!cf || listed(k->cf, k->ncf, cf))
 		return;
 	if (k->ncf < LIVE_CFRAMES)
 		k->ncf++;
@@ -473,19 +473,47 @@ static int plan_chunk(const struct spans *sp, uint64_t chunk)
 }
 
 /*
- * Does reading @w fit the plan made from the thread list? Its current frame must be
- * in the copy if it is in the current chunk at all (a frame above the copy means the
- * stack grew past it), and a copy cut at the anchor needs that very anchor.
+ * The current chunk of reading @w, [*lo, *end): the chunk it read before the first
+ * copy, which the plan must copy, with the size the reading read for the plan's newest
+ * chunk or the header gave for an older one (the thread state's limit is not used: on
+ * 3.11/3.12 it is written only after the chunk above it is unmapped). 0 when the chunk
+ * is not in the plan or its size is not believable.
+ */
+static int reading_chunk(const struct spans *sp, const struct ts_words *w, uint64_t *lo,
+			 uint64_t *end)
+{
+	int k = plan_chunk(sp, w->chunk_pre);
+	uint64_t size = w->chunk_size;
+
+	if (k < 0)
+		return 0;
+	if (k)
+		size = sp->end[k] - w->chunk_pre;
+	if (size > (1ull << 30))
+		return 0;
+	*lo = w->chunk_pre;
+	*end = w->chunk_pre + size;
+	return 1;
+}
+
+/*
+ * Does reading @w fit the plan made from the thread list? The thread must have stayed
+ * in one chunk the plan copies, its current frame must be in the copy if it is in that
+ * chunk at all (a frame above the copy means the stack grew past it), and a copy cut
+ * at the anchor needs that very anchor.
  */
 static int fits_plan(const struct sampler_live *ls, const struct py_thread *t,
 		     const struct plan *p, const struct ts_words *w)
 {
-	if (w->frame >= t->chunk && w->frame < t->limit &&
-	    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
-		return 0;
-	/* The thread was in a chunk the plan does not copy, or moved between two. */
-	if (w->frame && (w->chunk_pre != w->chunk_post || plan_chunk(&p->sp, w->chunk_pre) < 0))
-		return 0;
+	uint64_t lo, end;
+
+	if (w->frame) {
+		if (w->chunk_pre != w->chunk_post || !reading_chunk(&p->sp, w, &lo, &end))
+			return 0;
+		if (w->frame >= lo && w->frame < end &&
+		    !mem_snapshot__covers(&ls->snap[1], w->frame, 8))
+			return 0;
+	}
 	return !p->from_anchor || (w->anchor == t->anchor && w->seq == t->anchor_seq);
 }
 
@@ -509,24 +537,16 @@ struct live_bound {
 static int live_bound(const struct sampler_live *ls, struct spans *sp,
 		      const struct ts_words *w, struct live_bound *b)
 {
-	int k = plan_chunk(sp, w->chunk_pre);
-	uint64_t lo = w->chunk_pre, end, size = w->chunk_size;
-	int in, copied = mem_snapshot__covers(&ls->snap[1], w->frame,
-					      ls->cfg.interp->off.fr_size);
+	uint64_t lo, end;
 
 	*b = (struct live_bound){ 0 };
 	if (!w->frame)
 		return 1;
-	if (k < 0)
+	if (!reading_chunk(sp, w, &lo, &end) || w->top_pre <= lo || w->top_pre > end ||
+	    w->top_post <= lo || w->top_post > end)
 		return 0;
-	if (k)
-		size = sp->end[k] - lo;
-	if (size > (1ull << 30) || w->top_pre <= lo || w->top_pre > lo + size ||
-	    w->top_post <= lo || w->top_post > lo + size)
-		return 0;
-	end = lo + size;
-	in = w->frame >= lo && w->frame < end;
-	if (!in && !copied) {
+	if ((w->frame < lo || w->frame >= end) &&
+	    !mem_snapshot__covers(&ls->snap[1], w->frame, ls->cfg.interp->off.fr_size)) {
 		far_learn(&sp->known, &w->frame, 1, 0);
 		return 0;
 	}
