@@ -20,12 +20,12 @@
 #include "tid_map.h"
 
 /* Readings of one thread per sample, at most. */
-#define LIVE_READINGS 8
+#define LIVE_READINGS 16
 /* Frames outside the chunks (a coroutine's, an entry frame on the C stack) copied with
  * a reading, innermost first. */
 #define LIVE_FAR 16
 /* 3.11/3.12: C frames (eval-loop activations) whose current frame a reading reads. */
-#define LIVE_CFRAMES 4
+#define LIVE_CFRAMES 8
 /* Threads whose frames outside the chunks are remembered from one sample to the next. */
 #define FAR_MEMOS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
@@ -215,9 +215,9 @@ struct ts_words {
 	 * only after the chunk above it is unmapped, so is not read). */
 	uint64_t chunk_pre, top_pre, chunk_post, top_post, chunk_size;
 	uint64_t anchor, seq;	/* 3.15+ */
-	/* 3.11/3.12: tstate->cframe just before and just after the current frame of each
-	 * known C frame is read. */
-	uint64_t cframe[2], cf_frame[LIVE_CFRAMES];
+	/* 3.11/3.12: tstate->cframe around the current frame of each known C frame:
+	 * cframe[i] just before cf_frame[i] is read, cframe[i + 1] just after. */
+	uint64_t cframe[LIVE_CFRAMES + 1], cf_frame[LIVE_CFRAMES];
 };
 
 /* Offset in a copy's buffer of span @i. */
@@ -326,11 +326,13 @@ static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
 /*
  * The current frame, read at the instant between the copies. 3.13+: one word of the
  * thread state. 3.11/3.12: through the C frame of the innermost eval-loop activation,
- * which the thread state names: the thread state's C frame, the current frame of each
- * C frame the thread is known to have used, and the thread state's C frame again, so
- * that the frame read was the current one of the activation that was the innermost
- * before and after it (unless the thread left and entered one at that very address in
- * between, a few words apart).
+ * which the thread state names: the current frame of each C frame the thread is known
+ * to have used, each read between two reads of the thread state's C frame, so that a
+ * frame read was the current one of the activation that was the innermost just before
+ * and just after it (unless the thread left and entered one at that very address in
+ * between). A thread that enters and leaves activations every microsecond or so (a
+ * call from C into Python enters one) is seldom caught within one word; it would be
+ * within the reads of all the known C frames.
  */
 static unsigned int pieces_now(const struct sampler_live *ls, const struct py_thread *t,
 			       const struct spans *sp, struct ts_words *w, uint64_t *addr,
@@ -347,26 +349,31 @@ static unsigned int pieces_now(const struct sampler_live *ls, const struct py_th
 	for (unsigned int i = 0; i < sp->known.ncf; i++) {
 		addr[n] = sp->known.cf[i] + o->cframe_current_frame;
 		dst[n] = &w->cf_frame[i], lens[n++] = 8;
+		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[i + 1], lens[n++] = 8;
 	}
-	addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[1], lens[n++] = 8;
 	return n;
 }
 
 /* 3.11/3.12: the current frame from pieces_now's words; -EAGAIN to read again. */
 static int frame_now(const struct sampler_live *ls, struct spans *sp, struct ts_words *w)
 {
+	uint64_t steady = 0;
+
 	if (ls->cfg.interp->off.ts_current_frame != PBP_OFF_NONE)
 		return 0;
-	if (w->cframe[0] != w->cframe[1])
-		return -EAGAIN;
 	for (unsigned int i = 0; i < sp->known.ncf; i++) {
-		if (sp->known.cf[i] == w->cframe[0]) {
+		if (w->cframe[i] != w->cframe[i + 1])
+			continue;
+		if (w->cframe[i] == sp->known.cf[i]) {
 			w->frame = w->cf_frame[i];
 			return 0;
 		}
+		steady = w->cframe[i];
 	}
 	/* An activation not met before: the next reading reads through it too. */
-	cframe_learn(&sp->known, w->cframe[0]);
+	if (!sp->known.ncf)
+		steady = w->cframe[0];
+	cframe_learn(&sp->known, steady);
 	return -EAGAIN;
 }
 
@@ -396,7 +403,9 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t, struct 
 	memset(w, 0, sizeof(*w));
 	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_pre, lens[n++] = 8;
 	addr[n] = t->tstate + o->ts_datastack_top, dst[n] = &w->top_pre, lens[n++] = 8;
-	addr[n] = t->chunk + o->chunk_size, dst[n] = &w->chunk_size, lens[n++] = 8;
+	/* A thread state being deleted has freed its chunks: no size to read. */
+	if (t->chunk)
+		addr[n] = t->chunk + o->chunk_size, dst[n] = &w->chunk_size, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
 	for (unsigned int i = sp->known.nfar; i-- > 0;)
 		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[0][i], lens[n++] = o->fr_size;
@@ -556,6 +565,22 @@ static int live_bound(const struct sampler_live *ls, struct spans *sp,
 	return 1;
 }
 
+/*
+ * Did reading @w, without a current frame, find the thread running no Python code
+ * (not started yet, or ending: then there is nothing to read, and the sample is whole,
+ * as BPF reports such a thread)? 3.11/3.12 name an activation before setting its
+ * current frame, so a frame read through it may be a stale word of the C stack: there
+ * the data stack must be empty (or freed) too.
+ */
+static int no_python(const struct sampler_live *ls, const struct ts_words *w)
+{
+	const struct py_offsets *o = &ls->cfg.interp->off;
+	uint64_t empty = w->chunk_pre + o->chunk_data;
+
+	return o->ts_current_frame != PBP_OFF_NONE || !w->chunk_pre ||
+	       (w->top_pre == empty && w->top_post == empty);
+}
+
 /* The slot that remembers @tid's frames outside the chunks, taken if need be. */
 static struct far_memo *far_memo(struct sampler_live *ls, uint32_t tid)
 {
@@ -672,6 +697,12 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		}
 		if (!live_bound(ls, &p->sp, &w, &b))
 			continue;
+		if (!w.frame) {
+			if (!no_python(ls, &w))
+				continue;
+			ls->stack->gap = GAP_NONE;
+			return;
+		}
 		decode_reading(ls, &cur, flags, p, &w, &b);
 		/* The cache no longer has what lies below the anchor (its entry was
 		 * replaced, or the chain at the instant did not pass the anchor): copy
