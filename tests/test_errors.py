@@ -105,6 +105,38 @@ def test_unprivileged_user_falls_back_to_live_sampling_of_own_process(harness, p
     record_own_process_live(harness, w, unpriv_user)
 
 
+def test_unprivileged_fallback_keeps_wall_mode(harness, py311, unpriv_user, tmp_path):
+    """--mode wall without BPF rights: the fallback to live sampling still counts the
+    waits. A process asleep in nap() for the whole run is 2 s of [off-CPU] under nap,
+    and the summary says the off-CPU time the file holds."""
+    code = "import time\ndef nap():\n    time.sleep(120)\nnap()\n"
+    proc = harness.spawn(py311.argv + ["-c", code], user=unpriv_user)
+    wait_asleep(proc.pid)
+    out = f"{RUN_DIR}/unpriv-wall-{proc.pid}.txt"
+    st = f"{RUN_DIR}/unpriv-wall-{proc.pid}.json"
+    run = harness.run_profiler(["record", "-p", proc.pid, "-d", 2, "-r", 100, "--mode",
+                                "wall", "-o", out, "--stats-file", st], timeout=QUICK,
+                               user=unpriv_user)
+    assert run.rc == 0, run.describe()
+    assert "BPF is not available" in run.stderr, run.describe()
+    with open(st) as f:
+        stats = json.load(f)
+    assert stats["mode"] == "live", stats["mode"]
+    with open(out) as f:
+        text = f.read()
+    napped = 0
+    for line in text.splitlines():
+        stack, weight = line.rsplit(" ", 1)
+        frames = stack.split(";")
+        if frames[-1] == "[off-CPU]" and any(f.split(" ")[0] == "nap" for f in frames):
+            napped += int(weight)  # microseconds, in wall mode
+    assert 1.6e6 <= napped <= 2.4e6, f"{napped} us asleep in nap\n{text[:2000]}"
+    summary = [l for l in run.stderr.splitlines() if " off CPU" in l]
+    assert summary, run.describe()
+    off = float(summary[0].split(" s off CPU")[0].rsplit(" ", 1)[1])
+    assert abs(off * 1e6 - napped) <= 0.05e6, (summary[0], napped)
+
+
 def test_native_without_bpf_privileges_is_refused_not_sampled_without_c_frames(
         harness, py311, unpriv_user):
     """--native where BPF may not run: live sampling cannot copy the C stack, so the run

@@ -75,7 +75,9 @@ static int start_live(struct target *t)
 		.rate_hz = t->session->opts.rate_hz,
 		/* No verifier bounds user space: the whole stack, up to a sane size. */
 		.stack_cap = LIVE_STACK_BYTES,
-		.want_idle = t->session->opts.idle,
+		/* Wall and off-CPU time are the threads off a CPU too, however live
+		 * sampling was chosen (--no-bpf, or no BPF to be had). */
+		.want_idle = t->session->opts.idle || t->session->opts.mode != SESSION_CPU,
 		.on_stack = session_sink__on_live_stack,
 		.ctx = t,
 	};
