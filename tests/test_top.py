@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 
-from conftest import BAD_OUTPUT, MODES
+from conftest import BAD_OUTPUT, MODES, wait_asleep
 
 # Seconds from top's first screen until fa leads the table. Counted from the screen, not
 # from the command: loading the BPF program comes first and took 1.2 to 5.4 s on a
@@ -239,6 +239,50 @@ def test_top_without_terminal_prints_plain_blocks_until_sigint(harness, py, mode
         assert lines[2].lstrip().startswith("%Own"), block
     assert table(blocks[-1])[:1] == ["fa"], f"fa does not lead the last block:\n{blocks[-1]}"
     assert len(stderr.splitlines()) >= 1 and "samples" in stderr.splitlines()[-1], stderr
+
+
+BLOCKED = """import os, threading, time
+r, w = os.pipe()
+def reader():
+    os.read(r, 1)
+threading.Thread(target=reader).start()
+def nap():
+    time.sleep(600)
+nap()
+"""
+
+
+def test_top_wall_shows_threads_blocked_all_along(harness, py):
+    """--mode wall: a thread blocked on a pipe and a main thread asleep, both from
+    before top started until after it ends, are rows in every block, half the wall
+    time each, not only once they wake."""
+    proc = harness.spawn(py.argv + ["-c", BLOCKED])
+    wait_asleep(proc.pid)
+    out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
+    err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
+    argv = harness.profiler_argv(["top", "-p", proc.pid, "--mode", "wall"])
+    with open(out, "wb") as fo, open(err, "wb") as fe:
+        top = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                               start_new_session=True)
+    harness.group_leaders.append(top)
+    end = time.monotonic() + 20
+    while out.read_text(errors="replace").count("\n\n") < 3 and time.monotonic() < end:
+        assert top.poll() is None, f"top exited ({top.returncode}): {err.read_text()}"
+        time.sleep(0.05)
+    top.send_signal(signal.SIGINT)
+    rc = top.wait(EXIT_DEADLINE)
+    text = out.read_text(errors="replace")
+    assert rc == 0, f"exit {rc}\n{err.read_text()}"
+    blocks = [b for b in text.split("\n\n") if b.strip()]
+    assert len(blocks) >= 3, text
+    for block in blocks:
+        shares = {}
+        for line in block.splitlines():
+            m = re.match(r"^\s*([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\[off-CPU: .*\])$", line)
+            if m:
+                shares[m.group(2)] = float(m.group(1))
+        assert set(shares) == {"[off-CPU: read(pipe)]", "[off-CPU: sleep]"}, block
+        assert all(abs(v - 50) <= 5 for v in shares.values()), block
 
 
 def test_top_dead_pid_exits_3(harness):

@@ -233,7 +233,11 @@ static int run(struct top_ctx *c)
 		/* Behind (a stopped process, a slow poll): the next second starts now. */
 		next = next + REFRESH_NS > clock__mono_ns() ? next + REFRESH_NS
 							     : clock__mono_ns() + REFRESH_NS;
-		err = update(c);
+		/* Waits still open count up to now: a thread blocked all along would
+		 * otherwise show only once it woke. */
+		err = session__close_waits(c->session);
+		if (!err)
+			err = update(c);
 		if (!err && !c->screen)
 			err = print_block(c);
 		if (err)
