@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import TRUTH_TIMEOUT, Harness, Once
+from conftest import TRUTH_TIMEOUT, Harness, Once, make_interp
 
 QUICK = 60
 TASK = re.compile(r"^( *)Task '(.*)' \(([^)]*)\)")
@@ -142,3 +142,33 @@ def test_dump_async_running_task_is_the_threads(py, dumped):
     assert f'File "{truth["script"]}", line {truth["lines"]["hog"]}, in hog' in stacks, \
         run.stdout
 
+
+
+@pytest.mark.parametrize("version", COVERED)
+def test_dump_async_stacks_and_tree_describe_one_moment(version, sid_root, workloads_installed,
+                                                          tmp_path, profiler_bin):
+    """The main task runs on two lines of its own in turn, a few hundred microseconds
+    each: in every dump, the line the thread's stack shows it on is the line its task
+    in the tree shows, and no coroutine frame is unreadable (the process is held while
+    both are read)."""
+    interp = make_interp(version, sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(interp, "tasks", "--flip", seconds=300)
+        # The loop's own line (its test) lies just above the two.
+        flips = range(w.truth["lines"]["flip_a"] - 1, w.truth["lines"]["flip_b"] + 1)
+        main = re.compile(r'File "%s", line (\d+), in main$' % re.escape(w.truth["script"]))
+        for _ in range(8):
+            run = h.run_profiler(["dump", "-p", w.pid, "--async"], timeout=QUICK)
+            assert run.rc == 0, run.describe()
+            assert "[incomplete" not in run.stdout, run.stdout
+            stacks = run.stdout.split("\nasyncio: ", 1)[0]
+            on_stack = [int(m[1]) for m in map(main.search, stacks.splitlines()) if m]
+            task = parse_tree(run.stdout)["main"]
+            assert len(on_stack) == 1 and on_stack[0] in flips, run.stdout
+            assert len(task) == 1 and task[0][1] == "running", run.stdout
+            assert task[0][2][0][1] == on_stack[0], \
+                f"stack at line {on_stack[0]}, task at {task[0][2][0][1]}\n{run.stdout}"
+        assert w.proc.poll() is None, f"tasks.py died while dumped:\n{w.output()}"
+    finally:
+        h.close()

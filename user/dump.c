@@ -4,7 +4,8 @@
  * threads, decode each one's stack through the same decoder the profiler uses, and
  * write them as tracebacks. A live target keeps running: every frame is read twice
  * and a stack that changed in between is read again, so a dump never shows a stack
- * torn between two moments.
+ * torn between two moments. --native and --async hold it still instead (ptrace) while
+ * it is read: C stacks, and a task tree that must describe the moment of the stacks.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@
 #include "py_threads.h"
 #include "strtab.h"
 #include "target_error.h"
+#include "thread_freeze.h"
 #include "tid_map.h"
 
 #define DUMP_MAX_THREADS (PBP_INTERPS_MAX * PBP_THREADS_MAX)
@@ -231,6 +233,18 @@ static int rehold_thread(const struct py_thread *t, void *arg)
 	return 0;
 }
 
+/*
+ * The current frames the thread list gave are from before a hold: one may have
+ * returned since, its slot reused or half rewritten. Read them again, held; a thread
+ * no longer in the list has none.
+ */
+static void reread_frames(struct dump_ctx *c)
+{
+	for (unsigned int i = 0; i < c->nthreads; i++)
+		c->threads[i].current_frame = 0;
+	py_threads__walk(c->mem, &c->interp, rehold_thread, c);
+}
+
 static enum tb_cpu cpu_state(struct dump_ctx *c, uint32_t tid)
 {
 	char state;
@@ -253,7 +267,11 @@ static void held_free(struct dump_held *held, unsigned int n)
  * --native: with the process held, each thread's registers, C stack and Python
  * frames; the states /proc shows are read before (a held thread shows as traced).
  */
-static int read_held(struct dump_ctx *c, struct dump_held *held)
+static int write_tasks(struct dump_ctx *c, FILE *f);
+
+/* @tasks, if not NULL, gets the task tree (--async) as read while held, and *@tasks_code
+ * its exit status. */
+static int read_held(struct dump_ctx *c, struct dump_held *held, FILE *tasks, int *tasks_code)
 {
 	uint64_t t0;
 	int err = 0;
@@ -264,14 +282,8 @@ static int read_held(struct dump_ctx *c, struct dump_held *held)
 	err = c->core ? 0 : dump_native__hold(c->native);
 	if (err)
 		return err;
-	/* The current frames the thread list gave are from before the hold: one may have
-	 * returned since, its slot reused or half rewritten. Read them again, held; a
-	 * thread no longer in the list has none. */
-	if (!c->core) {
-		for (unsigned int i = 0; i < c->nthreads; i++)
-			c->threads[i].current_frame = 0;
-		py_threads__walk(c->mem, &c->interp, rehold_thread, c);
-	}
+	if (!c->core)
+		reread_frames(c);
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
 		struct dump_held *h = &held[i];
 		pid_t host;
@@ -289,6 +301,8 @@ static int read_held(struct dump_ctx *c, struct dump_held *held)
 	}
 	if (c->core)
 		return err;
+	if (!err && tasks)
+		*tasks_code = write_tasks(c, tasks);
 	dump_native__release(c->native);
 	pr_info("process %d was held for %.1f ms\n", (int)c->interp.pid,
 		(double)(clock__mono_ns() - t0) / 1e6);
@@ -332,7 +346,8 @@ static void write_header(const struct dump_ctx *c, FILE *f)
 	fputs("Stacks are most recent call first.\n", f);
 }
 
-static int write_dump(struct dump_ctx *c, FILE *f)
+/* @cpu: the threads' states as read before they were held, or NULL to read them now. */
+static int write_dump(struct dump_ctx *c, FILE *f, const enum tb_cpu *cpu)
 {
 	int err = 0;
 
@@ -341,7 +356,7 @@ static int write_dump(struct dump_ctx *c, FILE *f)
 		struct py_thread *t = &c->threads[i];
 		struct tb_thread tb = { .tid = t->tid, .gil = t->gil };
 
-		tb.cpu = cpu_state(c, t->tid);
+		tb.cpu = cpu ? cpu[i] : cpu_state(c, t->tid);
 		tb.st = decode_one(c, t, NULL);
 		fputc('\n', f);
 		err = out_traceback__thread(f, c->strs, &tb);
@@ -351,20 +366,108 @@ static int write_dump(struct dump_ctx *c, FILE *f)
 	return err;
 }
 
-/* dump --native: read everything with the process held, then write. An exit status. */
+static int write_tasks(struct dump_ctx *c, FILE *f)
+{
+	const struct dump_tasks_in in = {
+		.mem = c->mem, .interp = &c->interp, .dec = c->dec, .strs = c->strs,
+		.threads = c->threads, .nthreads = c->nthreads,
+	};
+
+	return dump_tasks__run(&in, f);
+}
+
+/*
+ * dump --async of a live process: the threads' stacks and the task tree describe one
+ * moment only if the process holds still while both are read, as for --native. Both
+ * are written into memory while it is held and copied out once it runs again, so that
+ * a slow reader of the output cannot stretch the hold. A process that cannot be held
+ * (another tracer has it, or ptrace is not allowed) is read as it runs, and the dump
+ * says that its parts may describe different moments. An exit status.
+ */
+static int write_async_dump(struct dump_ctx *c)
+{
+	enum tb_cpu *cpu = calloc(c->nthreads ? c->nthreads : 1, sizeof(*cpu));
+	struct thread_freeze *held = NULL;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = NULL;
+	pid_t tracer = 0;
+	uint64_t t0;
+	int err, code = EXIT_RUNTIME;
+
+	if (!cpu || !(f = open_memstream(&buf, &len)))
+		goto oom;
+	/* A held thread shows as traced: the states come first. */
+	for (unsigned int i = 0; i < c->nthreads; i++)
+		cpu[i] = cpu_state(c, c->threads[i].tid);
+	t0 = clock__mono_ns();
+	err = thread_freeze__all(c->interp.pid, THREAD_FREEZE_SKIP_D, &held, &tracer);
+	if (err == -ESRCH) {
+		pr_warn("no such process: %d\n", (int)c->interp.pid);
+		code = EXIT_NO_PROCESS;
+		goto out;
+	}
+	if (err == -ENOMEM)
+		goto oom;
+	if (err)
+		pr_warn("cannot hold process %d (%s): its stacks and its task tree are read "
+			"while it runs, and may describe different moments\n", (int)c->interp.pid,
+			err == -EBUSY ? "another process traces it" : "ptrace is not allowed");
+	else
+		reread_frames(c);
+	err = write_dump(c, f, cpu);
+	code = err ? EXIT_RUNTIME : write_tasks(c, f);
+	if (held) {
+		/* A thread in an uninterruptible wait stays seized until this process
+		 * exits, which lets it go without its ever stopping. */
+		thread_freeze__let_go(held);
+		pr_info("process %d was held for %.1f ms\n", (int)c->interp.pid,
+			(double)(clock__mono_ns() - t0) / 1e6);
+	}
+	if (fclose(f))
+		err = -ENOMEM;
+	f = NULL;
+	if (!err && buf && len && fwrite(buf, 1, len, stdout) != len)
+		err = -errno;
+	if (!err && fflush(stdout))
+		err = -errno;
+	if (err) {
+		pr_warn("cannot write the dump: %s\n", strerror(-err));
+		code = EXIT_RUNTIME;
+	}
+	goto out;
+oom:
+	pr_warn("out of memory\n");
+out:
+	if (f)
+		fclose(f);
+	thread_freeze__free(held);
+	free(buf);
+	free(cpu);
+	return code;
+}
+
+/*
+ * dump --native: read everything with the process held, then write; with --async the
+ * task tree too, read held into memory. An exit status.
+ */
 static int write_native_dump(struct dump_ctx *c, FILE *f)
 {
 	struct dump_held *held = calloc(c->nthreads ? c->nthreads : 1, sizeof(*held));
-	int err;
+	int want_tasks = c->opts->async_tasks && !c->core, code = EXIT_OK, err;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *tasks = want_tasks ? open_memstream(&buf, &len) : NULL;
 
-	if (!held) {
+	if (!held || (want_tasks && !tasks)) {
 		pr_warn("out of memory\n");
-		return EXIT_RUNTIME;
+		code = EXIT_RUNTIME;
+		goto out;
 	}
-	err = read_held(c, held);
+	err = read_held(c, held, tasks, &code);
 	if (err) {
-		held_free(held, c->nthreads);
-		return hold_error(err);
+		code = hold_error(err);
+		goto out;
 	}
 	write_header(c, f);
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
@@ -378,14 +481,23 @@ static int write_native_dump(struct dump_ctx *c, FILE *f)
 			err = out_traceback__thread(f, c->strs, &tb);
 		}
 	}
-	held_free(held, c->nthreads);
+	if (!err && tasks && fclose(tasks))
+		err = -ENOMEM;
+	tasks = NULL;
+	if (!err && buf && len && fwrite(buf, 1, len, f) != len)
+		err = -errno;
 	if (!err && fflush(f))
 		err = -errno;
 	if (err) {
 		pr_warn("cannot write the dump: %s\n", strerror(-err));
-		return EXIT_RUNTIME;
+		code = EXIT_RUNTIME;
 	}
-	return EXIT_OK;
+out:
+	if (tasks)
+		fclose(tasks);
+	free(buf);
+	held_free(held, c->nthreads);
+	return code;
 }
 
 static int run(struct dump_ctx *c)
@@ -433,23 +545,14 @@ static int run(struct dump_ctx *c)
 			pr_warn("cannot set up native unwinding: %s\n", strerror(-err));
 			return EXIT_RUNTIME;
 		}
-		err = write_native_dump(c, stdout);
-		if (err != EXIT_OK)
-			return err;
-	} else {
-		err = write_dump(c, stdout);
-		if (err) {
-			pr_warn("cannot write the dump: %s\n", strerror(-err));
-			return EXIT_RUNTIME;
-		}
+		return write_native_dump(c, stdout);
 	}
-	if (c->opts->async_tasks) {
-		const struct dump_tasks_in in = {
-			.mem = c->mem, .interp = &c->interp, .dec = c->dec, .strs = c->strs,
-			.threads = c->threads, .nthreads = c->nthreads,
-		};
-
-		return dump_tasks__run(&in, stdout);
+	if (c->opts->async_tasks)
+		return write_async_dump(c);
+	err = write_dump(c, stdout, NULL);
+	if (err) {
+		pr_warn("cannot write the dump: %s\n", strerror(-err));
+		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;
 }

@@ -3,7 +3,8 @@ awaits a gather of 'child-0' and 'child-1'; 'waiter' awaits the task 'target'; '
 runs a TaskGroup of 'tg-0' and 'tg-1', each asleep under asyncio.timeout; 'short-1'
 finished and was replaced by 'short-2'. Every task is then suspended on a known line,
 and with --hog the main task (named 'main') burns CPU without awaiting, so it is the
-running task; without, main sleeps. The truth file names each task's awaiter, the line
+running task; with --flip it does so on two lines of its own in turn, a few hundred
+microseconds each; without either, main sleeps. The truth file names each task's awaiter, the line
 its own coroutine waits on, and the task that must not be seen ('short-1')."""
 
 import asyncio
@@ -44,6 +45,13 @@ async def short():
     await asyncio.sleep(0)
 
 
+def spin():
+    x = 0
+    for i in range(3000):
+        x += i
+    return x
+
+
 def hog(seconds):
     import time
     end, x = time.monotonic() + seconds, 0
@@ -78,14 +86,22 @@ async def main(args):
     truth["gone"] = ["short-1"]
     truth["hog"] = args.hog
     truth.line("hog", burn_line(hog, "hog"))
+    truth.line("flip_a", burn_line(main, "flip_a"))
+    truth.line("flip_b", burn_line(main, "flip_b"))
     truth.write()
     if args.hog:
         hog(args.seconds)
+    elif args.flip:
+        end = loop.time() + args.seconds
+        while loop.time() < end:
+            spin()  # BURN:flip_a
+            spin()  # BURN:flip_b
     else:
         await asyncio.sleep(args.seconds)  # BURN:main
     s2.cancel()
 
 
 if __name__ == "__main__":
-    a = parse_args(lambda p: p.add_argument("--hog", action="store_true"))
+    a = parse_args(lambda p: (p.add_argument("--hog", action="store_true"),
+                              p.add_argument("--flip", action="store_true")))
     asyncio.run(main(a))
