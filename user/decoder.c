@@ -304,20 +304,22 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		/* Bounded even when every frame is a shim: a cycle ends here too. */
 		if (depth == DECODE_MAX_DEPTH)
 			return GAP_TOO_DEEP;
+		/* Read live while the target runs, a frame outside the copy may belong to
+		 * a later stack than the copy, or be no frame by now: it is reported for
+		 * the next reading to copy, before it is judged. */
+		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size) && t->outside &&
+		    *t->noutside < t->outside_cap)
+			t->outside[(*t->noutside)++] = frame;
 		err = read_frame(t->mem, o, frame, &f);
 		if (err)
 			return err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_RECORD;
 		owner = f.owner;
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
-		/* Read live while the target runs, a thread's own frame outside the
-		 * copy may belong to a later stack than the copy: only the copy counts. */
-		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size)) {
-			if (owner == o->owner_thread)
-				return GAP_TORN;
-			if (t->outside && *t->noutside < t->outside_cap)
-				t->outside[(*t->noutside)++] = frame;
-		}
+		/* Only the copy counts for a thread's own frame. */
+		if (t->copy && owner == o->owner_thread &&
+		    !mem_snapshot__covers(t->copy, frame, o->fr_size))
+			return GAP_TORN;
 		if (d->cfg.live->stats.reads != before)
 			d->stats.frames_read_live++;
 		else

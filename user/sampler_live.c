@@ -601,8 +601,9 @@ static struct far_memo *far_memo(struct sampler_live *ls, uint32_t tid)
  * verify). The anchor's sequence only grows, so the anchor, read once, is checked
  * against the thread list's (fits_plan) rather than against itself.
  */
-static void decode_reading(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
-			   struct plan *p, const struct ts_words *w, const struct live_bound *b)
+static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *t,
+			       uint32_t flags, struct plan *p, const struct ts_words *w,
+			       const struct live_bound *b)
 {
 	uint64_t outside[LIVE_FAR];
 	uint32_t noutside = 0;
@@ -636,6 +637,7 @@ static void decode_reading(struct sampler_live *ls, const struct py_thread *t, u
 
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 	far_learn(&p->sp.known, outside, noutside, ls->stack->gap == GAP_NONE);
+	return noutside;
 }
 
 static int broken_walk(enum decode_gap gap)
@@ -669,6 +671,7 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 	struct py_thread cur = *t;
 	struct ts_words w;
 	struct live_bound b;
+	uint32_t outside;
 
 	set_torn(ls, t, flags);
 	plan_reading(ls, &cur, p);
@@ -703,7 +706,7 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			ls->stack->gap = GAP_NONE;
 			return;
 		}
-		decode_reading(ls, &cur, flags, p, &w, &b);
+		outside = decode_reading(ls, &cur, flags, p, &w, &b);
 		/* The cache no longer has what lies below the anchor (its entry was
 		 * replaced, or the chain at the instant did not pass the anchor): copy
 		 * the whole stack. */
@@ -714,10 +717,12 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			continue;
 		}
 		/* A chain that broke off where the copies differ met a frame being
-		 * written: read again rather than report it cut. */
+		 * written, and one that met frames outside the copies read them after
+		 * the reading (the next reading copies them): read again rather than
+		 * report it cut. */
 		if (ls->stack->gap == GAP_NONE ||
-		    (ls->stack->gap != GAP_TORN && !(broken_walk(ls->stack->gap) &&
-						      copies_differ(ls, &p->sp))))
+		    (ls->stack->gap != GAP_TORN &&
+		     !(broken_walk(ls->stack->gap) && (outside || copies_differ(ls, &p->sp)))))
 			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
