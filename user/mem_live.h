@@ -16,7 +16,7 @@ struct mem_live {
 
 void mem_live__init(struct mem_live *m, pid_t pid);
 
-#define MEM_READV_MAX 128	/* --no-bpf: a chunk copy, the current frame, its copy page by page */
+#define MEM_READV_MAX 256	/* --no-bpf: a chunk copy, the current frame, its copy page by page */
 
 /* Several ranges in one system call, in order: @n ranges at @addr[i] of @len[i] bytes
  * into @dst[i]. All or nothing, like a read. */

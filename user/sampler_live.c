@@ -23,7 +23,7 @@
 #define LIVE_READINGS 16
 /* Frames outside the chunks (a coroutine's, an entry frame on the C stack) copied with
  * a reading, innermost first. */
-#define LIVE_FAR 16
+#define LIVE_FAR 64
 /* 3.11/3.12: C frames (eval-loop activations) whose current frame a reading reads. */
 #define LIVE_CFRAMES 8
 /* Threads whose frames outside the chunks are remembered from one sample to the next. */
@@ -566,17 +566,24 @@ static int live_bound(const struct sampler_live *ls, struct spans *sp,
 }
 
 /*
- * Did reading @w, without a current frame, find the thread running no Python code
- * (not started yet, or ending: then there is nothing to read, and the sample is whole,
- * as BPF reports such a thread)? 3.11/3.12 name an activation before setting its
- * current frame, so a frame read through it may be a stale word of the C stack: there
- * the data stack must be empty (or freed) too.
+ * Did reading @w find thread @t running no Python code (not started yet, or ending:
+ * then there is nothing to read, and the sample is whole, as BPF reports such a
+ * thread)? Without a current frame: 3.13+ say so in one word, but 3.11/3.12 name an
+ * activation before setting its current frame, so a frame read through it may be a
+ * stale word of the C stack: there the data stack must be empty (or freed) too. 3.15+
+ * point a thread without Python code at its base frame, and free its chunk once it
+ * ends.
  */
-static int no_python(const struct sampler_live *ls, const struct ts_words *w)
+static int no_python(const struct sampler_live *ls, const struct py_thread *t,
+		     const struct ts_words *w)
 {
 	const struct py_offsets *o = &ls->cfg.interp->off;
-	uint64_t empty = w->chunk_pre + o->chunk_data;
+	uint64_t empty = w->chunk_pre + o->chunk_data, base;
 
+	if (w->frame)
+		return o->ts_base_frame != PBP_OFF_NONE && !w->chunk_pre && !w->chunk_post &&
+		       !mem__read_u64(&ls->cfg.live->base, t->tstate + o->ts_base_frame, &base) &&
+		       base == w->frame;
 	return o->ts_current_frame != PBP_OFF_NONE || !w->chunk_pre ||
 	       (w->top_pre == empty && w->top_post == empty);
 }
@@ -688,11 +695,23 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		/* 3.11/3.12: caught between two activations, or in one new to the list. */
 		if (err == -EAGAIN)
 			continue;
+		if (!err && no_python(ls, &cur, &w)) {
+			ls->stack->gap = GAP_NONE;
+			return;
+		}
+		/* 3.11/3.12: an activation caught before it set its current frame. */
+		if (!err && !w.frame)
+			continue;
 		if (err || !fits_plan(ls, &cur, p, &w)) {
 			/* The stack has moved out of the plan: read the thread again. A
-			 * remembered frame's memory may be gone with its coroutine. */
+			 * remembered frame's memory may be gone with its coroutine. A
+			 * thread that pops below its anchor while it is read will do so
+			 * again: its stack is copied whole from then on. */
 			if (err)
 				p->sp.known.nfar = p->sp.known.ncf = 0;
+			else if (p->from_anchor &&
+				 (w.anchor != cur.anchor || w.seq != cur.anchor_seq))
+				p->whole = 1;
 			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
 				return;
 			plan_reading(ls, &cur, p);
@@ -700,12 +719,6 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		}
 		if (!live_bound(ls, &p->sp, &w, &b))
 			continue;
-		if (!w.frame) {
-			if (!no_python(ls, &w))
-				continue;
-			ls->stack->gap = GAP_NONE;
-			return;
-		}
 		outside = decode_reading(ls, &cur, flags, p, &w, &b);
 		/* The cache no longer has what lies below the anchor (its entry was
 		 * replaced, or the chain at the instant did not pass the anchor): copy

@@ -219,6 +219,15 @@ static void test_outside(unsigned int minor, struct strtab *strs, struct stack *
 		  "3.%u: through a copied coroutine: gap %d, depth %u", minor, st->gap,
 		  st->depth);
 	CHECK_MSG(n == 0, "3.%u: a copied frame reported outside the copies", minor);
+	/* Read after the reading, it may be no frame by then: still reported. */
+	python_caller(&r, minor);
+	put(&r, 2, GEN, CODE, SLOT(1), 0x7f);
+	put(&r, 2, SLOT(2), CODE, GEN, r.o.owner_thread);
+	n = 0;
+	CHECK_MSG(decode(&r, SLOT(8), strs, st, seen, &n) == GAP_BAD_FRAME,
+		  "3.%u: a broken frame outside the copies: gap %d", minor, st->gap);
+	CHECK_MSG(n == 1 && seen[0] == GEN, "3.%u: a broken frame outside the copies was "
+		  "not reported", minor);
 }
 
 int main(void)
