@@ -26,6 +26,11 @@
 #define LIVE_FAR 64
 /* 3.11/3.12: C frames (eval-loop activations) whose current frame a reading reads. */
 #define LIVE_CFRAMES 8
+/* ... each read this many times in a reading on 3.11. 3.12 reads them once: its entry
+ * frames on the C stack are copied on either side of these reads, and the longer the
+ * reads the likelier a whole call from C into Python fits between the two copies of
+ * one (docs/live-sampling.md). */
+#define LIVE_CF_PASSES 2
 /* Threads whose frames outside the chunks are remembered from one sample to the next. */
 #define FAR_MEMOS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
@@ -217,7 +222,8 @@ struct ts_words {
 	uint64_t anchor, seq;	/* 3.15+ */
 	/* 3.11/3.12: tstate->cframe around the current frame of each known C frame:
 	 * cframe[i] just before cf_frame[i] is read, cframe[i + 1] just after. */
-	uint64_t cframe[LIVE_CFRAMES + 1], cf_frame[LIVE_CFRAMES];
+	uint64_t cframe[LIVE_CF_PASSES * LIVE_CFRAMES + 1];
+	uint64_t cf_frame[LIVE_CF_PASSES * LIVE_CFRAMES];
 };
 
 /* Offset in a copy's buffer of span @i. */
@@ -323,6 +329,11 @@ static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
 	return (ns << USUAL_SHIFT) > SLOW_READING_FACTOR * usual * n;
 }
 
+static unsigned int cf_passes(const struct py_offsets *o)
+{
+	return o->version_hex < 0x030c0000 ? LIVE_CF_PASSES : 1;
+}
+
 /*
  * The current frame, read at the instant between the copies. 3.13+: one word of the
  * thread state. 3.11/3.12: through the C frame of the innermost eval-loop activation,
@@ -332,7 +343,8 @@ static int slow_reading(struct sampler_live *ls, uint64_t ns, unsigned int n)
  * and just after it (unless the thread left and entered one at that very address in
  * between). A thread that enters and leaves activations every microsecond or so (a
  * call from C into Python enters one) is seldom caught within one word; it would be
- * within the reads of all the known C frames.
+ * within the reads of all the known C frames. On 3.11 the known C frames are read
+ * again, in a second pass, for a second chance at the one the thread is in.
  */
 static unsigned int pieces_now(const struct sampler_live *ls, const struct py_thread *t,
 			       const struct spans *sp, struct ts_words *w, uint64_t *addr,
@@ -346,8 +358,8 @@ static unsigned int pieces_now(const struct sampler_live *ls, const struct py_th
 		return n;
 	}
 	addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[0], lens[n++] = 8;
-	for (unsigned int i = 0; i < sp->known.ncf; i++) {
-		addr[n] = sp->known.cf[i] + o->cframe_current_frame;
+	for (unsigned int i = 0; i < cf_passes(o) * sp->known.ncf; i++) {
+		addr[n] = sp->known.cf[i % sp->known.ncf] + o->cframe_current_frame;
 		dst[n] = &w->cf_frame[i], lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[i + 1], lens[n++] = 8;
 	}
@@ -361,10 +373,10 @@ static int frame_now(const struct sampler_live *ls, struct spans *sp, struct ts_
 
 	if (ls->cfg.interp->off.ts_current_frame != PBP_OFF_NONE)
 		return 0;
-	for (unsigned int i = 0; i < sp->known.ncf; i++) {
+	for (unsigned int i = 0; i < cf_passes(&ls->cfg.interp->off) * sp->known.ncf; i++) {
 		if (w->cframe[i] != w->cframe[i + 1])
 			continue;
-		if (w->cframe[i] == sp->known.cf[i]) {
+		if (w->cframe[i] == sp->known.cf[i % sp->known.ncf]) {
 			w->frame = w->cf_frame[i];
 			return 0;
 		}
