@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import TRUTH_TIMEOUT, Harness, Once, make_interp
+from conftest import TRUTH_TIMEOUT, Harness, Once, make_interp, seize_by_another_tracer
 
 QUICK = 60
 TASK = re.compile(r"^( *)Task '(.*)' \(([^)]*)\)")
@@ -170,5 +170,25 @@ def test_dump_async_stacks_and_tree_describe_one_moment(version, sid_root, workl
             assert task[0][2][0][1] == on_stack[0], \
                 f"stack at line {on_stack[0]}, task at {task[0][2][0][1]}\n{run.stdout}"
         assert w.proc.poll() is None, f"tasks.py died while dumped:\n{w.output()}"
+    finally:
+        h.close()
+
+
+def test_dump_async_of_a_traced_process_says_its_parts_may_differ(sid_root, workloads_installed,
+                                                                  tmp_path, profiler_bin):
+    """Another tracer holds the process: it cannot be held, so the dump is read while it
+    runs, and one line says that its parts may describe different moments."""
+    interp = make_interp("3.14", sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(interp, "tasks", seconds=300)
+        wait_in_event_loop(w.pid)
+        tracer = seize_by_another_tracer(h, w.pid)
+        run = h.run_profiler(["dump", "-p", w.pid, "--async"], timeout=QUICK)
+        assert run.rc == 0, run.describe()
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"process {tracer.pid} traces it" in lines[0] and \
+            "different moments" in lines[0], run.describe()
+        assert set(parse_tree(run.stdout)) >= set(w.truth["tasks"]), run.stdout
     finally:
         h.close()

@@ -366,6 +366,22 @@ static int write_dump(struct dump_ctx *c, FILE *f, const enum tb_cpu *cpu)
 	return err;
 }
 
+/*
+ * Closes memory stream @mem (NULL: none), then copies what it held (*@buf, *@len, as
+ * open_memstream sets them) to @out and flushes @out. @err is the failure before, kept
+ * if there was one; the new one otherwise.
+ */
+static int copy_out(FILE *mem, char **buf, size_t *len, FILE *out, int err)
+{
+	if (mem && fclose(mem) && !err)
+		err = -ENOMEM;
+	if (!err && *buf && *len && fwrite(*buf, 1, *len, out) != *len)
+		err = -errno;
+	if (!err && fflush(out))
+		err = -errno;
+	return err;
+}
+
 static int write_tasks(struct dump_ctx *c, FILE *f)
 {
 	const struct dump_tasks_in in = {
@@ -393,7 +409,7 @@ static int write_async_dump(struct dump_ctx *c)
 	FILE *f = NULL;
 	pid_t tracer = 0;
 	uint64_t t0;
-	int err, code = EXIT_RUNTIME;
+	int err, holding, code = EXIT_RUNTIME;
 
 	if (!cpu || !(f = open_memstream(&buf, &len)))
 		goto oom;
@@ -409,28 +425,31 @@ static int write_async_dump(struct dump_ctx *c)
 	}
 	if (err == -ENOMEM)
 		goto oom;
-	if (err)
+	holding = !err;
+	if (err) {
+		char why[64] = "ptrace is not allowed";
+
+		if (err == -EBUSY && tracer)
+			snprintf(why, sizeof(why), "process %d traces it", (int)tracer);
+		else if (err == -EBUSY)
+			snprintf(why, sizeof(why), "another process traces it");
 		pr_warn("cannot hold process %d (%s): its stacks and its task tree are read "
 			"while it runs, and may describe different moments\n", (int)c->interp.pid,
-			err == -EBUSY ? "another process traces it" : "ptrace is not allowed");
-	else
+			why);
+	} else {
 		reread_frames(c);
+	}
 	err = write_dump(c, f, cpu);
 	code = err ? EXIT_RUNTIME : write_tasks(c, f);
-	if (held) {
-		/* A thread in an uninterruptible wait stays seized until this process
-		 * exits, which lets it go without its ever stopping. */
+	/* A thread in an uninterruptible wait stays seized until this process exits,
+	 * which lets it go without its ever stopping. */
+	if (held)
 		thread_freeze__let_go(held);
+	if (holding)
 		pr_info("process %d was held for %.1f ms\n", (int)c->interp.pid,
 			(double)(clock__mono_ns() - t0) / 1e6);
-	}
-	if (fclose(f))
-		err = -ENOMEM;
+	err = copy_out(f, &buf, &len, stdout, err);
 	f = NULL;
-	if (!err && buf && len && fwrite(buf, 1, len, stdout) != len)
-		err = -errno;
-	if (!err && fflush(stdout))
-		err = -errno;
 	if (err) {
 		pr_warn("cannot write the dump: %s\n", strerror(-err));
 		code = EXIT_RUNTIME;
@@ -481,13 +500,8 @@ static int write_native_dump(struct dump_ctx *c, FILE *f)
 			err = out_traceback__thread(f, c->strs, &tb);
 		}
 	}
-	if (!err && tasks && fclose(tasks))
-		err = -ENOMEM;
+	err = copy_out(tasks, &buf, &len, f, err);
 	tasks = NULL;
-	if (!err && buf && len && fwrite(buf, 1, len, f) != len)
-		err = -errno;
-	if (!err && fflush(f))
-		err = -errno;
 	if (err) {
 		pr_warn("cannot write the dump: %s\n", strerror(-err));
 		code = EXIT_RUNTIME;
