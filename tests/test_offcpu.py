@@ -377,6 +377,43 @@ def test_wall_counts_waits_still_open_at_the_end(sid_root, workloads_installed, 
     assert slept >= 0.2 * window, f"late slept {slept / 1e3:.1f} ms at its line\n{text}"
 
 
+def test_wall_leaves_the_attach_hold_out(sid_root, workloads_installed, tmp_path, profiler_bin):
+    """--clock thread holds every thread still (ptrace) while it opens their clocks: the
+    hold is not the target's wait. Threads asleep and waiting for a lock all along show
+    their own waits for the whole window, and no [off-CPU: other]."""
+    interp = make_interp("3.11", sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    seconds = 2.0
+    try:
+        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+        w = h.start_workload(interp, "blocked", "--go", go, seconds=60)
+        truth = json.loads(w.truth_path.read_text())
+        out, st = tmp_path / "held.txt", tmp_path / "held.json"
+
+        def start_late(_stdout, stderr):
+            if "profiling pid" in stderr and not interp.host_path(go).exists():
+                interp.host_path(go).touch()
+            return False
+
+        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--clock", "thread",
+                              "--threads", "-v", "-d", seconds, "-o", out, "--stats-file", st],
+                             seconds + PROFILER_GRACE, out=out, stats=st,
+                             signal_when=(start_late, 0))
+        assert run.rc == 0, run.describe()
+    finally:
+        h.close()
+    window = json.loads(st.read_text())["duration_s"] * 1e6
+    prof = parse(out.read_text())
+    for name, leaf in (("asleep", "[off-CPU: sleep]"), ("locked", "[off-CPU: lock (futex)]")):
+        p = prof.get(truth["tids"][name], Counter())
+        text = "\n".join(f"    {us / 1e3:9.1f} ms  {lf:34} under {parent}"
+                         for (parent, lf), us in p.most_common(6))
+        assert not any(lf == "[off-CPU: other]" for _, lf in p), f"{name}:\n{text}"
+        waited = sum(us for (_, lf), us in p.items() if lf == leaf)
+        assert abs(waited - window) <= LIFE_TOLERANCE * window + 3000, \
+            f"{name}: {waited / 1e3:.1f} ms of a {window / 1e3:.1f} ms window\n{text}"
+
+
 def sleep_us_of(text, pid):
     """Microseconds charged to sleeper's sleep in process @pid of an -a profile."""
     n = 0

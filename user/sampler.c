@@ -523,26 +523,31 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.task_coro = (pbp_u32)a->task_coro;
 		t.gen_iframe = (pbp_u32)o->gen_iframe;
 	}
-	/* The bucket counts first: a program that finds the entry also finds its
-	 * bucket set. */
 	known = !bpf_map__lookup_elem(s->skel->maps.targets, &pid, sizeof(pid), &old, sizeof(old), 0);
 	if (known)
 		t.since_ns = old.since_ns;	/* the same target, told more */
+	/* Per-target clocks exist only when timers time on-CPU samples of record -p. They
+	 * come before the target does: a clock per thread holds every thread still while
+	 * it is opened (sampler_tasks.h), and that hold is not the target's to wait. */
+	if (!known && (s->cgroup || s->tasks)) {
+		err = tick_target(s, (pid_t)pid);
+		if (err)
+			return err;
+		t.since_ns = clock__mono_ns();
+	}
+	/* The bucket counts first: a program that finds the entry also finds its
+	 * bucket set. */
 	if (!known)
 		s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]++;
 	if (bpf_map__update_elem(s->skel->maps.targets, &pid, sizeof(pid), &t, sizeof(t), BPF_ANY)) {
 		err = -errno;
-		if (!known)
+		if (!known) {
 			s->skel->bss->target_buckets[pid % PBP_TARGET_BUCKETS]--;
+			sampler_tasks__remove(s->tasks, (pid_t)pid);
+		}
 		return err;
 	}
-	/* Per-target clocks exist only when timers time on-CPU samples of record -p. */
-	if (known || (!s->cgroup && !s->tasks))
-		return 0;
-	err = tick_target(s, (pid_t)pid);
-	if (err)
-		sampler__remove_target(s, (pid_t)pid);
-	return err;
+	return 0;
 }
 
 int sampler__remove_target(struct sampler *s, pid_t pid)
