@@ -316,9 +316,11 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		owner = f.owner;
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
-		/* Only the copy counts for a thread's own frame. */
+		/* Only the copy counts for a thread's own frame, and only its chunks: a
+		 * frame copied outside them that claims to be the thread's is none (the
+		 * slot of an entry frame on the C stack, say, reused since). */
 		if (t->copy && owner == o->owner_thread &&
-		    !mem_snapshot__covers(t->copy, frame, o->fr_size))
+		    !mem_snapshot__covers_first(t->copy, t->copy_chunks, frame, o->fr_size))
 			return GAP_TORN;
 		if (d->cfg.live->stats.reads != before)
 			d->stats.frames_read_live++;

@@ -121,7 +121,10 @@ struct thread_sample {
 	/* The sample's copies alone (NULL: none), where code objects BPF copied with it
 	 * are read: they may have been freed since. */
 	struct mem_source *copies;
-	const struct mem_snapshot *copy;	/* if set: thread-owned frames must be in it */
+	/* If set: thread-owned frames must be in it, in its first @copy_chunks spans
+	 * (the data-stack chunks; the rest are frames copied outside them). */
+	const struct mem_snapshot *copy;
+	uint32_t copy_chunks;
 	struct mem_source *verify;
 	const struct mem_snapshot *verify_copy;	/* and in this one, with @verify */
 	uint64_t verify_anchor, verify_seq;	/* with @verify: the anchor in that reading */

@@ -112,10 +112,16 @@ void mem_snapshot__clear(struct mem_snapshot *m)
 	m->next_window = 0;
 }
 
-int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len)
+int mem_snapshot__covers_first(const struct mem_snapshot *m, unsigned int n, uint64_t addr,
+			       size_t len)
 {
-	for (unsigned int i = 0; i < m->nspans; i++)
+	for (unsigned int i = 0; i < m->nspans && i < n; i++)
 		if (addr >= m->spans[i].addr && addr + len <= m->spans[i].addr + m->spans[i].len)
 			return 1;
 	return 0;
+}
+
+int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len)
+{
+	return mem_snapshot__covers_first(m, m->nspans, addr, len);
 }

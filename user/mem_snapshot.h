@@ -48,7 +48,10 @@ void mem_snapshot__clear(struct mem_snapshot *m);
  * fails: for objects that must be read whole from one instant or not at all. */
 struct mem_source *mem_snapshot__copies(struct mem_snapshot *m);
 
-/* Whether [addr, addr + len) lies inside one of the copied spans. */
+/* Whether [addr, addr + len) lies inside one of the copied spans; _first: one of the
+ * first @n added. */
 int mem_snapshot__covers(const struct mem_snapshot *m, uint64_t addr, size_t len);
+int mem_snapshot__covers_first(const struct mem_snapshot *m, unsigned int n, uint64_t addr,
+			       size_t len);
 
 #endif

@@ -641,6 +641,7 @@ static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *
 		.cache_depth = p->cache_depth,
 		.mem = &ls->snap[1].base,
 		.copy = &ls->snap[1],
+		.copy_chunks = p->sp.n,
 		.verify = &ls->snap[0].base,
 		.verify_copy = &ls->snap[0],
 		.verify_anchor = w->anchor,

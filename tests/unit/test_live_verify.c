@@ -103,7 +103,7 @@ static enum decode_gap decode(struct reading *r, uint64_t below, struct strtab *
 	uint32_t nseen = 0;
 	const struct thread_sample t = {
 		.pid = 1, .tid = 1, .tstate = TSTATE, .current_frame = r->current,
-		.mem = &r->snap[1].base, .copy = &r->snap[1],
+		.mem = &r->snap[1].base, .copy = &r->snap[1], .copy_chunks = 1,
 		.verify = &r->snap[0].base, .verify_copy = &r->snap[0],
 		.live_lo = CHUNK, .live_hi = CHUNK + CHUNK_LEN, .live_below = below,
 		.outside = outside ? outside : seen, .outside_cap = 8,
@@ -195,6 +195,14 @@ static void test_layout(unsigned int minor, struct strtab *strs, struct stack *s
 	c_caller(&r, minor);
 	CHECK_MSG(decode(&r, SLOT(1), strs, st, NULL, NULL) == GAP_TORN,
 		  "3.%u: an innermost frame above the top, called from C, was kept", minor);
+
+	/* An entry frame's slot on the C stack, copied in both, that reads as a frame of
+	 * the thread's own (its owner byte rewritten by other C code since): the thread's
+	 * frames live in its chunks. */
+	c_caller(&r, minor);
+	put(&r, 2, CSTACK + 0x100, CODE2, SLOT(0), r.o.owner_thread);
+	CHECK_MSG(decode(&r, top, strs, st, NULL, NULL) == GAP_TORN,
+		  "3.%u: a thread's frame on the C stack was kept: gap %d", minor, st->gap);
 }
 
 /* A coroutine's frame outside the copies is not used, read after the instant: the
