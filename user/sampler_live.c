@@ -743,12 +743,15 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			continue;
 		}
 		/* A chain that broke off where the copies differ met a frame being
-		 * written, and one that met frames outside the copies read them after
-		 * the reading (the next reading copies them): read again rather than
-		 * report it cut. */
+		 * written, one that met frames outside the copies read them after the
+		 * reading (the next reading copies them), and one that broke at its
+		 * first frame caught it being pushed or popped (a current frame at the
+		 * stack's top, cleared as it returns): read again rather than report
+		 * it cut. */
 		if (ls->stack->gap == GAP_NONE ||
 		    (ls->stack->gap != GAP_TORN &&
-		     !(broken_walk(ls->stack->gap) && (outside || copies_differ(ls, &p->sp)))))
+		     !(broken_walk(ls->stack->gap) &&
+		       (outside || !ls->stack->depth || copies_differ(ls, &p->sp)))))
 			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
