@@ -691,7 +691,7 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 	struct py_thread cur = *t;
 	struct ts_words w;
 	struct live_bound b;
-	uint32_t outside;
+	uint32_t outside = 0;
 
 	set_torn(ls, t, flags);
 	plan_reading(ls, &cur, p);
@@ -762,6 +762,10 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			plan_reading(ls, &cur, p);
 		}
 	}
+	/* More frames outside the chunks than a reading copies (a recursion through C,
+	 * say): the stack is deeper than what is followed, rather than torn. */
+	if (outside >= LIVE_FAR)
+		ls->stack->gap = GAP_TOO_DEEP;
 }
 
 static void sample_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags)
