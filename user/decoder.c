@@ -304,15 +304,16 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		/* Bounded even when every frame is a shim: a cycle ends here too. */
 		if (depth == DECODE_MAX_DEPTH)
 			return GAP_TOO_DEEP;
-		/* Read live while the target runs, a frame outside the copy may belong to
-		 * a later stack than the copy, or be no frame by now: it is reported for
-		 * the next reading to copy, before it is judged. */
-		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size) && t->outside &&
-		    *t->noutside < t->outside_cap)
-			t->outside[(*t->noutside)++] = frame;
 		err = read_frame(t->mem, o, frame, &f);
 		if (err)
 			return err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_RECORD;
+		/* Read live while the target runs, a frame outside the copy may belong to
+		 * a later stack than the copy, or be no frame by now: it is reported for
+		 * the next reading to copy, before it is judged (but not when it cannot
+		 * be read at all: that reading would fail). */
+		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size) && t->outside &&
+		    *t->noutside < t->outside_cap)
+			t->outside[(*t->noutside)++] = frame;
 		owner = f.owner;
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
