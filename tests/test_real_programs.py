@@ -48,14 +48,15 @@ FRAMEWORK_VERSIONS = [v for v in VERSIONS if v != "3.12"]
 SERVERS = {"django_app": FRAMEWORK_VERSIONS, "aiohttp_app": FRAMEWORK_VERSIONS,
            "callbacks": VERSIONS}
 
-# --no-bpf's goal is 97 %, which `make test-real` judges. Reading from outside while an
-# event loop calls and returns every microsecond, a reading of an aiohttp service often
-# catches the chain moving under it, and eight in a row do so for a tenth to a quarter
-# of the samples (torn_live_read): 77-92 % complete here at 100 Hz (3.11 the lowest),
-# where a slower machine of CI's kind kept some 10 points less before. Until that is
-# fixed `make test` holds it to a floor every machine keeps, so that a change that
-# loses much more fails.
-LIVE_GOAL = 0.97 if FULL else 0.6
+# --no-bpf's goal is 97 %, which `make test-real` judges. Reading from outside, the
+# readings that still fail are mostly 3.11/3.12 threads that enter and leave eval-loop
+# activations faster than their C frame can be read (an import-heavy start-up: 87-89 %
+# at 100 Hz on a loaded 2-CPU machine, every other program here 93-100 %), and, in the
+# full test suite's modules, recursions through C deeper than a reading copies. Until
+# those are met `make test` holds a floor with room below the lowest (a slower machine
+# of CI's kind has kept some 10 points less), so that a change that loses much more
+# fails.
+LIVE_GOAL = 0.97 if FULL else 0.7
 GOAL_COMPLETE = {"bpf": 0.995, "live": LIVE_GOAL}
 GOAL_COMPLETE_STARTUP = {"bpf": 0.98, "live": LIVE_GOAL}
 
