@@ -317,6 +317,26 @@ def test_debug_file_named_by_debuglink_is_used_only_if_it_matches(tmp_path, case
         assert_chain_sources(frames, TARGET_SRC)
 
 
+def test_debug_link_candidate_too_large_is_not_read(tmp_path, libc_debug):
+    """An object without a build-id names its debug file by .gnu_debuglink, and one
+    candidate lies in the target's own directory: a 32 GB file there (sparse) is not
+    read whole for its CRC, a minute and more, but taken for no match at once."""
+    exe = split_debug(tmp_path, "huge", build_id=False)
+    debug = tmp_path / "huge.debug"
+    debug.unlink()
+    with open(debug, "wb") as f:
+        f.truncate(32 << 30)
+    target = Target(exe, "chain", tmp_path / "chain.snap")
+    try:
+        p = run_unit(unit_binary("plain"), "plain",
+                     ["unwind", str(target.proc.pid), str(target.snap)], timeout=60)
+    finally:
+        target.close()
+    assert_clean(p, "test_native_unwind unwind (a huge debug-link candidate)")
+    frames, info = parse(p.stdout)
+    assert info["end"] == "outermost" and names(frames[:4]) == [None] * 4, frames
+
+
 def vdso_range(pid):
     with open(f"/proc/{pid}/maps") as f:
         for line in f:

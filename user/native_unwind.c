@@ -74,6 +74,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -185,6 +186,9 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 /* ---- Modules ---- */
 
+/* Bytes of a debug-link candidate read for its CRC, at most. */
+#define DEBUG_CRC_MAX (1ll << 30)
+
 /* A debug file found for a module is its own only if the build-ids match or, for an
  * object without one, its CRC32 is the one .gnu_debuglink names (read whole, once per
  * module: debug files of a few hundred MB take a second, which is why build-ids come
@@ -193,13 +197,18 @@ static int debug_file_matches(int fd, const unsigned char *bits, int len, GElf_W
 {
 	uint8_t got[NATIVE_BUILD_ID_MAX], buf[16 << 10];
 	uLong c = crc32(0L, Z_NULL, 0);
+	struct stat st;
 	off_t at = 0;
-	ssize_t n;
+	ssize_t n = 0;
 
 	if (len > 0)
 		return native_maps__read_build_id(fd, got, sizeof(got)) == len &&
 			!memcmp(got, bits, (size_t)len);
-	while ((n = pread(fd, buf, sizeof(buf), at)) > 0) {
+	/* A candidate may be any file the target names (one lies in its own directory):
+	 * one larger than DEBUG_CRC_MAX, seconds of reading, is taken for no match. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > DEBUG_CRC_MAX)
+		return 0;
+	while (at <= DEBUG_CRC_MAX && (n = pread(fd, buf, sizeof(buf), at)) > 0) {
 		c = crc32(c, buf, (uInt)n);
 		at += n;
 	}
