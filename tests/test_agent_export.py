@@ -285,6 +285,18 @@ def test_metrics_endpoint(build):
         # 16 had to go for the rest and one for the first request, whose slot, free
         # again once it was answered, served the second; the newest stayed.
         assert closed == [True] * (80 - 64 + 1) + [False] * (64 - 1), closed
+        # A publisher that stops publishing for longer than its stall limit is
+        # reported stuck by /healthz, and healthy again once it publishes.
+        proc.stdin.write("stall 1500\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "stall set\n"
+        time.sleep(2.0)
+        status, _, body = http_get(port, "/healthz", timeout=20)
+        assert status == 503 and body.startswith("stalled: nothing published for "), body
+        proc.stdin.write("again\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline() == "published 3\n"
+        assert http_get(port, "/healthz", timeout=20)[:1] == (200,)
         out, err = proc.communicate(timeout=30)  # closes stdin: the server stops
     finally:
         if proc.poll() is None:

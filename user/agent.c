@@ -30,6 +30,10 @@
 #define LABELS_MAX 32
 /* How stale /metrics may be: Prometheus scrapes every 15 s or more. */
 #define METRICS_PUBLISH_MS 1000
+/* /healthz fails once the loop has not published for this long: a parse or a read
+ * that holds it (a hostile target's files, say) stops profiling the node, and the
+ * liveness probe restarts the agent rather than leave the node unprofiled unseen. */
+#define METRICS_STALL_MS 30000
 
 /* Set by the signal handlers, read by the loop: SIGINT or SIGTERM, and SIGHUP. */
 static volatile sig_atomic_t stop_signal, reload_asked;
@@ -581,6 +585,7 @@ static int start(struct agent_ctx *c)
 	c->period_start_ns = clock__mono_ns();
 	session__map_entries(c->session, &c->maps);
 	publish(c);
+	metrics_http__set_stall(c->metrics, METRICS_STALL_MS);
 	pr_warn("agent running: a profile per process every %u ms, metrics on http://%s/metrics\n",
 		c->cfg.period_ms, c->cfg.metrics_addr);
 	return 0;

@@ -47,9 +47,11 @@ struct metrics_http {
 	int wake;		/* eventfd: the server thread stops when it is readable */
 	pthread_t thread;
 	int thread_started;
-	pthread_mutex_t lock;	/* guards text and text_len */
+	pthread_mutex_t lock;	/* guards text, text_len, published_ms and stall_ms */
 	char *text;		/* the /metrics body last published; NULL: none yet */
 	size_t text_len;
+	int64_t published_ms;	/* when it was published (CLOCK_MONOTONIC) */
+	uint32_t stall_ms;	/* metrics_http__set_stall()'s, 0: none */
 	int64_t accept_paused_until;	/* the server thread's own, like the clients */
 	uint64_t accepted;
 	struct client clients[METRICS_HTTP_MAX_CLIENTS];
@@ -267,9 +269,19 @@ int metrics_http__publish(struct metrics_http *m, metrics_render_fn render, void
 	old = m->text;
 	m->text = body;
 	m->text_len = len;
+	m->published_ms = now_ms();
 	pthread_mutex_unlock(&m->lock);
 	free(old);
 	return 0;
+}
+
+void metrics_http__set_stall(struct metrics_http *m, uint32_t ms)
+{
+	pthread_mutex_lock(&m->lock);
+	m->stall_ms = ms;
+	if (!m->text)
+		m->published_ms = now_ms();
+	pthread_mutex_unlock(&m->lock);
 }
 
 void metrics_http__metric(FILE *f, const char *name, const char *type, const char *help,
@@ -336,7 +348,20 @@ static void answer(struct metrics_http *m, struct client *c)
 			respond(c, 503, "Service Unavailable", text, "starting\n", 9, head_only);
 		pthread_mutex_unlock(&m->lock);
 	} else if (!strcmp(target, "/healthz")) {
-		respond(c, 200, "OK", text, "ok\n", 3, head_only);
+		char body[96];
+		int64_t since;
+		int n;
+
+		pthread_mutex_lock(&m->lock);
+		since = now_ms() - m->published_ms;
+		if (m->stall_ms && since > m->stall_ms) {
+			n = snprintf(body, sizeof(body), "stalled: nothing published for %lld ms\n",
+				     (long long)since);
+			respond(c, 503, "Service Unavailable", text, body, (size_t)n, head_only);
+		} else {
+			respond(c, 200, "OK", text, "ok\n", 3, head_only);
+		}
+		pthread_mutex_unlock(&m->lock);
 	} else {
 		respond(c, 404, "Not Found", text, "not found\n", 10, head_only);
 	}

@@ -38,6 +38,10 @@ int metrics_http__port(const struct metrics_http *m);
 /* Calls @render on the caller's thread and makes its text the /metrics answer from
  * now on. On an error the text before stays. */
 int metrics_http__publish(struct metrics_http *m, metrics_render_fn render, void *ctx);
+/* From now on /healthz answers 503 once more than @ms have passed since the last
+ * publish (or since this call, before the first): the publisher's loop is stuck, and a
+ * liveness probe should say so. 0, the default: never. */
+void metrics_http__set_stall(struct metrics_http *m, uint32_t ms);
 
 /* One metric with its HELP and TYPE lines: "# HELP name help\n# TYPE name type\n
  * name value\n". */

@@ -14,7 +14,8 @@
  *	nothing listens: a flush gives up in time and counts what it dropped.
  *   test_export_http metrics ADDR
  *	serves metrics_http on ADDR, prints "port=P", publishes the metrics again for
- *	each line read from stdin (then prints "published N"), until stdin closes.
+ *	each line read from stdin (then prints "published N"), until stdin closes; a
+ *	line "stall MS" sets the stall limit instead (then prints "stall set").
  *
  * Exit status 0 when every check held; the reason is printed otherwise.
  */
@@ -214,6 +215,12 @@ static int metrics(const char *addr)
 	fflush(stdout);
 	/* The server has a thread of its own: this one only publishes, once a line. */
 	while (fgets(line, sizeof(line), stdin)) {
+		if (!strncmp(line, "stall ", 6)) {
+			metrics_http__set_stall(m, (uint32_t)atoi(line + 6));
+			printf("stall set\n");
+			fflush(stdout);
+			continue;
+		}
 		CHECK(!metrics_http__publish(m, render, &ctx));
 		printf("published %llu\n", (unsigned long long)ctx.renders);
 		fflush(stdout);
