@@ -315,6 +315,28 @@ def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, 
         assert abs(waited - (life - t["cpu"] * 1e9)) <= 0.05 * life, (name, waited, life)
 
 
+def record_blocked(h, interp, tmp_path, extra=()):
+    """blocked.py on @interp, profiled 2 s in wall mode (with @extra options), its
+    threads started once the profiler is attached: (workload, truth, profile, stats)."""
+    seconds = 2.0
+    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+    w = h.start_workload(interp, "blocked", "--go", go, seconds=60)
+    truth = json.loads(w.truth_path.read_text())
+    out, st = tmp_path / "blocked.txt", tmp_path / "blocked.json"
+
+    def start_late(_stdout, stderr):
+        if "profiling pid" in stderr and not interp.host_path(go).exists():
+            interp.host_path(go).touch()
+        return False
+
+    run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", *extra, "--threads", "-v",
+                          "-d", seconds, "-o", out, "--stats-file", st],
+                         seconds + PROFILER_GRACE, out=out, stats=st,
+                         signal_when=(start_late, 0))
+    assert run.rc == 0, run.describe()
+    return w, truth, out, st
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 def test_wall_counts_waits_still_open_at_the_end(sid_root, workloads_installed, tmp_path,
                                                   profiler_bin, version):
@@ -324,23 +346,8 @@ def test_wall_counts_waits_still_open_at_the_end(sid_root, workloads_installed, 
     (the stack read from live memory, the length from BPF)."""
     interp = make_interp(version, sid_root)
     h = Harness(tmp_path, profiler_bin)
-    seconds = 2.0
     try:
-        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-        w = h.start_workload(interp, "blocked", "--go", go, seconds=60)
-        truth = json.loads(w.truth_path.read_text())
-        out, st = tmp_path / "blocked.txt", tmp_path / "blocked.json"
-
-        def start_late(_stdout, stderr):
-            if "profiling pid" in stderr and not interp.host_path(go).exists():
-                interp.host_path(go).touch()
-            return False
-
-        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--threads", "-v",
-                              "-d", seconds, "-o", out, "--stats-file", st],
-                             seconds + PROFILER_GRACE, out=out, stats=st,
-                             signal_when=(start_late, 0))
-        assert run.rc == 0, run.describe()
+        w, truth, out, st = record_blocked(h, interp, tmp_path)
         late = Path(str(w.truth_path) + ".late")
         assert late.exists(), f"late never finished its burn:\n{w.output()}"
         burn_cpu = json.loads(late.read_text())["burn_cpu"] * 1e6
@@ -383,23 +390,8 @@ def test_wall_leaves_the_attach_hold_out(sid_root, workloads_installed, tmp_path
     their own waits for the whole window, and no [off-CPU: other]."""
     interp = make_interp("3.11", sid_root)
     h = Harness(tmp_path, profiler_bin)
-    seconds = 2.0
     try:
-        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-        w = h.start_workload(interp, "blocked", "--go", go, seconds=60)
-        truth = json.loads(w.truth_path.read_text())
-        out, st = tmp_path / "held.txt", tmp_path / "held.json"
-
-        def start_late(_stdout, stderr):
-            if "profiling pid" in stderr and not interp.host_path(go).exists():
-                interp.host_path(go).touch()
-            return False
-
-        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--clock", "thread",
-                              "--threads", "-v", "-d", seconds, "-o", out, "--stats-file", st],
-                             seconds + PROFILER_GRACE, out=out, stats=st,
-                             signal_when=(start_late, 0))
-        assert run.rc == 0, run.describe()
+        _, truth, out, st = record_blocked(h, interp, tmp_path, ["--clock", "thread"])
     finally:
         h.close()
     window = json.loads(st.read_text())["duration_s"] * 1e6
