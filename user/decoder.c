@@ -307,14 +307,16 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		err = read_frame(t->mem, o, frame, &f);
 		if (err)
 			return err == -EFAULT ? GAP_UNREADABLE : GAP_BAD_RECORD;
+		owner = f.owner;
 		/* Read live while the target runs, a frame outside the copy may belong to
 		 * a later stack than the copy, or be no frame by now: it is reported for
 		 * the next reading to copy, before it is judged (but not when it cannot
-		 * be read at all: that reading would fail). */
-		if (t->copy && !mem_snapshot__covers(t->copy, frame, o->fr_size) && t->outside &&
+		 * be read at all, for that reading would fail, nor when it claims to be
+		 * the thread's own, which only a copied chunk can hold). */
+		if (t->copy && owner != o->owner_thread &&
+		    !mem_snapshot__covers(t->copy, frame, o->fr_size) && t->outside &&
 		    *t->noutside < t->outside_cap)
 			t->outside[(*t->noutside)++] = frame;
-		owner = f.owner;
 		if (!is_owner(o, owner))
 			return GAP_BAD_FRAME;
 		/* Only the copy counts for a thread's own frame, and only its chunks: a
