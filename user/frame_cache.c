@@ -59,8 +59,9 @@ struct fc_entry {
 	int valid;			/* cur still holds: BPF may copy down to it */
 	struct anchor cur;
 	struct anchor prev;		/* the one before, for records still in flight */
-	uint64_t last_write_ns;
+	uint64_t last_write_ns;		/* 0: none yet; stale anchors are not ours */
 	uint64_t established_ns;
+	int unanchored;			/* its state may be freed: never written into */
 	uint32_t long_hits;
 };
 
@@ -409,6 +410,10 @@ static void write_anchor(struct frame_cache *fc, struct fc_entry *e, uint64_t fr
 
 	invalidate(fc, e);
 	err = fc->hooks.write_anchor(fc->hooks.ctx, e->ns_tid, e->tstate, frame);
+	if (err == -EPERM) {
+		e->unanchored = 1;
+		fc->stats.threads_unanchored++;
+	}
 	if (err) {
 		if (err == -ESRCH)
 			fc->stats.anchor_writes_refused++;
@@ -440,7 +445,7 @@ static void move_anchor(struct frame_cache *fc, struct fc_entry *e, const struct
 	invalidate(fc, e);
 	if (clock__mono_ns() - e->established_ns < ESTABLISH_INTERVAL_NS)
 		return;
-	if (t->anchor && t->ts_ns > e->last_write_ns) {
+	if (t->anchor && e->last_write_ns && t->ts_ns > e->last_write_ns) {
 		for (uint32_t k = 0; k < n; k++) {
 			if (raw[k].addr != t->anchor)
 				continue;
@@ -468,7 +473,7 @@ void frame_cache__store(struct frame_cache *fc, const struct thread_sample *t,
 	e->ns_tid = t->ns_tid ? t->ns_tid : t->tid;
 	if (chain_set(fc, &e->last, raw, n, dec, ndec))
 		e->last.n = 0;
-	if (fc->anchors)
+	if (fc->anchors && !e->unanchored)
 		move_anchor(fc, e, t, raw, n, dec, ndec);
 }
 
@@ -478,7 +483,7 @@ void frame_cache__after_hit(struct frame_cache *fc, const struct thread_sample *
 	struct fc_entry *e = find(fc, t->tid, t->tstate);
 	int f;
 
-	if (!e || !fc->anchors)
+	if (!e || !fc->anchors || e->unanchored)
 		return;
 	if (walked < REANCHOR_FRAMES) {
 		e->long_hits = 0;

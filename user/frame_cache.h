@@ -30,7 +30,8 @@ struct frame_cache_hooks {
 	int (*publish)(void *ctx, uint32_t tid, const struct pbp_fcache *fc);
 	/* Writes @frame into the last_profiled_frame of thread state @tstate, which the
 	 * thread @ns_tid (its native_thread_id) owned when sampled; -ESRCH, writing
-	 * nothing, unless the state is still that thread's and alive. */
+	 * nothing, unless the state is still that thread's and alive; -EPERM, for good,
+	 * if it is one CPython may free. */
 	int (*write_anchor)(void *ctx, uint32_t ns_tid, uint64_t tstate, uint64_t frame);
 	void *ctx;
 };
@@ -43,6 +44,7 @@ struct frame_cache_stats {
 	uint64_t anchor_writes;
 	uint64_t anchor_writes_stale;	/* refused: the record was too old to act on */
 	uint64_t anchor_writes_refused;	/* refused: the thread state was no longer live */
+	uint64_t threads_unanchored;	/* never written: their state is one CPython frees */
 	uint64_t anchors_established;
 };
 

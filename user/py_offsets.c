@@ -496,6 +496,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 
 	memset(&o, 0, sizeof(o));
 	o.version_hex = version;
+	o.runtime_size = sizes.runtime;
 	o.tested = l->tested;
 	o.executable_tagged = l->executable_tagged;
 	o.free_threaded = (uint8_t)ft;

@@ -26,6 +26,7 @@ struct py_offsets {
 
 	/* _PyRuntimeState */
 	uint64_t runtime_interpreters_head;
+	uint64_t runtime_size;		/* its size; 0: unknown (no debug offsets) */
 
 	/* PyInterpreterState */
 	uint64_t interp_threads_head;

@@ -210,6 +210,10 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		  .u = s->fcache.anchor_writes_refused },
 		{ "frame_cache_anchors_established", FIELD_U64,
 		  .u = s->fcache.anchors_established },
+		/* Threads whose anchor is never written: only the main interpreter's first
+		 * thread state is memory CPython never frees (docs/frame-cache.md). */
+		{ "frame_cache_threads_unanchored", FIELD_U64,
+		  .u = s->fcache.threads_unanchored },
 		{ "code_cache_hits", FIELD_U64, .u = s->codes.hits },
 		{ "code_cache_misses", FIELD_U64, .u = s->codes.misses },
 		/* ... of them, read from the copies BPF made with the sample */

@@ -4,24 +4,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proc.h"
 #include "py_threads.h"
 #include "structbuf.h"
 #include "target.h"
 
-/* Reads the u64 at @off of the thread state bytes @ts (@len of them). */
 /*
  * Whether @tstate is, right now, a thread state of this very process linked into its
  * interpreter's thread list, and that of thread @ns_tid (as the target's namespace
- * numbers it). CPython unlinks a thread state (tstate_delete_common, under the
- * runtime's lock) before it frees it, on every path: thread exit, PyThreadState_Delete,
- * interpreter teardown and the list dropped after fork. So a state found linked was
- * not freed at that instant, and the write that follows a few microseconds later
- * lands in it unless it is unlinked, freed, reallocated and written by its new owner
- * within that gap (docs/frame-cache.md, "Writing into a live process"). The link is
- * checked from the neighbour's side: prev->next, or the list head, must name it; the
- * state's own prev/next are not cleared when it is unlinked.
+ * numbers it). The memory is not at stake (only a state CPython never frees is written
+ * into, see tstate_static()): the anchor must not go to a state the thread has left,
+ * reset for another thread or never used. The link is checked from the neighbour's
+ * side: prev->next, or the list head, must name it; a state's own prev/next are not
+ * cleared when it is unlinked.
  */
 static int tstate_live(struct target *t, uint32_t ns_tid, uint64_t tstate)
 {
@@ -60,14 +57,51 @@ static int tstate_live(struct target *t, uint32_t ns_tid, uint64_t tstate)
 	return 0;
 }
 
+/*
+ * Whether the anchor of the thread state at @tstate lies inside _PyRuntime, in the
+ * main interpreter's first thread state (_initial_thread, the main thread's): CPython
+ * never frees that one, it resets it in place. Every other thread state is heap memory
+ * that its thread frees as it exits, at any instant: no check made before a write can
+ * keep that write out of memory already freed and reused (docs/frame-cache.md,
+ * "Writing into a live process").
+ */
+static int tstate_static(const struct target *t, uint64_t tstate)
+{
+	uint64_t rt = t->interp.runtime, size = t->interp.off.runtime_size;
+	uint64_t at = tstate + t->interp.off.ts_last_profiled_frame;
+
+	if (!rt || size < 8 || at < tstate || at < rt)
+		return 0;
+	return at - rt <= size - 8;
+}
+
+/*
+ * Test-only: PBP_TEST_ANCHOR_WRITE_DELAY_US=N puts N microseconds between the check
+ * that a thread state is live and the write, as preemption may on a loaded host, so
+ * that a test can show the write goes nowhere a thread may free meanwhile; not meant
+ * for use otherwise, so not in --help.
+ */
+static void test_write_delay(void)
+{
+	const char *v = getenv("PBP_TEST_ANCHOR_WRITE_DELAY_US");
+	unsigned long us = v ? strtoul(v, NULL, 10) : 0;
+	struct timespec ts = { .tv_nsec = (long)(us > 100000 ? 100000 : us) * 1000 };
+
+	if (us)
+		nanosleep(&ts, NULL);
+}
+
 static int write_anchor(void *arg, uint32_t ns_tid, uint64_t tstate, uint64_t frame)
 {
 	struct target *t = arg;
 	int err;
 
+	if (!tstate_static(t, tstate))
+		return -EPERM;
 	err = tstate_live(t, ns_tid, tstate);
 	if (err)
 		return err;
+	test_write_delay();
 	return mem_live__write(&t->live, tstate + t->interp.off.ts_last_profiled_frame, &frame,
 			       sizeof(frame));
 }
