@@ -686,6 +686,20 @@ __noinline int copy_code(struct scratch *sc, const struct pbp_target *t, struct 
 	return 0;
 }
 
+/* --async: the running task object and its name (PBP_SF_TASK_COPIED). */
+static __always_inline void copy_task(struct scratch *sc, const struct pbp_target *t,
+				      struct span_state *st, struct pbp_sample *s)
+{
+	__u64 name;
+
+	if (!copy_span(sc, st, s->task, t->task_copy_len <= PBP_TASK_COPY_MAX ? t->task_copy_len : 0))
+		return;
+	name = read_u64(s->task + t->task_name);
+	if (name)
+		copy_span(sc, st, name, PBP_TASK_NAME_COPY);
+	s->flags |= PBP_SF_TASK_COPIED;
+}
+
 static long copy_code_cb(__u32 j, void *arg)
 {
 	struct copy_ctx *c = arg;
@@ -1210,11 +1224,14 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		s->flags |= PBP_SF_WALK_CUT;
 	if (cc.codes.cut)
 		s->flags |= PBP_SF_CODES_CUT;
-	if (cc.codes.n) {
+	if (cc.codes.n || (s->task && t->task_copy_len)) {
 		cc.used = (cc.off + cc.used + 7) / 8 * 8 - cc.off;
 		cc.spans.off = cc.off;
 		cc.spans.used = cc.used;
-		bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
+		if (cc.codes.n)
+			bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
+		if (s->task && t->task_copy_len)
+			copy_task(sc, t, &cc.spans, s);
 		if (cc.spans.n) {
 			s->spans_off = cc.off + cc.used;
 			s->nspans = cc.spans.n;

@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 7
+#define PBP_ABI_VERSION 8
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -119,6 +119,12 @@ typedef int32_t pbp_s32;
 /* A tick of a thread that ran no Python code (no thread state or frame yet, or any
  * more): the header alone. */
 #define PBP_SF_NO_PYTHON	(1u << 15)
+/* --async: the running task object, and its name object's first PBP_TASK_NAME_COPY
+ * bytes where they could be read, are among the spans. A handler's task may end, and
+ * its memory be reused, well before user space reads the record. */
+#define PBP_SF_TASK_COPIED	(1u << 16)
+#define PBP_TASK_COPY_MAX	256	/* a task object's bytes copied, at most */
+#define PBP_TASK_NAME_COPY	64	/* an int, or a str's header and a short name */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -411,6 +417,8 @@ struct pbp_target {
 	pbp_u32 ts_running_task;
 	pbp_u32 task_coro;
 	pbp_u32 gen_iframe;
+	pbp_u32 task_name;		/* ... its name in the task */
+	pbp_u32 task_copy_len;		/* ... the task's bytes to copy, <= PBP_TASK_COPY_MAX */
 	pbp_u32 native_stack;		/* --native: user stack bytes to copy; 0: off */
 	/* When it became a target (bpf_ktime_get_ns()): a wait already under way then
 	 * is counted from here. */
@@ -472,7 +480,7 @@ _Static_assert(PBP_SCRATCH_SIZE >= PBP_RECORD_MAX + PBP_STACK_BAND, "a record fi
 /* Allocated twice per possible CPU, with or without --native: kept near the largest
  * record (the Python part is ~139 KiB of it, the native part 64 KiB). */
 _Static_assert(PBP_SCRATCH_SIZE <= 212 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 208, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 216, "pbp_target layout");
 
 /*
  * The code objects user space holds, by process: a direct-mapped table that user space

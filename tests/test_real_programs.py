@@ -22,6 +22,11 @@ to 3.15; 3.12, a pyenv build, runs the standard-library programs):
     ticks, which on a loaded machine counts the time a thread waits for a CPU too:
     its shares are measured (PBP_REAL_TABLE) but are no measure of CPU to judge.
 
+With --async on 3.14 and 3.15, the aiohttp service's handlers run in tasks that
+aiohttp starts eagerly (their first step runs inside the step of the connection's
+task, which awaits them once they suspend): every sample in a handler must go under the
+connection's task and the handler's own, and almost none may be left unplaced.
+
 In `make test` each program is profiled once per interpreter and configuration for a
 few seconds, one running server serving every configuration; `make test-real`
 (PBP_REAL_FULL=1) profiles longer and adds --no-bpf at 1 kHz.
@@ -358,6 +363,69 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
     fail_unless_met(misses, what, stats, prof)
 
 
+
+
+ASYNC_VERSIONS = ["3.14", "3.15"]
+# Samples in a task that --async may leave where the thread ran them: a task caught
+# being switched, or one that ended and was reused before its record was read.
+ASYNC_UNPLACED_MAX = 0.01
+HANDLER_TASK = ("RequestHandler.start", "RequestHandler._handle_request")
+
+
+def is_task(frame):
+    return frame.file is None and frame.name.startswith("task ")
+
+
+def async_misplaced(samples, chains):
+    """The samples in a handler that are not under 'task A; RequestHandler.start;
+    task B; RequestHandler._handle_request' followed by the rest of a chain the handler
+    recorded, from _handle_request down to the handler."""
+    wrong = []
+    for s in samples:
+        if s.incomplete:
+            continue
+        frames = key(s.frames)
+        at = next((i for i, f in enumerate(frames) if f in chains), None)
+        if at is None:
+            continue
+        head = s.frames[:4]
+        ok = len(head) == 4 and is_task(head[0]) and is_task(head[2]) and \
+            (head[1].name, head[3].name) == HANDLER_TASK and \
+            not any(is_task(f) for f in s.frames[4:at + 1])
+        tails = [c[c.index(frames[3]):] for c in chains[frames[at]] if frames[3] in c] \
+            if ok else []
+        if frames[3:at + 1] not in tails:
+            wrong.append(s)
+    return wrong
+
+
+@pytest.mark.parametrize("version", ASYNC_VERSIONS)
+def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version):
+    """record --async on the aiohttp service under load: each handler sample under the
+    connection's task and its own, by the chain the handler recorded, and (nearly)
+    every sample in a task placed."""
+    interp, w = servers.get("aiohttp_app", version)
+    if w.proc.poll() is not None:
+        pytest.fail(f"aiohttp_app on {version} has exited ({w.proc.returncode}):\n"
+                    f"{w.output()}")
+    run = servers.harness.record_pid(w.pid, rate=1000, duration=SECONDS,
+                                     extra=["--async"])
+    prof = run.check_ok()
+    stats = run.stats()
+    after = w.read_truth()
+    chains = {k: v for k, v in chain_keys(after).items()
+              if k[0].endswith((".report", ".compute"))}
+    assert chains, f"the service recorded no handler chain: {sorted(chain_keys(after))}"
+    handlers = [s for s in prof if any(f in chains for f in key(s.frames))]
+    wrong = async_misplaced(handlers, chains)
+    n, unplaced = stats.get("samples") or 0, stats.get("async_unplaced", 0)
+    print(f"aiohttp --async on {version}: {total(handlers)} handler samples, "
+          f"{total(wrong)} misplaced; {unplaced} of {n} samples unplaced")
+    assert total(handlers) >= 20, f"too few handler samples:\n{show(prof)}"
+    assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples not under "
+                       f"their tasks:\n{show(wrong, 6)}")
+    assert unplaced <= ASYNC_UNPLACED_MAX * n, \
+        f"{unplaced} of {n} samples in a task left unplaced\n{run.describe()}"
 
 
 # --------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ struct decoder {
 	struct mem_snapshot snap;
 	struct decode_stats stats;
 	struct decode_scratch *scratch, *own_scratch;
+	uint32_t nwalked;		/* scratch->raw behind the last stack decoded */
 };
 
 int decoder__new(const struct decoder_cfg *cfg, struct decoder **out)
@@ -625,6 +626,7 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
+	st->task_mem = NULL;
 	st->native = NULL;
 	st->native_stack = NULL;
 	st->native_fp = NULL;
@@ -635,8 +637,26 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	else
 		st->gap = decode_full(d, t, st, &nwalked);
 	/* A torn stack's frames were dropped: no runs of what is not there. */
+	d->nwalked = st->depth ? nwalked : 0;
 	if (st->depth)
 		decode_runs__find(d->off, t, d->scratch->raw, nwalked, st);
+}
+
+uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t n,
+			      uint64_t *addr, uint8_t *owner)
+{
+	uint32_t got = 0, i = 0;
+
+	/* Each raw frame with code is one named frame, in order (see name_frames()). */
+	for (uint32_t k = 0; k < d->nwalked && got < n; k++) {
+		const struct raw_frame *r = &d->scratch->raw[k];
+
+		if (!r->code || i++ < first)
+			continue;
+		addr[got] = r->addr;
+		owner[got++] = r->owner;
+	}
+	return got;
 }
 
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
@@ -664,6 +684,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
+	st->task_mem = NULL;
 	st->native = NULL;
 	st->native_stack = NULL;
 	st->native_fp = NULL;
@@ -713,6 +734,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->gap = s->flags & PBP_SF_NO_PYTHON ? GAP_NONE :
 			  s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
 		st->task = st->task_fp = 0;
+		st->task_mem = NULL;
 		st->native = native;
 		st->native_stack = native_stack;
 		st->native_fp = native_fp;
@@ -730,6 +752,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->gap = GAP_CODES_CUT;
 	st->task = s->task;
 	st->task_fp = s->task_fp;
+	st->task_mem = s->flags & PBP_SF_TASK_COPIED ? &d->snap.base : NULL;
 	st->native = native;
 	st->native_stack = native_stack;
 	st->native_fp = native_fp;

@@ -67,6 +67,10 @@ struct stack {
 	uint32_t flags;		/* PBP_TS_* of the sample */
 	enum decode_gap gap;
 	uint64_t task, task_fp;	/* --async: the running task and its coroutine's code fp */
+	/* ... and where the task object (and its name) can be read as they were when
+	 * the sample was taken, falling back to live memory: the record's copies; NULL
+	 * when it has none. Valid only until the record's callback returns. */
+	struct mem_source *task_mem;
 	/* --native: the record's registers and user stack copy (native->stack_len bytes),
 	 * checked to lie within it; NULL when it has none or an invalid one, and from
 	 * every source but a record. They point into the ring buffer: valid only until
@@ -183,6 +187,11 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 
 /* Decodes one thread's stack. Same return convention as decoder__decode(). */
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st);
+/* The addresses and owners of up to @n frames from frame @first on (innermost first)
+ * of the stack @d decoded last, as long as it has them: how many. Valid until it
+ * decodes again (the decoders of a session share their working space). */
+uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t n,
+			      uint64_t *addr, uint8_t *owner);
 /* Counts @st as one sample's outcome (complete, or incomplete for st->gap). */
 void decoder__count(struct decoder *d, const struct stack *st);
 

@@ -40,7 +40,8 @@ static int collect(uint64_t addr, void *arg)
 	if (vec__reserve((void **)&c->tasks, &c->cap, c->n + 1, sizeof(*c->tasks), 64) ||
 	    vec__reserve((void **)&c->tids, &c->tids_cap, c->n + 1, sizeof(*c->tids), 64))
 		return -ENOMEM;
-	if (py_asyncio__task(c->in->mem, c->in->interp, c->a, addr, c->running, &c->tasks[c->n])) {
+	if (py_asyncio__task(c->in->mem, c->in->interp, c->a, addr, c->running, 1,
+			     &c->tasks[c->n])) {
 		c->skipped++;
 		return 0;
 	}

@@ -220,7 +220,7 @@ static void read_frames(struct mem_source *m, const struct py_offsets *o, uint64
 }
 
 int py_asyncio__task(struct mem_source *m, const struct py_interp *in,
-		     const struct py_asyncio *a, uint64_t addr, uint64_t running,
+		     const struct py_asyncio *a, uint64_t addr, uint64_t running, int frames,
 		     struct py_task *t)
 {
 	const struct py_offsets *o = &in->off;
@@ -248,7 +248,7 @@ int py_asyncio__task(struct mem_source *m, const struct py_interp *in,
 		   : PY_TASK_UNKNOWN;
 	task_name(m, o, name, t->name, sizeof(t->name));
 	read_awaiters(m, o, a, by, is_set, t);
-	if (t->state != PY_TASK_DONE && t->state != PY_TASK_CANCELLED)
+	if (frames && t->state != PY_TASK_DONE && t->state != PY_TASK_CANCELLED)
 		read_frames(m, o, coro, t);
 	return 0;
 }

@@ -76,11 +76,12 @@ int py_asyncio__walk(struct mem_source *m, const struct py_asyncio *a, uint64_t 
 		     py_task_fn fn, void *arg);
 
 /*
- * Reads task @addr into @t; @running is the running task of its thread (0: none). 0;
- * -EINVAL if what is there is not a task; -EFAULT if it cannot be read.
+ * Reads task @addr into @t; @running is the running task of its thread (0: none), and
+ * with @frames its coroutines' frames too. 0; -EINVAL if what is there is not a task;
+ * -EFAULT if it cannot be read.
  */
 int py_asyncio__task(struct mem_source *m, const struct py_interp *in,
-		     const struct py_asyncio *a, uint64_t addr, uint64_t running,
+		     const struct py_asyncio *a, uint64_t addr, uint64_t running, int frames,
 		     struct py_task *t);
 
 #endif

@@ -522,6 +522,13 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 		t.ts_running_task = (pbp_u32)a->ts_running_task;
 		t.task_coro = (pbp_u32)a->task_coro;
 		t.gen_iframe = (pbp_u32)o->gen_iframe;
+		/* The task's fields user space reads are all in its copy, name included. */
+		if (a->task_size <= PBP_TASK_COPY_MAX && a->task_name + 8 <= a->task_size &&
+		    a->task_awaited_by + 8 <= a->task_size && a->task_is_task < a->task_size &&
+		    a->task_awaited_by_is_set < a->task_size) {
+			t.task_name = (pbp_u32)a->task_name;
+			t.task_copy_len = (pbp_u32)a->task_size;
+		}
 	}
 	known = !bpf_map__lookup_elem(s->skel->maps.targets, &pid, sizeof(pid), &old, sizeof(old), 0);
 	if (known)

@@ -460,6 +460,7 @@ static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_
 	ls->stack->tid = t->tid;
 	ls->stack->flags = flags;
 	ls->stack->task = ls->stack->task_fp = 0;
+	ls->stack->task_mem = NULL;
 	ls->stack->native = NULL;
 	ls->stack->native_stack = NULL;
 }

@@ -2,13 +2,15 @@
 /*
  * --async: a sample of a thread running an asyncio task becomes the task's logical
  * stack. BPF sends the running task and the fingerprint of its coroutine's code with
- * the sample; here the frame of that coroutine is found in the thread's stack (the
- * outermost frame running that code: the event loop's frames are rootward of it), the
- * frames rootward of it are dropped, and in their place go the task's name and the
- * chain of tasks awaiting it, each with the coroutine frames it is suspended in, read
- * from live memory. A task whose coroutine no longer runs the sampled code has ended
- * since (its address may hold another task by now): the sample then stays the
- * thread's stack, never another task's name.
+ * the sample, and copies the task object and its name; here the frame of that
+ * coroutine is found in the thread's stack (the outermost frame running that code:
+ * the event loop's frames are rootward of it), the frames rootward of it are dropped,
+ * and in their place go the task's name and the chain of tasks awaiting it, each with
+ * the coroutine frames it is suspended in, read from live memory; a task started
+ * eagerly goes under the task that started it (eager_parent()). A task that was not
+ * copied and whose coroutine no longer runs the sampled code has ended since (its
+ * address may hold another task by now), as has an awaiter that is done: the sample
+ * then stays the thread's stack, never under another task's name.
  *
  * In wall and off-CPU modes the tasks that wait are swept too, every
  * SESSION_TASK_SWEEP_NS: each suspended task is charged the time since the last sweep
@@ -88,35 +90,150 @@ static int32_t task_root(const struct stack *st)
 	return -1;
 }
 
-/* @link from task @task read live: its name and suspended frames. -ESTALE if its
- * coroutine no longer runs code @fp (the first link only, where @fp is not 0). */
-static int read_link(struct target *t, uint64_t task, uint64_t fp, struct py_task *pt,
-		     struct task_link *link)
+/* Starts @link as task @pt, with no frames yet. */
+static int name_link(struct target *t, const struct py_task *pt, struct task_link *link)
 {
-	struct session *s = t->session;
-	struct decoded_frame first;
 	char name[PY_TASK_NAME_MAX + 8];
 	int64_t id;
-	int err;
 
-	err = py_asyncio__task(&t->live.base, &t->interp, &t->asyncio, task, 0, pt);
-	if (err)
-		return err;
-	if (fp && (!pt->nframes ||
-		   decoder__name_frame(t->dec, &t->live.base, pt->frames[0], &first) ||
-		   first.code_fp != fp))
-		return -ESTALE;
 	snprintf(name, sizeof(name), "task %s", pt->name);
-	id = strtab__intern(s->strs, name, strlen(name));
+	id = strtab__intern(t->session->strs, name, strlen(name));
 	if (id < 0)
 		return (int)id;
 	link->name = (uint32_t)id;
 	link->nframes = 0;
+	return 0;
+}
+
+/* @link from task @task: its name and suspended frames, read from @m. The running
+ * task (@fp its coroutine's code, not 0) needs no frames: they are in the stack. Read
+ * live, its coroutine must still run code @fp (-ESTALE if not): the task may have
+ * ended since the sample, and its memory been reused; from the record's copy of it,
+ * it is as it was then. */
+static int read_link(struct target *t, struct mem_source *m, uint64_t task, uint64_t fp,
+		     struct py_task *pt, struct task_link *link)
+{
+	struct decoded_frame first;
+	int copied = m != &t->live.base;
+	int err;
+
+	err = py_asyncio__task(m, &t->interp, &t->asyncio, task, 0, !fp || !copied, pt);
+	if (err)
+		return err;
+	if (fp && !copied && (!pt->nframes ||
+			      decoder__name_frame(t->dec, &t->live.base, pt->frames[0], &first) ||
+			      first.code_fp != fp))
+		return -ESTALE;
+	err = name_link(t, pt, link);
+	if (err)
+		return err;
 	/* The running task's frames are in the stack; an awaiter's are read here. */
 	for (uint32_t i = 0; !fp && i < pt->nframes; i++)
 		if (!decoder__name_frame(t->dec, &t->live.base, pt->frames[i],
 					 &link->frames[link->nframes]))
 			link->nframes++;
+	return 0;
+}
+
+/* A target's index of tasks by coroutine is rebuilt on a miss, at most this often,
+ * from at most this many tasks. */
+#define INDEX_EVERY_NS 100000000ull
+#define INDEX_TASKS_MAX 4096
+/* Frames below a running task's own searched for the task that started it. */
+#define EAGER_SEARCH 64
+
+struct index_walk {
+	struct target *t;
+	size_t seen;
+};
+
+static int index_task(uint64_t task, void *arg)
+{
+	struct index_walk *w = arg;
+	uint64_t coro;
+
+	if (w->seen++ == INDEX_TASKS_MAX)
+		return 1;
+	if (mem__read_u64(&w->t->live.base, task + w->t->asyncio.task_coro, &coro) || !coro)
+		return 0;
+	return task_index__add(&w->t->tasks, coro, task);
+}
+
+static int index_thread(const struct py_thread *th, void *arg)
+{
+	struct index_walk *w = arg;
+	const struct py_asyncio *a = &w->t->asyncio;
+
+	/* A list that changes under the walk is taken as far as it was read. */
+	if (py_asyncio__walk(&w->t->live.base, a, th->tstate + a->ts_tasks_head, index_task,
+			     w) == -ENOMEM)
+		return -ENOMEM;
+	return w->seen > INDEX_TASKS_MAX;
+}
+
+/* The task whose coroutine is at @coro, checked against live memory: the index may be
+ * older than the task found, or than the task looked for. */
+static int task_of_coro(struct target *t, uint64_t coro, uint64_t *task)
+{
+	struct index_walk w = { .t = t };
+	uint64_t now = clock__mono_ns(), c;
+	uint8_t is_task;
+
+	if (task_index__find(&t->tasks, coro, task)) {
+		if (t->tasks.built_ns && now - t->tasks.built_ns < INDEX_EVERY_NS)
+			return -ENOENT;
+		task_index__reset(&t->tasks, now);
+		py_threads__walk(&t->live.base, &t->interp, index_thread, &w);
+		task_index__done(&t->tasks);
+		if (task_index__find(&t->tasks, coro, task))
+			return -ENOENT;
+	}
+	if (mem__read_u64(&t->live.base, *task + t->asyncio.task_coro, &c) || c != coro ||
+	    mem__read(&t->live.base, *task + t->asyncio.task_is_task, &is_task, 1) || is_task != 1)
+		return -ESTALE;
+	return 0;
+}
+
+/*
+ * A task started eagerly (asyncio.Task(coro, eager_start=True), as aiohttp starts its
+ * handlers) runs its first step inside the step of the task that started it, which
+ * awaits it only once it suspends: until then nothing in the new task names that one.
+ * But its coroutine's frame is on the stack, below the new task's frames, which end at
+ * @low: the first frame below that is some task's coroutine frame. Its index, with
+ * the task in *@task; -1 if none.
+ */
+static int32_t eager_parent(struct target *t, const struct stack *st, uint32_t low,
+			    uint64_t *task)
+{
+	const struct py_offsets *o = &t->interp.off;
+	uint64_t addr[EAGER_SEARCH];
+	uint8_t owner[EAGER_SEARCH];
+	uint32_t n;
+
+	if (low + 1 >= st->depth)
+		return -1;
+	n = decoder__frame_addrs(t->dec, low + 1, EAGER_SEARCH, addr, owner);
+	for (uint32_t i = 0; i < n; i++)
+		if (owner[i] == o->owner_generator && addr[i] > o->gen_iframe &&
+		    !task_of_coro(t, addr[i] - o->gen_iframe, task))
+			return (int32_t)(low + 1 + i);
+	return -1;
+}
+
+/* @link from the task @task that started the one above it eagerly: its name, and its
+ * frames from the stack, @st->frames (@low, @at], outermost first. */
+static int parent_link(struct target *t, const struct stack *st, uint32_t low, uint32_t at,
+		       uint64_t task, struct py_task *pt, struct task_link *link)
+{
+	int err;
+
+	err = py_asyncio__task(&t->live.base, &t->interp, &t->asyncio, task, 0, 0, pt);
+	if (!err)
+		err = name_link(t, pt, link);
+	if (err)
+		return err;
+	for (uint32_t i = at; i > low && link->nframes < PY_TASK_FRAMES_MAX; i--)
+		link->frames[link->nframes++] = st->frames[i];
 	return 0;
 }
 
@@ -126,7 +243,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	struct session *s = t->session;
 	struct py_task pt;
 	uint64_t task = st->task;
-	int32_t root;
+	int32_t root, low, at;
 	int err;
 
 	*n = 0;
@@ -137,20 +254,35 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		s->tasks_unplaced++;
 		return -ENOENT;
 	}
+	/* Where the frames of the last task read end in the stack: it runs, or started
+	 * the one above it eagerly; -1 once a task is a suspended awaiter. */
+	low = root;
 	/* The first awaiter of each: a task awaited by several (a shared task) goes
 	 * under the one its set lists first. */
 	while (*n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(t, task, *n ? 0 : st->task_fp, &pt, &chain[*n]);
+		err = read_link(t, !*n && st->task_mem ? st->task_mem : &t->live.base, task,
+				*n ? 0 : st->task_fp, &pt, &chain[*n]);
+		/* An awaiter read live that has ended since the sample no longer says who
+		 * awaits it: the chain would stop short. */
+		if (!err && *n && (pt.state == PY_TASK_DONE || pt.state == PY_TASK_CANCELLED))
+			err = -ESTALE;
 		if (err) {
-			if (!*n) {
+			if (!*n || err == -ESTALE) {
 				s->tasks_unplaced++;
 				return err;
 			}
 			break;
 		}
 		(*n)++;
+		while (!pt.nawaited_by && low >= 0 && *n < SESSION_TASK_CHAIN_MAX &&
+		       (at = eager_parent(t, st, (uint32_t)low, &task)) >= 0 &&
+		       !parent_link(t, st, (uint32_t)low, (uint32_t)at, task, &pt, &chain[*n])) {
+			(*n)++;
+			low = at;
+		}
 		if (!pt.nawaited_by)
 			break;
+		low = -1;
 		task = pt.awaited_by[0];
 	}
 	*keep = (uint32_t)root + 1;
@@ -205,7 +337,7 @@ static int sweep_task(uint64_t task, void *arg)
 	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX)
 		return w->seen > SWEEP_TASKS_MAX;
 	while (n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(w->t, next, 0, &pt, &s->task_chain[n]);
+		err = read_link(w->t, &w->t->live.base, next, 0, &pt, &s->task_chain[n]);
 		/* A task that has ended waits for nothing; one that cannot be read is
 		 * left for the next sweep. */
 		if (err || (!n && pt.state != PY_TASK_PENDING))

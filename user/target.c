@@ -229,6 +229,7 @@ void target__free(struct target *t)
 	decoder__free(t->dec);
 	frame_cache__free(t->fcache);
 	free(t->tids);
+	task_index__free(&t->tasks);
 	native_proc__free(t->native);
 	free(t);
 }

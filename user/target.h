@@ -11,6 +11,7 @@
 #include "decoder.h"
 #include "frame_cache.h"
 #include "py_asyncio.h"
+#include "task_index.h"
 #include "tid_map.h"
 #include "py_interp.h"
 #include "mem_live.h"
@@ -64,6 +65,7 @@ struct target {
 	uint64_t tasks_swept_ns;	/* its suspended tasks are charged up to here */
 	struct py_asyncio asyncio;
 	struct tid_map *tids;	/* its thread ids as ours, for the wall-mode task sweep */
+	struct task_index tasks;	/* --async: its tasks by coroutine, for eager ones */
 	struct native_proc *native;	/* --native: its maps and unwinder */
 	int native_fp;			/* ... and BPF walks its frame pointers */
 	char cmd[128];
