@@ -125,6 +125,11 @@ $(OUT)/tests/test_aggregate: tests/unit/test_aggregate.c $(OUT)/user/aggregate.o
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+# Reading asyncio's tasks from a target that makes their sets large, and read budgets.
+$(OUT)/tests/test_asyncio_reads: tests/unit/test_asyncio_reads.c $(LIB_OBJS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
 $(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -225,6 +230,7 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge $(OUT)/tests/test_native_live \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
+	$(OUT)/tests/test_asyncio_reads \
 	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify \
 	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
@@ -238,7 +244,7 @@ test-real: all
 	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
 		--durations=10 tests/test_real_programs.py
 
-CHECK_TESTS := test_aggregate test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
+CHECK_TESTS := test_aggregate test_asyncio_reads test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
 	test_top_view test_writers_formats test_writers_golden
 check: all unit-tests
 	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \

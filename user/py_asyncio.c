@@ -21,6 +21,8 @@
 #define INTERP_SIZE_MAX (16u << 20)
 #define TYPE_NAME_MAX 48
 #define SET_SLOTS_MAX 4096
+#define SET_CHUNK 256			/* set slots read at once */
+#define SET_STRANGERS_MAX 8
 #define FRAME_STACK_MAX (64u << 10)	/* a value stack deeper than this is not one */
 
 static int fits(uint64_t off, uint64_t width, uint64_t size)
@@ -159,11 +161,14 @@ static int is_awaiter(struct mem_source *m, const struct py_offsets *o, const st
 	return type[0] && !strstr(type, "dummy");
 }
 
-/* Who awaits the task: one object, or a set of them. */
+/* Who awaits the task: one object, or a set of them. The set's slots are read a
+ * chunk at a time, and its scan ends at the SET_STRANGERS_MAX-th key that is no
+ * awaiter (a deleted entry's, or the target's making): its size is the target's. */
 static void read_awaiters(struct mem_source *m, const struct py_offsets *o,
 			  const struct py_asyncio *a, uint64_t by, int is_set, struct py_task *t)
 {
-	uint64_t table, mask, e[2];
+	uint64_t table, mask, e[SET_CHUNK][2];	/* setentry: key, hash */
+	unsigned int strangers = 0;
 
 	if (!by)
 		return;
@@ -175,12 +180,19 @@ static void read_awaiters(struct mem_source *m, const struct py_offsets *o,
 	if (o->set_table == PBP_OFF_NONE || mem__read_u64(m, by + o->set_table, &table) ||
 	    mem__read_u64(m, by + o->set_mask, &mask) || !table || mask >= SET_SLOTS_MAX)
 		return;
-	for (uint64_t i = 0; i <= mask && t->nawaited_by < PY_TASK_AWAITERS_MAX; i++) {
-		/* setentry: key, hash */
-		if (mem__read(m, table + i * sizeof(e), e, sizeof(e)))
+	for (uint64_t i = 0; i <= mask && t->nawaited_by < PY_TASK_AWAITERS_MAX; i += SET_CHUNK) {
+		uint64_t n = mask + 1 - i < SET_CHUNK ? mask + 1 - i : SET_CHUNK;
+
+		if (mem__read(m, table + i * sizeof(e[0]), e, n * sizeof(e[0])))
 			return;
-		if (is_awaiter(m, o, a, e[0]))
-			t->awaited_by[t->nawaited_by++] = e[0];
+		for (uint64_t k = 0; k < n && t->nawaited_by < PY_TASK_AWAITERS_MAX; k++) {
+			if (!e[k][0])
+				continue;
+			if (is_awaiter(m, o, a, e[k][0]))
+				t->awaited_by[t->nawaited_by++] = e[k][0];
+			else if (++strangers == SET_STRANGERS_MAX)
+				return;
+		}
 	}
 }
 

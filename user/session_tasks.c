@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "mem_budget.h"
 #include "py_threads.h"
 #include "session_priv.h"
 
@@ -108,20 +109,19 @@ static int name_link(struct target *t, const struct py_task *pt, struct task_lin
 /* @link from task @task: its name and suspended frames, read from @m. The running
  * task (@fp its coroutine's code, not 0) needs no frames: they are in the stack. Read
  * live, its coroutine must still run code @fp (-ESTALE if not): the task may have
- * ended since the sample, and its memory been reused; from the record's copy of it,
- * it is as it was then. */
+ * ended since the sample, and its memory been reused; from the record's copy of it
+ * (@copied), it is as it was then. */
 static int read_link(struct target *t, struct mem_source *m, uint64_t task, uint64_t fp,
-		     struct py_task *pt, struct task_link *link)
+		     int copied, struct py_task *pt, struct task_link *link)
 {
 	struct decoded_frame first;
-	int copied = m != &t->live.base;
 	int err;
 
 	err = py_asyncio__task(m, &t->interp, &t->asyncio, task, 0, !fp || !copied, pt);
 	if (err)
 		return err;
 	if (fp && !copied && (!pt->nframes ||
-			      decoder__name_frame(t->dec, &t->live.base, pt->frames[0], &first) ||
+			      decoder__name_frame(t->dec, m, pt->frames[0], &first) ||
 			      first.code_fp != fp))
 		return -ESTALE;
 	err = name_link(t, pt, link);
@@ -129,7 +129,7 @@ static int read_link(struct target *t, struct mem_source *m, uint64_t task, uint
 		return err;
 	/* The running task's frames are in the stack; an awaiter's are read here. */
 	for (uint32_t i = 0; !fp && i < pt->nframes; i++)
-		if (!decoder__name_frame(t->dec, &t->live.base, pt->frames[i],
+		if (!decoder__name_frame(t->dec, m, pt->frames[i],
 					 &link->frames[link->nframes]))
 			link->nframes++;
 	return 0;
@@ -139,11 +139,16 @@ static int read_link(struct target *t, struct mem_source *m, uint64_t task, uint
  * from at most this many tasks. */
 #define INDEX_EVERY_NS 100000000ull
 #define INDEX_TASKS_MAX 4096
+#define INDEX_READS_MAX (2 * INDEX_TASKS_MAX + 1024)	/* the lists' nodes, the tasks' */
+/* What placing one sample may read of live memory: the awaiters, their frames, and
+ * the tasks that started the running one eagerly. A chain that needs more is cut. */
+#define CHAIN_READS_MAX 1024
 /* Frames below a running task's own searched for the task that started it. */
 #define EAGER_SEARCH 64
 
 struct index_walk {
 	struct target *t;
+	struct mem_budget mem;
 	size_t seen;
 };
 
@@ -154,7 +159,7 @@ static int index_task(uint64_t task, void *arg)
 
 	if (w->seen++ == INDEX_TASKS_MAX)
 		return 1;
-	if (mem__read_u64(&w->t->live.base, task + w->t->asyncio.task_coro, &coro) || !coro)
+	if (mem__read_u64(&w->mem.base, task + w->t->asyncio.task_coro, &coro) || !coro)
 		return 0;
 	return task_index__add(&w->t->tasks, coro, task);
 }
@@ -165,15 +170,15 @@ static int index_thread(const struct py_thread *th, void *arg)
 	const struct py_asyncio *a = &w->t->asyncio;
 
 	/* A list that changes under the walk is taken as far as it was read. */
-	if (py_asyncio__walk(&w->t->live.base, a, th->tstate + a->ts_tasks_head, index_task,
+	if (py_asyncio__walk(&w->mem.base, a, th->tstate + a->ts_tasks_head, index_task,
 			     w) == -ENOMEM)
 		return -ENOMEM;
-	return w->seen > INDEX_TASKS_MAX;
+	return w->seen > INDEX_TASKS_MAX || w->mem.spent;
 }
 
-/* The task whose coroutine is at @coro, checked against live memory: the index may be
+/* The task whose coroutine is at @coro, checked against memory @m: the index may be
  * older than the task found, or than the task looked for. */
-static int task_of_coro(struct target *t, uint64_t coro, uint64_t *task)
+static int task_of_coro(struct target *t, struct mem_source *m, uint64_t coro, uint64_t *task)
 {
 	struct index_walk w = { .t = t };
 	uint64_t now = clock__mono_ns(), c;
@@ -183,13 +188,14 @@ static int task_of_coro(struct target *t, uint64_t coro, uint64_t *task)
 		if (t->tasks.built_ns && now - t->tasks.built_ns < INDEX_EVERY_NS)
 			return -ENOENT;
 		task_index__reset(&t->tasks, now);
-		py_threads__walk(&t->live.base, &t->interp, index_thread, &w);
+		mem_budget__init(&w.mem, &t->live.base, INDEX_READS_MAX);
+		py_threads__walk(&w.mem.base, &t->interp, index_thread, &w);
 		task_index__done(&t->tasks);
 		if (task_index__find(&t->tasks, coro, task))
 			return -ENOENT;
 	}
-	if (mem__read_u64(&t->live.base, *task + t->asyncio.task_coro, &c) || c != coro ||
-	    mem__read(&t->live.base, *task + t->asyncio.task_is_task, &is_task, 1) || is_task != 1)
+	if (mem__read_u64(m, *task + t->asyncio.task_coro, &c) || c != coro ||
+	    mem__read(m, *task + t->asyncio.task_is_task, &is_task, 1) || is_task != 1)
 		return -ESTALE;
 	return 0;
 }
@@ -202,8 +208,8 @@ static int task_of_coro(struct target *t, uint64_t coro, uint64_t *task)
  * @low: the first frame below that is some task's coroutine frame. Its index, with
  * the task in *@task; -1 if none.
  */
-static int32_t eager_parent(struct target *t, const struct stack *st, uint32_t low,
-			    uint64_t *task)
+static int32_t eager_parent(struct target *t, struct mem_source *m, const struct stack *st,
+			    uint32_t low, uint64_t *task)
 {
 	const struct py_offsets *o = &t->interp.off;
 	uint64_t addr[EAGER_SEARCH];
@@ -215,19 +221,20 @@ static int32_t eager_parent(struct target *t, const struct stack *st, uint32_t l
 	n = decoder__frame_addrs(t->dec, low + 1, EAGER_SEARCH, addr, owner);
 	for (uint32_t i = 0; i < n; i++)
 		if (owner[i] == o->owner_generator && addr[i] > o->gen_iframe &&
-		    !task_of_coro(t, addr[i] - o->gen_iframe, task))
+		    !task_of_coro(t, m, addr[i] - o->gen_iframe, task))
 			return (int32_t)(low + 1 + i);
 	return -1;
 }
 
 /* @link from the task @task that started the one above it eagerly: its name, and its
  * frames from the stack, @st->frames (@low, @at], outermost first. */
-static int parent_link(struct target *t, const struct stack *st, uint32_t low, uint32_t at,
-		       uint64_t task, struct py_task *pt, struct task_link *link)
+static int parent_link(struct target *t, struct mem_source *m, const struct stack *st,
+		       uint32_t low, uint32_t at, uint64_t task, struct py_task *pt,
+		       struct task_link *link)
 {
 	int err;
 
-	err = py_asyncio__task(&t->live.base, &t->interp, &t->asyncio, task, 0, 0, pt);
+	err = py_asyncio__task(m, &t->interp, &t->asyncio, task, 0, 0, pt);
 	if (!err)
 		err = name_link(t, pt, link);
 	if (err)
@@ -241,12 +248,14 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			 uint32_t *n, uint32_t *keep)
 {
 	struct session *s = t->session;
+	struct mem_budget live;
 	struct py_task pt;
 	uint64_t task = st->task;
 	int32_t root, low, at;
 	int err;
 
 	*n = 0;
+	mem_budget__init(&live, &t->live.base, CHAIN_READS_MAX);
 	if (t->asyncio_state != TARGET_ASYNCIO_FOUND || !st->task || !st->task_fp)
 		return -ENOENT;
 	root = task_root(st);
@@ -260,8 +269,8 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	/* The first awaiter of each: a task awaited by several (a shared task) goes
 	 * under the one its set lists first. */
 	while (*n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(t, !*n && st->task_mem ? st->task_mem : &t->live.base, task,
-				*n ? 0 : st->task_fp, &pt, &chain[*n]);
+		err = read_link(t, !*n && st->task_mem ? st->task_mem : &live.base, task,
+				*n ? 0 : st->task_fp, !*n && st->task_mem, &pt, &chain[*n]);
 		/* An awaiter read live that has ended since the sample no longer says who
 		 * awaits it: the chain would stop short. */
 		if (!err && *n && (pt.state == PY_TASK_DONE || pt.state == PY_TASK_CANCELLED))
@@ -275,8 +284,9 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		}
 		(*n)++;
 		while (!pt.nawaited_by && low >= 0 && *n < SESSION_TASK_CHAIN_MAX &&
-		       (at = eager_parent(t, st, (uint32_t)low, &task)) >= 0 &&
-		       !parent_link(t, st, (uint32_t)low, (uint32_t)at, task, &pt, &chain[*n])) {
+		       (at = eager_parent(t, &live.base, st, (uint32_t)low, &task)) >= 0 &&
+		       !parent_link(t, &live.base, st, (uint32_t)low, (uint32_t)at, task, &pt,
+				    &chain[*n])) {
 			(*n)++;
 			low = at;
 		}
@@ -290,11 +300,15 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	return 0;
 }
 
-/* What one sweep of the suspended tasks reads at most, per target. */
+/* What one sweep of the suspended tasks reads at most, per target: tasks, and reads
+ * of live memory (a task and its awaiters cost some tens). The tasks the budget does
+ * not reach are not charged that interval. */
 #define SWEEP_TASKS_MAX 4096
+#define SWEEP_READS_MAX 65536
 
 struct sweep {
 	struct target *t;
+	struct mem_budget mem;
 	uint64_t running, ns;
 	uint32_t tid;		/* the thread's id in the target's namespace, then ours */
 	int tid_mapped;
@@ -334,10 +348,10 @@ static int sweep_task(uint64_t task, void *arg)
 	uint32_t n = 0;
 	int err;
 
-	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX)
-		return w->seen > SWEEP_TASKS_MAX;
+	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX || w->mem.spent)
+		return w->seen > SWEEP_TASKS_MAX || w->mem.spent;
 	while (n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(w->t, &w->t->live.base, next, 0, &pt, &s->task_chain[n]);
+		err = read_link(w->t, &w->mem.base, next, 0, 0, &pt, &s->task_chain[n]);
 		/* A task that has ended waits for nothing; one that cannot be read is
 		 * left for the next sweep. */
 		if (err || (!n && pt.state != PY_TASK_PENDING))
@@ -359,7 +373,7 @@ static int sweep_thread(const struct py_thread *th, void *arg)
 {
 	struct sweep *w = arg;
 	const struct py_asyncio *a = &w->t->asyncio;
-	struct mem_source *m = &w->t->live.base;
+	struct mem_source *m = &w->mem.base;
 
 	w->tid = th->tid;
 	w->tid_mapped = 0;
@@ -367,7 +381,7 @@ static int sweep_thread(const struct py_thread *th, void *arg)
 		w->running = 0;
 	/* A list that changes under the walk is taken as far as it was read. */
 	py_asyncio__walk(m, a, th->tstate + a->ts_tasks_head, sweep_task, w);
-	return w->t->session->fatal ? 1 : 0;
+	return w->t->session->fatal || w->mem.spent ? 1 : 0;
 }
 
 void session_tasks__sweep(struct session *s, int now_anyway)
@@ -403,6 +417,7 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 		w.t = t;
 		w.seen = 0;
 		w.rescans = 1;
-		py_threads__walk(&t->live.base, &t->interp, sweep_thread, &w);
+		mem_budget__init(&w.mem, &t->live.base, SWEEP_READS_MAX);
+		py_threads__walk(&w.mem.base, &t->interp, sweep_thread, &w);
 	}
 }
