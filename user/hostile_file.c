@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -74,4 +75,58 @@ cleanup:
 	if (err && fd >= 0)
 		close(fd);
 	return err ? err : fd;
+}
+
+int hostile_file__copy(int fd)
+{
+	char buf[64 * 1024];
+	struct stat st;
+	off_t at = 0;
+	int mfd = -1, err;
+
+	if (fstat(fd, &st)) {
+		err = -errno;
+		goto cleanup;
+	}
+	if (st.st_size > (off_t)HOSTILE_FILE_COPY_MAX) {
+		err = -EFBIG;
+		goto cleanup;
+	}
+	mfd = memfd_create("pbp-object", MFD_CLOEXEC);
+	if (mfd < 0) {
+		err = -errno;
+		goto cleanup;
+	}
+	/* What a truncation leaves is what is copied: reading past the end stops it. */
+	while (at < (off_t)HOSTILE_FILE_COPY_MAX) {
+		ssize_t n = pread(fd, buf, sizeof(buf), at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			goto cleanup;
+		}
+		if (!n)
+			break;
+		for (ssize_t w = 0; w < n;) {
+			ssize_t k = write(mfd, buf + w, (size_t)(n - w));
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0) {
+				err = k < 0 ? -errno : -EIO;
+				goto cleanup;
+			}
+			w += k;
+		}
+		at += n;
+	}
+	close(fd);
+	return mfd;
+cleanup:
+	if (mfd >= 0)
+		close(mfd);
+	close(fd);
+	return err;
 }

@@ -30,4 +30,16 @@ struct hostile_file_id {
 int hostile_file__open(int dirfd, const char *path, unsigned int flags,
 		       const struct hostile_file_id *want, struct stat *st);
 
+/* Files larger than this are not copied (hostile_file__copy()). */
+#define HOSTILE_FILE_COPY_MAX (256u << 20)
+
+/*
+ * For a library that maps the file (libdwfl does): a private copy of @fd's contents
+ * in a memfd, which it replaces (@fd is closed either way). A mapping of the file
+ * itself turns its truncation by its owner, or by a target in a container that holds
+ * it, into SIGBUS in whoever reads the mapping; the copy cannot change. Returns the
+ * memfd; -EFBIG past HOSTILE_FILE_COPY_MAX, or the errno of the copy.
+ */
+int hostile_file__copy(int fd);
+
 #endif

@@ -38,6 +38,9 @@
 #define CORE_MAX_OPEN 32
 #define CORE_MAX_THREADS (1u << 20)
 #define CORE_CHECK_BYTES 4096
+/* A PT_NOTE segment's bytes: a thread's notes take a few KiB (registers, the extended
+ * state), the mapped-files note some per mapping. */
+#define CORE_NOTES_MAX (64u << 20)
 
 struct core_seg {
 	uint64_t vaddr, memsz, offset, filesz;
@@ -454,7 +457,9 @@ static int parse_note(struct mem_core *c, const GElf_Nhdr *nh, const char *name,
 
 static int parse_notes(struct mem_core *c, Elf *elf, const GElf_Phdr *ph)
 {
-	Elf_Data *data = elf_getdata_rawchunk(elf, ph->p_offset, ph->p_filesz, ELF_T_NHDR);
+	/* libelf reads a chunk into memory of the size the header claims. */
+	Elf_Data *data = ph->p_filesz <= CORE_NOTES_MAX
+		? elf_getdata_rawchunk(elf, ph->p_offset, ph->p_filesz, ELF_T_NHDR) : NULL;
 	size_t off = 0, name_off, desc_off;
 	GElf_Nhdr nh;
 	int err;
@@ -489,7 +494,7 @@ static int read_headers(struct mem_core *c)
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
 	/* From here on the file claims to be ELF: what libelf cannot read was cut short. */
-	elf = elf_begin(c->fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(c->fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
 		err = -EIO;
 		goto cleanup;

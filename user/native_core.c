@@ -26,7 +26,7 @@ struct gather {
  */
 static int file_code_at(int fd, uint64_t off)
 {
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	size_t n = 0;
 	int code = 0;
 

@@ -79,7 +79,7 @@ int native_fpcheck__file(int fd, struct native_fpcheck *out)
 	*out = (struct native_fpcheck){ 0 };
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh) ||
 	    eh.e_machine != EM_X86_64 || elf_getphdrnum(elf, &phnum) || phnum > 4096)
 		goto cleanup;

@@ -123,7 +123,7 @@ int native_maps__read_build_id(int fd, uint8_t *id, size_t cap)
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOEXEC;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		err = -ENOEXEC;
 		goto cleanup;

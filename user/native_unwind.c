@@ -17,8 +17,9 @@
  * reads registers with PTRACE_GETREGS and memory from the live process, which is the
  * stop-the-world cost BPF exists to avoid (and it needs ptrace rights: CAP_SYS_PTRACE
  * or the same user under Yama's ptrace_scope). Modules are reported by us with
- * dwfl_report_elf() from native_maps (files opened as hostile, checked by inode),
- * rather than by dwfl_linux_proc_report(), which opens the maps names as plain paths
+ * dwfl_report_elf() from native_maps (files opened as hostile, checked by inode, and
+ * copied into a memfd: libdwfl maps what it is given, and a mapping of a file its owner
+ * truncates faults with SIGBUS), rather than by dwfl_linux_proc_report(), which opens the maps names as plain paths
  * (wrong for a chroot or container, and open to a FIFO or a swapped symlink).
  *
  * What a snapshot must hold (x86-64): RIP and RSP always; RBP, because CFI of
@@ -288,6 +289,8 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 			     debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
 	}
+	if (fd >= 0)
+		fd = hostile_file__copy(fd);	/* libdwfl maps what it is given */
 	if (fd < 0)
 		return -1;
 	*debuginfo_file_name = strdup(path);
@@ -318,7 +321,7 @@ static int map_bias(int fd, const struct native_map *e, uint64_t *bias, int *is_
 	Elf *elf;
 	int err = -ENOEXEC;
 
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) || phnum > 4096)
 		goto cleanup;
 	for (size_t i = 0; i < phnum; i++) {
@@ -361,6 +364,8 @@ static int report_one(struct native_unwind *u, const struct native_maps *m,
 	int fd, is_exec = 0, err;
 
 	fd = native_maps__open(m, e);
+	if (fd >= 0)
+		fd = hostile_file__copy(fd);	/* libdwfl maps what it is given */
 	if (fd < 0)
 		return fd;
 	err = map_bias(fd, e, &bias, &is_exec);
