@@ -281,7 +281,7 @@ $(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FOR
 
 $(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/py_interp.c user/elf_syms.c \
 		user/hostile_file.c user/proc.c user/text_safe.c user/py_offsets.c user/mem_live.c \
-		user/log.c FORCE | $(OUT)/tests
+		user/log.c user/hashmap.c FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lelf -lz
 

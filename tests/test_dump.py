@@ -441,6 +441,40 @@ def test_dump_not_a_core_exits_8(harness, tmp_path, kind):
     assert str(path) in msg, msg
 
 
+def core_with_files(path, n):
+    """An x86-64 ELF core holding nothing but an NT_FILE note that maps @n files, each
+    under a name of its own."""
+    names = b"".join(b"/lib/f%07d.so\0" % i for i in range(n))
+    desc = struct.pack("<QQ", n, 4096) + b"".join(
+        struct.pack("<QQQ", 0x10000000 + 0x2000 * i, 0x10001000 + 0x2000 * i, 0)
+        for i in range(n)) + names
+    desc += b"\0" * (-len(desc) % 4)
+    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0\0\0\0" + desc
+    ehdr = (b"\x7fELF\x02\x01\x01" + b"\0" * 9 +
+            struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0))
+    phdr = struct.pack("<IIQQQQQQ", 4, 0, 64 + 56, 0, 0, len(note), 0, 4)
+    Path(path).write_bytes(ehdr + phdr + note)
+    return path
+
+
+# Files a core names: looked up by name once each (it was a scan of those seen so far,
+# which at this count took minutes of CPU).
+MANY_FILES = 300000
+MANY_FILES_CPU_S = 30
+
+
+def test_dump_core_naming_many_files_costs_no_more_than_reading_them(harness, tmp_path):
+    core = core_with_files(tmp_path / "many.core", MANY_FILES)
+
+    def cap_cpu():
+        resource.setrlimit(resource.RLIMIT_CPU, (MANY_FILES_CPU_S, MANY_FILES_CPU_S))
+
+    p = subprocess.run(harness.profiler_argv(["dump", "--core", core]), capture_output=True,
+                       text=True, timeout=300, preexec_fn=cap_cpu)
+    assert p.returncode in (EXIT_NOT_PYTHON, EXIT_BAD_CORE), \
+        f"exit {p.returncode} (a signal if negative):\n{p.stderr[-2000:]}"
+
+
 def test_dump_core_of_non_python_process_exits_4(harness, tmp_path):
     sleeper = harness.spawn(["sleep", "120"])
     wait_asleep(sleeper.pid)

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hash.h"
+#include "hashmap.h"
 #include "hostile_file.h"
 #include "log.h"
 #include "mem_core.h"
@@ -71,6 +73,7 @@ struct mem_core {
 	unsigned int nmaps;
 	struct core_file *files;
 	unsigned int nfiles, nopen;
+	struct hashmap file_names;	/* files by name: a core may name millions */
 	char *names;
 	pid_t pid;
 	pid_t *tids;
@@ -346,15 +349,35 @@ static int add_thread(struct mem_core *c, pid_t tid, const struct user_regs_stru
 	return 0;
 }
 
+static uint64_t file_hash(uint32_t idx, const void *ctx)
+{
+	const struct mem_core *c = ctx;
+
+	return hash_bytes(c->files[idx].name, strlen(c->files[idx].name));
+}
+
+static bool file_equal(uint32_t idx, const void *key, const void *ctx)
+{
+	const struct mem_core *c = ctx;
+
+	return !strcmp(c->files[idx].name, key);
+}
+
+/* The index of the file named @name, added if new; -ENOMEM. */
 static int file_index(struct mem_core *c, const char *name)
 {
+	size_t slot;
+
 	if (c->nfiles && !strcmp(c->files[c->nfiles - 1].name, name))
-		return c->nfiles - 1;
-	for (unsigned int i = 0; i < c->nfiles; i++)
-		if (!strcmp(c->files[i].name, name))
-			return i;
+		return (int)c->nfiles - 1;
+	if (hashmap__grow(&c->file_names, 64, file_hash, c))
+		return -ENOMEM;
+	slot = hashmap__probe(&c->file_names, hash_bytes(name, strlen(name)), file_equal, name, c);
+	if (hashmap__used(&c->file_names, slot))
+		return (int)hashmap__at(&c->file_names, slot);
 	c->files[c->nfiles] = (struct core_file){ .name = name, .fd = -1 };
-	return c->nfiles++;
+	hashmap__set(&c->file_names, slot, c->nfiles);
+	return (int)c->nfiles++;
 }
 
 /* NT_FILE: count, page size, count x (start, end, page offset), count paths. */
@@ -363,6 +386,7 @@ static int parse_nt_file(struct mem_core *c, const uint8_t *desc, size_t len)
 	uint64_t count, page;
 	const char *s, *end;
 	size_t names;
+	int err;
 
 	if (c->maps)
 		return 0;	/* one per core; ignore repeats */
@@ -398,7 +422,10 @@ static int parse_nt_file(struct mem_core *c, const uint8_t *desc, size_t len)
 		if (m->end <= m->start || pgoff > UINT64_MAX / page)
 			return -EINVAL;
 		m->offset = pgoff * page;
-		m->file = file_index(c, s);
+		err = file_index(c, s);
+		if (err < 0)
+			return err;
+		m->file = (unsigned int)err;
 		s += n + 1;
 	}
 	c->nmaps = (unsigned int)count;	/* below 2^32 / 24: a note's size is 32-bit */
@@ -649,6 +676,7 @@ void mem_core__close(struct mem_core *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->files);
+	hashmap__free(&c->file_names);
 	free(c->maps);
 	free(c->names);
 	free(c->segs);
