@@ -33,6 +33,7 @@ struct dump_native {
 	struct native_buildid_cache *ids;
 	struct native_sym *syms;
 	struct native_proc *proc;
+	size_t stacks_left;	/* of DUMP_NATIVE_STACKS, for the threads still to copy */
 	struct native_stack walk;
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
 	char names[NATIVE_MAX_FRAMES][DUMP_NATIVE_NAME];
@@ -50,6 +51,7 @@ int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_nati
 	if (!d)
 		return -ENOMEM;
 	d->pid = pid;
+	d->stacks_left = DUMP_NATIVE_STACKS;
 	d->all = all;
 	d->core = core;
 	err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
@@ -135,21 +137,46 @@ void dump_native__release(struct dump_native *d)
 	d->held = NULL;
 }
 
+/* Room for a thread's copy under the budget of all of them: how much, or 0. */
+static size_t stack_room(struct dump_native *d, struct dump_native_capture *cap)
+{
+	size_t room = d->stacks_left < DUMP_NATIVE_STACK ? d->stacks_left : DUMP_NATIVE_STACK;
+
+	cap->stack = room ? malloc(room) : NULL;
+	return cap->stack ? room : 0;
+}
+
+/* Gives back what the copy left unused, and charges the budget what it holds. */
+static void stack_done(struct dump_native *d, struct dump_native_capture *cap)
+{
+	uint8_t *p;
+
+	if (!cap->stack_len) {
+		free(cap->stack);
+		cap->stack = NULL;
+	} else if ((p = realloc(cap->stack, cap->stack_len))) {
+		cap->stack = p;
+	}
+	d->stacks_left -= cap->stack_len;
+}
+
 int dump_native__capture(struct dump_native *d, struct mem_live *mem, pid_t tid,
 			 struct dump_native_capture *cap)
 {
+	size_t room;
 	int err;
 
 	*cap = (struct dump_native_capture){ 0 };
 	err = thread_freeze__regs(d->held, tid, cap->regs, &cap->regs_mask);
 	if (err)
 		return err;
-	cap->stack = malloc(DUMP_NATIVE_STACK);
-	if (!cap->stack)
-		return -ENOMEM;
-	/* From RSP up to the end of the stack's mapping, or the cap. */
-	err = mem_live__read_prefix(mem, cap->regs[NATIVE_REG_RSP], cap->stack,
-				    DUMP_NATIVE_STACK, &cap->stack_len);
+	room = stack_room(d, cap);
+	if (!room)
+		return d->stacks_left ? -ENOMEM : 0;
+	/* From RSP up to the end of the stack's mapping, or the room. */
+	err = mem_live__read_prefix(mem, cap->regs[NATIVE_REG_RSP], cap->stack, room,
+				    &cap->stack_len);
+	stack_done(d, cap);
 	return err;
 }
 
@@ -159,6 +186,7 @@ int dump_native__capture_core(struct dump_native *d, pid_t tid,
 	struct mem_source *mem = mem_core__mem(d->core);
 	struct user_regs_struct r;
 	uint64_t at;
+	size_t room;
 	int err;
 
 	*cap = (struct dump_native_capture){ 0 };
@@ -166,21 +194,22 @@ int dump_native__capture_core(struct dump_native *d, pid_t tid,
 	if (err)
 		return -ESRCH;
 	cap->regs_mask = native_regs__from_user(&r, cap->regs);
-	cap->stack = malloc(DUMP_NATIVE_STACK);
-	if (!cap->stack)
-		return -ENOMEM;
-	/* Page by page up to the first the core lacks (or the cap). */
+	room = stack_room(d, cap);
+	if (!room)
+		return d->stacks_left ? -ENOMEM : 0;
+	/* Page by page up to the first the core lacks (or the room). */
 	at = cap->regs[NATIVE_REG_RSP];
-	while (cap->stack_len < DUMP_NATIVE_STACK) {
+	while (cap->stack_len < room) {
 		size_t n = 4096 - (size_t)(at & 4095);
 
-		if (n > DUMP_NATIVE_STACK - cap->stack_len)
-			n = DUMP_NATIVE_STACK - cap->stack_len;
+		if (n > room - cap->stack_len)
+			n = room - cap->stack_len;
 		if (mem__read(mem, at, cap->stack + cap->stack_len, n))
 			break;
 		cap->stack_len += n;
 		at += n;
 	}
+	stack_done(d, cap);
 	return 0;
 }
 
@@ -248,7 +277,7 @@ static const char *end_note(enum native_end end)
 	case NATIVE_END_OUTERMOST:
 		return NULL;
 	case NATIVE_END_STACK_COPY:
-		return "the C stack ends here: deeper than the copy of it (1 MiB)";
+		return "the C stack ends here: deeper than the copy of it";
 	case NATIVE_END_NO_CFI:
 		return "the C stack ends here: code without unwind information";
 	case NATIVE_END_BOUND:

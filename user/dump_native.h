@@ -20,8 +20,11 @@
 #include "out_traceback.h"
 
 /* How much of a thread's C stack is copied: the eval loop does not recurse for
- * Python-to-Python calls, so even deep Python stacks keep their C stack small. */
+ * Python-to-Python calls, so even deep Python stacks keep their C stack small. All
+ * threads' copies together are held to DUMP_NATIVE_STACKS: a process (or a core) of
+ * thousands of threads gets shorter copies for the last ones, not gigabytes. */
 #define DUMP_NATIVE_STACK (1u << 20)
+#define DUMP_NATIVE_STACKS (64u << 20)
 
 struct dump_native;
 
