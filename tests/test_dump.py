@@ -17,6 +17,7 @@ Two kinds of core because they differ where it matters:
   SIGABRT (the kernel's core_pattern must name a file, not a pipe).
 """
 
+import ctypes
 import os
 import re
 import resource
@@ -38,6 +39,7 @@ GCORE_TIMEOUT = 120
 
 EXIT_NOT_PYTHON = 4
 EXIT_UNSUPPORTED = 5
+EXIT_PRIVILEGES = 6
 EXIT_BAD_CORE = 8
 EXIT_NO_BINARY = 9
 
@@ -441,20 +443,87 @@ def test_dump_not_a_core_exits_8(harness, tmp_path, kind):
     assert str(path) in msg, msg
 
 
-def core_with_files(path, n):
-    """An x86-64 ELF core holding nothing but an NT_FILE note that maps @n files, each
-    under a name of its own."""
-    names = b"".join(b"/lib/f%07d.so\0" % i for i in range(n))
+def core_note(ntype, desc, name=b"CORE"):
+    nm = name + b"\0"
+    nm += b"\0" * (-len(nm) % 4)
+    desc += b"\0" * (-len(desc) % 4)
+    return struct.pack("<III", len(name) + 1, len(desc), ntype) + nm + desc
+
+
+def core_with_files(path, names, thread=False):
+    """An x86-64 ELF core holding an NT_FILE note that maps each of @names (and with
+    @thread, one thread's NT_PRSTATUS, so that it is read as far as its files)."""
+    n = len(names)
     desc = struct.pack("<QQ", n, 4096) + b"".join(
         struct.pack("<QQQ", 0x10000000 + 0x2000 * i, 0x10001000 + 0x2000 * i, 0)
-        for i in range(n)) + names
-    desc += b"\0" * (-len(desc) % 4)
-    note = struct.pack("<III", 5, len(desc), NT_FILE) + b"CORE\0\0\0\0" + desc
+        for i in range(n)) + b"".join(name.encode() + b"\0" for name in names)
+    prstatus = bytearray(336)
+    struct.pack_into("<i", prstatus, 32, 4242)     # pr_pid
+    notes = (core_note(1, bytes(prstatus)) if thread else b"") + core_note(NT_FILE, desc)
     ehdr = (b"\x7fELF\x02\x01\x01" + b"\0" * 9 +
             struct.pack("<HHIQQQIHHHHHH", 4, 62, 1, 0, 64, 0, 0, 64, 56, 1, 64, 0, 0))
-    phdr = struct.pack("<IIQQQQQQ", 4, 0, 64 + 56, 0, 0, len(note), 0, 4)
-    Path(path).write_bytes(ehdr + phdr + note)
+    phdr = struct.pack("<IIQQQQQQ", 4, 0, 64 + 56, 0, 0, len(notes), 0, 4)
+    Path(path).write_bytes(ehdr + phdr + notes)
     return path
+
+
+class OpenWatch:
+    """Whether anything opens @path while it is watched (inotify's IN_OPEN)."""
+    IN_OPEN = 0x20
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0, f"inotify_init1: errno {ctypes.get_errno()}"
+        wd = self.libc.inotify_add_watch(self.fd, str(path).encode(), self.IN_OPEN)
+        assert wd >= 0, f"inotify_add_watch {path}: errno {ctypes.get_errno()}"
+
+    def opened(self):
+        try:
+            return bool(os.read(self.fd, 4096))
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(self.fd)
+
+
+def secret_file(d, mode=0o600):
+    """A file named like a libpython that only root may read, in a directory only root
+    may enter."""
+    d.mkdir(mode=0o700)
+    f = d / "libpython3.11.so.1.0"
+    f.write_text("not for the core's owner\n")
+    f.chmod(mode)
+    return f
+
+
+def test_dump_core_opens_what_it_names_with_its_owners_rights(harness, tmp_path):
+    """A core owned by nobody that names a file only root may read: dump, run as root,
+    does not open it, and says why it could not."""
+    secret = secret_file(tmp_path / "secret")
+    core = core_with_files(tmp_path / "nobody.core", [str(secret)], thread=True)
+    os.chown(core, 65534, 65534)
+    watch = OpenWatch(secret)
+    p = subprocess.run(harness.profiler_argv(["dump", "--core", core]), capture_output=True,
+                       text=True, timeout=60)
+    assert not watch.opened(), f"dump opened {secret} for a core of uid 65534:\n{p.stderr}"
+    assert p.returncode == EXIT_PRIVILEGES and "permission denied" in p.stderr, \
+        f"exit {p.returncode}:\n{p.stderr}"
+
+
+def test_dump_core_names_cannot_climb_out_of_the_sysroot(harness, tmp_path):
+    """A core of root's naming '/../outside/libpython...' under --sysroot S: nothing
+    outside S is opened."""
+    sysroot = tmp_path / "sysroot"
+    sysroot.mkdir()
+    outside = secret_file(tmp_path / "outside", mode=0o644)
+    core = core_with_files(tmp_path / "climb.core", ["/../outside/libpython3.11.so.1.0"],
+                           thread=True)
+    watch = OpenWatch(outside)
+    p = subprocess.run(harness.profiler_argv(["dump", "--core", core, "--sysroot", sysroot]),
+                       capture_output=True, text=True, timeout=60)
+    assert not watch.opened(), f"dump opened {outside}, outside --sysroot:\n{p.stderr}"
+    assert p.returncode > 0, f"exit {p.returncode}:\n{p.stderr}"
 
 
 # Files a core names: looked up by name once each (it was a scan of those seen so far,
@@ -464,7 +533,7 @@ MANY_FILES_CPU_S = 30
 
 
 def test_dump_core_naming_many_files_costs_no_more_than_reading_them(harness, tmp_path):
-    core = core_with_files(tmp_path / "many.core", MANY_FILES)
+    core = core_with_files(tmp_path / "many.core", [f"/lib/f{i:07d}.so" for i in range(MANY_FILES)])
 
     def cap_cpu():
         resource.setrlimit(resource.RLIMIT_CPU, (MANY_FILES_CPU_S, MANY_FILES_CPU_S))

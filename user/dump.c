@@ -23,6 +23,7 @@
 #include "mem_core.h"
 #include "mem_live.h"
 #include "out_traceback.h"
+#include "privs.h"
 #include "proc.h"
 #include "py_threads.h"
 #include "strtab.h"
@@ -129,11 +130,22 @@ static int open_core(struct dump_ctx *c)
 	const struct dump_opts *o = c->opts;
 	struct mem_core_opts co = { .sysroot = o->sysroot, .exe = o->exe };
 	char missing[PATH_MAX];
+	uid_t uid;
+	gid_t gid;
 	int err;
 
 	err = mem_core__open(o->core, &co, &c->core);
 	if (err)
 		return core_open_error(o->core, err);
+	/* The paths a core names are its owner's to choose: they are opened with its
+	 * owner's rights, so that a core cannot show root a file its owner may not read. */
+	mem_core__owner(c->core, &uid, &gid);
+	err = privs__become(uid, gid);
+	if (err) {
+		pr_warn("%s: cannot take on the rights of its owner (uid %u): %s\n", o->core,
+			(unsigned int)uid, strerror(-err));
+		return EXIT_PRIVILEGES;
+	}
 	c->mem = mem_core__mem(c->core);
 	err = py_interp__find_core(c->core, &c->interp, missing, sizeof(missing));
 	if (err)

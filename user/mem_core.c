@@ -66,6 +66,8 @@ struct mem_core {
 	struct mem_source base;
 	int fd;
 	uint64_t size;
+	uid_t uid;		/* the core file's owner */
+	gid_t gid;
 	char *sysroot, *sysroot_real, *exe_override;
 	struct core_seg *segs;
 	unsigned int nsegs;
@@ -174,10 +176,22 @@ static int under(const char *path, const char *dir)
 	return n && !strncmp(path, dir, n) && path[n] == '/';
 }
 
+/* Whether @path has a ".." component: a core's names must not climb out of --sysroot. */
+static int climbs(const char *path)
+{
+	for (const char *p = strstr(path, ".."); p; p = strstr(p + 1, ".."))
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || !p[2]))
+			return 1;
+	return 0;
+}
+
 static int candidate_path(const struct mem_core *c, unsigned int idx, char *out, size_t len)
 {
 	const char *name = c->files[idx].name;
 	int w;
+
+	if (!(c->exe_override && (int)idx == c->exe_file) && climbs(name))
+		return -EINVAL;
 
 	/* gcore names files as the host sees them, already under the sysroot (with its
 	 * symbolic links resolved); the kernel names them as the process saw them. */
@@ -640,6 +654,8 @@ int mem_core__open(const char *path, const struct mem_core_opts *opts, struct me
 		goto cleanup;
 	}
 	c->size = st.st_size;
+	c->uid = st.st_uid;
+	c->gid = st.st_gid;
 	err = set_string(&c->sysroot, opts ? opts->sysroot : NULL);
 	if (!err && c->sysroot)
 		c->sysroot_real = realpath(c->sysroot, NULL);
@@ -686,6 +702,12 @@ void mem_core__close(struct mem_core *c)
 	free(c->sysroot_real);
 	free(c->exe_override);
 	free(c);
+}
+
+void mem_core__owner(const struct mem_core *c, uid_t *uid, gid_t *gid)
+{
+	*uid = c->uid;
+	*gid = c->gid;
 }
 
 struct mem_source *mem_core__mem(struct mem_core *c)

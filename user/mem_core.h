@@ -32,6 +32,8 @@ struct mem_core_opts {
  * or name no thread; -ENOMEM; or the errno of opening it.
  */
 int mem_core__open(const char *path, const struct mem_core_opts *opts, struct mem_core **out);
+/* Who owns the core file: whose the process was, and whose rights reading it needs. */
+void mem_core__owner(const struct mem_core *c, uid_t *uid, gid_t *gid);
 void mem_core__close(struct mem_core *c);
 
 /* Reads are all-or-nothing like every mem_source: -EFAULT if any byte is in neither

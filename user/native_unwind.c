@@ -92,6 +92,9 @@ struct native_unwind {
 	pid_t pid;
 	char root[4096];	   /* the target's root as we see it (for debug files) */
 	char debug_dir[64 + 4096]; /* /proc/PID/root/usr/lib/debug */
+	/* Where the target's files are: /proc/PID/root, or "" for a core's (host paths,
+	 * already under --sysroot): a core is never a way into a live process's files. */
+	char files_root[64];
 	struct native_unwind_stats st;
 
 	/* The walk under way: what the thread callbacks see. */
@@ -277,11 +280,11 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		n = dir_end ? (int)(dir_end - in_root) : 0;
 		/* Beside the object, unless that names the object itself. */
 		if (strcmp(dir_end ? dir_end + 1 : in_root, debuglink_file) &&
-		    snprintf(path, sizeof(path), "/proc/%d/root%.*s/%s", (int)u->pid, n, in_root,
+		    snprintf(path, sizeof(path), "%s%.*s/%s", u->files_root, n, in_root,
 			     debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
 		if (fd < 0 &&
-		    snprintf(path, sizeof(path), "/proc/%d/root%.*s/.debug/%s", (int)u->pid, n,
+		    snprintf(path, sizeof(path), "%s%.*s/.debug/%s", u->files_root, n,
 			     in_root, debuglink_file) < (int)sizeof(path))
 			fd = try_debug_file(path, bits, len, debuglink_crc);
 		if (fd < 0 &&
@@ -576,7 +579,11 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 	u->pid = m->pid;
 	u->maps_hash = m->hash;
 	snprintf(u->root, sizeof(u->root), "%s", m->root);
-	snprintf(u->debug_dir, sizeof(u->debug_dir), "/proc/%d/root/usr/lib/debug", (int)m->pid);
+	if (m->from_core)
+		u->files_root[0] = '\0';
+	else
+		snprintf(u->files_root, sizeof(u->files_root), "/proc/%d/root", (int)m->pid);
+	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s/usr/lib/debug", u->files_root);
 	return 0;
 fail:
 	dwfl_end(dwfl);

@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <grp.h>
+#include <unistd.h>
 
 #include "privs.h"
 
@@ -63,4 +66,18 @@ int privs__missing_bpf(char *buf, size_t len)
 int privs__missing_ptrace(void)
 {
 	return !((effective_caps() >> CAP_SYS_PTRACE_BIT) & 1);
+}
+
+int privs__become(uid_t uid, gid_t gid)
+{
+	uid_t r, e, saved;
+
+	if (geteuid() != 0 || uid == 0)
+		return 0;
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return -errno;
+	/* Root may not come back: checked, not assumed. */
+	if (getresuid(&r, &e, &saved) || r != uid || e != uid || saved != uid)
+		return -EPERM;
+	return 0;
 }
