@@ -20,6 +20,7 @@ Environment: PBP_NO_BUILD=1 skips the `make` step (the binary must then exist).
 PBP_WL_DIR / PBP_RUN_DIR (absolute paths) replace /tmp/pbp-workloads-TAG and /tmp/pbp-run-TAG.
 """
 
+import ctypes
 import hashlib
 import json
 import os
@@ -223,6 +224,26 @@ def show(samples, limit=12):
             txt = txt[:250] + f" ...[{len(s.frames)} frames]... " + txt[-300:]
         out.append("  " + txt)
     return "\n".join(out) if out else "  (none)"
+
+
+class OpenWatch:
+    """Whether anything opens @path while it is watched (inotify's IN_OPEN)."""
+    IN_OPEN = 0x20
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0, f"inotify_init1: errno {ctypes.get_errno()}"
+        wd = self.libc.inotify_add_watch(self.fd, str(path).encode(), self.IN_OPEN)
+        assert wd >= 0, f"inotify_add_watch {path}: errno {ctypes.get_errno()}"
+
+    def opened(self):
+        try:
+            return bool(os.read(self.fd, 4096))
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(self.fd)
 
 
 # --------------------------------------------------------------------------------------

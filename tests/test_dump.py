@@ -17,7 +17,6 @@ Two kinds of core because they differ where it matters:
   SIGABRT (the kernel's core_pattern must name a file, not a pipe).
 """
 
-import ctypes
 import os
 import re
 import resource
@@ -32,7 +31,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import Frame, Harness, Once, program_headers, truth_frames, wait_asleep
+from conftest import Frame, Harness, Once, OpenWatch, program_headers, truth_frames, wait_asleep
 
 QUICK = 60           # seconds a dump may take before we call it a hang
 GCORE_TIMEOUT = 120
@@ -465,26 +464,6 @@ def core_with_files(path, names, thread=False):
     phdr = struct.pack("<IIQQQQQQ", 4, 0, 64 + 56, 0, 0, len(notes), 0, 4)
     Path(path).write_bytes(ehdr + phdr + notes)
     return path
-
-
-class OpenWatch:
-    """Whether anything opens @path while it is watched (inotify's IN_OPEN)."""
-    IN_OPEN = 0x20
-
-    def __init__(self, path):
-        self.libc = ctypes.CDLL(None, use_errno=True)
-        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        assert self.fd >= 0, f"inotify_init1: errno {ctypes.get_errno()}"
-        wd = self.libc.inotify_add_watch(self.fd, str(path).encode(), self.IN_OPEN)
-        assert wd >= 0, f"inotify_add_watch {path}: errno {ctypes.get_errno()}"
-
-    def opened(self):
-        try:
-            return bool(os.read(self.fd, 4096))
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(self.fd)
 
 
 def secret_file(d, mode=0o600):

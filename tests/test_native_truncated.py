@@ -1,5 +1,6 @@
-"""A target that truncates a library it has mapped, while `record --native` profiles it,
-cannot kill the profiler.
+"""What a target controls about the files `record --native` reads: it cannot kill the
+profiler by truncating a library it has mapped, nor lead it out of its own root with a
+debug-file link.
 
 The workload loads a library built here with debug information (so that its section
 headers lie pages past its last loaded segment), and once told, cuts the file after
@@ -12,13 +13,16 @@ profile must be written, with samples in the library's function.
 """
 
 import os
+import re
 import subprocess
 import sys
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
-from conftest import Harness
+from conftest import Harness, OpenWatch, make_interp
 
 LIB_SRC = """
 double trunc_burn(double x)
@@ -98,3 +102,52 @@ def test_record_native_survives_a_library_truncated_under_it(tmp_path, profiler_
         assert in_copy > 0, f"no sample in the truncated library:\n{text[:3000]}"
     finally:
         h.close()
+
+
+def build_id(path):
+    p = subprocess.run(["readelf", "-n", str(path)], capture_output=True, text=True, timeout=30)
+    m = re.search(r"Build ID: ([0-9a-f]+)", p.stdout)
+    assert m, f"{path} has no build-id:\n{p.stdout}"
+    return m.group(1)
+
+
+def test_debug_file_links_resolve_inside_the_targets_root(tmp_path, profiler_bin, sid_root,
+                                                          workloads_installed):
+    """A debug-file link in a target's root that is absolute ('/root/...') names a file
+    in the target's root, as it would for the target: record --native of a process in
+    the sid chroot, whose /usr/lib/debug/.build-id entry for its libc points at a path
+    that exists only on the host, does not open the host's file."""
+    py = make_interp("3.15", sid_root)
+    py.require()
+    root = Path(py.root)
+    libc = root / "usr/lib/x86_64-linux-gnu/libc.so.6"
+    bid = build_id(libc)
+    link = root / "usr/lib/debug/.build-id" / bid[:2] / f"{bid[2:]}.debug"
+    assert not link.exists(), f"{link} exists: the test would replace a real debug file"
+    host_dir = Path("/root") / f"pbp-host-only-{uuid.uuid4().hex[:8]}"
+    assert not (root / host_dir.relative_to("/")).exists()
+    host_dir.mkdir()
+    secret = host_dir / "libc.debug"
+    secret.write_text("a host file no target may name\n")
+    h = Harness(tmp_path, profiler_bin)
+    made = []
+    try:
+        for d in reversed(link.relative_to(root).parents):
+            if not (root / d).exists():
+                (root / d).mkdir()
+                made.append(root / d)
+        link.symlink_to(secret)
+        w = h.start_workload(py, "deep", seconds=30)
+        watch = OpenWatch(secret)
+        r = h.record_pid(w.pid, rate=199, duration=2, extra=["--native"])
+        opened = watch.opened()
+        r.check_ok()
+        assert not opened, f"record --native opened {secret} through {link}"
+    finally:
+        h.close()
+        if link.is_symlink():
+            link.unlink()
+        for d in reversed(made):
+            d.rmdir()
+        secret.unlink()
+        host_dir.rmdir()

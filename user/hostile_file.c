@@ -10,8 +10,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -41,7 +43,14 @@ int hostile_file__open(int dirfd, const char *path, unsigned int flags,
 
 	if (flags & HOSTILE_FILE_NOFOLLOW)
 		oflags |= O_NOFOLLOW;
-	pfd = openat(dirfd, path, oflags);
+	if (flags & HOSTILE_FILE_IN_ROOT) {
+		struct open_how how = { .flags = (uint64_t)oflags,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+
+		pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	} else {
+		pfd = openat(dirfd, path, oflags);
+	}
 	if (pfd < 0)
 		return errno == ENOTDIR ? -ENOENT : -errno;
 	if (fstat(pfd, &pst)) {

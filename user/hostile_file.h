@@ -18,6 +18,10 @@ struct hostile_file_id {
 
 /* Refuse a symbolic link as the last component (an intermediate one is followed). */
 #define HOSTILE_FILE_NOFOLLOW 1u
+/* Resolve @path as if @dirfd were the root (openat2's RESOLVE_IN_ROOT): an absolute
+ * symbolic link or ".." inside a target's root stays inside it, as it does for the
+ * target, instead of leading into ours. No magic links (/proc/PID/...) are followed. */
+#define HOSTILE_FILE_IN_ROOT 2u
 
 /*
  * Opens @path (relative to @dirfd, or AT_FDCWD) for reading, close-on-exec. Magic

@@ -91,10 +91,11 @@ struct native_unwind {
 	uint64_t generation;
 	pid_t pid;
 	char root[4096];	   /* the target's root as we see it (for debug files) */
-	char debug_dir[64 + 4096]; /* /proc/PID/root/usr/lib/debug */
-	/* Where the target's files are: /proc/PID/root, or "" for a core's (host paths,
+	/* Where the target's files are: /proc/PID/root, open in root_fd, in which names
+	 * resolve as they do for the target; or "" and -1 for a core's (host paths,
 	 * already under --sysroot): a core is never a way into a live process's files. */
 	char files_root[64];
+	int root_fd;
 	struct native_unwind_stats st;
 
 	/* The walk under way: what the thread callbacks see. */
@@ -219,10 +220,16 @@ static int debug_file_matches(int fd, const unsigned char *bits, int len, GElf_W
 	return n == 0 && (GElf_Word)c == crc;
 }
 
-/* Opens @path as a debug file candidate for the module; a descriptor or -1. */
-static int try_debug_file(const char *path, const unsigned char *bits, int len, GElf_Word crc)
+#define DEBUG_DIR "/usr/lib/debug"
+
+/* Opens @path, in the target's root, as a debug file candidate for the module; a
+ * descriptor or -1. */
+static int try_debug_file(const struct native_unwind *u, const char *path,
+			  const unsigned char *bits, int len, GElf_Word crc)
 {
-	int fd = hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+	int fd = u->root_fd >= 0 ? hostile_file__open(u->root_fd, path, HOSTILE_FILE_IN_ROOT, NULL,
+						      NULL)
+				 : hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
 
 	if (fd < 0)
 		return -1;
@@ -240,8 +247,9 @@ static int try_debug_file(const char *path, const unsigned char *bits, int len, 
  * by the .gnu_debuglink name beside the object, in its .debug/ and under
  * /usr/lib/debug/DIR. The standard finder is not used: it looks at host paths and asks
  * debuginfod when DEBUGINFOD_URLS is set (a network fetch in the middle of a profile).
- * .build-id entries are relative symbolic links, followed; every file found is checked
- * to be the module's (debug_file_matches) before libdwfl reads it.
+ * .build-id entries are symbolic links, followed inside the target's root as the
+ * target would follow them (an absolute one too: HOSTILE_FILE_IN_ROOT); every file
+ * found is checked to be the module's (debug_file_matches) before libdwfl reads it.
  */
 static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
@@ -249,7 +257,7 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 {
 	struct native_unwind *u = *userdata;
 	const unsigned char *bits = NULL;
-	char path[sizeof(u->debug_dir) + 4096 + 256];
+	char path[sizeof(DEBUG_DIR) + 4096 + 256], name[sizeof(u->files_root) + sizeof(path)];
 	const char *dir_end, *in_root;
 	GElf_Addr vaddr;
 	int fd = -1, len, n;
@@ -258,15 +266,17 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	(void)base;
 	if (!u)
 		return -1; /* the [vdso]: no file of its own */
+	if (u->files_root[0] && u->root_fd < 0)
+		return -1; /* the target's root could not be opened */
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len > NATIVE_BUILD_ID_MAX)
 		len = 0;
 	if (len > 0) {
-		n = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->debug_dir, bits[0]);
+		n = snprintf(path, sizeof(path), DEBUG_DIR "/.build-id/%02x/", bits[0]);
 		for (int i = 1; i < len && n < (int)sizeof(path) - 8; i++)
 			n += snprintf(path + n, sizeof(path) - (size_t)n, "%02x", bits[i]);
 		snprintf(path + n, sizeof(path) - (size_t)n, ".debug");
-		fd = try_debug_file(path, bits, len, 0);
+		fd = try_debug_file(u, path, bits, len, 0);
 	}
 	if (fd < 0 && debuglink_file && file_name && !strchr(debuglink_file, '/')) {
 		/* file_name is the maps path as we see it: inside the target's root once
@@ -280,23 +290,24 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 		n = dir_end ? (int)(dir_end - in_root) : 0;
 		/* Beside the object, unless that names the object itself. */
 		if (strcmp(dir_end ? dir_end + 1 : in_root, debuglink_file) &&
-		    snprintf(path, sizeof(path), "%s%.*s/%s", u->files_root, n, in_root,
-			     debuglink_file) < (int)sizeof(path))
-			fd = try_debug_file(path, bits, len, debuglink_crc);
+		    snprintf(path, sizeof(path), "%.*s/%s", n, in_root, debuglink_file) <
+			    (int)sizeof(path))
+			fd = try_debug_file(u, path, bits, len, debuglink_crc);
 		if (fd < 0 &&
-		    snprintf(path, sizeof(path), "%s%.*s/.debug/%s", u->files_root, n,
-			     in_root, debuglink_file) < (int)sizeof(path))
-			fd = try_debug_file(path, bits, len, debuglink_crc);
+		    snprintf(path, sizeof(path), "%.*s/.debug/%s", n, in_root, debuglink_file) <
+			    (int)sizeof(path))
+			fd = try_debug_file(u, path, bits, len, debuglink_crc);
 		if (fd < 0 &&
-		    snprintf(path, sizeof(path), "%s%.*s/%s", u->debug_dir, n, in_root,
+		    snprintf(path, sizeof(path), DEBUG_DIR "%.*s/%s", n, in_root,
 			     debuglink_file) < (int)sizeof(path))
-			fd = try_debug_file(path, bits, len, debuglink_crc);
+			fd = try_debug_file(u, path, bits, len, debuglink_crc);
 	}
 	if (fd >= 0)
 		fd = hostile_file__copy(fd);	/* libdwfl maps what it is given */
 	if (fd < 0)
 		return -1;
-	*debuginfo_file_name = strdup(path);
+	snprintf(name, sizeof(name), "%s%s", u->files_root, path);
+	*debuginfo_file_name = strdup(name);
 	return fd; /* libdwfl owns it now */
 }
 
@@ -459,6 +470,7 @@ int native_unwind__new(struct native_unwind **out)
 
 	if (!u)
 		return -ENOMEM;
+	u->root_fd = -1;
 	u->cb.find_elf = cb_find_elf;
 	u->cb.find_debuginfo = cb_find_debuginfo;
 	u->cb.section_address = dwfl_offline_section_address;
@@ -472,6 +484,8 @@ void native_unwind__free(struct native_unwind *u)
 		return;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
+	if (u->root_fd >= 0)
+		close(u->root_fd);
 	free(u);
 }
 
@@ -579,11 +593,14 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 	u->pid = m->pid;
 	u->maps_hash = m->hash;
 	snprintf(u->root, sizeof(u->root), "%s", m->root);
-	if (m->from_core)
-		u->files_root[0] = '\0';
-	else
+	if (u->root_fd >= 0)
+		close(u->root_fd);
+	u->root_fd = -1;
+	u->files_root[0] = '\0';
+	if (!m->from_core) {
 		snprintf(u->files_root, sizeof(u->files_root), "/proc/%d/root", (int)m->pid);
-	snprintf(u->debug_dir, sizeof(u->debug_dir), "%s/usr/lib/debug", u->files_root);
+		u->root_fd = open(u->files_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	}
 	return 0;
 fail:
 	dwfl_end(dwfl);
