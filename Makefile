@@ -204,7 +204,7 @@ $(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(
 
 # Native unwinding and symbolisation (--native) against a live process's snapshot.
 NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_fp.o native_sym.o \
-		native_ehhdr.o native_line.o native_demangle.o hostile_file.o \
+		native_ehhdr.o native_line.o native_demangle.o privs.o hostile_file.o \
 		proc.o text_safe.o hashmap.o strtab.o log.o)
 $(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)

@@ -1,6 +1,7 @@
-"""What a target controls about the files `record --native` reads: it cannot kill the
-profiler by truncating a library it has mapped, nor lead it out of its own root with a
-debug-file link.
+"""What a target controls about the files and names `record --native` reads: it cannot
+kill the profiler by truncating a library it has mapped, lead it out of its own root
+with a debug-file link, or stall it with a C++ name whose demangled form doubles with
+every few bytes.
 
 The workload loads a library built here with debug information (so that its section
 headers lie pages past its last loaded segment), and once told, cuts the file after
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Harness, OpenWatch, make_interp
+from conftest import Harness, OpenWatch, make_interp, show
 
 LIB_SRC = """
 double trunc_burn(double x)
@@ -151,3 +152,73 @@ def test_debug_file_links_resolve_inside_the_targets_root(tmp_path, profiler_bin
             d.rmdir()
         secret.unlink()
         host_dir.rmdir()
+
+
+def seq_id(n):
+    """The substitution S_, S0_, S1_ ... numbered n = 0, 1, 2 ..."""
+    if not n:
+        return "S_"
+    n -= 1
+    digits = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    s = ""
+    while True:
+        s = digits[n % 36] + s
+        n //= 36
+        if not n:
+            return f"S{s}_"
+
+
+# f(A, B<A, A>, B<B<A, A>, B<A, A>>, ...): each argument is B of the one before, twice,
+# by substitution, so each level doubles the demangled name: 2^40 times a few bytes.
+DOUBLINGS = 40
+EXPLODING = "_Z1f1A1BIS_S_E" + "".join(f"S0_I{seq_id(i + 2)}{seq_id(i + 2)}E"
+                                       for i in range(DOUBLINGS))
+HOSTILE_SRC = f"""
+double hostile_burn(double x) __asm__("{EXPLODING}");
+double hostile_burn(double x)
+{{
+	for (int i = 0; i < 200000; i++)
+		x = x * 1.0000001 + 0.5;
+	return x;
+}}
+"""
+HOSTILE_WORKLOAD = r'''
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+fn = getattr(lib, sys.argv[2])
+fn.restype = ctypes.c_double
+fn.argtypes = [ctypes.c_double]
+open(sys.argv[3], "w").close()
+stop = time.monotonic() + float(sys.argv[4])
+while time.monotonic() < stop:
+    fn(1.0)
+'''
+
+
+def test_a_name_that_demangles_exponentially_stays_mangled(tmp_path, profiler_bin):
+    """Samples in a function whose C++ name would demangle to 2^40 repeats: the profile
+    is written in its time, small, with the name as the object has it."""
+    src = tmp_path / "hostile.c"
+    src.write_text(HOSTILE_SRC)
+    lib = tmp_path / "libhostile.so"
+    p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, f"building the library failed:\n{p.stderr}"
+    script = tmp_path / "hostile.py"
+    script.write_text(HOSTILE_WORKLOAD)
+    ready = tmp_path / "ready"
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.spawn([sys.executable, str(script), str(lib), EXPLODING, str(ready), "30"])
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert w.poll() is None and time.monotonic() < deadline, "the workload did not start"
+            time.sleep(0.02)
+        r = h.record_pid(w.pid, rate=199, duration=3, extra=["--native"])
+        prof = r.check_ok()
+    finally:
+        h.close()
+    size = os.path.getsize(r.out_path)
+    assert size < (1 << 20), f"the profile is {size} bytes"
+    named = [s for s in prof if any(f.name.startswith(EXPLODING) for f in s.frames)]
+    assert named, f"no sample names the function as it is mangled:\n{show(prof)}"
