@@ -137,8 +137,11 @@ static void serve(const struct native_demangle *d, int fd)
 		_exit(1);
 	fclose(f);
 	as.rlim_cur = as.rlim_max = pages * (rlim_t)sysconf(_SC_PAGESIZE) + DEMANGLE_CHILD_MEMORY;
-	if (setrlimit(RLIMIT_AS, &as) || privs__become(DEMANGLE_NOBODY, DEMANGLE_NOBODY))
+	if (setrlimit(RLIMIT_AS, &as))
 		_exit(1);
+	/* Root without CAP_SETUID (the agent's container) stays itself: the cap and the
+	 * deadline still bound what a name can cost. */
+	privs__become(DEMANGLE_NOBODY, DEMANGLE_NOBODY);
 	for (;;) {
 		struct reply r = { 0 };
 		uint32_t len;
