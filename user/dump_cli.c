@@ -67,7 +67,8 @@ static const char dump_help[] =
 	"Exit status: 0 dump written; 2 bad command line; 3 no such process; 4 not a\n"
 	"CPython process (or core); 5 unsupported CPython version (with --async: older\n"
 	"than 3.14); 6 missing privileges (with --native: also a process that another\n"
-	"tracer holds);\n"
+	"tracer holds; with --core, run as root: files the core's owner may not read,\n"
+	"which is whose rights it is read with);\n"
 	"8 the core cannot be read, is truncated or is not a core; 9 a binary the core\n"
 	"names is not on this host or differs from the one the process ran. See\n"
 	"'pybpfprof --help'.\n";
