@@ -145,7 +145,7 @@ $(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_cgroup_labels: tests/unit/test_cgroup_labels.c $(OUT)/user/cgroup_labels.o \
-		| $(OUT)/tests
+		$(OUT)/user/cgroup.o $(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
@@ -175,7 +175,8 @@ $(OUT)/tests/test_outfile: tests/unit/test_outfile.c $(OUT)/user/outfile.o $(OUT
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_procs.o \
-		$(OUT)/user/cgroup_labels.o | $(OUT)/tests
+		$(OUT)/user/cgroup_labels.o $(OUT)/user/cgroup.o $(OUT)/user/proc.o \
+		$(OUT)/user/text_safe.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 

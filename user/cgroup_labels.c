@@ -21,8 +21,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "cgroup_labels.h"
 
 #define CONTAINER_ID_LEN 64
@@ -244,6 +246,28 @@ int cgroup_labels__parse(const char *text, struct cgroup_labels *out)
 	return -EINVAL;
 }
 
+/*
+ * A container runtime or the kubelet makes its cgroups as root; a user to whom systemd
+ * delegated a subtree owns every cgroup below it, and may name one
+ * "docker-<64 hex>.scope" or "...-pod<uid>.slice". Labels are kept only when the
+ * cgroup is root's; one that cannot be looked at (an agent in a cgroup namespace of
+ * its own sees other paths) keeps them, as the path is all there is to go on.
+ */
+static void vouch(struct cgroup_labels *l)
+{
+	struct stat st;
+	int fd;
+
+	if ((!l->container_id[0] && !l->pod_uid[0]) || l->path[0] != '/')
+		return;
+	fd = cgroup__open(l->path);
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && st.st_uid != 0)
+		l->container_id[0] = l->pod_uid[0] = l->qos[0] = '\0';
+	close(fd);
+}
+
 int cgroup_labels__read(pid_t pid, struct cgroup_labels *out)
 {
 	char path[64], buf[8192];
@@ -270,6 +294,8 @@ int cgroup_labels__read(pid_t pid, struct cgroup_labels *out)
 	}
 	buf[len] = '\0';
 	err = cgroup_labels__parse(buf, out);
+	if (!err)
+		vouch(out);
 cleanup:
 	close(fd);
 	return err;

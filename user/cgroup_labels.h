@@ -22,7 +22,9 @@ struct cgroup_labels {
  * usable path.
  */
 int cgroup_labels__parse(const char *text, struct cgroup_labels *out);
-/* Reads /proc/@pid/cgroup and parses it; a negative errno when it cannot be read. */
+/* Reads /proc/@pid/cgroup and parses it; a negative errno when it cannot be read. A
+ * container or pod label is kept only when its cgroup is root's: one in a subtree
+ * delegated to a user was named by that user (see cgroup_labels.c). */
 int cgroup_labels__read(pid_t pid, struct cgroup_labels *out);
 
 #endif

@@ -6,9 +6,15 @@
  * Exits non-zero on the first mismatch, naming it.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup_labels.h"
@@ -193,6 +199,84 @@ static int self(void)
 	return 0;
 }
 
+/* Where cgroup v2 is mounted: alone, or beside the v1 hierarchies. */
+static const char *v2_mount(void)
+{
+	static const char *const at[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	struct statfs st;
+
+	for (size_t i = 0; i < sizeof(at) / sizeof(at[0]); i++)
+		if (!statfs(at[i], &st) && st.f_type == CGROUP2_SUPER_MAGIC)
+			return at[i];
+	return NULL;
+}
+
+/*
+ * A cgroup named like a Docker container's, made once by root and once owned by a user
+ * (as a subtree systemd delegates to a user is): a process in root's is labelled with
+ * the container, one in the user's is not.
+ */
+static int forged(void)
+{
+	const char *id = "3f5e2b1c9d8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e";
+	const char *mnt = v2_mount();
+	char base[128], dir[256], procs[300], pid[32];
+	const uid_t owners[] = { 0, 65534 };
+	int bad = 0;
+
+	if (geteuid() || !mnt) {
+		fprintf(stderr, "FAIL forged: needs root and cgroup v2 (euid %d, v2 at %s)\n",
+			(int)geteuid(), mnt ? mnt : "none");
+		return 1;
+	}
+	snprintf(base, sizeof(base), "%s/pbp-labels-%d", mnt, (int)getpid());
+	if (mkdir(base, 0755)) {
+		fprintf(stderr, "FAIL forged: mkdir %s: %s\n", base, strerror(errno));
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/docker-%s.scope", base, id);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	for (size_t i = 0; i < sizeof(owners) / sizeof(owners[0]); i++) {
+		struct cgroup_labels l;
+		pid_t child;
+		int fd, want = owners[i] == 0;
+
+		if (mkdir(dir, 0755) || chown(dir, owners[i], owners[i])) {
+			fprintf(stderr, "FAIL forged: making %s: %s\n", dir, strerror(errno));
+			bad = 1;
+			break;
+		}
+		child = fork();
+		if (!child) {
+			pause();
+			_exit(0);
+		}
+		snprintf(pid, sizeof(pid), "%d", (int)child);
+		fd = open(procs, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, pid, strlen(pid)) < 0) {
+			fprintf(stderr, "FAIL forged: moving %s into %s: %s\n", pid, dir,
+				strerror(errno));
+			bad = 1;
+		} else if (cgroup_labels__read(child, &l) ||
+			   !!l.container_id[0] != want ||
+			   (want && strcmp(l.container_id, id))) {
+			fprintf(stderr, "FAIL forged: cgroup of uid %u: container \"%s\"\n",
+				(unsigned int)owners[i], l.container_id);
+			bad = 1;
+		}
+		if (fd >= 0)
+			close(fd);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		if (rmdir(dir))
+			bad = 1;
+	}
+	rmdir(base);
+	if (!bad)
+		printf("a container cgroup of a user is not labelled\n");
+	return bad;
+}
+
 int main(void)
 {
 	int bad = 0;
@@ -201,7 +285,8 @@ int main(void)
 		bad |= run(&cases[i], cases[i].text);
 	bad |= overlong();
 	bad |= self();
+	bad |= forged();
 	if (!bad)
-		printf("test_cgroup_labels: %zu cases ok\n", sizeof(cases) / sizeof(cases[0]) + 3);
+		printf("test_cgroup_labels: %zu cases ok\n", sizeof(cases) / sizeof(cases[0]) + 4);
 	return bad;
 }
