@@ -681,6 +681,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	uint64_t t0 = clock__thread_ns();
 	size_t payload_end;
 
+	d->nwalked = 0;
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
