@@ -13,6 +13,7 @@
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -88,7 +89,6 @@ cleanup:
 
 int hostile_file__copy(int fd)
 {
-	char buf[64 * 1024];
 	struct stat st;
 	off_t at = 0;
 	int mfd = -1, err;
@@ -106,9 +106,10 @@ int hostile_file__copy(int fd)
 		err = -errno;
 		goto cleanup;
 	}
-	/* What a truncation leaves is what is copied: reading past the end stops it. */
+	/* The kernel copies through the page cache, never through a mapping; what a
+	 * truncation leaves is what is copied: reading past the end stops it. */
 	while (at < (off_t)HOSTILE_FILE_COPY_MAX) {
-		ssize_t n = pread(fd, buf, sizeof(buf), at);
+		ssize_t n = sendfile(mfd, fd, &at, HOSTILE_FILE_COPY_MAX - (size_t)at);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -118,18 +119,6 @@ int hostile_file__copy(int fd)
 		}
 		if (!n)
 			break;
-		for (ssize_t w = 0; w < n;) {
-			ssize_t k = write(mfd, buf + w, (size_t)(n - w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				err = k < 0 ? -errno : -EIO;
-				goto cleanup;
-			}
-			w += k;
-		}
-		at += n;
 	}
 	close(fd);
 	return mfd;

@@ -97,12 +97,11 @@ static int recv_all(int fd, void *buf, size_t len, uint64_t deadline)
 	while (len) {
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		uint64_t now = clock__mono_ns();
-		int ms = deadline ? (now >= deadline ? 0 : (int)((deadline - now) / 1000000) + 1) : -1;
 		ssize_t n;
 
 		if (deadline && now >= deadline)
 			return -ETIMEDOUT;
-		n = poll(&pfd, 1, ms);
+		n = poll(&pfd, 1, deadline ? (int)((deadline - now) / 1000000) + 1 : -1);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)

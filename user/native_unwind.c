@@ -19,8 +19,9 @@
  * or the same user under Yama's ptrace_scope). Modules are reported by us with
  * dwfl_report_elf() from native_maps (files opened as hostile, checked by inode, and
  * copied into a memfd: libdwfl maps what it is given, and a mapping of a file its owner
- * truncates faults with SIGBUS), rather than by dwfl_linux_proc_report(), which opens the maps names as plain paths
- * (wrong for a chroot or container, and open to a FIFO or a swapped symlink).
+ * truncates faults with SIGBUS), rather than by dwfl_linux_proc_report(), which opens
+ * the maps names as plain paths (wrong for a chroot or container, and open to a FIFO
+ * or a swapped symlink).
  *
  * What a snapshot must hold (x86-64): RIP and RSP always; RBP, because CFI of
  * frame-pointer code computes the CFA from it and the fallback walks it; RBX and
