@@ -835,6 +835,16 @@ def fraction(part, whole):
     return part / whole if whole else 0.0
 
 
+def spent_fa_share(w, before):
+    """fa's share of the fa+fb thread CPU time the ratio workload measured from the
+    truth @before to the one it published last. Iteration counts promise 3:1, but the
+    profile is judged against what the burns actually spent."""
+    after = w.read_truth()
+    fa, fb = (after["cpu_ns"][fn] - before["cpu_ns"][fn] for fn in ("fa", "fb"))
+    assert fb > 0, f"the ratio workload published no fb time between {before} and {after}"
+    return fraction(fa, fa + fb)
+
+
 def version_matches(reported, version_info):
     """Does a profiler's python_version string match sys.version_info (list of 5)?
     Accepts 'X.Y.Z' and, for pre-releases, 'X.Y.Z' followed by aN/bN/rcN."""

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BAD_OUTPUT, PROFILER_GRACE, REPO, Harness, fraction
+from conftest import BAD_OUTPUT, PROFILER_GRACE, REPO, Harness, fraction, spent_fa_share
 from test_writers_golden import GOLDEN, _build_plain
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
@@ -281,21 +281,23 @@ def record_svg(h, pid, out, fmt=True, duration=DURATION):
     return run
 
 
-def check_fa_share(boxes, truth, run):
+def check_fa_share(boxes, w, before, run):
     """fa's share of the fa+fb width is the one the ratio workload spent."""
     width = {fn: sum(f["width"] for f in boxes if f["name"].startswith(f"{fn} ("))
              for fn in ("fa", "fb")}
     share = fraction(width["fa"], width["fa"] + width["fb"])
-    want = truth["expected_fa_share"]
+    want = spent_fa_share(w, before)
     assert width["fb"] >= 10 and abs(share - want) <= 0.05, (
-        f"fa's share of fa+fb width is {share:.3f} ({width}), expected {want:.2f} +- 0.05"
-        f"\n{run.describe()}")
+        f"fa's share of fa+fb width is {share:.3f} ({width}), the workload spent "
+        f"{want:.3f} (+- 0.05; its iterations promise "
+        f"{w.truth['expected_fa_share']:.2f})\n{run.describe()}")
 
 
 def test_record_svg_shows_fa_and_fb_at_3_to_1(py, browser, artifacts, tmp_path, profiler_bin):
     h = Harness(tmp_path, profiler_bin)
     try:
         w = h.start_workload(py, "ratio")
+        before = w.read_truth()
         out = tmp_path / "ratio.svg"
         run = record_svg(h, w.pid, out)
     finally:
@@ -303,7 +305,7 @@ def test_record_svg_shows_fa_and_fb_at_3_to_1(py, browser, artifacts, tmp_path, 
     page = open_svg(browser, out)
     screenshot(page, artifacts, f"ratio-{py.id}")
     boxes = frames(page)
-    check_fa_share(boxes, w.truth, run)
+    check_fa_share(boxes, w, before, run)
     script = py.script("ratio")
     for fn in ("fa", "fb"):
         assert any(f["name"].startswith(f"{fn} ({script}:") for f in boxes), \
@@ -331,6 +333,7 @@ def test_html_suffix_writes_a_flame_graph_page_that_works_in_the_browser(
     h = Harness(tmp_path, profiler_bin)
     try:
         w = h.start_workload(py311, "ratio")
+        before = w.read_truth()
         out = tmp_path / name
         run = record_svg(h, w.pid, out, fmt=False)
     finally:
@@ -339,7 +342,7 @@ def test_html_suffix_writes_a_flame_graph_page_that_works_in_the_browser(
     page = open_svg(browser, out)
     screenshot(page, artifacts, f"ratio-{name.replace('.', '-')}")
     boxes = frames(page)
-    check_fa_share(boxes, w.truth, run)
+    check_fa_share(boxes, w, before, run)
     fa = max((f for f in boxes if f["name"].startswith("fa (")), key=lambda f: f["width"])
     page.move(*center(fa))
     assert text_of(page, "details").startswith(fa["name"] + ", "), text_of(page, "details")
