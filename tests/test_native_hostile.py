@@ -222,3 +222,4 @@ def test_a_name_that_demangles_exponentially_stays_mangled(tmp_path, profiler_bi
     assert size < (1 << 20), f"the profile is {size} bytes"
     named = [s for s in prof if any(f.name.startswith(EXPLODING) for f in s.frames)]
     assert named, f"no sample names the function as it is mangled:\n{show(prof)}"
+    assert r.stats()["native_demangle_given_up"] == 1, r.stats()

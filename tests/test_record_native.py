@@ -572,6 +572,7 @@ def test_cxx_frames_read_demangled(py, module_tmp, profiler_bin):
     assert fraction(total(good), total(mine)) >= SHARE, (
         f"{total(good)}/{total(mine)} C++ samples end in pbp::Burner::spin(unsigned long) "
         f"const+0x.. (libpbpcxx.so)\n{show([s for s in mine if not right(s)], 8)}")
+    assert run.run.stats()["native_demangle_given_up"] == 0, run.run.stats()
 
 
 @pytest.mark.parametrize("option", ["--function", "--nolineno"])

@@ -178,7 +178,7 @@ static int spawn(struct native_demangle *d)
 	pid_t pid;
 
 	if (d->spawns == DEMANGLE_SPAWNS_MAX)
-		return -ENOENT;
+		return -ECHILD;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -errno;
 	pid = fork();
@@ -198,8 +198,8 @@ static int spawn(struct native_demangle *d)
 	return 0;
 }
 
-/* Asks the child about @name: its demangled form in *@out, or NULL if it has none. 0,
- * or -ENOENT when no child can run; -ENOMEM. */
+/* Asks the child about @name: its demangled form in *@out, or NULL if it has none or
+ * no child is left to ask. 0, -ENOENT when no child can be started, -ENOMEM. */
 static int ask(struct native_demangle *d, const char *name, char **out)
 {
 	uint32_t len = (uint32_t)strlen(name);
@@ -207,14 +207,20 @@ static int ask(struct native_demangle *d, const char *name, char **out)
 	int err;
 
 	*out = NULL;
-	if (!d->child && (err = spawn(d)))
-		return err;
+	if (!d->child && (err = spawn(d))) {
+		if (err != -ECHILD)
+			return -ENOENT;
+		d->given_up++;
+		return 0;
+	}
 	if (send_all(d->fd, &len, sizeof(len)) || send_all(d->fd, name, len) ||
 	    recv_all(d->fd, &r, sizeof(r), clock__mono_ns() + DEMANGLE_DEADLINE_NS) ||
 	    r.len > DEMANGLE_MAX_OUT)
 		goto give_up;
+	if (r.status == -1 || r.status == -4)
+		d->given_up++;	/* out of the child's memory, or too long an answer */
 	if (r.status || !r.len)
-		return 0;	/* refused, or out of the child's memory: kept mangled */
+		return 0;	/* kept mangled */
 	*out = malloc(r.len + 1);
 	if (!*out)
 		return -ENOMEM;
@@ -226,7 +232,7 @@ static int ask(struct native_demangle *d, const char *name, char **out)
 	(*out)[r.len] = '\0';
 	return 0;
 give_up:
-	d->timeouts++;
+	d->given_up++;
 	stop(d);
 	return 0;
 }
@@ -289,8 +295,12 @@ int native_demangle__name(struct native_demangle *d, const char *name, char **ou
 	int err;
 
 	*out = NULL;
-	if (strncmp(name, "_Z", 2) || strnlen(name, DEMANGLE_MAX_NAME) == DEMANGLE_MAX_NAME)
+	if (strncmp(name, "_Z", 2))
 		return -ENOENT;
+	if (strnlen(name, DEMANGLE_MAX_NAME) == DEMANGLE_MAX_NAME) {
+		d->given_up++;
+		return -ENOENT;
+	}
 	if (!d->tried)
 		load(d);
 	if (!d->fn)

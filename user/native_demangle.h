@@ -27,7 +27,10 @@ struct native_demangle {
 	pid_t child;	/* the process that demangles, 0 when none runs */
 	int fd;		/* ... and our end of the socket to it */
 	unsigned int spawns;	/* children started: a name that kills each is not retried */
-	uint64_t timeouts;	/* names given up on: past the deadline, or the child died */
+	/* Names kept mangled though they may be C++: too long to send, past the
+	 * deadline, too large an answer, the child out of memory or dead, or no child
+	 * left to ask. Once per name asked about. */
+	uint64_t given_up;
 	/* Every name asked about, so that each costs the child at most once. */
 	struct native_demangled *seen;
 	size_t nseen, cap_seen;

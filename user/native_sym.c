@@ -105,6 +105,7 @@ static size_t sym_bytes(const struct native_sym *c)
 void native_sym__stats(const struct native_sym *c, struct native_sym_stats *st)
 {
 	*st = c->st;
+	st->demangle_given_up = c->demangle.given_up;
 	st->bytes = sym_bytes(c);
 }
 

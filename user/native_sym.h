@@ -36,6 +36,7 @@ struct native_sym_stats {
 	uint64_t hits, misses, evictions;
 	uint64_t unknown;  /* addresses in no known object */
 	uint64_t uncached; /* in objects without a build-id */
+	uint64_t demangle_given_up; /* native_demangle's given_up */
 	size_t bytes;
 };
 

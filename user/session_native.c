@@ -433,9 +433,12 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 void session_native__stats(const struct session *s, struct run_stats *st)
 {
 	const struct session_native *n = s->native;
+	struct native_sym_stats sym;
 
 	if (!n)
 		return;
+	native_sym__stats(n->syms, &sym);
+	st->native_demangle_given_up += sym.demangle_given_up;
 	st->native_walks += n->walks;
 	st->native_frames += n->frames;
 	st->native_failed += n->failed;

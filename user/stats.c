@@ -184,6 +184,9 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "native_unmatched", FIELD_U64, .u = s->native_merges[2] },
 		/* stacks that show where a walk stopped short of frames they would hold */
 		{ "native_cut_marked", FIELD_U64, .u = s->native_cut_marked },
+		/* C++ names left as the object has them because demangling them was not
+		 * safe: too long, too slow, too large an answer (native_demangle.h) */
+		{ "native_demangle_given_up", FIELD_U64, .u = s->native_demangle_given_up },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

@@ -80,6 +80,7 @@ struct run_stats {
 	uint64_t native_fp_resumed;	/* ... that went on with DWARF past the records */
 	uint64_t native_merges[3];
 	uint64_t native_cut_marked;	/* stacks given "[native walk cut: ...]" */
+	uint64_t native_demangle_given_up;	/* C++ names kept mangled for safety */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */
