@@ -15,8 +15,11 @@ read while the process is held for an instant, on every version.
   tracer; a plain dump still works. (Cores: test_dump.py, with its cores.)
 """
 
+import os
 import re
 import subprocess
+import sys
+import threading
 import time
 
 import pytest
@@ -222,3 +225,81 @@ def test_dump_native_of_a_traced_process_exits_6(py311, harness):
     threads, _ = dump(harness, w.pid)
     assert w.truth["threads"]["main"] in threads
 
+
+
+DEEP_THREADS = 160
+DEEP_BYTES = 900 << 10        # C stack each thread holds while it sleeps
+DEEP_SRC = r"""
+#include <alloca.h>
+#include <string.h>
+#include <unistd.h>
+
+void deep_wait(unsigned int seconds)
+{
+	volatile char *p = alloca(DEEP_BYTES);
+
+	memset((char *)p, 1, DEEP_BYTES);
+	sleep(seconds);
+	p[0] = 0;
+}
+"""
+DEEP_WORKLOAD = r"""
+import ctypes, sys, threading, time
+lib = ctypes.CDLL(sys.argv[1])
+threading.stack_size(4 << 20)
+for _ in range(int(sys.argv[2])):
+    threading.Thread(target=lib.deep_wait, args=(600,), daemon=True).start()
+time.sleep(600)
+"""
+
+
+def test_dump_native_holds_all_stack_copies_to_its_budget(tmp_path, profiler_bin):
+    """160 threads each sleeping under 900 KiB of C stack: the copies of all of them
+    together stop at DUMP_NATIVE_STACKS (64 MiB). The threads past it are still listed
+    and say where their C stack ends; the dump's own memory stays under the sum."""
+    src = tmp_path / "deep.c"
+    src.write_text(DEEP_SRC)
+    lib = tmp_path / "libdeep.so"
+    p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-DDEEP_BYTES={DEEP_BYTES}",
+                        "-o", str(lib), str(src)], capture_output=True, text=True)
+    assert p.returncode == 0, f"building the library failed:\n{p.stderr}"
+    script = tmp_path / "deep.py"
+    script.write_text(DEEP_WORKLOAD)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.spawn([sys.executable, str(script), str(lib), str(DEEP_THREADS)])
+        deadline = time.monotonic() + 60
+        while len(os.listdir(f"/proc/{w.pid}/task")) < DEEP_THREADS + 1:
+            assert w.poll() is None and time.monotonic() < deadline, "the threads did not start"
+            time.sleep(0.05)
+        for tid in os.listdir(f"/proc/{w.pid}/task"):
+            wait_asleep(w.pid, int(tid))
+        # wait4 gives this child's own peak memory; a timer stands for communicate's
+        # timeout, since the output goes to files.
+        outs = [tmp_path / "dump.out", tmp_path / "dump.err"]
+        with open(outs[0], "w") as fo, open(outs[1], "w") as fe:
+            proc = subprocess.Popen(h.profiler_argv(["dump", "-p", str(w.pid), "--native"]),
+                                    stdout=fo, stderr=fe)
+        watchdog = threading.Timer(QUICK, proc.kill)
+        watchdog.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        watchdog.cancel()
+    finally:
+        h.close()
+    out, err = (f.read_text() for f in outs)
+    rc = os.waitstatus_to_exitcode(status)
+    assert rc == 0 and not err.strip(), f"exit {rc}: {err}"
+    peak = usage.ru_maxrss << 10
+    threads = parse(out)
+    assert len(threads) == DEEP_THREADS + 1, out[:2000]
+    others = [t for t in threads.values() if t.tid != w.pid]
+    whole = [t for t in others if t.note is None and ("c", "deep_wait", "libdeep.so") in t.items]
+    cut = [t for t in others if t not in whole]
+    # Each whole copy holds a little more than DEEP_BYTES, and the main thread's goes
+    # first: as many as fit in the budget, less one or two.
+    fit = (64 << 20) // DEEP_BYTES
+    assert fit - 2 <= len(whole) <= fit, (len(whole), len(cut), out[:3000])
+    assert all(t.note and t.note.startswith("the C stack ends here") for t in cut), \
+        [t.note for t in cut]
+    # The copies alone, uncapped, would be 140 MiB.
+    assert peak < (64 + 48) << 20, f"dump --native peaked at {peak >> 20} MiB"
