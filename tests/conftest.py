@@ -112,6 +112,7 @@ class Sample:
     thread: Optional[int] = None
     incomplete: bool = False
     process: Optional[int] = None   # pid of a "process PID COMMAND" root frame
+    thread_name: Optional[str] = None   # NAME of a "thread TID (NAME)" root frame
 
     @property
     def leaf(self):
@@ -133,7 +134,7 @@ class Sample:
 
 
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
-THREAD_FRAME = re.compile(r"^thread (\d+)$")
+THREAD_FRAME = re.compile(r"^thread (\d+)(?: \((.*)\))?$")   # TID, and its name if known
 PROCESS_FRAME = re.compile(r"^process (\d+) ")
 LINE_RE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 INCOMPLETE = "[incomplete]"
@@ -160,7 +161,7 @@ def parse_collapsed(text):
         if not m:
             raise ParseError(f"line {lineno}: not 'STACK COUNT': {raw!r}")
         parts = m["stack"].split(";")
-        thread = process = None
+        thread = process = thread_name = None
         incomplete = False
         pm = PROCESS_FRAME.match(parts[0])
         if pm:
@@ -168,7 +169,7 @@ def parse_collapsed(text):
             parts = parts[1:]
         tm = THREAD_FRAME.match(parts[0]) if parts else None
         if tm:
-            thread = int(tm.group(1))
+            thread, thread_name = int(tm.group(1)), tm.group(2)
             parts = parts[1:]
         if parts and parts[0] == INCOMPLETE:
             incomplete = True
@@ -183,7 +184,7 @@ def parse_collapsed(text):
         if count <= 0:
             raise ParseError(f"line {lineno}: count must be positive: {raw!r}")
         samples.append(Sample(tuple(parse_frame(p) for p in parts), count, thread, incomplete,
-                              process))
+                              process, thread_name))
     return samples
 
 

@@ -42,8 +42,9 @@ EXIT_PRIVILEGES = 6
 EXIT_BAD_CORE = 8
 EXIT_NO_BINARY = 9
 
+# TID, STATE, ", holds the GIL", then Python's name for the thread if it has one.
 THREAD_RE = re.compile(
-    r"^Thread (\d+) \((on CPU|idle|on-CPU state unknown)(, holds the GIL)?\):$")
+    r'^Thread (\d+) (?:"(?P<name>.*)" )?\((on CPU|idle|on-CPU state unknown)(, holds the GIL)?\):$')
 FRAME_RE = re.compile(r'^  File "(.*)", line (\d+|\?), in (.*)$')
 NT_FILE = 0x46494C45
 
@@ -59,6 +60,7 @@ class DumpThread:
     frames: List[Frame] = field(default_factory=list)   # innermost first
     incomplete: Optional[str] = None
     no_python: bool = False
+    name: Optional[str] = None
 
     def root_first(self):
         return tuple(reversed(self.frames))
@@ -77,7 +79,7 @@ def parse_dump(text):
             continue
         m = THREAD_RE.match(raw)
         if m:
-            cur = DumpThread(int(m.group(1)), m.group(2), bool(m.group(3)))
+            cur = DumpThread(int(m.group(1)), m.group(3), bool(m.group(4)), name=m["name"])
             assert cur.tid not in threads, f"thread {cur.tid} twice:\n{text}"
             threads[cur.tid] = cur
             continue
@@ -118,6 +120,9 @@ def check_matches_truth(threads, truth, text, may_be_incomplete=()):
                 f"{key} thread {tid} incomplete: {t.incomplete}\n{text}"
         assert got == want, (f"{key} thread {tid}: stack differs\n  want (root first): "
                              f"{[str(f) for f in want]}\n  got: {[str(f) for f in got]}")
+        # Python's name for it, read from its Thread object: needs the whole stack.
+        if t.incomplete is None:
+            assert t.name == truth["names"][key], (key, t.name, truth["names"][key], text)
 
 
 # --------------------------------------------------------------------------------------

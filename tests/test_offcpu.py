@@ -32,7 +32,7 @@ from pprof_text import Profile, one  # noqa: E402
 
 VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 SECONDS = 2.5
-THREAD = re.compile(r"^thread (\d+)$")
+THREAD = re.compile(r"^thread (\d+)(?: \(.*\))?$")
 LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
 SHARE_POINTS = 5.0          # a wait's share of a thread's life, against the truth

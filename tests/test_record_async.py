@@ -311,7 +311,7 @@ def test_wall_async_in_its_own_pid_namespace_names_our_thread_ids(version, sid_r
         elif "task worker-a" in frames:
             running += n
     # asyncio runs its loop in the main thread, whose id here is the process's.
-    assert threads == {f"thread {pid}"}, (pid, sorted(threads))
+    assert threads == {f"thread {pid} (MainThread)"}, (pid, sorted(threads))
     assert suspended and running, (suspended, running)
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, REPO, Harness, Once, Run,
-                      fraction)
+from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, REPO, Harness, Once, Run, Workload,
+                      fraction, spent_fa_share)
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 from test_writers_golden import _build_plain, _output
 
@@ -277,8 +277,8 @@ class Recorded:
     truth: dict
     run: Run
     pid: int
-    comm: str
-    wall: tuple      # time.time_ns() before the profiler started and after it ended
+    wall: tuple
+    workload: Workload      # time.time_ns() before the profiler started and after it ended
 
     def output(self):
         run = self.run
@@ -292,7 +292,6 @@ def record(tmpdir, profiler, interp, workload, fmt, mode):
     h = Harness(tmpdir, profiler)
     try:
         w = h.start_workload(interp, workload)
-        comm = Path(f"/proc/{w.pid}/comm").read_text().strip()
         out = Path(tmpdir) / f"profile{SUFFIX[fmt]}"
         start = time.time_ns()
         run = h.run_profiler(["record", "-p", w.pid, "-o", out, "-f", fmt, "-r", RATE,
@@ -303,7 +302,7 @@ def record(tmpdir, profiler, interp, workload, fmt, mode):
             pytest.fail(f"workload {workload} died while profiled:\n{w.output()}")
     finally:
         h.close()
-    return Recorded(w.truth, run, w.pid, comm, (start, end))
+    return Recorded(w.truth, run, w.pid, (start, end), w)
 
 
 @pytest.fixture(scope="module")
@@ -349,7 +348,7 @@ def test_pprof_run_has_the_workloads_stacks_lines_and_ratio(py, ratio_pprof):
             good[fn] += values[0]
         assert labels.get("pid") == rec.pid, labels
         assert labels.get("thread_id") == rec.truth["main_tid"], labels
-        assert labels.get("thread_name") == rec.comm, labels
+        assert labels.get("thread_name") == rec.truth["main_thread_name"], labels
     fa, fb = leaf["fa"], leaf["fb"]
     assert fa + fb >= 300, f"too few samples (fa={fa}, fb={fb})"
     for fn in ("fa", "fb"):
@@ -358,8 +357,9 @@ def test_pprof_run_has_the_workloads_stacks_lines_and_ratio(py, ratio_pprof):
         assert fraction(on_burn[fn], leaf[fn]) >= 0.95, \
             f"{fn}: {on_burn[fn]}/{leaf[fn]} samples on the burn line"
     share = fa / (fa + fb)
-    want = rec.truth["expected_fa_share"]
-    assert abs(share - want) <= 0.05, f"fa share {share:.3f}, expected {want:.2f} +- 0.05"
+    want = spent_fa_share(rec.workload, rec.truth)
+    assert abs(share - want) <= 0.05, (
+        f"fa share {share:.3f} (fa={fa}, fb={fb}), the workload spent {want:.3f} +- 0.05")
 
 
 def worker_tids(truth):

@@ -11,7 +11,8 @@
 
 enum agg_frame_kind {
 	AGG_PYTHON,	/* name = co_qualname, file = co_filename, line */
-	AGG_THREAD,	/* name = "thread TID" */
+	AGG_THREAD,	/* name = "thread TID", line = its slot in the thread table
+			 * (profile__name() reads it by the thread's label) */
 	AGG_MARKER,	/* name = a note such as "[incomplete]" */
 	AGG_PROCESS,	/* name = "process PID COMMAND" */
 	AGG_WAIT,	/* name = why the thread was off the CPU: "[off-CPU: sleep]" */

@@ -7,6 +7,7 @@
  * incomplete rather than passed off as a whole stack.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 #include "frame_cache.h"
 #include "hash.h"
 #include "mem_snapshot.h"
+#include "py_thread_name.h"
 #include "structbuf.h"
 
 /* Every frame header field is read out of a copy the BPF program could also make. */
@@ -657,6 +659,34 @@ uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t 
 		owner[got++] = r->owner;
 	}
 	return got;
+}
+
+static bool ends_with_file(const char *path, const char *name)
+{
+	size_t n = strlen(path), k = strlen(name);
+
+	return n >= k && !strcmp(path + n - k, name) && (n == k || path[n - k - 1] == '/');
+}
+
+int decoder__thread_name(const struct decoder *d, const struct stack *st, char *out,
+			 size_t cap)
+{
+	const struct py_offsets *o = &d->cfg.interp->off;
+	const char *qualname, *file;
+	uint64_t addr;
+	uint8_t owner;
+
+	for (uint32_t i = st->depth; i-- > 0 && st->depth - i <= PY_THREAD_NAME_DEPTH;) {
+		qualname = strtab__get(d->cfg.strs, st->frames[i].qualname);
+		if (!qualname || strcmp(qualname, PY_THREAD_NAME_FRAME))
+			continue;
+		file = strtab__get(d->cfg.strs, st->frames[i].filename);
+		if (!file || !ends_with_file(file, PY_THREAD_NAME_FILE) ||
+		    decoder__frame_addrs(d, i, 1, &addr, &owner) != 1 || owner != o->owner_thread)
+			return -ENOENT;
+		return py_thread_name__of_frame(d->cfg.live, o, addr, out, cap);
+	}
+	return -ENOENT;
 }
 
 int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)

@@ -192,6 +192,14 @@ int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, str
  * decodes again (the decoders of a session share their working space). */
 uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t n,
 			      uint64_t *addr, uint8_t *owner);
+/*
+ * The Python name of the thread whose stack @st @d decoded last, when @st shows it:
+ * the name of the Thread object of its frame of threading's Thread._bootstrap_inner,
+ * one of its outermost (py_thread_name.h), read through the decoder's memory. 0;
+ * -ENOENT when the stack has no such frame, or an error of py_thread_name__of_frame.
+ */
+int decoder__thread_name(const struct decoder *d, const struct stack *st, char *out,
+			 size_t cap);
 /* Counts @st as one sample's outcome (complete, or incomplete for st->gap). */
 void decoder__count(struct decoder *d, const struct stack *st);
 

@@ -25,6 +25,7 @@
 #include "out_traceback.h"
 #include "privs.h"
 #include "proc.h"
+#include "py_thread_name.h"
 #include "py_threads.h"
 #include "strtab.h"
 #include "target_error.h"
@@ -54,6 +55,8 @@ struct dump_ctx {
 struct dump_held {
 	enum tb_cpu cpu;
 	struct dump_native_capture cap;
+	const char *name;	/* name_buf or NULL */
+	char name_buf[PY_THREAD_NAME_MAX];
 };
 
 static int core_open_error(const char *path, int err)
@@ -231,6 +234,25 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 	return c->stack;
 }
 
+/*
+ * Python's name for thread @t, whose stack @st the dump's decoder decoded last, in
+ * @buf; the main thread's is threading's. NULL when neither applies.
+ */
+static const char *thread_name(struct dump_ctx *c, struct py_thread *t, const struct stack *st,
+			       char *buf, size_t len)
+{
+	pid_t host = (pid_t)t->tid;
+
+	if (st && st->gap == GAP_NONE && !decoder__thread_name(c->dec, st, buf, len))
+		return buf;
+	if (!c->core && tid_map__host(&c->tids, t->tid, &host))
+		return NULL;
+	if (host != c->interp.pid)
+		return NULL;
+	snprintf(buf, len, "%s", PY_THREAD_NAME_MAIN);
+	return buf;
+}
+
 /* read_held's walk of the thread list once the threads are held. */
 static int rehold_thread(const struct py_thread *t, void *arg)
 {
@@ -307,9 +329,13 @@ static int read_held(struct dump_ctx *c, struct dump_held *held, FILE *tasks, in
 			err = dump_native__capture(c->native, &c->live, host, &h->cap);
 		if (err == -ESRCH)
 			err = 0;	/* not held, or not in the core: Python frames only */
-		if (!err)
-			err = dump_native__keep_stack(&h->cap,
-						      decode_one(c, &c->threads[i], &h->cap));
+		if (!err) {
+			const struct stack *st = decode_one(c, &c->threads[i], &h->cap);
+
+			h->name = thread_name(c, &c->threads[i], st, h->name_buf,
+					      sizeof(h->name_buf));
+			err = dump_native__keep_stack(&h->cap, st);
+		}
 	}
 	if (c->core)
 		return err;
@@ -367,9 +393,11 @@ static int write_dump(struct dump_ctx *c, FILE *f, const enum tb_cpu *cpu)
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
 		struct py_thread *t = &c->threads[i];
 		struct tb_thread tb = { .tid = t->tid, .gil = t->gil };
+		char name[PY_THREAD_NAME_MAX];
 
 		tb.cpu = cpu ? cpu[i] : cpu_state(c, t->tid);
 		tb.st = decode_one(c, t, NULL);
+		tb.name = thread_name(c, t, tb.st, name, sizeof(name));
 		fputc('\n', f);
 		err = out_traceback__thread(f, c->strs, &tb);
 	}
@@ -503,7 +531,8 @@ static int write_native_dump(struct dump_ctx *c, FILE *f)
 	write_header(c, f);
 	for (unsigned int i = 0; i < c->nthreads && !err; i++) {
 		struct py_thread *t = &c->threads[i];
-		struct tb_thread tb = { .tid = t->tid, .gil = t->gil, .cpu = held[i].cpu };
+		struct tb_thread tb = { .tid = t->tid, .gil = t->gil, .cpu = held[i].cpu,
+					.name = held[i].name };
 
 		tb.st = dump_native__kept_stack(&held[i].cap, c->stack);
 		err = dump_native__frames(c->native, &held[i].cap, tb.st, &tb);

@@ -31,8 +31,13 @@ int out_traceback__thread(FILE *f, const struct strtab *strs, const struct tb_th
 	};
 	const struct stack *st = t->st;
 
-	fprintf(f, "Thread %u (%s%s):\n", t->tid, cpu[t->cpu],
-		t->gil == PY_THREAD_GIL_HELD ? ", holds the GIL" : "");
+	fprintf(f, "Thread %u ", t->tid);
+	if (t->name) {
+		fputc('"', f);
+		text_safe__put(f, t->name);
+		fputs("\" ", f);
+	}
+	fprintf(f, "(%s%s):\n", cpu[t->cpu], t->gil == PY_THREAD_GIL_HELD ? ", holds the GIL" : "");
 	if ((!st || (!st->depth && st->gap == GAP_NONE)) && !t->nitems)
 		fputs("  (no Python frames)\n", f);
 	for (uint32_t i = 0; t->items && i < t->nitems; i++) {

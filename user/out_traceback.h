@@ -26,6 +26,7 @@ struct tb_item {
 
 struct tb_thread {
 	uint32_t tid;
+	const char *name;	/* Python's name for it, or NULL */
 	enum tb_cpu cpu;
 	enum py_thread_gil gil;
 	const struct stack *st;	/* NULL: the thread runs no Python code */
@@ -37,7 +38,7 @@ struct tb_thread {
 };
 
 /*
- * "Thread TID (STATE[, holds the GIL]):" then one line per Python frame, innermost
+ * "Thread TID ["NAME" ](STATE[, holds the GIL]):" then one line per Python frame, innermost
  * first, each '  File "FILE", line N, in QUALNAME' ("line ?" when the line is not
  * known), and a last line '  [incomplete: WHY]' when the walk did not reach the
  * thread's first frame. With items, native frames are lines '  native: NAME'.

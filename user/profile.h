@@ -16,7 +16,9 @@
 
 struct profile_thread {
 	uint32_t pid, tid;
-	uint32_t name;		/* strtab id of the OS thread name; PROFILE_NO_NAME if unknown */
+	uint32_t name;		/* strtab id of its Python name, else of the kernel's;
+				 * PROFILE_NO_NAME if unknown */
+	uint32_t label;		/* "thread TID (NAME)": what its --threads frame reads */
 };
 
 #define PROFILE_NO_NAME UINT32_MAX
@@ -67,9 +69,14 @@ static inline uint64_t profile__tick_ns(const struct profile *p)
 	return p->unit == PROFILE_NS && p->rate_hz ? 1000000000ull / p->rate_hz : p->period_ns;
 }
 
-/* The name a writer prints for @fr: "QUALNAME" / "thread TID" / "process PID CMD" ... */
+/* The name a writer prints for @fr: "QUALNAME" / "thread TID (NAME)" / "process PID
+ * CMD" ... A thread's frame keeps the thread's slot in p->threads in its line, and
+ * reads as the thread's label: its name may be learned after its first stacks. */
 static inline const char *profile__name(const struct profile *p, const struct agg_frame *fr)
 {
+	if (fr->kind == AGG_THREAD && fr->line >= 0 && (size_t)fr->line < p->nthreads &&
+	    p->threads[fr->line].label != PROFILE_NO_NAME)
+		return strtab__get(p->strs, p->threads[fr->line].label);
 	return strtab__get(p->strs, fr->name);
 }
 

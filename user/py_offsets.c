@@ -108,13 +108,55 @@
 	X(unicode_compact_bit,		5,	5)			\
 	X(unicode_ascii_bit,		6,	6)			\
 	X(bytes_size,			16,	16)			\
-	X(bytes_sval,			32,	32)
+	X(bytes_sval,			32,	32)			\
+	INSTANCE_FACTS(X)
 
-#define BUILTIN_311(field, v311, v312)	.field = v311,
-#define BUILTIN_312(field, v311, v312)	.field = v312,
+/*
+ * Instance attributes (a Thread's _name), facts of the headers of each version, 3.11
+ * to 3.15, checked with offsetof against each one's own (internal) headers: PyTypeObject
+ * keeps tp_basicsize and tp_flags where it always has, PyDictObject its ma_keys and
+ * ma_values; PyHeapTypeObject grows (ht_cached_keys moves), and from 3.13 on a values
+ * array starts with four bytes of its own (capacity, size, embedded, valid).
+ */
+#define INSTANCE_FACTS(X)						\
+	/* field			3.11	3.12	3.13	3.14	3.15 */	\
+	X(tp_basicsize,			32,	32,	32,	32,	32)	\
+	X(tp_flags,			168,	168,	168,	168,	168)	\
+	X(ht_cached_keys,		872,	880,	880,	880,	888)	\
+	X(dict_keys,			32,	32,	32,	32,	32)	\
+	X(dict_values,			40,	40,	40,	40,	40)	\
+	X(dictvalues_values,		0,	0,	8,	8,	8)	\
+	X(inst_layout,			PY_INST_311, PY_INST_312, PY_INST_313,		\
+					PY_INST_313, PY_INST_313)
+
+#define BUILTIN_311(field, v311, v312, ...)	.field = v311,
+#define BUILTIN_312(field, v311, v312, ...)	.field = v312,
 
 static const struct py_offsets builtin_311 = { BUILTIN_OFFSETS(BUILTIN_311) };
 static const struct py_offsets builtin_312 = { BUILTIN_OFFSETS(BUILTIN_312) };
+
+#define INSTANCE_313(field, v311, v312, v313, v314, v315)	.field = v313,
+#define INSTANCE_314(field, v311, v312, v313, v314, v315)	.field = v314,
+#define INSTANCE_315(field, v311, v312, v313, v314, v315)	.field = v315,
+
+/* Only the instance facts are set in these: apply_layout takes them from here. */
+static const struct py_offsets instance_313 = { INSTANCE_FACTS(INSTANCE_313) };
+static const struct py_offsets instance_314 = { INSTANCE_FACTS(INSTANCE_314) };
+static const struct py_offsets instance_315 = { INSTANCE_FACTS(INSTANCE_315) };
+
+static void instance_facts(unsigned int minor, struct py_offsets *o)
+{
+	const struct py_offsets *f = minor == 13 ? &instance_313 :
+				     minor == 14 ? &instance_314 : &instance_315;
+
+	o->tp_basicsize = f->tp_basicsize;
+	o->tp_flags = f->tp_flags;
+	o->ht_cached_keys = f->ht_cached_keys;
+	o->dict_keys = f->dict_keys;
+	o->dict_values = f->dict_values;
+	o->dictvalues_values = f->dictvalues_values;
+	o->inst_layout = f->inst_layout;
+}
 
 /* ------------------------------------------------------------------------------ */
 /* _Py_DebugOffsets layouts: 3.13+.                                               */
@@ -345,6 +387,8 @@ static const struct debug_layout *const debug_layouts[] = {
 	&layout_314,
 	&layout_315,
 };
+_Static_assert(sizeof(debug_layouts) / sizeof(debug_layouts[0]) == 3,
+	       "a new layout needs its column of INSTANCE_FACTS and instance_facts()");
 
 /* ------------------------------------------------------------------------------ */
 /* Logic.                                                                         */
@@ -592,6 +636,7 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 
 	o.bytes_size = slot(buf, l->bytes_ob_size);
 	o.bytes_sval = slot(buf, l->bytes_ob_sval);
+	instance_facts(l->minor, &o);
 
 	ret = sanity_check(&o, &sizes);
 	if (ret)

@@ -128,6 +128,32 @@ struct py_offsets {
 	uint64_t set_mask;
 	uint64_t long_tag;		/* lv_tag: digit count << 3 | sign */
 	uint64_t long_digits;
+
+	/* An instance's attributes, for a threading.Thread's name (py_thread_name.h): a
+	 * type's size, flags and, for a class, the keys its instances share; a dict's
+	 * keys and values; a values array's first value; how instances keep their
+	 * attributes. Facts of each version's headers, in every version. */
+	uint64_t tp_basicsize;
+	uint64_t tp_flags;
+	uint64_t ht_cached_keys;
+	uint64_t dict_keys;
+	uint64_t dict_values;
+	uint64_t dictvalues_values;
+	uint8_t inst_layout;		/* enum py_inst_layout */
+};
+
+/* Where an instance of a class without __slots__ (Py_TPFLAGS_MANAGED_DICT) keeps its
+ * attributes. */
+enum py_inst_layout {
+	/* 3.11: a values array (keys shared by the class) at 4 words before the object,
+	 * or else a dict at 3 words before */
+	PY_INST_311 = 1,
+	/* 3.12: one word 3 words before: a dict, or a values array's address less one
+	 * (bit 0 set) */
+	PY_INST_312,
+	/* 3.13+: with Py_TPFLAGS_INLINE_VALUES, a values array right after the object
+	 * (tp_basicsize), while its valid byte is set; else a dict 3 words before */
+	PY_INST_313,
 };
 
 /* Fills @out for a version without _Py_DebugOffsets (3.11, 3.12). -ENOTSUP otherwise. */

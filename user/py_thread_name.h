@@ -20,6 +20,8 @@
  * and the file that must define it. */
 #define PY_THREAD_NAME_FRAME "Thread._bootstrap_inner"
 #define PY_THREAD_NAME_FILE "threading.py"
+/* What threading names the main thread. */
+#define PY_THREAD_NAME_MAIN "MainThread"
 
 /* How far from the outermost frame the thread's Thread._bootstrap_inner may be
  * (below it: _bootstrap and, under a profiler or debugger, a few more). */

@@ -9,10 +9,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "aggregate.h"
 #include "decoder.h"
 #include "log.h"
+#include "py_thread_name.h"
 #include "session_priv.h"
 #include "strtab.h"
 #include "thread_table.h"
@@ -116,6 +118,37 @@ static uint64_t weight_ns(const struct session *s, uint64_t weight)
 	return s->opts.mode == SESSION_CPU ? weight * 1000000000ull / s->opts.rate_hz : weight;
 }
 
+/* The --threads frame of thread @tid, in @slot of the thread table: its key is the tid,
+ * what it reads is the thread's label (profile__name()). */
+static int thread_frame(struct session *s, uint32_t tid, uint32_t slot, struct agg_frame *fr)
+{
+	*fr = (struct agg_frame){ .kind = AGG_THREAD, .line = (int32_t)slot };
+	return intern_fmt(s, &fr->name, "thread %u", tid);
+}
+
+/*
+ * Names the thread in @slot by its Python name, when its complete stack @st shows it
+ * (decoder__thread_name()), or "MainThread", the name threading gives the main thread
+ * (a later rename of the main thread is not seen). Otherwise it keeps the kernel's.
+ * 0 or -ENOMEM.
+ */
+static int python_name(struct target *t, const struct stack *st, uint32_t slot)
+{
+	struct session *s = t->session;
+	char name[PY_THREAD_NAME_MAX];
+	int64_t id;
+
+	if (decoder__thread_name(t->dec, st, name, sizeof(name))) {
+		if (st->tid != st->pid)
+			return 0;
+		snprintf(name, sizeof(name), PY_THREAD_NAME_MAIN);
+	}
+	id = strtab__intern(s->strs, name, strlen(name));
+	if (id < 0)
+		return (int)id;
+	return thread_table__name(s->threads, s->strs, slot, (uint32_t)id);
+}
+
 /*
  * One decoded stack in, one aggregated stack out, unless left_out(). @weight is what
  * it counts for; @wait, if not 0, the strtab id of the off-CPU leaf it ends in.
@@ -132,6 +165,13 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		s->filtered++;
 		return 0;
 	}
+	/* Before the task chain, which may decode more: the frames' addresses are those
+	 * of the stack decoded last. */
+	err = thread_table__see(s->threads, s->strs, st->pid, st->tid, &slot);
+	if (!err && st->gap == GAP_NONE && st->depth && thread_table__wants_name(s->threads, slot))
+		err = python_name(t, st, slot);
+	if (err)
+		goto fail;
 	/* Live sampling cannot tell why a thread is off a CPU, only that it is. */
 	if (!wait && s->opts.mode != SESSION_CPU && !(st->flags & PBP_TS_ON_CPU)) {
 		wait = s->idle_name;
@@ -140,11 +180,9 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	if (s->opts.subprocesses || s->opts.system_wide)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
-		s->frames[n].kind = AGG_THREAD;
-		err = intern_fmt(s, &s->frames[n].name, "thread %u", st->tid);
+		err = thread_frame(s, st->tid, slot, &s->frames[n++]);
 		if (err)
 			goto fail;
-		n++;
 	}
 	if (s->opts.async_tasks && !session_tasks__chain(t, st, s->task_chain, &nlinks, &depth)) {
 		/* The tasks awaiting it, root first, in place of the event loop's frames. */
@@ -170,8 +208,6 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	if (wait)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
 	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
-	if (!err)
-		err = thread_table__see(s->threads, s->strs, st->pid, st->tid, &slot);
 	if (!err && s->opts.timeline) {
 		tl = s->ntimeline;
 		err = add_to_timeline(s, timeline_start(s, st, weight, wait), index,
@@ -372,13 +408,15 @@ int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct tas
 		err = (int)leaf;
 		goto fail;
 	}
+	err = thread_table__see(s->threads, s->strs, (uint32_t)t->interp.pid, tid, &slot);
+	if (err)
+		goto fail;
 	if (s->opts.subprocesses || s->opts.system_wide)
 		s->frames[depth++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
-		err = intern_fmt(s, &s->frames[depth].name, "thread %u", tid);
+		err = thread_frame(s, tid, slot, &s->frames[depth++]);
 		if (err)
 			goto fail;
-		s->frames[depth++].kind = AGG_THREAD;
 	}
 	for (uint32_t k = n; k-- > 0;) {
 		s->frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
@@ -387,8 +425,6 @@ int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct tas
 	}
 	s->frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
 	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->frames, depth, ns, &index);
-	if (!err)
-		err = thread_table__see(s->threads, s->strs, (uint32_t)t->interp.pid, tid, &slot);
 	if (!err)
 		return 0;
 fail:

@@ -10,11 +10,15 @@
 #include "thread_table.h"
 #include "vec.h"
 
-/* A thread's last on-CPU tick, by the same slot as its profile_thread. */
+/* A thread's last on-CPU tick, by the same slot as its profile_thread, and how many
+ * of its stacks were looked at for its Python name (THREAD_NAMED once it has it). */
 struct thread_tick {
 	uint32_t index;		/* UINT32_MAX: none yet */
+	uint8_t name_looks;
 	size_t timeline;
 };
+
+#define THREAD_NAMED UINT8_MAX
 
 struct thread_table {
 	struct profile_thread *threads;
@@ -84,6 +88,25 @@ static int name_thread(struct strtab *strs, uint32_t pid, uint32_t tid, uint32_t
 	return 0;
 }
 
+/* "thread TID (NAME)", or "thread TID" without a name. 0 or -ENOMEM. */
+static int label_thread(struct strtab *strs, struct profile_thread *th)
+{
+	const char *name = th->name == PROFILE_NO_NAME ? NULL : strtab__get(strs, th->name);
+	char buf[192];
+	int64_t id;
+	int len;
+
+	len = name ? snprintf(buf, sizeof(buf), "thread %u (%s)", th->tid, name) :
+		     snprintf(buf, sizeof(buf), "thread %u", th->tid);
+	if (len < 0)
+		return -EINVAL;
+	id = strtab__intern(strs, buf, (size_t)len < sizeof(buf) ? (size_t)len : sizeof(buf) - 1);
+	if (id < 0)
+		return (int)id;
+	th->label = (uint32_t)id;
+	return 0;
+}
+
 int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid, uint32_t tid,
 		      uint32_t *slot)
 {
@@ -109,6 +132,8 @@ int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid,
 	th->pid = pid;
 	th->tid = tid;
 	err = name_thread(strs, pid, tid, &th->name);
+	if (!err)
+		err = label_thread(strs, th);
 	if (err)
 		return err;
 	t->ticks[t->n] = (struct thread_tick){ .index = UINT32_MAX, .timeline = SIZE_MAX };
@@ -120,8 +145,28 @@ int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid,
 void thread_table__set_tick(struct thread_table *t, uint32_t slot, uint32_t index,
 			    size_t timeline)
 {
-	if (slot < t->n)
-		t->ticks[slot] = (struct thread_tick){ .index = index, .timeline = timeline };
+	if (slot >= t->n)
+		return;
+	t->ticks[slot].index = index;
+	t->ticks[slot].timeline = timeline;
+}
+
+bool thread_table__wants_name(struct thread_table *t, uint32_t slot)
+{
+	if (slot >= t->n || t->ticks[slot].name_looks >= THREAD_NAME_LOOKS)
+		return false;
+	t->ticks[slot].name_looks++;
+	return true;
+}
+
+int thread_table__name(struct thread_table *t, struct strtab *strs, uint32_t slot,
+			uint32_t name)
+{
+	if (slot >= t->n)
+		return -EINVAL;
+	t->threads[slot].name = name;
+	t->ticks[slot].name_looks = THREAD_NAMED;
+	return label_thread(strs, &t->threads[slot]);
 }
 
 int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,

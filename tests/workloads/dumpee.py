@@ -25,6 +25,7 @@ BURNER_READY = threading.Event()
 def register(key, leaf_line):
     with LOCK:
         T.data["threads"][key] = threading.get_native_id()
+        T.data.setdefault("names", {})[key] = threading.current_thread().name
         T.stack(key, leaf_line, depth=2)
 
 

@@ -103,6 +103,7 @@ class Truth:
         self.data = {
             "pid": os.getpid(),
             "main_tid": threading.get_native_id(),
+            "main_thread_name": threading.current_thread().name,
             "python_version": version_string(),
             "version_info": list(sys.version_info[:5]),
             "executable": sys.executable,
