@@ -95,7 +95,8 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/py_offsets.o | 
 
 # The readers of copied structs against a fake target (tests/unit/fake_mem.h).
 FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,py_offsets.o code_cache.o py_obj.o strtab.o hashmap.o \
-		py_linetable.o decoder.o decode_runs.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o log.o)
+		py_linetable.o decoder.o decode_runs.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o \
+		py_thread_name.o log.o)
 $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -129,6 +130,12 @@ $(OUT)/tests/test_aggregate: tests/unit/test_aggregate.c $(OUT)/user/aggregate.o
 $(OUT)/tests/test_asyncio_reads: tests/unit/test_asyncio_reads.c $(LIB_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# A thread's Python name from the attributes of its Thread object, hostile ones too.
+$(OUT)/tests/test_thread_name: tests/unit/test_thread_name.c $(OUT)/user/py_thread_name.o \
+		$(OUT)/user/py_obj.o $(OUT)/user/py_offsets.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS)
 
 $(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -231,7 +238,7 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge $(OUT)/tests/test_native_live \
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
-	$(OUT)/tests/test_asyncio_reads \
+	$(OUT)/tests/test_asyncio_reads $(OUT)/tests/test_thread_name \
 	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify \
 	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
@@ -245,7 +252,7 @@ test-real: all
 	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
 		--durations=10 tests/test_real_programs.py
 
-CHECK_TESTS := test_aggregate test_asyncio_reads test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
+CHECK_TESTS := test_aggregate test_asyncio_reads test_thread_name_reads test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
 	test_top_view test_writers_formats test_writers_golden
 check: all unit-tests
 	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
@@ -273,7 +280,7 @@ container-load: all
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
-	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c log.c)
+	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c py_thread_name.c log.c)
 
 .PHONY: FORCE
 $(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FORCE | $(OUT)/tests

@@ -36,6 +36,7 @@
 #include "code_cache.h"
 #include "decoder.h"
 #include "frame_cache.h"
+#include "py_thread_name.h"
 #include "py_threads.h"
 #include "strtab.h"
 #include "../unit/debug_tables.h"
@@ -68,6 +69,7 @@ struct ctx {
 	struct decoder *d;
 	struct stack *st;
 	struct mem_source *mem;
+	const struct py_offsets *off;
 };
 
 static struct stack stack_buf;
@@ -304,6 +306,18 @@ static void touch_native(const struct stack *st)
 		sum += (uint8_t)(st->native_fp[i].fp ^ st->native_fp[i].ret);
 }
 
+/* The thread's Python name, from its stack and from a Thread object at an address the
+ * input chooses (its thread state's first word). */
+static void name_thread(struct ctx *c, const struct py_thread *pt)
+{
+	char name[PY_THREAD_NAME_MAX];
+	uint64_t obj;
+
+	decoder__thread_name(c->d, c->st, name, sizeof(name));
+	if (!mem__read_u64(c->mem, pt->tstate, &obj))
+		py_thread_name__of_object(c->mem, c->off, obj, name, sizeof(name));
+}
+
 /* Each thread the walk finds is decoded as live sampling would, reading twice. */
 static int on_thread(const struct py_thread *pt, void *arg)
 {
@@ -320,6 +334,7 @@ static int on_thread(const struct py_thread *pt, void *arg)
 	/* Twice: the second decode meets the caches the first one filled. */
 	decoder__decode_thread(c->d, &t, c->st);
 	decoder__decode_thread(c->d, &t, c->st);
+	name_thread(c, pt);
 	return 0;
 }
 
@@ -334,7 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Small, so that the fuzzer reaches the eviction paths too. */
 	struct frame_cache_budget budget = { .per_cache = 4096, .total = 8192 };
 	struct fake_mem m;
-	struct ctx c = { .st = &stack_buf, .mem = &m.base };
+	struct ctx c = { .st = &stack_buf, .mem = &m.base, .off = &in.off };
 	size_t tlen, rlen = 0;
 	uint8_t mode;
 
