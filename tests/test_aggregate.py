@@ -6,24 +6,11 @@ per-process profiles) carrying only that process's objects and function starts, 
 past the first sizes, and native frames that differ only in offset kept apart. Both the
 plain and the sanitizer builds run."""
 
-import subprocess
-
 import pytest
 
-from conftest import REPO
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from test_sanitizers import run_unit
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 def test_aggregate_native_tables_unit_passes(build):
-    if build == "sanitizers":
-        path = san_binary("tests/test_aggregate")
-    else:
-        p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_aggregate"],
-                           capture_output=True, text=True, timeout=600)
-        assert p.returncode == 0, f"building test_aggregate failed:\n{p.stderr[-3000:]}"
-        path = str(REPO / "build" / "tests" / "test_aggregate")
-    p = subprocess.run([path], capture_output=True, text=True, timeout=120,
-                       env=SAN_ENV if build == "sanitizers" else None)
-    assert_clean(p, "test_aggregate")
-    assert "aggregate: ok" in p.stdout
+    run_unit("test_aggregate", build, "aggregate: ok")

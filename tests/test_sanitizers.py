@@ -27,6 +27,22 @@ def san_binary(name):
     return str(path)
 
 
+def run_unit(name, build, ok):
+    """Builds tests/unit/NAME.c (plain, or with the sanitizers), runs it, and checks it
+    ends clean with the line @ok on stdout."""
+    if build == "sanitizers":
+        path = san_binary(f"tests/{name}")
+    else:
+        p = subprocess.run(["make", "-C", str(REPO), f"build/tests/{name}"],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, f"building {name} failed:\n{p.stderr[-3000:]}"
+        path = str(REPO / "build" / "tests" / name)
+    p = subprocess.run([path], capture_output=True, text=True, timeout=120,
+                       env=SAN_ENV if build == "sanitizers" else None)
+    assert_clean(p, name)
+    assert ok in p.stdout, p.stdout[-2000:]
+
+
 def assert_clean(p, what):
     report = [m for m in SAN_REPORT if m in p.stderr]
     assert not report, f"{what}: sanitizer report:\n{p.stderr[-4000:]}"
