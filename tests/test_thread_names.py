@@ -15,7 +15,7 @@ sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
 
 RATE = 199
-SECONDS = 2
+SECONDS = 1
 
 
 def names_by_tid(w):
