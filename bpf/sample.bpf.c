@@ -112,7 +112,8 @@ struct switch_state {
 	__u32 cpu_seen;		/* cpu_ns is set */
 	__u32 skipped;		/* a preemption left to the draw: its length is counted */
 	__u64 preempt_avg_ns;	/* its preemptions' lengths, averaged; 0: none yet */
-	__u64 carry_ns;		/* preemptions left to the draw since the last kept one */
+	__u64 pending_odds;	/* the kept one was drawn with odds this / pending_thr */
+	__u64 pending_thr;
 	__u64 thr_ns;		/* its draw threshold; 0: min_block_ns */
 	__u64 win_ns;		/* when its current window began */
 	__u64 win_kept;		/* stacks taken of its waits in that window */
@@ -1557,12 +1558,12 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	 * when the thread is back. How long the wait will be is not known yet, so the
 	 * odds go by how long this thread's preemptions have lasted lately: a thread
 	 * preempted every few microseconds for a few microseconds is drawn with odds
-	 * avg / threshold; waits of a thread whose preemptions run long are all kept.
-	 * Their floor, min_block_ns / 16 / threshold, falls as the threshold rises: a
-	 * floor fixed at 1/16 would take more stacks than the budget whatever the
-	 * threshold, and raise it without end. A kept wait counts its own length and
-	 * that of the ones left to the draw since the previous kept one (switch_in), so
-	 * the thread's sum is exact whatever the odds.
+	 * avg / threshold, and a kept wait counts threshold / avg times its length;
+	 * waits of a thread whose preemptions run long are all kept. Odds fixed before
+	 * the wait keep the sum unbiased, and odds that follow the waits keep its
+	 * spread small. Their floor, min_block_ns / 16 / threshold, falls as the
+	 * threshold rises: a floor fixed at 1/16 would take more stacks than the
+	 * budget whatever the threshold, and raise it without end.
 	 */
 	so->in_call = 0;
 	so->pending = so->skipped = 0;
@@ -1570,6 +1571,8 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	odds = so->preempt_avg_ns ? so->preempt_avg_ns : thr;
 	if (odds < min_block_ns / 16)
 		odds = min_block_ns / 16;
+	so->pending_odds = odds;
+	so->pending_thr = thr;
 	if (odds < thr && draw_below(thr) >= odds) {
 		so->skipped = 1;
 		return;
@@ -1648,17 +1651,19 @@ static __always_inline void switch_in(struct task_struct *next)
 			     end.off_ns;
 	if (so->skipped) {
 		so->skipped = 0;
-		so->carry_ns += end.off_ns;
 		count(PBP_C_OFF_SHORT_SKIPPED);
 		return;
 	}
 	so->pending = 0;
-	/* It stands for the preemptions left to the draw before it too. Scaling it by
-	 * the odds it was taken with instead would be unbiased, but one long wait kept
-	 * at long odds (a loaded machine preempts for milliseconds a thread whose
-	 * preemptions lasted microseconds) would count hundreds of times over. */
-	end.off_ns += so->carry_ns;
-	so->carry_ns = 0;
+	/* Scaled by the odds it was taken with. A preemption is short; one held for
+	 * more than 8 s (2^33 ns) counts as that, so that the product, with the
+	 * threshold at most 2^30 ns, cannot overflow. */
+	if (so->pending_odds < so->pending_thr) {
+		if (end.off_ns > 1ull << 33)
+			end.off_ns = 1ull << 33;
+		end.off_ns = so->pending_odds ?
+			     end.off_ns * so->pending_thr / so->pending_odds : 0;
+	}
 	end.pid = next->tgid;
 	end.tid = next->pid;
 	if (bpf_ringbuf_output(&samples, &end, sizeof(end), BPF_RB_NO_WAKEUP))
