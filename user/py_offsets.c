@@ -144,18 +144,15 @@ static const struct py_offsets instance_313 = { INSTANCE_FACTS(INSTANCE_313) };
 static const struct py_offsets instance_314 = { INSTANCE_FACTS(INSTANCE_314) };
 static const struct py_offsets instance_315 = { INSTANCE_FACTS(INSTANCE_315) };
 
+#define INSTANCE_COPY(field, ...)	o->field = f->field;
+
+/* Every row of INSTANCE_FACTS, so that a new row is copied too. */
 static void instance_facts(unsigned int minor, struct py_offsets *o)
 {
 	const struct py_offsets *f = minor == 13 ? &instance_313 :
 				     minor == 14 ? &instance_314 : &instance_315;
 
-	o->tp_basicsize = f->tp_basicsize;
-	o->tp_flags = f->tp_flags;
-	o->ht_cached_keys = f->ht_cached_keys;
-	o->dict_keys = f->dict_keys;
-	o->dict_values = f->dict_values;
-	o->dictvalues_values = f->dictvalues_values;
-	o->inst_layout = f->inst_layout;
+	INSTANCE_FACTS(INSTANCE_COPY)
 }
 
 /* ------------------------------------------------------------------------------ */
