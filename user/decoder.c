@@ -7,7 +7,6 @@
  * incomplete rather than passed off as a whole stack.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -661,13 +660,6 @@ uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t 
 	return got;
 }
 
-static bool ends_with_file(const char *path, const char *name)
-{
-	size_t n = strlen(path), k = strlen(name);
-
-	return n >= k && !strcmp(path + n - k, name) && (n == k || path[n - k - 1] == '/');
-}
-
 int decoder__thread_name(const struct decoder *d, const struct stack *st, char *out,
 			 size_t cap)
 {
@@ -681,7 +673,9 @@ int decoder__thread_name(const struct decoder *d, const struct stack *st, char *
 		if (!qualname || strcmp(qualname, PY_THREAD_NAME_FRAME))
 			continue;
 		file = strtab__get(d->cfg.strs, st->frames[i].filename);
-		if (!file || !ends_with_file(file, PY_THREAD_NAME_FILE) ||
+		if (file && strrchr(file, '/'))
+			file = strrchr(file, '/') + 1;
+		if (!file || strcmp(file, PY_THREAD_NAME_FILE) ||
 		    decoder__frame_addrs(d, i, 1, &addr, &owner) != 1 || owner != o->owner_thread)
 			return -ENOENT;
 		return py_thread_name__of_frame(d->cfg.live, o, addr, out, cap);
