@@ -836,12 +836,16 @@ def fraction(part, whole):
     return part / whole if whole else 0.0
 
 
+# The ratio workload's clock (--clock) for each mode: what that mode's samples are of.
+RATIO_CLOCK = {"bpf": "cpu", "live": "wall"}
+
+
 def spent_fa_share(w, before):
-    """fa's share of the fa+fb thread CPU time the ratio workload measured from the
-    truth @before to the one it published last. Iteration counts promise 3:1, but the
-    profile is judged against what the burns actually spent."""
+    """fa's share of the fa+fb time the ratio workload measured from the truth @before
+    to the one it published last, on the clock it was given. Iteration counts promise
+    3:1, but the profile is judged against what the burns actually spent."""
     after = w.read_truth()
-    fa, fb = (after["cpu_ns"][fn] - before["cpu_ns"][fn] for fn in ("fa", "fb"))
+    fa, fb = (after["spent_ns"][fn] - before["spent_ns"][fn] for fn in ("fa", "fb"))
     assert fb > 0, f"the ratio workload published no fb time between {before} and {after}"
     return fraction(fa, fa + fb)
 

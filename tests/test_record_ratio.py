@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import (MODES, Once, fraction, profile_workload, same_except_leaf_line, show,
+from conftest import (MODES, RATIO_CLOCK, Once, fraction, profile_workload, same_except_leaf_line, show,
                       spent_fa_share, total, truth_frames)
 
 RATE = 999
@@ -12,8 +12,8 @@ DURATION = 3
 @pytest.fixture(scope="module")
 def ratio(py, mode, module_tmp, profiler_bin):
     return Once(lambda: profile_workload(
-        module_tmp / f"{py.id}-{mode}", profiler_bin, py, "ratio", rate=RATE, duration=DURATION,
-        extra=MODES[mode]))
+        module_tmp / f"{py.id}-{mode}", profiler_bin, py, "ratio",
+        ("--clock", RATIO_CLOCK[mode]), rate=RATE, duration=DURATION, extra=MODES[mode]))
 
 
 def leaf_samples(samples, name):

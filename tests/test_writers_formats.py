@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, REPO, Harness, Once, Run, Workload,
-                      fraction, spent_fa_share)
+from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, RATIO_CLOCK, REPO, Harness, Once, Run,
+                      Workload, fraction, spent_fa_share)
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 from test_writers_golden import _build_plain, _output
 
@@ -288,10 +288,10 @@ class Recorded:
         return run.out_path
 
 
-def record(tmpdir, profiler, interp, workload, fmt, mode):
+def record(tmpdir, profiler, interp, workload, fmt, mode, *args):
     h = Harness(tmpdir, profiler)
     try:
-        w = h.start_workload(interp, workload)
+        w = h.start_workload(interp, workload, *args)
         out = Path(tmpdir) / f"profile{SUFFIX[fmt]}"
         start = time.time_ns()
         run = h.run_profiler(["record", "-p", w.pid, "-o", out, "-f", fmt, "-r", RATE,
@@ -308,7 +308,7 @@ def record(tmpdir, profiler, interp, workload, fmt, mode):
 @pytest.fixture(scope="module")
 def ratio_pprof(py, mode, module_tmp, profiler_bin):
     return Once(lambda: record(module_tmp / f"{py.id}-{mode}-pprof", profiler_bin, py,
-                               "ratio", "pprof", mode))
+                               "ratio", "pprof", mode, "--clock", RATIO_CLOCK[mode]))
 
 
 @pytest.fixture(scope="module")
