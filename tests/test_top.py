@@ -252,21 +252,19 @@ nap()
 """
 
 
-def test_top_wall_shows_threads_blocked_all_along(harness, py):
-    """--mode wall: a thread blocked on a pipe and a main thread asleep, both from
-    before top started until after it ends, are rows in every block, half the wall
-    time each, not only once they wake."""
-    proc = harness.spawn(py.argv + ["-c", BLOCKED])
-    wait_asleep(proc.pid)
+def plain_blocks(harness, args, nblocks):
+    """Runs `top ARGS` without a terminal until it has printed @nblocks plain blocks
+    (20 s at most), stops it with SIGINT, checks that it exited 0, and returns its
+    blocks."""
     out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
     err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
-    argv = harness.profiler_argv(["top", "-p", proc.pid, "--mode", "wall"])
+    argv = harness.profiler_argv(["top"] + list(args))
     with open(out, "wb") as fo, open(err, "wb") as fe:
         top = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
                                start_new_session=True)
     harness.group_leaders.append(top)
     end = time.monotonic() + 20
-    while out.read_text(errors="replace").count("\n\n") < 3 and time.monotonic() < end:
+    while out.read_text(errors="replace").count("\n\n") < nblocks and time.monotonic() < end:
         assert top.poll() is None, f"top exited ({top.returncode}): {err.read_text()}"
         time.sleep(0.05)
     top.send_signal(signal.SIGINT)
@@ -274,7 +272,17 @@ def test_top_wall_shows_threads_blocked_all_along(harness, py):
     text = out.read_text(errors="replace")
     assert rc == 0, f"exit {rc}\n{err.read_text()}"
     blocks = [b for b in text.split("\n\n") if b.strip()]
-    assert len(blocks) >= 3, text
+    assert len(blocks) >= nblocks, text
+    return blocks
+
+
+def test_top_wall_shows_threads_blocked_all_along(harness, py):
+    """--mode wall: a thread blocked on a pipe and a main thread asleep, both from
+    before top started until after it ends, are rows in every block, half the wall
+    time each, not only once they wake."""
+    proc = harness.spawn(py.argv + ["-c", BLOCKED])
+    wait_asleep(proc.pid)
+    blocks = plain_blocks(harness, ["-p", proc.pid, "--mode", "wall"], 3)
     for block in blocks:
         shares = {}
         for line in block.splitlines():
@@ -283,6 +291,25 @@ def test_top_wall_shows_threads_blocked_all_along(harness, py):
                 shares[m.group(2)] = float(m.group(1))
         assert set(shares) == {"[off-CPU: read(pipe)]", "[off-CPU: sleep]"}, block
         assert all(abs(v - 50) <= 5 for v in shares.values()), block
+
+
+def test_top_threads_are_rows_named_as_python_names_them(harness, py, mode):
+    """--threads: each thread of named_threads (six burning threads, named by the
+    program, by a Thread subclass and by a thread pool) is a row 'thread TID (NAME)'
+    with the name threading gives it, and each sample is in one thread's row."""
+    w = harness.start_workload(py, "named_threads")
+    want = {int(tid): name for tid, name in w.read_truth()["threads"].items()}
+    assert len(want) == 6, want
+    blocks = plain_blocks(harness, ["-p", w.pid, "--threads"] + MODES[mode], 3)
+    got, shares = {}, 0.0
+    for line in blocks[-1].splitlines():
+        m = re.match(r"^\s*[\d.]+\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+thread (\d+) \((.*)\)$", line)
+        if m:
+            got[int(m[2])] = m[3]
+            shares += float(m[1])
+    assert got == want, (got, want, blocks[-1])
+    # Six rows rounded to 0.1 each: every sample of the block is in exactly one.
+    assert 99.6 <= shares <= 100.4, f"thread rows add up to {shares}%\n{blocks[-1]}"
 
 
 def test_top_dead_pid_exits_3(harness):

@@ -294,6 +294,7 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.idle = o->idle,
 		.gil = o->gil,
 		.async_tasks = o->async_tasks,
+		.threads = o->threads,
 		.native = o->native,
 		.native_all = o->native_all,
 		.native_stack = o->native_stack,

@@ -20,6 +20,7 @@ struct top_opts {
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int async_tasks;	/* --async: asyncio tasks as rows */
+	int threads;		/* --threads: threads as rows */
 	int native;		/* --native: C frames with the Python ones */
 	int native_all;		/* --native-all: the interpreter's own C frames too */
 	uint32_t native_stack;	/* ... this many bytes (0: the default) */

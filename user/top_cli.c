@@ -25,7 +25,8 @@ static const char top_help[] =
 	"%Total the share in which it was anywhere on the stack (once per sample, however\n"
 	"deep it recurses); Own(s) and Total(s) add up the sampled time since the start.\n"
 	"A function is a qualified name in a file, whatever the line. With -a, each\n"
-	"process is a row too, 'process PID COMMAND', whose %Total is its share.\n"
+	"process is a row too, 'process PID COMMAND', whose %Total is its share; with\n"
+	"--threads, so is each thread, 'thread TID (NAME)', named as Python names it.\n"
 	"With --mode wall the shares are of wall-clock time, the threads' time on and\n"
 	"off the CPU, and each kind of wait ('[off-CPU: sleep]', ...) is a row whose %Own\n"
 	"is the share of time spent in it.\n"
@@ -53,6 +54,9 @@ static const char top_help[] =
 	"                         unavailable\n"
 	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
 	"      --gil              count only the thread holding the GIL\n"
+	"      --threads          each thread as a row, 'thread TID (NAME)', its %Total\n"
+	"                         its share (NAME: threading's name for it, else the\n"
+	"                         kernel's)\n"
 	"      --async            asyncio tasks as rows, 'task NAME', each with the time\n"
 	"                         of the samples in it or in tasks it awaits (as for\n"
 	"                         record --async; CPython 3.14+)\n"
@@ -75,7 +79,8 @@ static const char top_help[] =
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
 	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC, OPT_NATIVE,
-	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND, OPT_CLOCK };
+	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND, OPT_CLOCK,
+	       OPT_THREADS };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -83,6 +88,7 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
 		{ "async", no_argument, NULL, OPT_ASYNC },
+		{ "threads", no_argument, NULL, OPT_THREADS },
 		{ "native", no_argument, NULL, OPT_NATIVE },
 		{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
 		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
@@ -127,6 +133,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 			break;
 		case OPT_ASYNC:
 			o.async_tasks = 1;
+			break;
+		case OPT_THREADS:
+			o.threads = 1;
 			break;
 		case OPT_NATIVE_ALL:
 			o.native_all = 1;

@@ -71,7 +71,7 @@ static bool row_equal(uint32_t idx, const void *key, const void *ctx)
 /* The row of (@name, @file), added if new: its index, or a negative errno. */
 static int64_t row_of(struct top_view *v, uint32_t name, uint32_t file)
 {
-	const struct top_row key = { .name = name, .file = file };
+	const struct top_row key = { .name = name, .file = file, .thread = -1 };
 	size_t i, need = v->n + 1;
 	int err;
 
@@ -125,14 +125,19 @@ static int take_stack(struct top_view *v, const struct agg_stack *s, uint64_t de
 		const struct agg_frame *fr = &s->frames[k];
 
 		/* A process is a row too: its total is its share of the samples; and so
-		 * is each kind of wait, and each asyncio task (--async). */
+		 * is each thread (--threads), each kind of wait, and each asyncio task
+		 * (--async). */
 		if (fr->kind != AGG_PYTHON && fr->kind != AGG_NATIVE && fr->kind != AGG_PROCESS &&
-		    fr->kind != AGG_WAIT && fr->kind != AGG_TASK)
+		    fr->kind != AGG_THREAD && fr->kind != AGG_WAIT && fr->kind != AGG_TASK)
 			continue;
 		r = row_of(v, fr->name, row_file(fr));
 		if (r < 0)
 			return (int)r;
 		v->rows[r].native = fr->kind == AGG_NATIVE;
+		/* A thread's row is "thread TID", and reads as its label, which may name
+		 * the thread only after its first samples. */
+		if (fr->kind == AGG_THREAD)
+			v->rows[r].thread = fr->line;
 		/* Recursion: a function is on the stack of this sample once, not per frame. */
 		if (v->stamps[r] == v->step)
 			continue;
@@ -352,6 +357,8 @@ static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
 		   const struct top_row *r, int times, int width)
 {
 	double period = p->period_ns / 1e9;
+	const struct agg_frame fr = { .kind = r->thread >= 0 ? AGG_THREAD : AGG_PYTHON,
+				      .name = r->name, .line = r->thread };
 	char own[16], total[16], nums[64];
 	int cols;
 
@@ -366,7 +373,7 @@ static int put_row(FILE *f, const struct top_view *v, const struct profile *p,
 		snprintf(nums, sizeof(nums), "%6.1f %6.1f  ", percent(r->own_now, v->window),
 			 percent(r->total_now, v->window));
 	cols = put_text(f, nums, width);
-	return cols + put_function(f, strtab__get(p->strs, r->name), top_view__row_file(p, r),
+	return cols + put_function(f, profile__name(p, &fr), top_view__row_file(p, r),
 				   width - cols);
 }
 

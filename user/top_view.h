@@ -26,6 +26,8 @@ struct top_row {
 					 * of a C function and its object */
 	uint32_t native;		/* of a C function: shown with its source file,
 					 * if its name has one (profile__source()) */
+	int32_t thread;			/* of a thread (--threads): its slot in
+					 * p->threads, whose label it shows; else -1 */
 	uint64_t own, total;		/* samples since the start */
 	uint64_t own_now, total_now;	/* samples of the last update */
 };

@@ -10,7 +10,8 @@
  *                                               then a plain block of every row
  * The profile has what the table must get right: recursion (counted once per sample),
  * one qualname in two files, markers, a stack with no Python frame, a long name and a
- * long path, UTF-8, and names carrying terminal control sequences.
+ * long path, UTF-8, names carrying terminal control sequences, and a thread's row
+ * (--threads) that reads as the thread's label.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,9 @@ static const struct fixed_stack fixed[] = {
 	{ 100, 50, { "Y|<module>|" APP "|40", "Y|main|" APP "|31", "Y|work|" APP "|12" } },
 	{ 100, 30, { "Y|<module>|" APP "|40", "Y|main|" APP "|32",
 		     "Y|dumps|/usr/lib/python3.11/json/__init__.py|231" } },
-	{ 101, 15, { "T|thread 101", "Y|Worker.run|" APP "|20", "Y|send|" REQ "|73" } },
-	{ 101, 5, { "T|thread 101", "M|[incomplete]", "Y|<lambda>|" APP "|-1" } },
+	/* --threads: the thread's frame keeps its slot in p.threads (THREADS) in its line. */
+	{ 101, 15, { "T|thread 101||0", "Y|Worker.run|" APP "|20", "Y|send|" REQ "|73" } },
+	{ 101, 5, { "T|thread 101||0", "M|[incomplete]", "Y|<lambda>|" APP "|-1" } },
 	{ 100, 12, { "Y|<module>|" APP "|40", "Y|fib|" APP "|3", "Y|fib|" APP "|4",
 		     "Y|fib|" APP "|4" } },
 	{ 100, 3, { "Y|<module>|" APP "|40", "Y|helper|/srv/a.py|1" } },
@@ -137,6 +139,20 @@ static int check_native(const struct top_view *v, const struct profile *p)
 	return bad;
 }
 
+/* The row of the thread in slot @slot: it counts every sample of the thread once. */
+static int expect_thread(const struct top_view *v, int32_t slot, uint64_t total)
+{
+	for (size_t i = 0; i < top_view__count(v); i++) {
+		const struct top_row *r = top_view__row(v, i);
+
+		if (r->thread == slot && r->file == TOP_NO_FILE && !r->own && r->total == total)
+			return 0;
+	}
+	fprintf(stderr, "no row of thread slot %d with total %llu\n", slot,
+		(unsigned long long)total);
+	return 1;
+}
+
 static int check(const struct top_view *v, const struct profile *p)
 {
 	int bad = 0;
@@ -148,8 +164,9 @@ static int check(const struct top_view *v, const struct profile *p)
 	bad |= expect(v, p, "helper", "/srv/a.py", 3, 3);
 	bad |= expect(v, p, "helper", "/srv/b.py", 2, 2);
 	bad |= expect(v, p, "<lambda>", APP, 5, 5);
-	if (top_view__count(v) != 12) {
-		fprintf(stderr, "%zu functions, expected 12\n", top_view__count(v));
+	bad |= expect_thread(v, 0, 15 + 5);
+	if (top_view__count(v) != 13) {
+		fprintf(stderr, "%zu rows, expected 13\n", top_view__count(v));
 		bad = 1;
 	}
 	if (top_view__window(v) != 124) {
@@ -165,9 +182,14 @@ int main(int argc, char **argv)
 	struct strtab *strs = strtab__new();
 	struct aggregate *agg = aggregate__new();
 	struct top_view *v = NULL;
+	struct profile_thread thread = {
+		.pid = 100, .tid = 101, .name = PROFILE_NO_NAME, .label = PROFILE_NO_NAME,
+	};
 	struct profile p = {
 		.agg = agg,
 		.strs = strs,
+		.threads = &thread,
+		.nthreads = 1,
 		.target = "pid 100 (python3 app.py --serve \x1b]0;title\x07)",
 		.rate_hz = 100,
 		.period_ns = 10000000ull,
@@ -187,6 +209,7 @@ int main(int argc, char **argv)
 
 	if (!strs || !agg || top_view__new(&v) || argc < 2)
 		goto out;
+	thread.label = spec_intern(strs, "thread 101 (Worker-1)", 21);
 	if (!strcmp(argv[1], "native")) {
 		add(agg, strs, native, sizeof(native) / sizeof(native[0]));
 		h.samples = 75;
