@@ -96,7 +96,7 @@ $(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/py_offsets.o | 
 # The readers of copied structs against a fake target (tests/unit/fake_mem.h).
 FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,py_offsets.o code_cache.o py_obj.o strtab.o hashmap.o \
 		py_linetable.o decoder.o decode_runs.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o \
-		py_thread_name.o log.o)
+		py_thread_name.o py_attr.o log.o)
 $(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -133,7 +133,7 @@ $(OUT)/tests/test_asyncio_reads: tests/unit/test_asyncio_reads.c $(LIB_OBJS) | $
 
 # A thread's Python name from the attributes of its Thread object, hostile ones too.
 $(OUT)/tests/test_thread_name: tests/unit/test_thread_name.c $(OUT)/user/py_thread_name.o \
-		$(OUT)/user/py_obj.o $(OUT)/user/py_offsets.o | $(OUT)/tests
+		$(OUT)/user/py_attr.o $(OUT)/user/py_obj.o $(OUT)/user/py_offsets.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS)
 
@@ -280,7 +280,7 @@ container-load: all
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
-	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c py_thread_name.c log.c)
+	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c py_thread_name.c py_attr.c log.c)
 
 .PHONY: FORCE
 $(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FORCE | $(OUT)/tests

@@ -29,9 +29,6 @@
 /* The longest name kept, in bytes with its NUL. */
 #define PY_THREAD_NAME_MAX 128
 
-/* Most keys looked at in one attribute dict (a Thread has about 15). */
-#define PY_THREAD_NAME_KEYS_MAX 128
-
 /*
  * The name of the thread whose frame of PY_THREAD_NAME_FRAME is at @frame, in UTF-8
  * into @out (@cap bytes, NUL-terminated). 0; -ENOENT when the frame no longer runs

@@ -13,6 +13,7 @@
 #include "check.h"
 #include "fake_mem.h"
 #include "fake_py.h"
+#include "py_attr.h"
 #include "py_thread_name.h"
 
 #define BASE 0x10000ull
@@ -107,7 +108,7 @@ static void expect_error(const char *what)
 	int err = name_of(got, sizeof(got));
 
 	CHECK_MSG(err < 0, "%s: %d '%s', want an error", what, err, got);
-	CHECK_MSG(m.base.stats.reads - before <= 2 * PY_THREAD_NAME_KEYS_MAX + 16,
+	CHECK_MSG(m.base.stats.reads - before <= 2 * PY_ATTR_KEYS_MAX + 16,
 		  "%s: %llu reads", what, (unsigned long long)(m.base.stats.reads - before));
 }
 
