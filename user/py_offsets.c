@@ -109,7 +109,9 @@
 	X(unicode_ascii_bit,		6,	6)			\
 	X(bytes_size,			16,	16)			\
 	X(bytes_sval,			32,	32)			\
-	INSTANCE_FACTS(X)
+	X(fr_stackpointer,		NONE,	NONE)			\
+	INSTANCE_FACTS(X)						\
+	ASYNCIO_FACTS(X)
 
 /*
  * Instance attributes (a Thread's _name), facts of the headers of each version, 3.11
@@ -128,6 +130,30 @@
 	X(dictvalues_values,		0,	0,	8,	8,	8)	\
 	X(inst_layout,			PY_INST_311, PY_INST_312, PY_INST_313,		\
 					PY_INST_313, PY_INST_313)
+
+/*
+ * asyncio's tasks on 3.11-3.13, which publish no table of them (py_asyncio.h): facts
+ * of each version's headers, checked with offsetof by tests/unit/offsets_check.c. A
+ * generator keeps its frame after its fields and its state in the byte before it;
+ * a frame suspended in an await (FRAME_SUSPENDED, and from 3.13
+ * FRAME_SUSPENDED_YIELD_FROM: -1 in each) has the awaited object on top of its
+ * stack, stacktop slots into localsplus. An int's digits follow lv_tag from 3.12;
+ * 3.11's tasks are named by a str, never an int.
+ */
+#define ASYNCIO_FACTS(X)						\
+	/* field			3.11	3.12	3.13 */		\
+	X(gen_iframe,			80,	72,	72)		\
+	X(gen_frame_state,		75,	67,	67)		\
+	X(gen_awaiting_lo,		-1,	-1,	-1)		\
+	X(gen_awaiting_hi,		-1,	-1,	-1)		\
+	X(gen_awaited_depth,		1,	1,	1)		\
+	X(fr_stacktop,			64,	64,	64)		\
+	X(fr_globals,			8,	24,	24)		\
+	X(tp_name,			24,	24,	24)		\
+	X(set_table,			40,	40,	40)		\
+	X(set_mask,			32,	32,	32)		\
+	X(long_tag,			NONE,	16,	16)		\
+	X(long_digits,			NONE,	24,	24)
 
 #define BUILTIN_311(field, v311, v312, ...)	.field = v311,
 #define BUILTIN_312(field, v311, v312, ...)	.field = v312,
@@ -153,6 +179,18 @@ static void instance_facts(unsigned int minor, struct py_offsets *o)
 				     minor == 14 ? &instance_314 : &instance_315;
 
 	INSTANCE_FACTS(INSTANCE_COPY)
+}
+
+#define ASYNCIO_313(field, v311, v312, v313)	.field = v313,
+
+/* 3.13 publishes none of what ASYNCIO_FACTS holds: only those are set here. */
+static const struct py_offsets asyncio_313 = { ASYNCIO_FACTS(ASYNCIO_313) };
+
+#define ASYNCIO_COPY(field, ...)	o->field = asyncio_313.field;
+
+static void asyncio_facts_313(struct py_offsets *o)
+{
+	ASYNCIO_FACTS(ASYNCIO_COPY)
 }
 
 /* ------------------------------------------------------------------------------ */
@@ -412,9 +450,6 @@ int py_offsets__builtin(uint32_t version_hex, struct py_offsets *out)
 		return -ENOTSUP;
 	*out = *t;
 	out->version_hex = version_hex;
-	/* Their asyncio keeps no task graph to read (see py_asyncio.h). */
-	out->gen_iframe = out->gen_frame_state = out->fr_stackpointer = out->tp_name = NONE;
-	out->set_table = out->set_mask = out->long_tag = out->long_digits = NONE;
 	return 0;
 }
 
@@ -507,6 +542,8 @@ static int sanity_check(const struct py_offsets *o, const struct struct_sizes *s
 		return -EINVAL;
 
 	if (!fits_opt(o->fr_stackpointer, ptr, o->fr_size) ||
+	    !fits_opt(o->fr_stacktop, sizeof(int32_t), o->fr_size) ||
+	    !fits_opt(o->fr_globals, ptr, o->fr_size) ||
 	    !fits_opt(o->tp_name, ptr, OBJ_SIZE_MAX) || !fits_opt(o->set_table, ptr, OBJ_SIZE_MAX) ||
 	    !fits_opt(o->set_mask, ptr, OBJ_SIZE_MAX) || !fits_opt(o->long_tag, ptr, OBJ_SIZE_MAX) ||
 	    !fits_opt(o->long_digits, sizeof(uint32_t), OBJ_SIZE_MAX) ||
@@ -615,6 +652,9 @@ static int apply_layout(const struct debug_layout *l, const uint8_t *buf, uint32
 	o.gen_awaiting_hi = l->gen_awaiting_hi;
 	o.stackref_tag_bits = l->stackref_tag_bits;
 	o.gen_awaited_depth = l->gen_awaited_depth;
+	o.fr_stacktop = o.fr_globals = NONE;
+	if (l->minor == 13)
+		asyncio_facts_313(&o);
 
 	o.unicode_length = slot(buf, l->uni_length);
 	o.unicode_state = slot(buf, l->uni_state);

@@ -113,9 +113,10 @@ struct py_offsets {
 	uint64_t bytes_size;		/* ob_size */
 	uint64_t bytes_sval;
 
-	/* For asyncio's task graph (3.14+; PBP_OFF_NONE before): a coroutine's own
-	 * frame and state, what a suspended frame awaits (the top of its value stack),
-	 * a type's name, a set's table and an int's digits. */
+	/* For asyncio's tasks: a coroutine's own frame and state, what a suspended
+	 * frame awaits (the top of its value stack: through a pointer from 3.14, an
+	 * index into localsplus before), a frame's globals (3.11-3.13), a type's name, a
+	 * set's table and an int's digits (3.12+). */
 	uint64_t gen_iframe;
 	uint64_t gen_frame_state;	/* int8_t */
 	int8_t gen_awaiting_lo;		/* the states of a frame suspended in an await */
@@ -123,6 +124,8 @@ struct py_offsets {
 	uint8_t stackref_tag_bits;	/* low bits of a _PyStackRef that are not address */
 	uint8_t gen_awaited_depth;	/* the awaited object's slot below the stack top */
 	uint64_t fr_stackpointer;
+	uint64_t fr_stacktop;		/* int: localsplus slots in use */
+	uint64_t fr_globals;
 	uint64_t tp_name;		/* const char * */
 	uint64_t set_table;
 	uint64_t set_mask;

@@ -23,6 +23,12 @@
 #else
 #include "internal/pycore_frame.h"
 #endif
+#if PY_VERSION_HEX >= 0x030e0000
+#include "internal/pycore_frame.h"
+#endif
+#if PY_VERSION_HEX >= 0x030d0000
+#include "internal/pycore_genobject.h"
+#endif
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,6 +87,44 @@ static void check_unicode_bits(const struct py_offsets *o)
 	memset(&a, 0, sizeof(a));
 	a.state.ascii = 1;
 	CHECK(unicode_ascii_bit, state_bit(&a));
+}
+
+/* What asyncio's tasks are read through: 3.11-3.13 from facts, 3.14+ from the table. */
+static void check_asyncio(const struct py_offsets *o)
+{
+	CHECK(gen_iframe, offsetof(PyGenObject, gi_iframe));
+	CHECK(gen_frame_state, offsetof(PyGenObject, gi_frame_state));
+	expect("gi_frame_state is one byte", sizeof(((PyGenObject *)0)->gi_frame_state) == 1);
+	CHECK(tp_name, offsetof(PyTypeObject, tp_name));
+	CHECK(set_table, offsetof(PySetObject, table));
+	CHECK(set_mask, offsetof(PySetObject, mask));
+#if PY_VERSION_HEX >= 0x030c0000
+	CHECK(long_tag, offsetof(PyLongObject, long_value.lv_tag));
+	CHECK(long_digits, offsetof(PyLongObject, long_value.ob_digit));
+#else
+	CHECK(long_tag, NONE);
+	CHECK(long_digits, NONE);
+#endif
+#if PY_VERSION_HEX >= 0x030e0000
+	CHECK(fr_stackpointer, offsetof(_PyInterpreterFrame, stackpointer));
+	CHECK(fr_stacktop, NONE);
+	CHECK(fr_globals, NONE);
+#else
+	CHECK(fr_stackpointer, NONE);
+	CHECK(fr_stacktop, offsetof(_PyInterpreterFrame, stacktop));
+	expect("stacktop is an int", sizeof(((_PyInterpreterFrame *)0)->stacktop) == sizeof(int));
+	CHECK(fr_globals, offsetof(_PyInterpreterFrame, f_globals));
+#endif
+#if PY_VERSION_HEX >= 0x030d0000
+	CHECK(gen_awaiting_lo, (int8_t)FRAME_SUSPENDED_YIELD_FROM);
+#else
+	CHECK(gen_awaiting_lo, (int8_t)FRAME_SUSPENDED);
+#endif
+#if PY_VERSION_HEX >= 0x030f0000
+	CHECK(gen_awaiting_hi, (int8_t)FRAME_SUSPENDED_YIELD_FROM_LOCKED);
+#else
+	CHECK(gen_awaiting_hi, (int8_t)o->gen_awaiting_lo);
+#endif
 }
 
 static void check_all(const struct py_offsets *o)
@@ -217,6 +261,7 @@ static void check_all(const struct py_offsets *o)
 
 	CHECK(bytes_size, offsetof(PyVarObject, ob_size));
 	CHECK(bytes_sval, offsetof(PyBytesObject, ob_sval));
+	check_asyncio(o);
 }
 
 #define FIELDS(X)							\
