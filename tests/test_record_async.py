@@ -2,12 +2,14 @@
 coroutines, under known chains of awaiting tasks, while short tasks end and are
 replaced. Ground truth is each burner's own CPU time and its chain.
 
-On 3.14 and 3.15 each burner's share of the burners' samples must be within 5 points
-of its share of their CPU time; each of its stacks must read 'task main', the main
-coroutine, then each awaiting task and the coroutine it awaits in, then 'task NAME';
-those in the burn, its coroutine at its burn line; a task named on a stack must run that
-stack's coroutine (no name left over from an ended task). Older versions are profiled
-as threads, with a one-line notice that says why.
+On every version (3.14+ through the interpreter's table of tasks, 3.11-3.13 through
+asyncio's module globals and the tasks' done callbacks) each burner's share of the
+burners' samples must be within 5 points of its share of their CPU time; each of its
+stacks must read 'task main', the main coroutine, then each awaiting task and the
+coroutine it awaits in (through a gather() too), then 'task NAME'; those in the burn,
+its coroutine at its burn line; a task named on a stack must run that stack's coroutine
+(no name left over from an ended task). Wall mode charges the tasks that wait on 3.14+,
+whose threads list their tasks; 3.11-3.13 say that they do not.
 """
 
 import gzip
@@ -29,12 +31,12 @@ from conftest import REPO, RUN_DIR, Harness, Once, make_interp
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
 
-CPU_GOAL = 2.5          # covered versions: the burners' CPU seconds profiled
+CPU_GOAL = 2.5          # the burners' CPU seconds profiled
 BURN_CAP = 60           # ... within at most this many seconds
-SECONDS_REFUSED = 3     # older versions only show that they are refused
 LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.*):(?P<line>\d+)\)$")
-COVERED = ("3.14", "3.15")
+SWEPT = ("3.14", "3.15")                # wall mode charges waiting tasks
+MIXED = ("3.13", "3.14", "3.15")        # -a and the agent: both routes at once
 SHARE_POINTS = 5.0
 RATE = 1000             # enough samples that 5 points is three standard deviations
 # top's row of a task: "task NAME" stands alone in the function column, so a function
@@ -63,17 +65,14 @@ def start_burning(harness, py):
 
 
 def profile(tmpdir, profiler, interp):
-    """Covered versions are profiled until the burners have burned CPU_GOAL seconds of
-    CPU (at most BURN_CAP seconds of wall time), so that a loaded machine that gives the
-    target a few per cent of a CPU still yields enough samples; refused versions only
-    for SECONDS_REFUSED."""
+    """Profiled until the burners have burned CPU_GOAL seconds of CPU (at most BURN_CAP
+    seconds of wall time), so that a loaded machine that gives the target a few per
+    cent of a CPU still yields enough samples."""
     h = Harness(tmpdir, profiler)
-    covered = interp.version in COVERED
     try:
         go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-        extra = ["--cpu", CPU_GOAL] if covered else []
-        w = h.start_workload(interp, "async_burn", "--go", go, *extra,
-                             seconds=BURN_CAP if covered else SECONDS_REFUSED, wait=False)
+        w = h.start_workload(interp, "async_burn", "--go", go, "--cpu", CPU_GOAL,
+                             seconds=BURN_CAP, wait=False)
         wait_ready(w, interp.host_path(go + ".ready"))
         out = Path(tmpdir) / f"async-{w.pid}.txt"
         st = Path(tmpdir) / f"async-{w.pid}.json"
@@ -86,13 +85,10 @@ def profile(tmpdir, profiler, interp):
                 started.append(time.monotonic())
             return bool(started) and w.truth_path.exists()
 
-        if covered:
-            window, until = [], (burnt, signal.SIGINT)
-        else:
-            window, until = ["-d", SECONDS_REFUSED - 0.5], (burnt, 0)
-        run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", *window, "-r", RATE,
+        run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", "-r", RATE,
                               "-f", "collapsed", "-o", out, "--stats-file", st],
-                             BURN_CAP + 60, out=out, stats=st, signal_when=until)
+                             BURN_CAP + 60, out=out, stats=st,
+                             signal_when=(burnt, signal.SIGINT))
         assert started, run.describe()
         assert run.rc == 0, run.describe()
         deadline = time.monotonic() + 30
@@ -131,10 +127,6 @@ def tasks_of(frames):
 
 def test_async_burners_shares_and_chains(py, profiled):
     truth, run, text, stats = profiled.get()
-    if py.version not in COVERED:
-        assert "keeps no asyncio task list" in run.stderr, run.stderr
-        assert not any(tasks_of(f) for f, _ in stacks(text)), text
-        return
     want = truth["tasks"]
     counts, bad = Counter(), []
     for frames, n in stacks(text):
@@ -172,9 +164,6 @@ def test_async_no_task_name_outlives_its_task(py, profiled):
     """A task named on a stack runs that stack's coroutine: the short tasks that end
     and are replaced never lend their names to another task's frames."""
     truth, run, text, _ = profiled.get()
-    if py.version not in COVERED:
-        assert run.rc == 0, run.describe()
-        return
     known = {"main", "parent", "waiter", "blipper", "sleeper", *truth["tasks"]}
     bad = []
     for frames, _ in stacks(text):
@@ -202,7 +191,7 @@ def test_top_async_shows_tasks_as_rows(harness, py):
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
                                 start_new_session=True)
     harness.group_leaders.append(proc)
-    want = "task worker-a" if py.version in COVERED else "crunch_a"
+    want = "task worker-a"
     # Loading BPF took up to 5 s on a loaded 2-CPU VM; the first block follows.
     end = time.monotonic() + 45
     while want not in out.read_text(errors="replace") and time.monotonic() < end:
@@ -213,11 +202,6 @@ def test_top_async_shows_tasks_as_rows(harness, py):
     rc = proc.wait(10)
     text, stderr = out.read_text(errors="replace"), err.read_text(errors="replace")
     assert rc == 0, f"exit {rc}\n{stderr}"
-    last = [b for b in text.split("\n\n") if b.strip()][-1]
-    if py.version not in COVERED:
-        assert "keeps no asyncio task list" in stderr, stderr
-        assert not [ln for ln in last.splitlines() if TASK_ROW.match(ln)], last
-        return
     # Rows from every block: a loaded machine gives the last second few samples. In each
     # block, a task's total holds the tasks it awaits.
     rows = {}
@@ -237,7 +221,8 @@ def test_top_async_shows_tasks_as_rows(harness, py):
 def test_wall_async_charges_suspended_tasks_their_time(harness, py):
     """--mode wall --async: a task asleep all along is charged the whole profile at its
     await ('sleeper' in asyncio.sleep; 'parent' in its gather, under 'main'), ending
-    in '[task suspended]'."""
+    in '[task suspended]'. 3.11-3.13 keep no list of each thread's tasks: they charge
+    none, say so, and still place the samples that run in tasks."""
     w = start_burning(harness, py)
     out = harness.tmp / f"wall-{w.pid}.txt"
     st = harness.tmp / f"wall-{w.pid}.json"
@@ -246,8 +231,10 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
                                out=out, stats=st)
     assert run.rc == 0, run.describe()
     text = out.read_text()
-    if py.version not in COVERED:
+    if py.version not in SWEPT:
+        assert "tasks that wait are not charged" in run.stderr, run.stderr
         assert "[task suspended]" not in text, text
+        assert any(tasks_of(f)[-1:] == ["worker-a"] for f, _ in stacks(text)), text
         return
     stats = json.loads(st.read_text())
     window = 3e6            # microseconds: the -d window
@@ -271,7 +258,7 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
     assert stats["async_suspended_ns"] > 0, stats
 
 
-@pytest.mark.parametrize("version", COVERED)
+@pytest.mark.parametrize("version", SWEPT)
 def test_wall_async_in_its_own_pid_namespace_names_our_thread_ids(version, sid_root,
                                                                    workloads_installed,
                                                                    harness):
@@ -315,11 +302,11 @@ def test_wall_async_in_its_own_pid_namespace_names_our_thread_ids(version, sid_r
     assert suspended and running, (suspended, running)
 
 
-def test_all_and_agent_async_on_both_covered_versions(sid_root, workloads_installed, tmp_path,
-                                                      profiler_bin):
-    """-a --async and the agent with --async on, over 3.14 and 3.15 at once (narrowed to
-    a cgroup of this test's own): each process's burners appear as their tasks under
-    their chains, in the collapsed output and in every process's pprof."""
+def test_all_and_agent_async_on_both_routes(sid_root, workloads_installed, tmp_path,
+                                           profiler_bin):
+    """-a --async and the agent with --async on, over 3.13, 3.14 and 3.15 at once
+    (narrowed to a cgroup of this test's own): each process's burners appear as their
+    tasks under their chains, in the collapsed output and in every process's pprof."""
     from test_agent import agent_until_profiles
     from test_system_wide import cgroup2_root, remove_cgroups
 
@@ -328,7 +315,7 @@ def test_all_and_agent_async_on_both_covered_versions(sid_root, workloads_instal
     h = Harness(tmp_path, profiler_bin)
     try:
         ws = []
-        for v in COVERED:
+        for v in MIXED:
             base = make_interp(v, sid_root)
             interp = type(base)(base.version, base.root,
                                 ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']

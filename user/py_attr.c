@@ -41,22 +41,21 @@ struct attrs {
 	uint64_t values, keys;
 };
 
-/*
- * The value of the key @want (a str) in the keys object @keys: from the entry itself,
- * or from @values when the keys are shared. -ENOENT if absent among the first
- * PY_ATTR_KEYS_MAX entries.
- */
-static int keys_lookup(struct mem_source *m, const struct py_offsets *o, uint64_t keys,
-		       uint64_t values, const char *want, uint64_t *value)
+/* The first PY_ATTR_KEYS_MAX entries of a keys object, as they were read. */
+struct entries {
+	uint64_t v[PY_ATTR_KEYS_MAX * 3];
+	size_t n, width;	/* entries, and words in each: key and value last */
+	uint64_t values;	/* of a split table: where the values are */
+};
+
+/* Reads the entries of the keys object @keys, whose values are at @values for shared
+ * keys, else in the entries. */
+static int read_entries(struct mem_source *m, uint64_t keys, uint64_t values, struct entries *e)
 {
-	uint64_t entries[PY_ATTR_KEYS_MAX * 3];
-	size_t want_len = strlen(want), width, n;
 	uint8_t hdr[DK_INDICES];
 	int64_t nentries;
 	int err;
 
-	if (want_len > PY_ATTR_NAME_MAX)
-		return -EINVAL;
 	err = mem__read(m, keys, hdr, sizeof(hdr));
 	if (err)
 		return err;
@@ -65,14 +64,48 @@ static int keys_lookup(struct mem_source *m, const struct py_offsets *o, uint64_
 	    hdr[DK_KIND] > DK_KIND_SPLIT || nentries < 0 ||
 	    nentries > (int64_t)1 << hdr[DK_LOG2_SIZE] || (hdr[DK_KIND] == DK_KIND_SPLIT) != !!values)
 		return -EINVAL;
-	width = hdr[DK_KIND] == DK_KIND_GENERAL ? 3 : 2;
-	n = nentries < PY_ATTR_KEYS_MAX ? (size_t)nentries : PY_ATTR_KEYS_MAX;
-	err = mem__read(m, keys + DK_INDICES + (1ull << hdr[DK_LOG2_INDEX_BYTES]), entries,
-			n * width * sizeof(uint64_t));
+	e->width = hdr[DK_KIND] == DK_KIND_GENERAL ? 3 : 2;
+	e->n = nentries < PY_ATTR_KEYS_MAX ? (size_t)nentries : PY_ATTR_KEYS_MAX;
+	e->values = values;
+	return mem__read(m, keys + DK_INDICES + (1ull << hdr[DK_LOG2_INDEX_BYTES]), e->v,
+			 e->n * e->width * sizeof(uint64_t));
+}
+
+static uint64_t entry_key(const struct entries *e, size_t i)
+{
+	return e->v[i * e->width + e->width - 2];
+}
+
+/* The value of entry @i; 0 for a deleted one. */
+static int entry_value(struct mem_source *m, const struct py_offsets *o,
+		       const struct entries *e, size_t i, uint64_t *value)
+{
+	if (!e->values) {
+		*value = e->v[i * e->width + e->width - 1];
+		return 0;
+	}
+	return mem__read_u64(m, e->values + o->dictvalues_values + 8 * i, value);
+}
+
+/*
+ * The value of the key @want (a str) in the keys object @keys: from the entry itself,
+ * or from @values when the keys are shared. -ENOENT if absent among the first
+ * PY_ATTR_KEYS_MAX entries.
+ */
+static int keys_lookup(struct mem_source *m, const struct py_offsets *o, uint64_t keys,
+		       uint64_t values, const char *want, uint64_t *value)
+{
+	size_t want_len = strlen(want);
+	struct entries e;
+	int err;
+
+	if (want_len > PY_ATTR_NAME_MAX)
+		return -EINVAL;
+	err = read_entries(m, keys, values, &e);
 	if (err)
 		return err;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t key = entries[i * width + width - 2], len;
+	for (size_t i = 0; i < e.n; i++) {
+		uint64_t key = entry_key(&e, i), len;
 		char got[PY_ATTR_NAME_MAX + 8];
 		size_t got_len;
 
@@ -80,28 +113,45 @@ static int keys_lookup(struct mem_source *m, const struct py_offsets *o, uint64_
 		    py_obj__str(m, o, key, got, sizeof(got), &got_len) || got_len != want_len ||
 		    memcmp(got, want, want_len))
 			continue;
-		if (!values)
-			*value = entries[i * width + width - 1];
-		else if ((err = mem__read_u64(m, values + o->dictvalues_values + 8 * i, value)))
-			return err;
-		return *value ? 0 : -ENOENT;
+		err = entry_value(m, o, &e, i, value);
+		return err ? err : *value ? 0 : -ENOENT;
 	}
 	return -ENOENT;
+}
+
+/* The keys object of the dict at @dict, and its values array if the keys are shared. */
+static int dict_tables(struct mem_source *m, const struct py_offsets *o, uint64_t dict,
+		       uint64_t *keys, uint64_t *values)
+{
+	int err = mem__read_u64(m, dict + o->dict_keys, keys);
+
+	if (!err)
+		err = mem__read_u64(m, dict + o->dict_values, values);
+	return err ? err : *keys ? 0 : -EINVAL;
 }
 
 int py_attr__dict_get(struct mem_source *m, const struct py_offsets *o, uint64_t dict,
 		      const char *name, uint64_t *value)
 {
 	uint64_t keys, values;
-	int err;
+	int err = dict_tables(m, o, dict, &keys, &values);
 
-	err = mem__read_u64(m, dict + o->dict_keys, &keys);
+	return err ? err : keys_lookup(m, o, keys, values, name, value);
+}
+
+int py_attr__dict_values(struct mem_source *m, const struct py_offsets *o, uint64_t dict,
+			 uint64_t *out, size_t cap, size_t *n)
+{
+	uint64_t keys, values, value;
+	struct entries e;
+	int err = dict_tables(m, o, dict, &keys, &values);
+
 	if (!err)
-		err = mem__read_u64(m, dict + o->dict_values, &values);
-	if (!err && !keys)
-		err = -EINVAL;
-	if (!err)
-		err = keys_lookup(m, o, keys, values, name, value);
+		err = read_entries(m, keys, values, &e);
+	*n = 0;
+	for (size_t i = 0; !err && i < e.n && *n < cap; i++)
+		if (entry_key(&e, i) && !entry_value(m, o, &e, i, &value) && value)
+			out[(*n)++] = value;
 	return err;
 }
 

@@ -28,6 +28,11 @@
 int py_attr__dict_get(struct mem_source *m, const struct py_offsets *o, uint64_t dict,
 		      const char *name, uint64_t *value);
 
+/* The values of the first entries of the dict at @dict, at most @cap into @out: 0 with
+ * their number in *@n, or an error as above. */
+int py_attr__dict_values(struct mem_source *m, const struct py_offsets *o, uint64_t dict,
+			 uint64_t *out, size_t cap, size_t *n);
+
 /* The same for the attribute @name of @obj, an instance of a class without __slots__
  * (-ENOENT for any other). */
 int py_attr__get(struct mem_source *m, const struct py_offsets *o, uint64_t obj,

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * --async: a sample of a thread running an asyncio task becomes the task's logical
- * stack. BPF sends the running task and the fingerprint of its coroutine's code with
- * the sample, and copies the task object and its name; here the frame of that
- * coroutine is found in the thread's stack (the outermost frame running that code:
- * the event loop's frames are rootward of it), the frames rootward of it are dropped,
+ * stack. On 3.14+ BPF sends the running task and the fingerprint of its coroutine's
+ * code with the sample, and copies the task object and its name; here the frame of
+ * that coroutine is found in the thread's stack (the outermost frame running that
+ * code: the event loop's frames are rootward of it). On 3.11-3.13, which name no
+ * running task, it is the innermost frame on the stack, inside the event loop's, that
+ * is some task's coroutine's (task_of_coro). The frames rootward of it are dropped,
  * and in their place go the task's name and the chain of tasks awaiting it, each with
  * the coroutine frames it is suspended in, read from live memory; a task started
  * eagerly goes under the task that started it (eager_parent()). A task that was not
@@ -19,6 +21,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <string.h>
 
 #include "clock.h"
 #include "log.h"
@@ -45,6 +49,15 @@ void session_tasks__look(struct session *s, struct target *t)
 		t->asyncio_wait_ns = LOOK_LAST_NS;
 	t->asyncio_next_ns = now + t->asyncio_wait_ns;
 	err = py_asyncio__find(&t->live.base, &t->interp, &t->asyncio);
+	if (err == -ENOTSUP && !py_asyncio__module(&t->interp, &t->asyncio)) {
+		/* Found from the samples' stacks, once one runs the event loop. */
+		t->asyncio_state = TARGET_ASYNCIO_FOUND;
+		if (s->opts.mode != SESSION_CPU)
+			pr_warn("pid %d: on CPython before 3.14 the tasks that wait are not "
+				"charged their waits: only samples that run in tasks go under "
+				"them\n", (int)t->interp.pid);
+		return;
+	}
 	if (err == -ENOENT || err == -ESRCH)
 		return;		/* asyncio not imported yet (or the process is going) */
 	if (!err && s->opts.mode != SESSION_CPU && !t->tids) {
@@ -72,9 +85,8 @@ void session_tasks__look(struct session *s, struct target *t)
 		char ver[32];
 
 		py_interp__version_str(t->interp.version_hex, ver, sizeof(ver));
-		pr_warn("pid %d: CPython %s keeps no asyncio task list that can be read from "
-			"outside (3.14 and later do): its samples stay threads' stacks\n",
-			(int)t->interp.pid, ver);
+		pr_warn("pid %d: asyncio's tasks of CPython %s cannot be read from outside: "
+			"its samples stay threads' stacks\n", (int)t->interp.pid, ver);
 	} else {
 		pr_warn("pid %d: asyncio's layout cannot be used (%s): its samples stay "
 			"threads' stacks\n", (int)t->interp.pid, strerror(-err));
@@ -157,7 +169,7 @@ static int index_task(uint64_t task, void *arg)
 	struct index_walk *w = arg;
 	uint64_t coro;
 
-	if (w->seen++ == INDEX_TASKS_MAX)
+	if (w->seen++ == INDEX_TASKS_MAX || w->mem.spent)
 		return 1;
 	if (mem__read_u64(&w->mem.base, task + w->t->asyncio.task_coro, &coro) || !coro)
 		return 0;
@@ -182,20 +194,26 @@ static int task_of_coro(struct target *t, struct mem_source *m, uint64_t coro, u
 {
 	struct index_walk w = { .t = t };
 	uint64_t now = clock__mono_ns(), c;
-	uint8_t is_task;
 
 	if (task_index__find(&t->tasks, coro, task)) {
+		/* 3.11-3.13: a task newer than the index may be running now. */
+		if (t->asyncio.route == PY_ASYNCIO_MODULE &&
+		    !py_asyncio__running(m, &t->interp, &t->asyncio, coro, task))
+			return 0;
 		if (t->tasks.built_ns && now - t->tasks.built_ns < INDEX_EVERY_NS)
 			return -ENOENT;
 		task_index__reset(&t->tasks, now);
 		mem_budget__init(&w.mem, &t->live.base, INDEX_READS_MAX);
-		py_threads__walk(&w.mem.base, &t->interp, index_thread, &w);
+		if (t->asyncio.route == PY_ASYNCIO_MODULE)
+			py_asyncio__walk_all(&w.mem.base, &t->interp, &t->asyncio, index_task, &w);
+		else
+			py_threads__walk(&w.mem.base, &t->interp, index_thread, &w);
 		task_index__done(&t->tasks);
 		if (task_index__find(&t->tasks, coro, task))
 			return -ENOENT;
 	}
 	if (mem__read_u64(m, *task + t->asyncio.task_coro, &c) || c != coro ||
-	    mem__read(m, *task + t->asyncio.task_is_task, &is_task, 1) || is_task != 1)
+	    !py_asyncio__is_task(m, &t->asyncio, *task))
 		return -ESTALE;
 	return 0;
 }
@@ -244,33 +262,129 @@ static int parent_link(struct target *t, struct mem_source *m, const struct stac
 	return 0;
 }
 
+/* The event loop's frame, which runs every task's steps (3.11-3.13): asyncio's
+ * BaseEventLoop._run_once. A learning that failed is tried again this much later. */
+#define LOOP_QUALNAME "BaseEventLoop._run_once"
+#define LOOP_FILE "/asyncio/base_events.py"
+#define LEARN_AGAIN_NS 1000000000ull
+/* Frames inside the event loop's searched for the running task's coroutine. */
+#define ROOT_SEARCH 256
+
+/* The index of the event loop's frame in @st, -1 if it has none. */
+static int32_t loop_frame(struct session *s, const struct stack *st)
+{
+	size_t len = strlen(LOOP_FILE);
+
+	for (uint32_t i = 0; i < st->depth; i++) {
+		const char *q = strtab__get(s->strs, st->frames[i].qualname), *f;
+
+		if (!q || strcmp(q, LOOP_QUALNAME))
+			continue;
+		f = strtab__get(s->strs, st->frames[i].filename);
+		if (f && strlen(f) >= len && !strcmp(f + strlen(f) - len, LOOP_FILE))
+			return (int32_t)i;
+	}
+	return -1;
+}
+
+/* 3.11-3.13: learns where the target keeps its tasks, from the event loop's frame
+ * @frame, at most every LEARN_AGAIN_NS. 0, or -ENOENT until it is learnt. */
+static int learn(struct target *t, struct mem_source *m, uint64_t frame)
+{
+	uint64_t now = clock__mono_ns();
+	int err;
+
+	if (t->asyncio.task_type)
+		return 0;
+	if (now < t->asyncio_next_ns)
+		return -ENOENT;
+	err = py_asyncio__learn(m, &t->interp, frame, &t->asyncio);
+	if (!err)
+		return 0;
+	t->asyncio_next_ns = now + LEARN_AGAIN_NS;
+	if (err == -ENOTSUP) {
+		t->asyncio_state = TARGET_ASYNCIO_NONE;
+		pr_warn("pid %d: asyncio runs without its C tasks (_asyncio): its samples stay "
+			"threads' stacks\n", (int)t->interp.pid);
+	}
+	return -ENOENT;
+}
+
+/*
+ * 3.11-3.13: the running task of @st and where its frames end (*@root): the innermost
+ * frame inside the event loop's that is some task's coroutine's. -ENOENT when @st runs
+ * no task: outside an event loop, or in the loop's own code or a plain callback;
+ * -ESRCH when it runs coroutines of no task known.
+ */
+static int module_root(struct target *t, struct mem_source *m, const struct stack *st,
+		       uint64_t *task, int32_t *root)
+{
+	const struct py_offsets *o = &t->interp.off;
+	uint64_t addr[ROOT_SEARCH];
+	uint8_t owner[ROOT_SEARCH];
+	int32_t loop = loop_frame(t->session, st);
+	uint32_t n;
+	int coroutines = 0;
+
+	if (loop <= 0 || decoder__frame_addrs(t->dec, (uint32_t)loop, 1, addr, owner) != 1 ||
+	    learn(t, m, addr[0]))
+		return -ENOENT;
+	n = decoder__frame_addrs(t->dec, 0, loop < ROOT_SEARCH ? (uint32_t)loop : ROOT_SEARCH,
+				 addr, owner);
+	for (uint32_t i = 0; i < n; i++) {
+		if (owner[i] != o->owner_generator || addr[i] <= o->gen_iframe)
+			continue;
+		coroutines = 1;
+		if (!task_of_coro(t, m, addr[i] - o->gen_iframe, task)) {
+			*root = (int32_t)i;
+			return 0;
+		}
+	}
+	return coroutines ? -ESRCH : -ENOENT;
+}
+
 int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
 			 uint32_t *n, uint32_t *keep)
 {
 	struct session *s = t->session;
+	struct mem_source *first;
 	struct mem_budget live;
 	struct py_task pt;
-	uint64_t task = st->task;
+	uint64_t task = st->task, fp = st->task_fp;
 	int32_t root, low, at;
+	int copied = !!st->task_mem;
 	int err;
 
 	*n = 0;
 	mem_budget__init(&live, &t->live.base, CHAIN_READS_MAX);
-	if (t->asyncio_state != TARGET_ASYNCIO_FOUND || !st->task || !st->task_fp)
+	if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
 		return -ENOENT;
-	root = task_root(st);
-	if (root < 0) {
-		s->tasks_unplaced++;
-		return -ENOENT;
+	if (t->asyncio.route == PY_ASYNCIO_MODULE) {
+		err = module_root(t, &live.base, st, &task, &root);
+		if (err == -ESRCH)
+			s->tasks_unplaced++;
+		if (err)
+			return -ENOENT;
+		fp = st->frames[root].code_fp;
+		copied = 0;
+	} else {
+		if (!task || !fp)
+			return -ENOENT;
+		root = task_root(st);
+		if (root < 0) {
+			s->tasks_unplaced++;
+			return -ENOENT;
+		}
 	}
+	first = copied ? st->task_mem : &live.base;
 	/* Where the frames of the last task read end in the stack: it runs, or started
 	 * the one above it eagerly; -1 once a task is a suspended awaiter. */
 	low = root;
 	/* The first awaiter of each: a task awaited by several (a shared task) goes
 	 * under the one its set lists first. */
 	while (*n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(t, !*n && st->task_mem ? st->task_mem : &live.base, task,
-				*n ? 0 : st->task_fp, !*n && st->task_mem, &pt, &chain[*n]);
+		err = read_link(t, *n ? &live.base : first, task, *n ? 0 : fp, !*n && copied, &pt,
+				&chain[*n]);
 		/* An awaiter read live that has ended since the sample no longer says who
 		 * awaits it: the chain would stop short. */
 		if (!err && *n && (pt.state == PY_TASK_DONE || pt.state == PY_TASK_CANCELLED))
@@ -403,7 +517,10 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 	for (size_t i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
-		if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
+		/* 3.11-3.13 keep no list of each thread's tasks: which thread a suspended
+		 * task's wait belongs to is not known there. */
+		if (t->asyncio_state != TARGET_ASYNCIO_FOUND ||
+		    t->asyncio.route != PY_ASYNCIO_TABLE)
 			continue;
 		/* Each target from its own last sweep: one found late is charged from
 		 * when its tasks are known to have been there (see session_tasks__look),
