@@ -22,10 +22,12 @@ to 3.15; 3.12, a pyenv build, runs the standard-library programs):
     ticks, which on a loaded machine counts the time a thread waits for a CPU too:
     its shares are measured (PBP_REAL_TABLE) but are no measure of CPU to judge.
 
-With --async on 3.14 and 3.15, the aiohttp service's handlers run in tasks that
-aiohttp starts eagerly (their first step runs inside the step of the connection's
-task, which awaits them once they suspend): every sample in a handler must go under the
-connection's task and the handler's own, and almost none may be left unplaced.
+With --async (3.11, 3.13, 3.14, 3.15), the aiohttp service's handlers run in tasks that
+aiohttp starts eagerly from 3.12 (their first step runs inside the step of the
+connection's task, which awaits them once they suspend): every sample in a handler must
+go under the connection's task and the handler's own. On 3.14+ almost none may be left
+unplaced; 3.11-3.13, which name no running task, may leave those of a task that ended
+before its sample was read, never under a wrong chain.
 
 In `make test` each program is profiled once per interpreter and configuration for a
 few seconds, one running server serving every configuration; `make test-real`
@@ -365,10 +367,15 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
 
 
 
-ASYNC_VERSIONS = ["3.14", "3.15"]
+ASYNC_VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 # Samples in a task that --async may leave where the thread ran them: a task caught
 # being switched, or one that ended and was reused before its record was read.
 ASYNC_UNPLACED_MAX = 0.01
+# 3.11-3.13 name no running task: it is found after the sample, and a handler's task
+# that ended first (about a millisecond here) leaves its samples unplaced, never under
+# a wrong chain. Measured: 12-18 % of the handler samples, idle or loaded.
+ASYNC_MODULE_VERSIONS = ("3.11", "3.12", "3.13")
+ASYNC_MODULE_PLACED_MIN = 0.6
 HANDLER_TASK = ("RequestHandler.start", "RequestHandler._handle_request")
 
 
@@ -422,6 +429,15 @@ def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version):
     print(f"aiohttp --async on {version}: {total(handlers)} handler samples, "
           f"{total(wrong)} misplaced; {unplaced} of {n} samples unplaced")
     assert total(handlers) >= 20, f"too few handler samples:\n{show(prof)}"
+    if version in ASYNC_MODULE_VERSIONS:
+        left = [s for s in wrong if not any(is_task(f) for f in s.frames)]
+        placed = total(handlers) - total(left)
+        wrong = [s for s in wrong if s not in left]
+        assert placed >= ASYNC_MODULE_PLACED_MIN * total(handlers), \
+            f"only {placed} of {total(handlers)} handler samples placed\n{run.describe()}"
+        assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples under a "
+                           f"wrong chain:\n{show(wrong, 6)}")
+        return
     assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples not under "
                        f"their tasks:\n{show(wrong, 6)}")
     assert unplaced <= ASYNC_UNPLACED_MAX * n, \

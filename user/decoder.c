@@ -660,6 +660,23 @@ uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t 
 	return got;
 }
 
+uint32_t decoder__frames_from_c(const struct decoder *d, uint32_t first, uint32_t n,
+				uint8_t *from_c)
+{
+	const struct py_offsets *o = &d->cfg.interp->off;
+	uint32_t got = 0, i = 0;
+
+	for (uint32_t k = 0; k < d->nwalked && got < n; k++) {
+		const struct raw_frame *r = &d->scratch->raw[k];
+
+		if (!r->code || i++ < first)
+			continue;
+		from_c[got++] = o->owner_cstack != 0xff && k + 1 < d->nwalked &&
+				d->scratch->raw[k + 1].owner == o->owner_cstack;
+	}
+	return got;
+}
+
 int decoder__thread_name(const struct decoder *d, const struct stack *st, char *out,
 			 size_t cap)
 {

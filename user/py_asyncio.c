@@ -65,7 +65,7 @@ static const struct task_facts TASK_313 = { 144, 24, 40, 96, 120, 128 };
 #define NAME_SCHEDULED "_scheduled_tasks"
 #define NAME_EAGER "_eager_tasks"
 #define NAME_CURRENT "_current_tasks"
-#define LOOPS_MAX 16			/* running tasks looked at: one per event loop */
+#define LOOPS_MAX 16			/* loops whose running task is looked at */
 #define NAME_WAKEUP "task_wakeup"
 #define NAME_GATHERING "_GatheringFuture"
 #define NAME_TASK_GROUP "TaskGroup"
@@ -306,22 +306,23 @@ struct all_walk {
 	struct mem_source *m;
 	const struct py_offsets *o;
 	struct py_asyncio *a;
-	py_task_fn fn;
+	py_ref_known_fn known;
+	py_task_ref_fn fn;
 	void *arg;
 	unsigned int n;
 };
 
-/* One task of the eager set, or of the WeakSet through its weak reference. */
-static int all_task(struct all_walk *w, uint64_t task)
+/* One task of the eager set, or of the WeakSet through its weak reference @ref. */
+static int all_task(struct all_walk *w, uint64_t task, uint64_t ref)
 {
 	if (w->n++ == PY_TASKS_MAX)
 		return 1;
-	return py_asyncio__is_task(w->m, w->a, task) ? w->fn(task, w->arg) : 0;
+	return py_asyncio__is_task(w->m, w->a, task) ? w->fn(task, ref, w->arg) : 0;
 }
 
 static int eager_key(uint64_t key, void *arg)
 {
-	return all_task(arg, key);
+	return all_task(arg, key, 0);
 }
 
 static int weakref_key(uint64_t key, void *arg)
@@ -329,6 +330,8 @@ static int weakref_key(uint64_t key, void *arg)
 	struct all_walk *w = arg;
 	uint64_t ref[3];	/* ob_refcnt, ob_type, wr_object */
 
+	if (w->known && w->known(key, w->arg))
+		return 0;
 	if (mem__read(w->m, key, ref, sizeof(ref)))
 		return 0;
 	/* The first key names the type; a deleted entry's dummy is another. */
@@ -336,59 +339,60 @@ static int weakref_key(uint64_t key, void *arg)
 		w->a->weakref_type = ref[1];
 	if (ref[1] != w->a->weakref_type || !ref[WEAKREF_OBJECT / 8])
 		return 0;
-	return all_task(w, ref[WEAKREF_OBJECT / 8]);
+	return all_task(w, ref[WEAKREF_OBJECT / 8], key);
 }
 
-struct coro_search {
+struct running {
 	struct mem_source *m;
 	const struct py_asyncio *a;
-	uint64_t coro, task;
-	unsigned int n;
+	struct py_task_coro *out;
+	size_t n, cap, looked;
 };
 
-/* Whether @task is a task whose coroutine is the one looked for. */
-static int coro_match(uint64_t task, void *arg)
+/* @task, if it is one, with its coroutine. */
+static int add_running(uint64_t task, void *arg)
 {
-	struct coro_search *s = arg;
+	struct running *r = arg;
 	uint64_t coro;
 
-	if (s->n++ == LOOPS_MAX)
-		return -1;
-	if (!py_asyncio__is_task(s->m, s->a, task) ||
-	    mem__read_u64(s->m, task + s->a->task_coro, &coro) || coro != s->coro)
-		return 0;
-	s->task = task;
-	return 1;
+	if (r->n == r->cap || r->looked++ == 2 * r->cap)
+		return 1;
+	if (py_asyncio__is_task(r->m, r->a, task) &&
+	    !mem__read_u64(r->m, task + r->a->task_coro, &coro) && coro)
+		r->out[r->n++] = (struct py_task_coro){ .task = task, .coro = coro };
+	return 0;
 }
 
-int py_asyncio__running(struct mem_source *m, const struct py_interp *in,
-			const struct py_asyncio *a, uint64_t coro, uint64_t *task)
+size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
+			   const struct py_asyncio *a, struct py_task_coro *out, size_t cap)
 {
-	struct coro_search s = { .m = m, .a = a, .coro = coro };
+	struct running r = { .m = m, .a = a, .out = out, .cap = cap };
 	uint64_t current[LOOPS_MAX];
 	size_t n = 0;
 
 	if (a->route != PY_ASYNCIO_MODULE || !a->task_type)
-		return -ENOENT;
+		return 0;
 	py_attr__dict_values(m, &in->off, a->current_tasks, current, LOOPS_MAX, &n);
 	for (size_t i = 0; i < n; i++)
-		if (coro_match(current[i], &s) > 0)
-			break;
+		add_running(current[i], &r);
 	/* An eager task is its loop's current one only while its first step runs. */
-	if (!s.task && a->eager_tasks) {
-		s.n = 0;
-		set_walk(m, &in->off, a->eager_tasks, coro_match, &s);
-	}
-	if (!s.task)
-		return -ENOENT;
-	*task = s.task;
-	return 0;
+	if (a->eager_tasks)
+		set_walk(m, &in->off, a->eager_tasks, add_running, &r);
+	return r.n;
+}
+
+int py_asyncio__is_coroutine(struct mem_source *m, const struct py_interp *in, uint64_t obj)
+{
+	return type_is(m, &in->off, obj, "coroutine");
 }
 
 int py_asyncio__walk_all(struct mem_source *m, const struct py_interp *in,
-			 struct py_asyncio *a, py_task_fn fn, void *arg)
+			 struct py_asyncio *a, py_ref_known_fn known, py_task_ref_fn fn,
+			 void *arg)
 {
-	struct all_walk w = { .m = m, .o = &in->off, .a = a, .fn = fn, .arg = arg };
+	struct all_walk w = {
+		.m = m, .o = &in->off, .a = a, .known = known, .fn = fn, .arg = arg,
+	};
 	uint64_t data;
 	int ret = 0;
 
@@ -660,9 +664,13 @@ static int module_task(struct mem_source *m, const struct py_interp *in,
 	    structbuf__u64(&b, a->task_name, &name) || structbuf__u64(&b, a->task_coro, &coro) ||
 	    structbuf__read(&b, a->task_state, &state, sizeof(state)))
 		return -EINVAL;
-	t->state = task_state(addr, running, state);
 	task_name(m, o, name, t->name, sizeof(t->name));
 	read_wakers(m, o, a, addr, 0, t);
+	/* A task that ended while its callbacks were read shows none: its state is the
+	 * one read after them (a task's state is set before its callbacks go). */
+	if (mem__read(m, addr + a->task_state, &state, sizeof(state)))
+		return -EFAULT;
+	t->state = task_state(addr, running, state);
 	if (frames && t->state != PY_TASK_DONE && t->state != PY_TASK_CANCELLED)
 		read_frames(m, o, a, coro, t);
 	return 0;

@@ -110,13 +110,17 @@ int py_asyncio__module(const struct py_interp *in, struct py_asyncio *out);
 int py_asyncio__learn(struct mem_source *m, const struct py_interp *in, uint64_t frame,
 		      struct py_asyncio *a);
 
+struct py_task_coro {
+	uint64_t task, coro;
+};
+
 /*
- * PY_ASYNCIO_MODULE, once learnt: the task whose coroutine is at @coro among those
- * running now (each loop's current task, and those in their eager first step), for a
- * task too new for a list read earlier. 0 with *@task; -ENOENT.
+ * PY_ASYNCIO_MODULE, once learnt: the tasks running now (each loop's current task,
+ * and those in their eager first step), at most @cap into @out with their coroutines:
+ * for a task too new for a list read earlier. Their number.
  */
-int py_asyncio__running(struct mem_source *m, const struct py_interp *in,
-			const struct py_asyncio *a, uint64_t coro, uint64_t *task);
+size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
+			   const struct py_asyncio *a, struct py_task_coro *out, size_t cap);
 
 /* Whether @addr holds a task, by its type's flag or type (1/0). */
 int py_asyncio__is_task(struct mem_source *m, const struct py_asyncio *a, uint64_t addr);
@@ -132,13 +136,24 @@ typedef int (*py_task_fn)(uint64_t task, void *arg);
 int py_asyncio__walk(struct mem_source *m, const struct py_asyncio *a, uint64_t head,
 		     py_task_fn fn, void *arg);
 
+/* Called per task of the module route's sets with the weak reference it was found
+ * through (0 for one in its eager first step); non-zero stops the walk. */
+typedef int (*py_task_ref_fn)(uint64_t task, uint64_t ref, void *arg);
+/* Whether the task behind weak reference @ref was had from an earlier walk. */
+typedef int (*py_ref_known_fn)(uint64_t ref, void *arg);
+
 /*
  * PY_ASYNCIO_MODULE, once learnt: calls @fn for each task the target lists, those in
- * their eager first step first, up to PY_TASKS_MAX. 0 (a set that changes under the
- * walk is taken as far as it was read); -ENOENT before py_asyncio__learn.
+ * their eager first step first, up to PY_TASKS_MAX; with @known, not for those behind
+ * a weak reference it knows (read no further). 0 (a set that changes under the walk
+ * is taken as far as it was read); -ENOENT before py_asyncio__learn.
  */
 int py_asyncio__walk_all(struct mem_source *m, const struct py_interp *in,
-			 struct py_asyncio *a, py_task_fn fn, void *arg);
+			 struct py_asyncio *a, py_ref_known_fn known, py_task_ref_fn fn,
+			 void *arg);
+
+/* Whether @obj is a coroutine (not a generator, nor an async generator). */
+int py_asyncio__is_coroutine(struct mem_source *m, const struct py_interp *in, uint64_t obj);
 
 /*
  * Reads task @addr into @t; @running is the running task of its thread (0: none), and

@@ -81,8 +81,8 @@ static const char record_help[] =
 	"      --async            a sample of a thread running an asyncio task shows the\n"
 	"                         task: its coroutines, then 'task NAME' and the tasks\n"
 	"                         awaiting it, each at its await, in place of the event\n"
-	"                         loop's frames (CPython 3.14+; older ones are profiled\n"
-	"                         as threads, with a notice)\n"
+	"                         loop's frames (CPython 3.11+; the tasks that wait are\n"
+	"                         charged in wall mode on 3.14+)\n"
 	CLI_CLOCK_HELP
 	CLI_NATIVE_HELP
 	CLI_MODE_HELP

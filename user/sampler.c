@@ -166,7 +166,7 @@ static int load(struct sampler *s, bool tick)
 	s->skel = sample_bpf__open();
 	if (!s->skel)
 		return -errno;
-	s->skel->rodata->wakeup_bytes = cfg->ringbuf_bytes / 4;
+	s->skel->rodata->wakeup_bytes = cfg->wake_each ? 1 : cfg->ringbuf_bytes / 4;
 	s->skel->rodata->every_exec = cfg->every_exec;
 	s->skel->rodata->min_block_ns = cfg->min_block_ns;
 	s->skel->rodata->nr_cpus = libbpf_num_possible_cpus();

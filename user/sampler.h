@@ -46,6 +46,9 @@ struct sampler_cfg {
 	uint32_t rate_hz;
 	uint32_t stack_cap;	/* bytes of data stack copied per sample */
 	uint32_t ringbuf_bytes;	/* power of two */
+	int wake_each;		/* wake user space for every record, not when a quarter
+				 * of the ring buffer is full: decoded before its task
+				 * can end (--async on 3.11-3.13) */
 	int frame_cache;	/* copy only above the anchor where the cache allows */
 	int every_exec;		/* report every exec on the host, not just targets' */
 	int on_cpu;		/* sample at rate_hz: */

@@ -114,6 +114,10 @@ static int new_sampler(struct session *s)
 		.rate_hz = s->opts.rate_hz,
 		.stack_cap = s->opts.stack_cap,
 		.ringbuf_bytes = s->opts.ringbuf_mb << 20,
+		/* --async on 3.11-3.13 reads the running task after the sample: a
+		 * handler's task often ends within milliseconds. One process's samples
+		 * are few enough to be woken for each; -a's are not. */
+		.wake_each = s->opts.async_tasks && !s->opts.system_wide,
 		.frame_cache = !s->opts.no_frame_cache,
 		.every_exec = s->opts.system_wide,
 		.on_cpu = s->opts.mode != SESSION_OFF_CPU,

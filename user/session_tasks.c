@@ -148,8 +148,11 @@ static int read_link(struct target *t, struct mem_source *m, uint64_t task, uint
 }
 
 /* A target's index of tasks by coroutine is rebuilt on a miss, at most this often,
- * from at most this many tasks. */
+ * from at most this many tasks; 3.11-3.13 add the tasks made since, on a miss, at
+ * most every INDEX_ADD_NS (a scan of the set of tasks, and two reads per new task):
+ * a server makes a task per request, which a rebuild every 100 ms would miss. */
 #define INDEX_EVERY_NS 100000000ull
+#define INDEX_ADD_NS 2000000ull
 #define INDEX_TASKS_MAX 4096
 #define INDEX_READS_MAX (2 * INDEX_TASKS_MAX + 1024)	/* the lists' nodes, the tasks' */
 /* What placing one sample may read of live memory: the awaiters, their frames, and
@@ -176,6 +179,38 @@ static int index_task(uint64_t task, void *arg)
 	return task_index__add(&w->t->tasks, coro, task);
 }
 
+/* 3.11-3.13: a task of asyncio's sets, and the weak reference it was read through. */
+static int index_module_task(uint64_t task, uint64_t ref, void *arg)
+{
+	struct index_walk *w = arg;
+	int err = index_task(task, arg);
+
+	if (!err && ref)
+		err = task_index__add(&w->t->task_refs, ref, task);
+	return err;
+}
+
+static int ref_known(uint64_t ref, void *arg)
+{
+	struct index_walk *w = arg;
+	uint64_t task;
+
+	return !task_index__find(&w->t->task_refs, ref, &task);
+}
+
+/* 3.11-3.13: indexes the tasks asyncio's sets hold; with @fresh only, those read
+ * through weak references not indexed yet (and those in their eager first step). */
+static void index_module(struct index_walk *w, int fresh)
+{
+	struct target *t = w->t;
+
+	if (!fresh)
+		task_index__reset(&t->task_refs, t->tasks.built_ns);
+	py_asyncio__walk_all(&w->mem.base, &t->interp, &t->asyncio, fresh ? ref_known : NULL,
+			     index_module_task, w);
+	task_index__done(&t->task_refs);
+}
+
 static int index_thread(const struct py_thread *th, void *arg)
 {
 	struct index_walk *w = arg;
@@ -190,32 +225,40 @@ static int index_thread(const struct py_thread *th, void *arg)
 
 /* The task whose coroutine is at @coro, checked against memory @m: the index may be
  * older than the task found, or than the task looked for. */
+/* An entry of the index for @coro that still holds: a task whose coroutine is @coro.
+ * The index may hold several, for a coroutine's memory reused by a later one. */
+static int indexed(struct target *t, struct mem_source *m, uint64_t coro, uint64_t *task)
+{
+	uint64_t c;
+
+	for (size_t k = 0; !task_index__find_at(&t->tasks, coro, k, task); k++)
+		if (!mem__read_u64(m, *task + t->asyncio.task_coro, &c) && c == coro &&
+		    py_asyncio__is_task(m, &t->asyncio, *task))
+			return 0;
+	return -ENOENT;
+}
+
 static int task_of_coro(struct target *t, struct mem_source *m, uint64_t coro, uint64_t *task)
 {
 	struct index_walk w = { .t = t };
-	uint64_t now = clock__mono_ns(), c;
+	uint64_t now = clock__mono_ns();
+	int module = t->asyncio.route == PY_ASYNCIO_MODULE, fresh;
 
-	if (task_index__find(&t->tasks, coro, task)) {
-		/* 3.11-3.13: a task newer than the index may be running now. */
-		if (t->asyncio.route == PY_ASYNCIO_MODULE &&
-		    !py_asyncio__running(m, &t->interp, &t->asyncio, coro, task))
-			return 0;
-		if (t->tasks.built_ns && now - t->tasks.built_ns < INDEX_EVERY_NS)
-			return -ENOENT;
+	if (!indexed(t, m, coro, task))
+		return 0;
+	fresh = t->tasks.built_ns && now - t->tasks.built_ns < INDEX_EVERY_NS;
+	if (fresh && (!module || now - t->tasks_added_ns < INDEX_ADD_NS))
+		return -ENOENT;
+	if (!fresh)
 		task_index__reset(&t->tasks, now);
-		mem_budget__init(&w.mem, &t->live.base, INDEX_READS_MAX);
-		if (t->asyncio.route == PY_ASYNCIO_MODULE)
-			py_asyncio__walk_all(&w.mem.base, &t->interp, &t->asyncio, index_task, &w);
-		else
-			py_threads__walk(&w.mem.base, &t->interp, index_thread, &w);
-		task_index__done(&t->tasks);
-		if (task_index__find(&t->tasks, coro, task))
-			return -ENOENT;
-	}
-	if (mem__read_u64(m, *task + t->asyncio.task_coro, &c) || c != coro ||
-	    !py_asyncio__is_task(m, &t->asyncio, *task))
-		return -ESTALE;
-	return 0;
+	t->tasks_added_ns = now;
+	mem_budget__init(&w.mem, &t->live.base, INDEX_READS_MAX);
+	if (module)
+		index_module(&w, fresh);
+	else
+		py_threads__walk(&w.mem.base, &t->interp, index_thread, &w);
+	task_index__done(&t->tasks);
+	return indexed(t, m, coro, task);
 }
 
 /*
@@ -267,8 +310,10 @@ static int parent_link(struct target *t, struct mem_source *m, const struct stac
 #define LOOP_QUALNAME "BaseEventLoop._run_once"
 #define LOOP_FILE "/asyncio/base_events.py"
 #define LEARN_AGAIN_NS 1000000000ull
-/* Frames inside the event loop's searched for the running task's coroutine. */
+/* Frames inside the event loop's searched for the running task's coroutine, and the
+ * tasks running now compared with them. */
 #define ROOT_SEARCH 256
+#define RUNNING_MAX 32
 
 /* The index of the event loop's frame in @st, -1 if it has none. */
 static int32_t loop_frame(struct session *s, const struct stack *st)
@@ -312,35 +357,81 @@ static int learn(struct target *t, struct mem_source *m, uint64_t frame)
 
 /*
  * 3.11-3.13: the running task of @st and where its frames end (*@root): the innermost
- * frame inside the event loop's that is some task's coroutine's. -ENOENT when @st runs
- * no task: outside an event loop, or in the loop's own code or a plain callback;
- * -ESRCH when it runs coroutines of no task known.
+ * frame inside the event loop's that is some task's coroutine's. Coroutine frames
+ * inside it are those it awaits, but on 3.12+ a task started eagerly runs inside the
+ * frames of the task that started it: a coroutine frame called from C (a task's step)
+ * whose task is not known stops the search, rather than leave its frames to the task
+ * below. -ENOENT when @st runs no task: outside an event loop, or in the loop's own
+ * code or a plain callback; -ESRCH when it runs coroutines of no task known.
  */
 static int module_root(struct target *t, struct mem_source *m, const struct stack *st,
 		       uint64_t *task, int32_t *root)
 {
 	const struct py_offsets *o = &t->interp.off;
 	uint64_t addr[ROOT_SEARCH];
-	uint8_t owner[ROOT_SEARCH];
+	uint8_t owner[ROOT_SEARCH], from_c[ROOT_SEARCH];
+	struct py_task_coro run[RUNNING_MAX];
 	int32_t loop = loop_frame(t->session, st);
-	uint32_t n;
-	int coroutines = 0;
+	uint32_t n, k, nc = 0, at[ROOT_SEARCH];
+	size_t nrun;
 
 	if (loop <= 0 || decoder__frame_addrs(t->dec, (uint32_t)loop, 1, addr, owner) != 1 ||
 	    learn(t, m, addr[0]))
 		return -ENOENT;
 	n = decoder__frame_addrs(t->dec, 0, loop < ROOT_SEARCH ? (uint32_t)loop : ROOT_SEARCH,
 				 addr, owner);
+	if (decoder__frames_from_c(t->dec, 0, n, from_c) != n)
+		return -ENOENT;
+	/* The coroutine frames the running task's may be, innermost first. */
 	for (uint32_t i = 0; i < n; i++) {
 		if (owner[i] != o->owner_generator || addr[i] <= o->gen_iframe)
 			continue;
-		coroutines = 1;
-		if (!task_of_coro(t, m, addr[i] - o->gen_iframe, task)) {
-			*root = (int32_t)i;
-			return 0;
-		}
+		addr[nc] = addr[i] - o->gen_iframe;
+		at[nc++] = i;
+		if (from_c[i] && t->asyncio.eager_tasks &&
+		    py_asyncio__is_coroutine(m, &t->interp, addr[nc - 1]))
+			break;
 	}
-	return coroutines ? -ESRCH : -ENOENT;
+	if (!nc)
+		return -ENOENT;
+	/* Each pass costs more reads than the one before: the index, the tasks running
+	 * now (one look for every frame), the index with the tasks made since. */
+	for (k = 0; k < nc; k++)
+		if (!indexed(t, m, addr[k], task))
+			goto found;
+	nrun = py_asyncio__running(m, &t->interp, &t->asyncio, run, RUNNING_MAX);
+	for (k = 0; k < nc; k++)
+		for (size_t j = 0; j < nrun; j++)
+			if (run[j].coro == addr[k]) {
+				*task = run[j].task;
+				goto found;
+			}
+	for (k = 0; k < nc; k++)
+		if (!task_of_coro(t, m, addr[k], task))
+			goto found;
+	return -ESRCH;
+found:
+	*root = (int32_t)at[k];
+	return 0;
+}
+
+/* Whether a frame outside @st's frame @low and inside the event loop's is a
+ * generator's or coroutine's. */
+static int coroutine_below(struct target *t, const struct stack *st, uint32_t low)
+{
+	uint64_t addr[ROOT_SEARCH];
+	uint8_t owner[ROOT_SEARCH];
+	int32_t loop = loop_frame(t->session, st);
+	uint32_t n;
+
+	if (loop <= (int32_t)low + 1)
+		return 0;
+	n = decoder__frame_addrs(t->dec, low + 1, (uint32_t)loop - low - 1 < ROOT_SEARCH ?
+				 (uint32_t)loop - low - 1 : ROOT_SEARCH, addr, owner);
+	for (uint32_t i = 0; i < n; i++)
+		if (owner[i] == t->interp.off.owner_generator)
+			return 1;
+	return 0;
 }
 
 int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
@@ -385,9 +476,10 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	while (*n < SESSION_TASK_CHAIN_MAX) {
 		err = read_link(t, *n ? &live.base : first, task, *n ? 0 : fp, !*n && copied, &pt,
 				&chain[*n]);
-		/* An awaiter read live that has ended since the sample no longer says who
+		/* A task read live that has ended since the sample no longer says who
 		 * awaits it: the chain would stop short. */
-		if (!err && *n && (pt.state == PY_TASK_DONE || pt.state == PY_TASK_CANCELLED))
+		if (!err && (*n || !copied) &&
+		    (pt.state == PY_TASK_DONE || pt.state == PY_TASK_CANCELLED))
 			err = -ESTALE;
 		if (err) {
 			if (!*n || err == -ESTALE) {
@@ -404,8 +496,17 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			(*n)++;
 			low = at;
 		}
-		if (!pt.nawaited_by)
+		if (!pt.nawaited_by) {
+			/* Coroutine frames left between the last task's and the event
+			 * loop's belong to a task not found (one that started it eagerly):
+			 * the chain would stop short. */
+			if (low >= 0 && t->asyncio.route == PY_ASYNCIO_MODULE &&
+			    coroutine_below(t, st, (uint32_t)low)) {
+				s->tasks_unplaced++;
+				return -ESTALE;
+			}
 			break;
+		}
 		low = -1;
 		task = pt.awaited_by[0];
 	}

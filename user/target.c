@@ -230,6 +230,7 @@ void target__free(struct target *t)
 	frame_cache__free(t->fcache);
 	free(t->tids);
 	task_index__free(&t->tasks);
+	task_index__free(&t->task_refs);
 	native_proc__free(t->native);
 	free(t);
 }

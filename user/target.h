@@ -66,6 +66,10 @@ struct target {
 	struct py_asyncio asyncio;
 	struct tid_map *tids;	/* its thread ids as ours, for the wall-mode task sweep */
 	struct task_index tasks;	/* --async: its tasks by coroutine, for eager ones */
+	/* ... 3.11-3.13: the weak references (in .coro) those were read through, so
+	 * that a look for new tasks reads only theirs; and when one last looked. */
+	struct task_index task_refs;
+	uint64_t tasks_added_ns;
 	struct native_proc *native;	/* --native: its maps and unwinder */
 	int native_fp;			/* ... and BPF walks its frame pointers */
 	char cmd[128];

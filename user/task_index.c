@@ -35,6 +35,11 @@ void task_index__done(struct task_index *x)
 
 int task_index__find(const struct task_index *x, uint64_t coro, uint64_t *task)
 {
+	return task_index__find_at(x, coro, 0, task);
+}
+
+int task_index__find_at(const struct task_index *x, uint64_t coro, size_t k, uint64_t *task)
+{
 	size_t lo = 0, hi = x->n;
 
 	while (lo < hi) {
@@ -45,9 +50,9 @@ int task_index__find(const struct task_index *x, uint64_t coro, uint64_t *task)
 		else
 			hi = mid;
 	}
-	if (lo == x->n || x->v[lo].coro != coro)
+	if (k >= x->n - lo || x->v[lo + k].coro != coro)
 		return -ENOENT;
-	*task = x->v[lo].task;
+	*task = x->v[lo + k].task;
 	return 0;
 }
 

@@ -30,6 +30,9 @@ int task_index__add(struct task_index *x, uint64_t coro, uint64_t task);
 void task_index__done(struct task_index *x);
 /* The task whose coroutine is at @coro: 0 with *@task, or -ENOENT. */
 int task_index__find(const struct task_index *x, uint64_t coro, uint64_t *task);
+/* The same for the @k-th of the tasks the index holds for @coro (from 0): the memory
+ * of an ended task's coroutine may hold a later one's. */
+int task_index__find_at(const struct task_index *x, uint64_t coro, size_t k, uint64_t *task);
 void task_index__free(struct task_index *x);
 
 #endif

@@ -59,7 +59,7 @@ static const char top_help[] =
 	"                         kernel's)\n"
 	"      --async            asyncio tasks as rows, 'task NAME', each with the time\n"
 	"                         of the samples in it or in tasks it awaits (as for\n"
-	"                         record --async; CPython 3.14+)\n"
+	"                         record --async; CPython 3.11+)\n"
 	"      --clock HOW        timer (default) or tick, as for record\n"
 	"      --native, --native-stack SIZE, --native-unwind HOW  C frames too, as for\n"
 	"                         record (see 'pybpfprof record --help')\n"
