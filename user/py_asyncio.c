@@ -33,7 +33,8 @@
  * _asyncio's TaskObj on 3.11-3.13: FutureObj's fields, then the task's. The first done
  * callback and its context, the list of the others, the state (an int), the
  * coroutine and the name (a str; 3.12+: or the int an unnamed task is counted by).
- * Checked against real tasks by tests/test_asyncio_reads.py.
+ * Checked on real tasks by tests/test_record_async.py, whose task names and chains
+ * are read through them on each version.
  */
 struct task_facts {
 	uint32_t size, callback0, callbacks, state, coro, name;
