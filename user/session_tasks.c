@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-
 #include <string.h>
 
 #include "clock.h"
@@ -223,8 +222,6 @@ static int index_thread(const struct py_thread *th, void *arg)
 	return w->seen > INDEX_TASKS_MAX || w->mem.spent;
 }
 
-/* The task whose coroutine is at @coro, checked against memory @m: the index may be
- * older than the task found, or than the task looked for. */
 /* An entry of the index for @coro that still holds: a task whose coroutine is @coro.
  * The index may hold several, for a coroutine's memory reused by a later one. */
 static int indexed(struct target *t, struct mem_source *m, uint64_t coro, uint64_t *task)
@@ -238,6 +235,8 @@ static int indexed(struct target *t, struct mem_source *m, uint64_t coro, uint64
 	return -ENOENT;
 }
 
+/* The task whose coroutine is at @coro, checked against memory @m: the index may be
+ * older than the task found, or than the task looked for. */
 static int task_of_coro(struct target *t, struct mem_source *m, uint64_t coro, uint64_t *task)
 {
 	struct index_walk w = { .t = t };
