@@ -414,7 +414,8 @@ static int64_t small_int(struct mem_source *m, const struct py_offsets *o, uint6
 	uint32_t d[2] = { 0, 0 };
 	uint64_t n;
 
-	if (mem__read_u64(m, obj + o->long_tag, &tag))
+	/* 3.11 names every task by a str: its ints are laid out otherwise. */
+	if (o->long_tag == PBP_OFF_NONE || mem__read_u64(m, obj + o->long_tag, &tag))
 		return -1;
 	n = tag >> 3;
 	/* Sign bits 0: positive, 1: zero. Task counters stay within two 30-bit digits. */
