@@ -281,15 +281,17 @@ int py_asyncio__learn(struct mem_source *m, const struct py_interp *in, uint64_t
 	return 0;
 }
 
-/* @fn for each key of the set at @set until it returns non-zero, which is returned. */
+/* @fn for each key of the set at @set until it returns non-zero, which is returned;
+ * nothing for a set of @slots_max slots or more. Its slots are read a chunk at a
+ * time. */
 static int set_walk(struct mem_source *m, const struct py_offsets *o, uint64_t set,
-		    int (*fn)(uint64_t key, void *arg), void *arg)
+		    uint64_t slots_max, int (*fn)(uint64_t key, void *arg), void *arg)
 {
 	uint64_t table, mask, e[SET_CHUNK][2];	/* setentry: key, hash */
 	int ret;
 
-	if (mem__read_u64(m, set + o->set_table, &table) ||
-	    mem__read_u64(m, set + o->set_mask, &mask) || !table || mask >= ALL_SLOTS_MAX)
+	if (o->set_table == PBP_OFF_NONE || mem__read_u64(m, set + o->set_table, &table) ||
+	    mem__read_u64(m, set + o->set_mask, &mask) || !table || mask >= slots_max)
 		return 0;
 	for (uint64_t i = 0; i <= mask; i += SET_CHUNK) {
 		uint64_t n = mask + 1 - i < SET_CHUNK ? mask + 1 - i : SET_CHUNK;
@@ -378,7 +380,7 @@ size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
 		add_running(current[i], &r);
 	/* An eager task is its loop's current one only while its first step runs. */
 	if (a->eager_tasks)
-		set_walk(m, &in->off, a->eager_tasks, add_running, &r);
+		set_walk(m, &in->off, a->eager_tasks, ALL_SLOTS_MAX, add_running, &r);
 	return r.n;
 }
 
@@ -400,10 +402,10 @@ int py_asyncio__walk_all(struct mem_source *m, const struct py_interp *in,
 	if (a->route != PY_ASYNCIO_MODULE || !a->task_type)
 		return -ENOENT;
 	if (a->eager_tasks)
-		ret = set_walk(m, w.o, a->eager_tasks, eager_key, &w);
+		ret = set_walk(m, w.o, a->eager_tasks, ALL_SLOTS_MAX, eager_key, &w);
 	if (!ret && !py_attr__get(m, w.o, a->all_tasks, "data", &data) &&
 	    type_is(m, w.o, data, "set"))
-		ret = set_walk(m, w.o, data, weakref_key, &w);
+		ret = set_walk(m, w.o, data, ALL_SLOTS_MAX, weakref_key, &w);
 	return ret > 0 && w.n > PY_TASKS_MAX ? 0 : ret;
 }
 
@@ -458,14 +460,32 @@ static int is_awaiter(struct mem_source *m, const struct py_offsets *o, const st
 	return type[0] && !strstr(type, "dummy");
 }
 
-/* Who awaits the task: one object, or a set of them. The set's slots are read a
- * chunk at a time, and its scan ends at the SET_STRANGERS_MAX-th key that is no
- * awaiter (a deleted entry's, or the target's making): its size is the target's. */
+struct awaiters {
+	struct mem_source *m;
+	const struct py_offsets *o;
+	const struct py_asyncio *a;
+	struct py_task *t;
+	unsigned int strangers;
+};
+
+static int awaiter_key(uint64_t key, void *arg)
+{
+	struct awaiters *w = arg;
+
+	if (is_awaiter(w->m, w->o, w->a, key))
+		w->t->awaited_by[w->t->nawaited_by++] = key;
+	else if (++w->strangers == SET_STRANGERS_MAX)
+		return 1;
+	return w->t->nawaited_by == PY_TASK_AWAITERS_MAX;
+}
+
+/* Who awaits the task: one object, or a set of them, whose scan ends at the
+ * SET_STRANGERS_MAX-th key that is no awaiter (a deleted entry's, or the target's
+ * making): its size is the target's. */
 static void read_awaiters(struct mem_source *m, const struct py_offsets *o,
 			  const struct py_asyncio *a, uint64_t by, int is_set, struct py_task *t)
 {
-	uint64_t table, mask, e[SET_CHUNK][2];	/* setentry: key, hash */
-	unsigned int strangers = 0;
+	struct awaiters w = { .m = m, .o = o, .a = a, .t = t };
 
 	if (!by)
 		return;
@@ -474,23 +494,7 @@ static void read_awaiters(struct mem_source *m, const struct py_offsets *o,
 			t->awaited_by[t->nawaited_by++] = by;
 		return;
 	}
-	if (o->set_table == PBP_OFF_NONE || mem__read_u64(m, by + o->set_table, &table) ||
-	    mem__read_u64(m, by + o->set_mask, &mask) || !table || mask >= SET_SLOTS_MAX)
-		return;
-	for (uint64_t i = 0; i <= mask && t->nawaited_by < PY_TASK_AWAITERS_MAX; i += SET_CHUNK) {
-		uint64_t n = mask + 1 - i < SET_CHUNK ? mask + 1 - i : SET_CHUNK;
-
-		if (mem__read(m, table + i * sizeof(e[0]), e, n * sizeof(e[0])))
-			return;
-		for (uint64_t k = 0; k < n && t->nawaited_by < PY_TASK_AWAITERS_MAX; k++) {
-			if (!e[k][0])
-				continue;
-			if (is_awaiter(m, o, a, e[k][0]))
-				t->awaited_by[t->nawaited_by++] = e[k][0];
-			else if (++strangers == SET_STRANGERS_MAX)
-				return;
-		}
-	}
+	set_walk(m, o, by, SET_SLOTS_MAX, awaiter_key, &w);
 }
 
 static void read_wakers(struct mem_source *m, const struct py_offsets *o,
