@@ -43,8 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (MODES, PROFILER_GRACE, VERSIONS, Harness, Servers, fraction,
-                      make_interp, show, total)
+from conftest import (MODES, PROFILER_GRACE, VERSIONS, Frame, Harness, Sample, Servers,
+                      fraction, make_interp, show, total)
 
 FULL = os.environ.get("PBP_REAL_FULL") == "1"
 SECONDS = 6 if FULL else 2
@@ -138,21 +138,29 @@ def chain_keys(truth):
     return out
 
 
+def maker_keys(truth):
+    """{qualname of a generator function: [each recorded caller path that makes it, as a
+    list of (qualname, filename) from the root]}."""
+    return {name: [[(f["qualname"], f["filename"]) for f in c] for c in callers]
+            for name, callers in truth.get("makers", {}).items()}
+
+
 # A sample of a thread that runs no Python code at that moment (3.15).
 NO_PYTHON = "[no Python frame]"
 
 
-def being_made(frames, i, line, chains, made):
+def being_made(frames, i, line, chains, made, makers):
     """Whether frame @i, the innermost, at @line, is a generator or coroutine function
     being called (it runs RETURN_GENERATOR in its own frame, at its first line, right
     under its caller): @made has that first line, and its caller's path is the start of
-    one of the function's recorded chains."""
+    one of the function's recorded chains or one of its recorded @makers."""
     name, file = frames[i]
     return (i == len(frames) - 1 and made.get(name) == [file, line] and
-            any(c[:i] == frames[:i] for c in chains[frames[i]]))
+            (any(c[:i] == frames[:i] for c in chains[frames[i]]) or
+             frames[:i] in makers.get(name, [])))
 
 
-def wrong_stacks(samples, roots, chains, made=None):
+def wrong_stacks(samples, roots, chains, made=None, makers=None):
     """The complete stacks the program cannot have: one that starts anywhere but
     @roots (None: anywhere), or that passes through a function of @chains by a path not
     recorded, unless it is that function being called (@made: see being_made())."""
@@ -167,7 +175,8 @@ def wrong_stacks(samples, roots, chains, made=None):
         for i, f in enumerate(frames):
             if f in chains:
                 if frames[:i + 1] not in chains[f] and \
-                        not being_made(frames, i, s.frames[i].line, chains, made or {}):
+                        not being_made(frames, i, s.frames[i].line, chains, made or {},
+                                       makers or {}):
                     wrong.append((s, f"path to {f[0]}"))
                 break
     return wrong
@@ -262,7 +271,7 @@ def tabulate(what, stats, complete, wrong, shares, note):
 
 
 def judge(what, prof, stats, goal, roots, chains, shares=None, extra_checks=(), note="",
-          shares_seen=None, made=None):
+          shares_seen=None, made=None, makers=None):
     """Every goal a profile misses, one line each; empty when it meets them all.
     @shares are judged; @shares_seen (default: @shares) only go to the table."""
     misses = []
@@ -277,7 +286,7 @@ def judge(what, prof, stats, goal, roots, chains, shares=None, extra_checks=(), 
     if n and stats.get("samples_incomplete", 0) > allowed:
         misses.append(f"complete stacks {100 * complete:.2f} % < {100 * goal:.1f} % "
                       f"({stats.get('samples_incomplete', 0)} incomplete, {allowed} allowed)")
-    wrong = wrong_stacks(prof, roots, chains, made)
+    wrong = wrong_stacks(prof, roots, chains, made, makers)
     tabulate(what, stats, complete, total([s for s, _ in wrong]),
              shares if shares_seen is None else shares_seen, note)
     if wrong:
@@ -315,6 +324,30 @@ def servers(module_tmp, profiler_bin, sid_root, workloads_installed):
 
 SERVER_CASES = [pytest.param(p, v, c, id=f"{p}-py{v}-{cfg_id(c)}")
                 for p, versions in SERVERS.items() for v in versions for c in CONFIGS]
+
+
+def test_a_generator_being_made_counts_only_under_a_recorded_caller():
+    """The judge itself: a generator function's RETURN_GENERATOR frame at its first line
+    is whole under a caller that recorded making it (a generator expression that C code
+    pulls from), and wrong under any other."""
+    f = "/w.py"
+    root, outer, genexpr = ("run", f), ("outer", f), ("outer.<locals>.<genexpr>", f)
+    chains = {("pairs", f): [[root, outer, ("pairs", f)]]}
+    made = {"pairs": [f, 10]}
+
+    def sample(*names, line=10):
+        frames = [Frame(n, f, 1) for n in names[:-1]] + [Frame(names[-1], f, line)]
+        return Sample(tuple(frames), 1)
+    made_here = sample("run", "outer", "outer.<locals>.<genexpr>", "pairs")
+    assert wrong_stacks([made_here], None, chains, made)
+    assert not wrong_stacks([made_here], None, chains, made,
+                            {"pairs": [[root, outer, genexpr]]})
+    # Not at its first line, it is running, not being made: only its chains count.
+    assert wrong_stacks([sample("run", "outer", "outer.<locals>.<genexpr>", "pairs",
+                                line=11)], None, chains, made,
+                        {"pairs": [[root, outer, genexpr]]})
+    assert wrong_stacks([sample("run", "other", "pairs")], None, chains, made,
+                        {"pairs": [[root, outer, genexpr]]})
 
 
 @pytest.mark.parametrize("program,version,cfg", SERVER_CASES)
@@ -361,7 +394,7 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
     misses = judge(what, prof, stats, GOAL_COMPLETE[mode], roots, chains, judged,
                    extra_checks=[samples_account_for_the_cpu], shares_seen=shares,
                    note=f"sampled CPU {sampled:.2f} s of {used:.2f} s",
-                   made=after.get("made_at"))
+                   made=after.get("made_at"), makers=maker_keys(after))
     fail_unless_met(misses, what, stats, prof)
 
 

@@ -195,3 +195,16 @@ def remember_chain(truth, lock, name, stack, most=8):
         if len(chains) < most and all(
                 [(f["qualname"], f["filename"]) for f in c] != key for c in chains):
             chains.append(stack)
+
+
+def remember_maker(truth, lock, qualname, stack, most=8):
+    """Adds @stack, the path of a frame that calls the generator function @qualname,
+    to truth["makers"][qualname] unless it is there: a caller that is not on any of the
+    generator's own recorded chains (a generator expression that makes generators which
+    C code then runs) and so is the parent of its RETURN_GENERATOR frame only."""
+    key = [(f["qualname"], f["filename"]) for f in stack]
+    with lock:
+        makers = truth.data.setdefault("makers", {}).setdefault(qualname, [])
+        if len(makers) < most and all(
+                [(f["qualname"], f["filename"]) for f in c] != key for c in makers):
+            makers.append(stack)
