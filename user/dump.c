@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asyncio_loop.h"
 #include "clock.h"
 #include "decoder.h"
 #include "dump.h"
@@ -46,6 +47,9 @@ struct dump_ctx {
 	struct stack *stack;
 	struct py_thread *threads;
 	unsigned int nthreads;
+	/* --async: each thread's event-loop frame as last decoded (0: none), where
+	 * 3.11-3.13 find the tasks */
+	uint64_t *loop_frames;
 	struct tid_map tids;	/* live: the target's thread ids as /proc names them */
 	struct dump_native *native;	/* --native */
 };
@@ -189,6 +193,19 @@ static int refresh_thread(const struct py_thread *t, void *arg)
 	return 1;
 }
 
+/* The address of the event loop's frame on @st, which the dump's decoder decoded
+ * last; 0 if it has none. */
+static uint64_t loop_frame(const struct dump_ctx *c, const struct stack *st)
+{
+	int32_t i = asyncio_loop__frame(c->strs, st);
+	uint64_t addr;
+	uint8_t owner;
+
+	if (i < 0 || decoder__frame_addrs(c->dec, (uint32_t)i, 1, &addr, &owner) != 1)
+		return 0;
+	return addr;
+}
+
 /* Decodes @t into c->stack; NULL if the thread runs no Python code or is gone. @cap,
  * if not NULL, is its C stack as read at the same time (3.11 finds its eval-loop
  * activations there). */
@@ -231,6 +248,8 @@ static const struct stack *decode_one(struct dump_ctx *c, struct py_thread *t,
 		if (c->stack->gap != GAP_TORN)
 			break;
 	}
+	if (c->loop_frames)
+		c->loop_frames[t - c->threads] = loop_frame(c, c->stack);
 	return c->stack;
 }
 
@@ -426,7 +445,7 @@ static int write_tasks(struct dump_ctx *c, FILE *f)
 {
 	const struct dump_tasks_in in = {
 		.mem = c->mem, .interp = &c->interp, .dec = c->dec, .strs = c->strs,
-		.threads = c->threads, .nthreads = c->nthreads,
+		.threads = c->threads, .nthreads = c->nthreads, .loop_frames = c->loop_frames,
 	};
 
 	return dump_tasks__run(&in, f);
@@ -564,7 +583,10 @@ static int run(struct dump_ctx *c)
 	c->strs = strtab__new();
 	c->stack = malloc(sizeof(*c->stack));
 	c->threads = calloc(DUMP_MAX_THREADS, sizeof(*c->threads));
-	if (!c->strs || !c->stack || !c->threads) {
+	if (c->opts->async_tasks)
+		c->loop_frames = calloc(DUMP_MAX_THREADS, sizeof(*c->loop_frames));
+	if (!c->strs || !c->stack || !c->threads ||
+	    (c->opts->async_tasks && !c->loop_frames)) {
 		pr_warn("out of memory\n");
 		return EXIT_RUNTIME;
 	}
@@ -625,6 +647,7 @@ int dump__run(const struct dump_opts *o)
 	strtab__free(c.strs);
 	free(c.stack);
 	free(c.threads);
+	free(c.loop_frames);
 	mem_core__close(c.core);
 	return code;
 }

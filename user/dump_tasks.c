@@ -4,7 +4,9 @@
  * tasks of threads that have exited (the interpreter's own list), each task read with
  * its awaiters and coroutine frames (py_asyncio.h), the frames named by the decoder.
  * A list that changes while it is walked is walked again; a task that fails its
- * checks is left out and counted.
+ * checks is left out and counted. 3.11-3.13 keep no list per thread: asyncio's own
+ * sets of tasks are read, found from a thread's event-loop frame, and each task goes
+ * to the thread that runs its loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 
 #define WALK_RETRIES 3
 #define DUMP_TASKS_MAX (4 * PY_TASKS_MAX)
+#define DUMP_RUNNING_MAX 64		/* 3.11-3.13: tasks running now, one per loop */
 
 struct collected {
 	const struct dump_tasks_in *in;
@@ -102,6 +105,183 @@ static int collect_all(struct collected *c)
 	return 0;
 }
 
+/* Tasks of one walk of asyncio's sets, by address. */
+struct addrs {
+	uint64_t *a;
+	size_t n, cap;
+};
+
+static int add_addr(uint64_t task, uint64_t ref, void *arg)
+{
+	struct addrs *v = arg;
+
+	(void)ref;
+	if (v->n == DUMP_TASKS_MAX)
+		return -E2BIG;
+	if (vec__reserve((void **)&v->a, &v->cap, v->n + 1, sizeof(*v->a), 64))
+		return -ENOMEM;
+	v->a[v->n++] = task;
+	return 0;
+}
+
+static int cmp_addr(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Each of @v's tasks once: a task moving from the eager set to the scheduled one
+ * while they are walked is in both. */
+static void unique(struct addrs *v)
+{
+	size_t k = 0;
+
+	if (v->n)
+		qsort(v->a, v->n, sizeof(*v->a), cmp_addr);
+	for (size_t i = 0; i < v->n; i++)
+		if (!k || v->a[i] != v->a[k - 1])
+			v->a[k++] = v->a[i];
+	v->n = k;
+}
+
+/* 3.11-3.13: learns where the tasks are from the first event loop's frame that shows
+ * it, and each thread's loop into @loops (0: the thread runs none). 0; -ENOENT when no
+ * thread runs an event loop; py_asyncio__learn's failure otherwise. */
+static int learn_loops(const struct dump_tasks_in *in, struct py_asyncio *a, uint64_t *loops)
+{
+	int err = -ENOENT;
+
+	for (unsigned int i = 0; i < in->nthreads; i++) {
+		uint64_t frame = in->loop_frames ? in->loop_frames[i] : 0;
+
+		loops[i] = 0;
+		if (!frame)
+			continue;
+		if (!a->task_type)
+			err = py_asyncio__learn(in->mem, in->interp, frame, a);
+		if (a->task_type && py_asyncio__loop_of(in->mem, in->interp, frame, &loops[i]))
+			loops[i] = 0;
+	}
+	return a->task_type ? 0 : err;
+}
+
+/* The rank of the thread whose event loop is @loop, as @loops holds them: its index,
+ * or in->nthreads if none runs it. */
+static unsigned int loop_rank(const struct dump_tasks_in *in, const uint64_t *loops,
+			      uint64_t loop)
+{
+	unsigned int i;
+
+	for (i = 0; loop && i < in->nthreads; i++)
+		if (loops[i] == loop)
+			break;
+	return loop ? i : in->nthreads;
+}
+
+static int is_running(uint64_t task, const struct py_task_coro *run, size_t nrun)
+{
+	for (size_t i = 0; i < nrun; i++)
+		if (run[i].task == task)
+			return 1;
+	return 0;
+}
+
+struct ranked {
+	unsigned int rank;
+	size_t at;
+};
+
+static int cmp_ranked(const void *x, const void *y)
+{
+	const struct ranked *a = x, *b = y;
+
+	if (a->rank != b->rank)
+		return a->rank < b->rank ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
+/* Puts @c's tasks in the order of @rank (each task's), keeping the order within one. */
+static int group(struct collected *c, const unsigned int *rank)
+{
+	struct ranked *r = calloc(c->n ? c->n : 1, sizeof(*r));
+	struct py_task *tasks = calloc(c->n ? c->n : 1, sizeof(*tasks));
+	uint32_t *tids = calloc(c->n ? c->n : 1, sizeof(*tids));
+	int err = -ENOMEM;
+
+	if (!r || !tasks || !tids)
+		goto out;
+	for (size_t i = 0; i < c->n; i++)
+		r[i] = (struct ranked){ .rank = rank[i], .at = i };
+	qsort(r, c->n, sizeof(*r), cmp_ranked);
+	for (size_t i = 0; i < c->n; i++) {
+		tasks[i] = c->tasks[r[i].at];
+		tids[i] = c->tids[r[i].at];
+	}
+	memcpy(c->tasks, tasks, c->n * sizeof(*tasks));
+	memcpy(c->tids, tids, c->n * sizeof(*tids));
+	err = 0;
+out:
+	free(r);
+	free(tasks);
+	free(tids);
+	return err;
+}
+
+/*
+ * 3.11-3.13: the tasks asyncio's sets hold, each read once; a task belongs to the
+ * thread that runs its event loop. A task that has ended (it waits only to be
+ * collected) is left out, as 3.14 drops it from its thread's list. Tasks come grouped
+ * by thread, in the threads' order, those of no running loop last (tid 0).
+ */
+static int collect_module(struct collected *c, struct py_asyncio *a)
+{
+	const struct dump_tasks_in *in = c->in;
+	struct py_task_coro run[DUMP_RUNNING_MAX];
+	uint64_t *loops = calloc(in->nthreads ? in->nthreads : 1, sizeof(*loops));
+	unsigned int *rank = NULL;
+	struct addrs v = { 0 };
+	size_t nrun;
+	int err = -ENOMEM;
+
+	if (!loops)
+		goto out;
+	err = learn_loops(in, a, loops);
+	if (!err)
+		err = py_asyncio__walk_all(in->mem, in->interp, a, NULL, add_addr, &v);
+	if (!err && !(rank = calloc(v.n ? v.n : 1, sizeof(*rank))))
+		err = -ENOMEM;
+	if (err)
+		goto out;
+	unique(&v);
+	nrun = py_asyncio__running(in->mem, in->interp, a, run, DUMP_RUNNING_MAX);
+	for (size_t k = 0; k < v.n && !err; k++) {
+		const struct py_task *t;
+		unsigned int at;
+
+		c->running = is_running(v.a[k], run, nrun) ? v.a[k] : 0;
+		c->tid = 0;
+		err = collect(v.a[k], c);
+		if (err || !c->n || c->tasks[c->n - 1].addr != v.a[k])
+			continue;	/* skipped: it failed its checks */
+		t = &c->tasks[c->n - 1];
+		if (t->state == PY_TASK_DONE || t->state == PY_TASK_CANCELLED) {
+			c->n--;
+			continue;
+		}
+		at = loop_rank(in, loops, t->loop);
+		rank[c->n - 1] = at;
+		c->tids[c->n - 1] = at < in->nthreads ? in->threads[at].tid : 0;
+	}
+	if (!err)
+		err = group(c, rank);
+out:
+	free(v.a);
+	free(rank);
+	free(loops);
+	return err;
+}
+
 /* Names each task's frames, innermost first, into one array the tree points into. */
 static int name_frames(const struct dump_tasks_in *in, const struct collected *c,
 		       struct tt_task *tt, struct decoded_frame *frames)
@@ -131,11 +311,15 @@ static int refuse(const struct dump_tasks_in *in, int err)
 	py_interp__version_str(in->interp->version_hex, ver, sizeof(ver));
 	switch (err) {
 	case -ENOTSUP:
-		pr_warn("dump --async reads CPython 3.14 and later, which publish asyncio's "
-			"layout; process %d runs CPython %s\n", (int)in->interp->pid, ver);
+		pr_warn("dump --async reads CPython 3.11 and later; process %d runs CPython %s\n",
+			(int)in->interp->pid, ver);
+		return EXIT_UNSUPPORTED;
+	case -EPROTONOSUPPORT:
+		pr_warn("process %d: asyncio runs without its C tasks (_asyncio), whose layout "
+			"CPython %s's tasks are read by; not read\n", (int)in->interp->pid, ver);
 		return EXIT_UNSUPPORTED;
 	case -EINVAL:
-		pr_warn("process %d: asyncio's published layout fails its checks; not read\n",
+		pr_warn("process %d: asyncio's layout fails its checks; not read\n",
 			(int)in->interp->pid);
 		return EXIT_UNSUPPORTED;
 	case -ESRCH:
@@ -157,6 +341,8 @@ int dump_tasks__run(const struct dump_tasks_in *in, FILE *f)
 	int err, code = EXIT_OK;
 
 	err = py_asyncio__find(in->mem, in->interp, &a);
+	if (err == -ENOTSUP)
+		err = py_asyncio__module(in->interp, &a);
 	if (err == -ENOENT) {
 		fputs("\nasyncio is not imported: no tasks\n", f);
 		return ferror(f) ? EXIT_RUNTIME : EXIT_OK;
@@ -164,7 +350,18 @@ int dump_tasks__run(const struct dump_tasks_in *in, FILE *f)
 	if (err)
 		return refuse(in, err);
 	c.a = &a;
-	err = collect_all(&c);
+	if (a.route == PY_ASYNCIO_MODULE) {
+		err = collect_module(&c, &a);
+		if (err == -ENOENT) {
+			/* 3.11-3.13 find the tasks through a running loop's frame. */
+			fputs("\nasyncio: no thread runs an event loop: no tasks\n", f);
+			return ferror(f) ? EXIT_RUNTIME : EXIT_OK;
+		}
+		if (err == -ENOTSUP || err == -EINVAL)
+			return refuse(in, err == -ENOTSUP ? -EPROTONOSUPPORT : -EINVAL);
+	} else {
+		err = collect_all(&c);
+	}
 	if (!err && c.n) {
 		size_t nframes = 0;
 
@@ -179,7 +376,10 @@ int dump_tasks__run(const struct dump_tasks_in *in, FILE *f)
 		if (c.skipped)
 			fprintf(f, "(%zu more could not be read: they changed while read)\n",
 				c.skipped);
-		err = out_task_tree__write(f, in->strs, tt, c.n);
+		err = out_task_tree__write(f, in->strs, tt, c.n,
+					   a.route == PY_ASYNCIO_MODULE ?
+						   "Tasks of no running event loop" :
+						   "Tasks of threads that have exited");
 	}
 	if (err) {
 		pr_warn("cannot dump the asyncio tasks: %s\n", strerror(-err));

@@ -18,6 +18,9 @@ struct dump_tasks_in {
 	struct strtab *strs;
 	const struct py_thread *threads;	/* the interpreter's Python threads */
 	unsigned int nthreads;
+	/* Each thread's event-loop frame, 0 where it runs none (asyncio_loop.h): 3.11-3.13
+	 * publish no list of a thread's tasks, and are read from there. */
+	const uint64_t *loop_frames;
 };
 
 /* Reads the tasks and writes their tree to @f; returns the process exit status

@@ -72,7 +72,8 @@ static void write_task(FILE *f, const struct strtab *strs, const struct tt_task 
 			write_task(f, strs, all, n, &all[i], depth + 1);
 }
 
-int out_task_tree__write(FILE *f, const struct strtab *strs, const struct tt_task *t, size_t n)
+int out_task_tree__write(FILE *f, const struct strtab *strs, const struct tt_task *t, size_t n,
+			 const char *others)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t k = 0;
@@ -86,7 +87,7 @@ int out_task_tree__write(FILE *f, const struct strtab *strs, const struct tt_tas
 			fprintf(f, "\nThread %u: %zu asyncio task%s\n", t[i].tid, k,
 				k == 1 ? "" : "s");
 		else
-			fprintf(f, "\nTasks of threads that have exited: %zu\n", k);
+			fprintf(f, "\n%s: %zu\n", others, k);
 		for (size_t j = i; j < i + k; j++)
 			if (!has_awaiter(t, n, t[j].task))
 				write_task(f, strs, t, n, &t[j], 0);

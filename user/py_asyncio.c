@@ -43,10 +43,12 @@ struct task_facts {
 static const struct task_facts TASK_311 = { 176, 24, 40, 88, 136, 144 };
 static const struct task_facts TASK_313 = { 144, 24, 40, 96, 120, 128 };
 
-/* Objects of CPython's own, whose layout 3.11-3.13 share: a module's dict, a weak
+/* Objects of CPython's own, whose layout 3.11-3.13 share: a future's (and so a task's)
+ * event loop, a module's dict, a weak
  * reference's referent, a builtin method's definition and self, a bound method's
  * self, a function's closure, a cell's content, a list's length and items, a tuple's
  * items. */
+#define FUTURE_LOOP 16
 #define MODULE_DICT 16
 #define WEAKREF_OBJECT 16
 #define CFUNC_ML 16
@@ -384,6 +386,15 @@ size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
 	return r.n;
 }
 
+int py_asyncio__loop_of(struct mem_source *m, const struct py_interp *in, uint64_t frame,
+			uint64_t *loop)
+{
+	/* _run_once(self): its first local is the loop, which it never rebinds. */
+	if (mem__read_u64(m, frame + in->off.fr_size, loop))
+		return -EFAULT;
+	return *loop ? 0 : -EINVAL;
+}
+
 int py_asyncio__is_coroutine(struct mem_source *m, const struct py_interp *in, uint64_t obj)
 {
 	return type_is(m, &in->off, obj, "coroutine");
@@ -668,7 +679,8 @@ static int module_task(struct mem_source *m, const struct py_interp *in,
 	b = structbuf__of(buf, a->task_size);
 	if (structbuf__u64(&b, o->ob_type, &type) || !a->task_type || type != a->task_type ||
 	    structbuf__u64(&b, a->task_name, &name) || structbuf__u64(&b, a->task_coro, &coro) ||
-	    structbuf__read(&b, a->task_state, &state, sizeof(state)))
+	    structbuf__read(&b, a->task_state, &state, sizeof(state)) ||
+	    structbuf__u64(&b, FUTURE_LOOP, &t->loop))
 		return -EINVAL;
 	task_name(m, o, name, t->name, sizeof(t->name));
 	read_wakers(m, o, a, addr, 0, t);

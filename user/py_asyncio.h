@@ -82,6 +82,7 @@ struct py_task {
 	uint64_t frames[PY_TASK_FRAMES_MAX];
 	uint32_t nframes;
 	int truncated;			/* a chain longer than PY_TASK_FRAMES_MAX */
+	uint64_t loop;			/* PY_ASYNCIO_MODULE: its event loop (else 0) */
 };
 
 /*
@@ -121,6 +122,14 @@ struct py_task_coro {
  */
 size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
 			   const struct py_asyncio *a, struct py_task_coro *out, size_t cap);
+
+/*
+ * PY_ASYNCIO_MODULE: into *@loop, the event loop whose BaseEventLoop._run_once frame is
+ * @frame, as its tasks name it (an address, compared, never followed). 0; -EFAULT if
+ * unreadable; -EINVAL if the frame holds none.
+ */
+int py_asyncio__loop_of(struct mem_source *m, const struct py_interp *in, uint64_t frame,
+			uint64_t *loop);
 
 /* Whether @addr holds a task, by its type's flag or type (1/0). */
 int py_asyncio__is_task(struct mem_source *m, const struct py_asyncio *a, uint64_t addr);

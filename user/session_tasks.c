@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asyncio_loop.h"
 #include "clock.h"
 #include "log.h"
 #include "mem_budget.h"
@@ -304,32 +305,12 @@ static int parent_link(struct target *t, struct mem_source *m, const struct stac
 	return 0;
 }
 
-/* The event loop's frame, which runs every task's steps (3.11-3.13): asyncio's
- * BaseEventLoop._run_once. A learning that failed is tried again this much later. */
-#define LOOP_QUALNAME "BaseEventLoop._run_once"
-#define LOOP_FILE "/asyncio/base_events.py"
+/* A learning that failed is tried again this much later. */
 #define LEARN_AGAIN_NS 1000000000ull
 /* Frames inside the event loop's searched for the running task's coroutine, and the
  * tasks running now compared with them. */
 #define ROOT_SEARCH 256
 #define RUNNING_MAX 32
-
-/* The index of the event loop's frame in @st, -1 if it has none. */
-static int32_t loop_frame(struct session *s, const struct stack *st)
-{
-	size_t len = strlen(LOOP_FILE);
-
-	for (uint32_t i = 0; i < st->depth; i++) {
-		const char *q = strtab__get(s->strs, st->frames[i].qualname), *f;
-
-		if (!q || strcmp(q, LOOP_QUALNAME))
-			continue;
-		f = strtab__get(s->strs, st->frames[i].filename);
-		if (f && strlen(f) >= len && !strcmp(f + strlen(f) - len, LOOP_FILE))
-			return (int32_t)i;
-	}
-	return -1;
-}
 
 /* 3.11-3.13: learns where the target keeps its tasks, from the event loop's frame
  * @frame, at most every LEARN_AGAIN_NS. 0, or -ENOENT until it is learnt. */
@@ -370,7 +351,7 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 	uint64_t addr[ROOT_SEARCH];
 	uint8_t owner[ROOT_SEARCH], from_c[ROOT_SEARCH];
 	struct py_task_coro run[RUNNING_MAX];
-	int32_t loop = loop_frame(t->session, st);
+	int32_t loop = asyncio_loop__frame(t->session->strs, st);
 	uint32_t n, k, nc = 0, at[ROOT_SEARCH];
 	size_t nrun;
 
@@ -420,7 +401,7 @@ static int coroutine_below(struct target *t, const struct stack *st, uint32_t lo
 {
 	uint64_t addr[ROOT_SEARCH];
 	uint8_t owner[ROOT_SEARCH];
-	int32_t loop = loop_frame(t->session, st);
+	int32_t loop = asyncio_loop__frame(t->session->strs, st);
 	uint32_t n;
 
 	if (loop <= (int32_t)low + 1)

@@ -4,10 +4,15 @@ runs a TaskGroup of 'tg-0' and 'tg-1', each asleep under asyncio.timeout; 'short
 finished and was replaced by 'short-2'. Every task is then suspended on a known line,
 and with --hog the main task (named 'main') burns CPU without awaiting, so it is the
 running task; with --flip it does so on two lines of its own in turn, a few hundred
-microseconds each; without either, main sleeps. The truth file names each task's awaiter, the line
-its own coroutine waits on, and the task that must not be seen ('short-1')."""
+microseconds each; without either, main sleeps. With --threads, a second thread runs
+a loop of its own with 'other-loop' asleep on it, and a loop that no thread runs holds
+'idle-loop', never started. The truth file names each task's awaiter, the line its own
+coroutine waits on, the thread of each task not on the main thread's loop (truth
+["threads"]: a native thread id, or null for the loop no thread runs), and the task
+that must not be seen ('short-1')."""
 
 import asyncio
+import threading
 
 from pbp_common import Truth, burn_line, parse_args
 
@@ -59,6 +64,31 @@ def hog(seconds):
         for i in range(1000): x += i  # BURN:hog
 
 
+async def other_loop(ready, tid):
+    asyncio.current_task().set_name("other-loop-main")
+    tid.append(threading.get_native_id())
+    ready.set()
+    await asyncio.sleep(FOREVER)  # BURN:other_loop
+
+
+IDLE = []
+
+
+def other_loops():
+    """The --threads loops: 'other-loop-main' on a thread of its own, 'idle-loop' on a
+    loop that no thread runs (kept referenced, or its task would go). Their truth:
+    (tasks, threads)."""
+    ready, tid = threading.Event(), []
+    threading.Thread(target=lambda: asyncio.run(other_loop(ready, tid)), daemon=True).start()
+    ready.wait()
+    idle = asyncio.new_event_loop()
+    IDLE.append((idle, idle.create_task(asyncio.sleep(FOREVER), name="idle-loop")))
+    return ({"other-loop-main": {"awaited_by": [],
+                                 "line": burn_line(other_loop, "other_loop")},
+             "idle-loop": {"awaited_by": [], "line": None}},
+            {"other-loop-main": tid[0], "idle-loop": None})
+
+
 async def main(args):
     asyncio.current_task().set_name("main")
     loop = asyncio.get_running_loop()
@@ -69,9 +99,10 @@ async def main(args):
     loop.create_task(group(), name="group")
     await loop.create_task(short(), name="short-1")
     s2 = loop.create_task(asyncio.sleep(FOREVER), name="short-2")
+    more, threads = other_loops() if args.threads else ({}, {})
     await asyncio.sleep(0.2)    # every task at its await
     truth = Truth(args.truth)
-    truth["tasks"] = {
+    tasks = {
         "child-0": {"awaited_by": ["parent"], "line": burn_line(child, "child")},
         "child-1": {"awaited_by": ["parent"], "line": burn_line(child, "child")},
         "parent": {"awaited_by": [], "line": burn_line(parent, "parent")},
@@ -83,6 +114,8 @@ async def main(args):
         "short-2": {"awaited_by": [], "line": None},
         "main": {"awaited_by": [], "line": None},
     }
+    truth["tasks"] = {**tasks, **more}
+    truth["threads"] = threads
     truth["gone"] = ["short-1"]
     truth["hog"] = args.hog
     truth.line("hog", burn_line(hog, "hog"))
@@ -103,5 +136,6 @@ async def main(args):
 
 if __name__ == "__main__":
     a = parse_args(lambda p: (p.add_argument("--hog", action="store_true"),
-                              p.add_argument("--flip", action="store_true")))
+                              p.add_argument("--flip", action="store_true"),
+                              p.add_argument("--threads", action="store_true")))
     asyncio.run(main(a))
