@@ -129,8 +129,10 @@ def test_dump_async_running_task_is_the_threads(py, dumped):
     frames = main[0][2]
     assert frames and frames[0][2] == "main", run.stdout
     stacks = run.stdout.split("\nasyncio: ", 1)[0]
-    assert f'File "{truth["script"]}", line {truth["lines"]["hog"]}, in hog' in stacks, \
-        run.stdout
+    # The burn's line, or the test of the loop around it just above.
+    hog = re.compile(r'File "%s", line (\d+), in hog$' % re.escape(truth["script"]), re.M)
+    lines = [int(m[1]) for m in hog.finditer(stacks)]
+    assert len(lines) == 1 and truth["lines"]["hog"] - lines[0] in (0, 1), run.stdout
 
 
 

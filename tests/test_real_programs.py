@@ -439,17 +439,18 @@ def async_misplaced(samples, chains):
     return wrong
 
 
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("version", ASYNC_VERSIONS)
-def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version):
+def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version, mode):
     """record --async on the aiohttp service under load: each handler sample under the
     connection's task and its own, by the chain the handler recorded, and (nearly)
-    every sample in a task placed."""
+    every sample in a task placed; with BPF, and read from outside (--no-bpf)."""
     interp, w = servers.get("aiohttp_app", version)
     if w.proc.poll() is not None:
         pytest.fail(f"aiohttp_app on {version} has exited ({w.proc.returncode}):\n"
                     f"{w.output()}")
     run = servers.harness.record_pid(w.pid, rate=1000, duration=SECONDS,
-                                     extra=["--async"])
+                                     extra=["--async"] + MODES[mode])
     prof = run.check_ok()
     stats = run.stats()
     after = w.read_truth()
@@ -459,7 +460,7 @@ def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version):
     handlers = [s for s in prof if any(f in chains for f in key(s.frames))]
     wrong = async_misplaced(handlers, chains)
     n, unplaced = stats.get("samples") or 0, stats.get("async_unplaced", 0)
-    print(f"aiohttp --async on {version}: {total(handlers)} handler samples, "
+    print(f"aiohttp --async on {version} ({mode}): {total(handlers)} handler samples, "
           f"{total(wrong)} misplaced; {unplaced} of {n} samples unplaced")
     assert total(handlers) >= 20, f"too few handler samples:\n{show(prof)}"
     if version in ASYNC_MODULE_VERSIONS:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RUN_DIR, Harness, Once, make_interp
+from conftest import MODES, REPO, RUN_DIR, Harness, Once, make_interp
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
@@ -64,7 +64,7 @@ def start_burning(harness, py):
     return w
 
 
-def profile(tmpdir, profiler, interp):
+def profile(tmpdir, profiler, interp, mode):
     """Profiled until the burners have burned CPU_GOAL seconds of CPU (at most BURN_CAP
     seconds of wall time), so that a loaded machine that gives the target a few per
     cent of a CPU still yields enough samples."""
@@ -86,7 +86,8 @@ def profile(tmpdir, profiler, interp):
             return bool(started) and w.truth_path.exists()
 
         run = h.run_profiler(["record", "-p", w.pid, "--async", "-v", "-r", RATE,
-                              "-f", "collapsed", "-o", out, "--stats-file", st],
+                              "-f", "collapsed", "-o", out, "--stats-file", st,
+                              *MODES[mode]],
                              BURN_CAP + 60, out=out, stats=st,
                              signal_when=(burnt, signal.SIGINT))
         assert started, run.describe()
@@ -101,9 +102,12 @@ def profile(tmpdir, profiler, interp):
     return truth, run, out.read_text(), json.loads(st.read_text())
 
 
-@pytest.fixture(scope="module")
-def profiled(py, module_tmp, profiler_bin):
-    return Once(lambda: profile(module_tmp / py.id, profiler_bin, py))
+@pytest.fixture(scope="module", params=list(MODES))
+def profiled(request, py, module_tmp, profiler_bin):
+    """BPF reads the running task with each sample; --no-bpf reads it with the
+    thread's current frame (3.14+) or finds it from the stack (3.11-3.13)."""
+    return Once(lambda: profile(module_tmp / f"{py.id}-{request.param}", profiler_bin, py,
+                                request.param))
 
 
 def burn_line(tag):
@@ -180,13 +184,14 @@ def test_async_no_task_name_outlives_its_task(py, profiled):
     assert not bad, "\n".join(bad[:10])
 
 
-def test_top_async_shows_tasks_as_rows(harness, py):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_top_async_shows_tasks_as_rows(harness, py, mode):
     """top --async without a terminal: the burners' tasks are rows, and a task's total
     holds the tasks it awaits ('parent' at least 'worker-a')."""
     w = start_burning(harness, py)
     out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
     err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
-    argv = harness.profiler_argv(["top", "-p", w.pid, "--async"])
+    argv = harness.profiler_argv(["top", "-p", w.pid, "--async", *MODES[mode]])
     with open(out, "wb") as fo, open(err, "wb") as fe:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
                                 start_new_session=True)
@@ -218,7 +223,8 @@ def test_top_async_shows_tasks_as_rows(harness, py):
         assert name in rows, f"no row {name}:\n{text}"
 
 
-def test_wall_async_charges_suspended_tasks_their_time(harness, py):
+@pytest.mark.parametrize("mode", list(MODES))
+def test_wall_async_charges_suspended_tasks_their_time(harness, py, mode):
     """--mode wall --async: a task asleep all along is charged the whole profile at its
     await ('sleeper' in asyncio.sleep; 'parent' in its gather, under 'main'), ending
     in '[task suspended]'. 3.11-3.13 keep no list of each thread's tasks: they charge
@@ -227,8 +233,8 @@ def test_wall_async_charges_suspended_tasks_their_time(harness, py):
     out = harness.tmp / f"wall-{w.pid}.txt"
     st = harness.tmp / f"wall-{w.pid}.json"
     run = harness.run_profiler(["record", "-p", w.pid, "--async", "--mode", "wall", "-d", 3,
-                                "-f", "collapsed", "-o", out, "--stats-file", st], 60,
-                               out=out, stats=st)
+                                "-f", "collapsed", "-o", out, "--stats-file", st,
+                                *MODES[mode]], 60, out=out, stats=st)
     assert run.rc == 0, run.describe()
     text = out.read_text()
     if py.version not in SWEPT:

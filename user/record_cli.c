@@ -315,9 +315,6 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 				 o->session.mode, sel->all);
 	if (code)
 		return code;
-	if (o->session.async_tasks && o->session.no_bpf)
-		return usage_error("%s", "--async needs BPF: the running task is read with each "
-				   "sample; --no-bpf cannot do that");
 	code = cli__native_check("record", o->session.native, o->session.native_stack,
 				 o->session.native_unwind, o->session.no_bpf);
 	if (code)

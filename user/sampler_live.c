@@ -31,6 +31,8 @@
  * reads the likelier a whole call from C into Python fits between the two copies of
  * one (docs/live-sampling.md). */
 #define LIVE_CF_PASSES 2
+/* Bytes of a task object copied with a sample (--async, 3.14+). */
+#define LIVE_TASK_MAX 4096
 /* Threads whose frames outside the chunks are remembered from one sample to the next. */
 #define FAR_MEMOS 8
 /* Bytes above the listed top of the current chunk copied too: a thread that called
@@ -74,6 +76,11 @@ struct sampler_live {
 	pid_t host_tid;		/* of the thread being sampled */
 	uint64_t usual_piece;	/* ns per piece of a reading, << USUAL_SHIFT; 0: none yet */
 	struct tid_map tids;	/* the target's thread ids as /proc names them */
+	/* --async, 3.14+ (sampler_live__task_at): where the running task is named, and
+	 * the copy of it taken with each sample that has one */
+	uint64_t ts_running_task, task_size;
+	uint8_t task_buf[LIVE_TASK_MAX];
+	struct mem_snapshot task_snap;
 };
 
 int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **out)
@@ -94,9 +101,17 @@ int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **
 	mem_snapshot__init(&ls->snap[0], &cfg->live->base);
 	mem_snapshot__init(&ls->snap[1], &cfg->live->base);
 	ls->next_ns = clock__mono_ns();
+	ls->ts_running_task = PBP_OFF_NONE;
+	mem_snapshot__init(&ls->task_snap, &cfg->live->base);
 	tid_map__init(&ls->tids, cfg->interp->pid);
 	*out = ls;
 	return 0;
+}
+
+void sampler_live__task_at(struct sampler_live *ls, uint64_t off, uint64_t task_size)
+{
+	ls->ts_running_task = off;
+	ls->task_size = task_size <= LIVE_TASK_MAX ? task_size : 0;
 }
 
 void sampler_live__free(struct sampler_live *ls)
@@ -220,6 +235,7 @@ struct ts_words {
 	 * only after the chunk above it is unmapped, so is not read). */
 	uint64_t chunk_pre, top_pre, chunk_post, top_post, chunk_size;
 	uint64_t anchor, seq;	/* 3.15+ */
+	uint64_t task;		/* --async, 3.14+: the running task, just after the frame */
 	/* 3.11/3.12: tstate->cframe around the current frame of each known C frame:
 	 * cframe[i] just before cf_frame[i] is read, cframe[i + 1] just after. */
 	uint64_t cframe[LIVE_CF_PASSES * LIVE_CFRAMES + 1];
@@ -355,6 +371,10 @@ static unsigned int pieces_now(const struct sampler_live *ls, const struct py_th
 
 	if (o->ts_current_frame != PBP_OFF_NONE) {
 		addr[n] = t->tstate + o->ts_current_frame, dst[n] = &w->frame, lens[n++] = 8;
+		/* The task is the one the frame runs in unless it switched within the
+		 * nanoseconds between the two words. */
+		if (ls->ts_running_task != PBP_OFF_NONE)
+			addr[n] = t->tstate + ls->ts_running_task, dst[n] = &w->task, lens[n++] = 8;
 		return n;
 	}
 	addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[0], lens[n++] = 8;
@@ -616,6 +636,24 @@ static struct far_memo *far_memo(struct sampler_live *ls, uint32_t tid)
 }
 
 /*
+ * The task @w names, copied right after the reading (BPF copies it with the sample):
+ * the reader takes its name, coroutine and awaiters from the copy, as they were then,
+ * and not from a task that may have ended in the meantime. 0 if there is none, or it
+ * cannot be read.
+ */
+static struct mem_source *copy_task(struct sampler_live *ls, const struct ts_words *w)
+{
+	void *dst = ls->task_buf;
+	size_t len = ls->task_size;
+
+	mem_snapshot__clear(&ls->task_snap);
+	if (!w->task || !len || mem_live__readv(ls->cfg.live, 1, &w->task, &dst, &len) ||
+	    mem_snapshot__add(&ls->task_snap, w->task, ls->task_buf, len))
+		return NULL;
+	return &ls->task_snap.base;
+}
+
+/*
  * Decodes a reading: the frames are walked from its current frame in the copy taken
  * after it, and each must be the same in the copy taken before it (decoder.c:
  * verify). The anchor's sequence only grows, so the anchor, read once, is checked
@@ -656,7 +694,11 @@ static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *
 		.attempt = 1,
 	};
 
+	struct mem_source *task_mem = copy_task(ls, w);
+
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
+	ls->stack->task = w->task;
+	ls->stack->task_mem = task_mem;
 	far_learn(&p->sp.known, outside, noutside, ls->stack->gap == GAP_NONE);
 	return noutside;
 }

@@ -56,6 +56,15 @@ int sampler_live__poll(struct sampler_live *ls, int timeout_ms);
 /* One sample of every thread, now, whatever the rate; returns as a tick would. */
 int sampler_live__sample_now(struct sampler_live *ls);
 
+/*
+ * --async on 3.14+: each sample also reads the thread state's running task, at @off in
+ * it (PBP_OFF_NONE: not), in the same reading as the current frame, right after it,
+ * and copies the task's first @task_size bytes just after the reading
+ * (stack->task_mem). Its coroutine's code is not read: that is the reader's
+ * (stack->task_fp stays 0).
+ */
+void sampler_live__task_at(struct sampler_live *ls, uint64_t off, uint64_t task_size);
+
 const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls);
 
 #endif

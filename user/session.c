@@ -189,8 +189,6 @@ static int choose_sampler(struct session *s, struct target *first)
 		}
 		pr_warn("BPF is not available (%s): sampling from user space instead, as "
 			"with --no-bpf\n", why);
-		if (s->opts.async_tasks)
-			pr_warn("--async needs BPF: samples stay threads' stacks\n");
 	}
 	s->live_mode = 1;
 	err = session_targets__enrol(s, first, gil);

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "mem_budget.h"
 #include "py_threads.h"
+#include "sampler_live.h"
 #include "session_priv.h"
 
 /* A target that has not imported asyncio yet is looked at again after a wait that
@@ -41,7 +42,7 @@ void session_tasks__look(struct session *s, struct target *t)
 	uint64_t now = clock__mono_ns();
 	int err;
 
-	if (!s->opts.async_tasks || s->live_mode || t->asyncio_state != TARGET_ASYNCIO_LOOK ||
+	if (!s->opts.async_tasks || t->asyncio_state != TARGET_ASYNCIO_LOOK ||
 	    now < t->asyncio_next_ns)
 		return;
 	t->asyncio_wait_ns = t->asyncio_wait_ns ? t->asyncio_wait_ns * 2 : LOOK_FIRST_NS;
@@ -60,14 +61,18 @@ void session_tasks__look(struct session *s, struct target *t)
 	}
 	if (err == -ENOENT || err == -ESRCH)
 		return;		/* asyncio not imported yet (or the process is going) */
-	if (!err && s->opts.mode != SESSION_CPU && !t->tids) {
+	/* Live samples name threads as the target does, which its task lists do too. */
+	if (!err && s->live_mode)
+		sampler_live__task_at(t->sampler_live, t->asyncio.ts_running_task,
+				      t->asyncio.task_size);
+	if (!err && !s->live_mode && s->opts.mode != SESSION_CPU && !t->tids) {
 		t->tids = malloc(sizeof(*t->tids));
 		if (!t->tids)
 			err = -ENOMEM;
 		else
 			tid_map__init(t->tids, t->interp.pid);
 	}
-	if (!err)
+	if (!err && !s->live_mode)
 		err = sampler__add_target(s->sampler, &t->interp, t->gil, &t->asyncio,
 					  t->native_fp);
 	if (!err) {
@@ -94,13 +99,27 @@ void session_tasks__look(struct session *s, struct target *t)
 }
 
 /* Where the running task's own frames end in @st: the outermost frame of its
- * coroutine's code, or -1. */
-static int32_t task_root(const struct stack *st)
+ * coroutine's code, @fp; or -1. */
+static int32_t task_root(const struct stack *st, uint64_t fp)
 {
 	for (uint32_t i = st->depth; i-- > 0;)
-		if (st->frames[i].code_fp == st->task_fp)
+		if (st->frames[i].code_fp == fp)
 			return (int32_t)i;
 	return -1;
+}
+
+/* A live sample names the running task only (sampler_live__task_at): the fingerprint
+ * of its coroutine's code, read now through @m, which BPF reads with the sample. A
+ * task that ended since gives another code, or none (0), and is not placed. */
+static uint64_t running_fp(struct target *t, struct mem_source *m, uint64_t task)
+{
+	struct decoded_frame f;
+	uint64_t coro;
+
+	if (mem__read_u64(m, task + t->asyncio.task_coro, &coro) || !coro ||
+	    decoder__name_frame(t->dec, m, coro + t->interp.off.gen_iframe, &f))
+		return 0;
+	return f.code_fp;
 }
 
 /* Starts @link as task @pt, with no frames yet. */
@@ -439,9 +458,11 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		fp = st->frames[root].code_fp;
 		copied = 0;
 	} else {
+		if (task && !fp && s->live_mode)
+			fp = running_fp(t, copied ? st->task_mem : &live.base, task);
 		if (!task || !fp)
 			return -ENOENT;
-		root = task_root(st);
+		root = task_root(st, fp);
 		if (root < 0) {
 			s->tasks_unplaced++;
 			return -ENOENT;
@@ -584,7 +605,7 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 	uint64_t now = clock__mono_ns();
 	struct sweep w = { 0 };
 
-	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU || s->live_mode)
+	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU)
 		return;
 	if (!s->tasks_swept_ns)
 		s->tasks_swept_ns = s->profile_ns;

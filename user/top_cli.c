@@ -181,9 +181,6 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 		return cli__usage_error("top", "%s", "-a needs BPF; --no-bpf cannot do that");
 	if (o.no_bpf && o.mode == SESSION_WALL)
 		o.idle = 1;
-	if (o.async_tasks && o.no_bpf)
-		return cli__usage_error("top", "%s", "--async needs BPF: the running task is read "
-					"with each sample; --no-bpf cannot do that");
 	code = cli__clock_check("top", o.clock, o.no_bpf, o.mode, sel->all);
 	if (code)
 		return code;
