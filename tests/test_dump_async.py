@@ -210,6 +210,27 @@ def test_dump_async_lists_each_task_under_the_thread_of_its_loop(version, sid_ro
         h.close()
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_dump_async_with_no_loop_running(version, sid_root, workloads_installed, tmp_path,
+                                         profiler_bin):
+    """asyncio imported, a task parked on a loop that never runs, and no loop running:
+    3.14+ list it with the thread that made it; 3.11-3.13, which find tasks through a
+    running loop's frame, say that none runs. Either way the dump succeeds, quietly."""
+    interp = make_interp(version, sid_root)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.start_workload(interp, "tasks", "--no-loop", seconds=300)
+        run = h.run_profiler(["dump", "-p", w.pid, "--async"], timeout=QUICK)
+        assert run.rc == 0 and not run.stderr.strip(), run.describe()
+        if interp.version >= "3.14":
+            assert set(task_places(run.stdout)) == {"parked"}, run.stdout
+        else:
+            assert "\nasyncio: no thread runs an event loop: no tasks\n" in run.stdout, \
+                run.stdout
+    finally:
+        h.close()
+
+
 def test_dump_async_of_a_traced_process_says_its_parts_may_differ(sid_root, workloads_installed,
                                                                   tmp_path, profiler_bin):
     """Another tracer holds the process: it cannot be held, so the dump is read while it

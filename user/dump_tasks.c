@@ -147,10 +147,11 @@ static void unique(struct addrs *v)
 
 /* 3.11-3.13: learns where the tasks are from the first event loop's frame that shows
  * it, and each thread's loop into @loops (0: the thread runs none). 0; -ENOENT when no
- * thread runs an event loop; py_asyncio__learn's failure otherwise. */
+ * thread runs an event loop; py_asyncio__learn's failure otherwise, a name it misses
+ * as -EINVAL. */
 static int learn_loops(const struct dump_tasks_in *in, struct py_asyncio *a, uint64_t *loops)
 {
-	int err = -ENOENT;
+	int err = 0, seen = 0;
 
 	for (unsigned int i = 0; i < in->nthreads; i++) {
 		uint64_t frame = in->loop_frames ? in->loop_frames[i] : 0;
@@ -158,12 +159,17 @@ static int learn_loops(const struct dump_tasks_in *in, struct py_asyncio *a, uin
 		loops[i] = 0;
 		if (!frame)
 			continue;
+		seen = 1;
 		if (!a->task_type)
 			err = py_asyncio__learn(in->mem, in->interp, frame, a);
 		if (a->task_type && py_asyncio__loop_of(in->mem, in->interp, frame, &loops[i]))
 			loops[i] = 0;
 	}
-	return a->task_type ? 0 : err;
+	if (a->task_type)
+		return 0;
+	if (!seen)
+		return -ENOENT;
+	return err == -ENOENT ? -EINVAL : err;
 }
 
 /* The rank of the thread whose event loop is @loop, as @loops holds them: its index,
@@ -315,8 +321,8 @@ static int refuse(const struct dump_tasks_in *in, int err)
 			(int)in->interp->pid, ver);
 		return EXIT_UNSUPPORTED;
 	case -EPROTONOSUPPORT:
-		pr_warn("process %d: asyncio runs without its C tasks (_asyncio), whose layout "
-			"CPython %s's tasks are read by; not read\n", (int)in->interp->pid, ver);
+		pr_warn("process %d: its asyncio tasks are not _asyncio's C tasks, the only "
+			"ones read on CPython %s; not read\n", (int)in->interp->pid, ver);
 		return EXIT_UNSUPPORTED;
 	case -EINVAL:
 		pr_warn("process %d: asyncio's layout fails its checks; not read\n",

@@ -9,7 +9,8 @@ a loop of its own with 'other-loop' asleep on it, and a loop that no thread runs
 'idle-loop', never started. The truth file names each task's awaiter, the line its own
 coroutine waits on, the thread of each task not on the main thread's loop (truth
 ["threads"]: a native thread id, or null for the loop no thread runs), and the task
-that must not be seen ('short-1')."""
+that must not be seen ('short-1'). With --no-loop no loop runs at all: one task,
+'parked', waits on a loop that never runs."""
 
 import asyncio
 import threading
@@ -137,5 +138,14 @@ async def main(args):
 if __name__ == "__main__":
     a = parse_args(lambda p: (p.add_argument("--hog", action="store_true"),
                               p.add_argument("--flip", action="store_true"),
-                              p.add_argument("--threads", action="store_true")))
-    asyncio.run(main(a))
+                              p.add_argument("--threads", action="store_true"),
+                              p.add_argument("--no-loop", action="store_true")))
+    if a.no_loop:
+        # asyncio imported, a task made on a loop, and no loop running.
+        import time
+        idle = asyncio.new_event_loop()
+        parked = idle.create_task(asyncio.sleep(FOREVER), name="parked")
+        Truth(a.truth).write()
+        time.sleep(a.seconds)
+    else:
+        asyncio.run(main(a))
