@@ -22,12 +22,12 @@ to 3.15; 3.12, a pyenv build, runs the standard-library programs):
     ticks, which on a loaded machine counts the time a thread waits for a CPU too:
     its shares are measured (PBP_REAL_TABLE) but are no measure of CPU to judge.
 
-With --async (3.11, 3.13, 3.14, 3.15), the aiohttp service's handlers run in tasks that
-aiohttp starts eagerly from 3.12 (their first step runs inside the step of the
-connection's task, which awaits them once they suspend): every sample in a handler must
-go under the connection's task and the handler's own. On 3.14+ almost none may be left
-unplaced; 3.11-3.13, which name no running task, may leave those of a task that ended
-before its sample was read, never under a wrong chain.
+With --async (3.11, 3.13, 3.14, 3.15; BPF and --no-bpf), the aiohttp service's handlers
+run in tasks that aiohttp starts eagerly from 3.12 (their first step runs inside the
+step of the connection's task, which awaits them once they suspend): every sample in a
+handler must go under the connection's task and the handler's own. On 3.14+ almost none
+may be left unplaced; 3.11-3.13, which name no running task, may leave those of a task
+that ended before its sample was read, never under a wrong chain.
 
 In `make test` each program is profiled once per interpreter and configuration for a
 few seconds, one running server serving every configuration; `make test-real`
