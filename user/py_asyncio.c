@@ -44,10 +44,9 @@ static const struct task_facts TASK_311 = { 176, 24, 40, 88, 136, 144 };
 static const struct task_facts TASK_313 = { 144, 24, 40, 96, 120, 128 };
 
 /* Objects of CPython's own, whose layout 3.11-3.13 share: a future's (and so a task's)
- * event loop, a module's dict, a weak
- * reference's referent, a builtin method's definition and self, a bound method's
- * self, a function's closure, a cell's content, a list's length and items, a tuple's
- * items. */
+ * event loop, a module's dict, a weak reference's referent, a builtin method's
+ * definition and self, a bound method's self, a function's closure, a cell's content,
+ * a list's length and items, a tuple's items. */
 #define FUTURE_LOOP 16
 #define MODULE_DICT 16
 #define WEAKREF_OBJECT 16

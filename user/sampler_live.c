@@ -693,7 +693,6 @@ static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *
 		.noutside = &noutside,
 		.attempt = 1,
 	};
-
 	struct mem_source *task_mem = copy_task(ls, w);
 
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);

@@ -61,10 +61,11 @@ void session_tasks__look(struct session *s, struct target *t)
 	}
 	if (err == -ENOENT || err == -ESRCH)
 		return;		/* asyncio not imported yet (or the process is going) */
-	/* Live samples name threads as the target does, which its task lists do too. */
 	if (!err && s->live_mode)
 		sampler_live__task_at(t->sampler_live, t->asyncio.ts_running_task,
 				      t->asyncio.task_size);
+	/* A wait is charged to a thread by the id its samples carry (map_tid): ours for
+	 * BPF's, the target's own for live ones, as its task lists name them. */
 	if (!err && !s->live_mode && s->opts.mode != SESSION_CPU && !t->tids) {
 		t->tids = malloc(sizeof(*t->tids));
 		if (!t->tids)
