@@ -56,7 +56,9 @@ def test_subprocesses_each_process_under_its_own_root(py, tmp_path, profiler_bin
         hot = [s for s in samples if not s.incomplete and s.leaf and s.leaf.name == want["func"]]
         assert fraction(total(hot), total(samples)) >= 0.5, (
             f"pid {pid}: {want['func']} is not where it spends its time:\n{show(samples)}")
-        wrong_line = [s for s in hot if s.leaf.line != want["line"] or
+        # Each burn is `i = 0`, the loop, `return i`: a sample may catch the first or
+        # the last line, which run once each (a loaded machine stretches them).
+        wrong_line = [s for s in hot if abs(s.leaf.line - want["line"]) > 1 or
                       s.leaf.file != want["file"]]
         assert not wrong_line, f"pid {pid}: burn line {want['line']} expected:\n{show(wrong_line)}"
         strays = [s for s in samples if any(f.name in funcs and funcs[f.name] != pid
