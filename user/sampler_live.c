@@ -603,7 +603,9 @@ static int live_bound(const struct sampler_live *ls, struct spans *sp,
  * then there is nothing to read, and the sample is whole, as BPF reports such a
  * thread)? Without a current frame: 3.13+ say so in one word, but 3.11/3.12 name an
  * activation before setting its current frame, so a frame read through it may be a
- * stale word of the C stack: there the data stack must be empty (or freed) too. 3.15+
+ * stale word of the C stack: there the data stack must be empty (or freed) too (the
+ * first chunk keeps its first slot unused, so that popping its first frame never
+ * frees it: empty is one word in there). 3.15+
  * point a thread without Python code at its base frame, and free its chunk once it
  * ends.
  */
@@ -618,7 +620,7 @@ static int no_python(const struct sampler_live *ls, const struct py_thread *t,
 		       !mem__read_u64(&ls->cfg.live->base, t->tstate + o->ts_base_frame, &base) &&
 		       base == w->frame;
 	return o->ts_current_frame != PBP_OFF_NONE || !w->chunk_pre ||
-	       (w->top_pre == empty && w->top_post == empty);
+	       (w->top_pre == w->top_post && (w->top_pre == empty || w->top_pre == empty + 8));
 }
 
 /* The slot that remembers @tid's frames outside the chunks, taken if need be. */
