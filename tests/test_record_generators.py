@@ -1,6 +1,7 @@
 """generators workload: a generator produce() consumed by consume(), and a coroutine
 coro_leaf() awaited by coro_mid() under asyncio.run (its frames are reached via the
-interpreter frames' `previous` chain through the C Task step)."""
+interpreter frames' `previous` chain through the C Task step), and a chain of generators
+deeper than a sample follows outside the chunks."""
 
 import pytest
 
@@ -45,3 +46,22 @@ def test_generator_frame_sits_under_its_consumer(py, gens):
 def test_coroutine_frame_sits_under_awaiting_coroutine(py, gens):
     gens = gens.get()
     check_chain(gens.run.check_ok(), gens.truth, "coro_leaf", "coro_mid")
+
+
+def test_generators_deeper_than_followed_are_flagged_not_cut_short(py, mode, gens):
+    """A burn under DEEP nested generators, each frame in its own object, outside the
+    chunks: more than a sample follows (PBP_FRAMES_MAX, and a live reading's as many).
+    Such a stack is whole or flagged with the reason, never reported complete with
+    part of the chain missing."""
+    gens = gens.get()
+    prof, stats = gens.run.check_ok(), gens.run.stats()
+    depth = gens.truth["deep"]
+    got = [s for s in prof if s.leaf is not None and s.leaf.name == "deep_leaf"]
+    short = [s for s in got if not s.incomplete
+             and sum(f.name == "nest" for f in s.frames) != depth + 1]
+    assert not short, (f"{total(short)} deep_leaf samples reported complete without "
+                       f"their {depth + 1} nest frames\n{show(short, 3)}")
+    reasons = stats["incomplete_reasons"]
+    flagged = reasons["frames_outside_chunks_cut"] + reasons["too_deep"]
+    assert flagged > 0, (f"no sample flagged as deeper than followed, of "
+                         f"{total(got)} deep_leaf samples; reasons: {reasons}")
