@@ -767,6 +767,52 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
 	s->cache_depth = (__u32)j;
 	return s->anchor;
 }
+/* A dict's keys object (3.11+): its index bytes (log2), its entries, and where the
+ * indices start; each entry of a dict whose keys are not all str is hash, key, value. */
+#define DK_LOG2_INDEX_BYTES	9
+#define DK_NENTRIES		24
+#define DK_INDICES		32
+#define DK_ENTRY		24
+#define DK_ENTRY_VALUE		16
+
+/*
+ * --async before 3.14: asyncio's dict of each loop's running task, as it was at the
+ * tick, with the tasks it names (PBP_SF_TASK_COPIED, PBP_LOOP_ENTRIES_MAX). A task
+ * enters it for each step it takes and leaves it after: a handler's may have ended by
+ * the time user space reads the record, and the dict name the next one.
+ */
+static __always_inline void copy_current_tasks(struct scratch *sc, const struct pbp_target *t,
+					       struct span_state *st, struct pbp_sample *s)
+{
+	__u64 dict = t->current_tasks, keys, n, entries, task, name;
+	__u8 log2_index = 0xff;
+	__u32 k = 0;
+
+	if (!copy_span(sc, st, dict, t->dict_copy_len <= 64 ? t->dict_copy_len : 0))
+		return;
+	keys = read_u64(dict + t->dict_keys);
+	n = read_u64(keys + DK_NENTRIES);
+	if (!keys || bpf_probe_read_user(&log2_index, 1, (void *)(keys + DK_LOG2_INDEX_BYTES)) ||
+	    log2_index > 4 || n > PBP_LOOP_ENTRIES_MAX)
+		return;
+	entries = keys + DK_INDICES + (1ull << log2_index);
+	if (!copy_span(sc, st, keys, DK_INDICES + (1ull << log2_index) + n * DK_ENTRY))
+		return;
+	s->flags |= PBP_SF_TASK_COPIED;
+	for (__u32 i = 0; i < PBP_LOOP_ENTRIES_MAX && i < n && k < PBP_LOOP_TASKS_MAX; i++) {
+		task = read_u64(entries + i * DK_ENTRY + DK_ENTRY_VALUE);
+		if (!task)
+			continue;
+		k++;
+		if (!copy_span(sc, st, task, t->task_copy_len <= PBP_TASK_COPY_MAX ? t->task_copy_len : 0))
+			continue;
+		name = read_u64(task + t->task_name);
+		if (name)
+			copy_span(sc, st, name, PBP_TASK_NAME_COPY);
+		if ((__u64)t->task_callback0 + 8 <= t->task_copy_len)
+			copy_span(sc, st, read_u64(task + t->task_callback0), PBP_CALLBACK_COPY);
+	}
+}
 
 /*
  * --async: the thread's running task and the fingerprint of its coroutine's code. Three
@@ -1224,7 +1270,7 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		s->flags |= PBP_SF_WALK_CUT;
 	if (cc.codes.cut)
 		s->flags |= PBP_SF_CODES_CUT;
-	if (cc.codes.n || (s->task && t->task_copy_len)) {
+	if (cc.codes.n || (s->task && t->task_copy_len) || t->current_tasks) {
 		cc.used = (cc.off + cc.used + 7) / 8 * 8 - cc.off;
 		cc.spans.off = cc.off;
 		cc.spans.used = cc.used;
@@ -1232,6 +1278,8 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 			bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
 		if (s->task && t->task_copy_len)
 			copy_task(sc, t, &cc.spans, s);
+		else if (t->current_tasks)
+			copy_current_tasks(sc, t, &cc.spans, s);
 		if (cc.spans.n) {
 			s->spans_off = cc.off + cc.used;
 			s->nspans = cc.spans.n;

@@ -125,6 +125,14 @@ typedef int32_t pbp_s32;
 #define PBP_SF_TASK_COPIED	(1u << 16)
 #define PBP_TASK_COPY_MAX	256	/* a task object's bytes copied, at most */
 #define PBP_TASK_NAME_COPY	64	/* an int, or a str's header and a short name */
+/* Before 3.14, the same flag says that asyncio's dict of each loop's running task is
+ * among the spans instead (pbp_target.current_tasks): the dict, its keys object if it
+ * holds at most PBP_LOOP_ENTRIES_MAX entries in at most 16 index bytes, and the first
+ * PBP_LOOP_TASKS_MAX tasks it names, each with its name and the object of its first
+ * done callback (the task_wakeup of a task that awaits it, which goes once it ends). */
+#define PBP_LOOP_ENTRIES_MAX	10
+#define PBP_LOOP_TASKS_MAX	4
+#define PBP_CALLBACK_COPY	48
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */
@@ -434,6 +442,13 @@ struct pbp_target {
 	pbp_u32 str_hdr;		/* bytes before a compact str's characters, at most */
 	pbp_u32 bytes_len;		/* a bytes object's ob_size */
 	pbp_u32 bytes_hdr;		/* bytes before its data */
+	/* --async before 3.14, once learnt (0: not yet): asyncio's dict of each loop's
+	 * running task; the dict's bytes to copy, and its keys object's pointer in them. */
+	pbp_u32 dict_copy_len;
+	pbp_u32 dict_keys;
+	pbp_u64 current_tasks;
+	pbp_u32 task_callback0;		/* ... a task's first done callback in it */
+	pbp_u32 _pad2;
 };
 
 /*
@@ -480,7 +495,7 @@ _Static_assert(PBP_SCRATCH_SIZE >= PBP_RECORD_MAX + PBP_STACK_BAND, "a record fi
 /* Allocated twice per possible CPU, with or without --native: kept near the largest
  * record (the Python part is ~139 KiB of it, the native part 64 KiB). */
 _Static_assert(PBP_SCRATCH_SIZE <= 212 * 1024, "scratch space near the largest record");
-_Static_assert(sizeof(struct pbp_target) == 216, "pbp_target layout");
+_Static_assert(sizeof(struct pbp_target) == 240, "pbp_target layout");
 
 /*
  * The code objects user space holds, by process: a direct-mapped table that user space

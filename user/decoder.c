@@ -628,6 +628,7 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
 	st->task_mem = NULL;
+	st->task_copy = NULL;
 	st->native = NULL;
 	st->native_stack = NULL;
 	st->native_fp = NULL;
@@ -727,6 +728,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
 	st->task_mem = NULL;
+	st->task_copy = NULL;
 	st->native = NULL;
 	st->native_stack = NULL;
 	st->native_fp = NULL;
@@ -777,6 +779,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 			  s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
 		st->task = st->task_fp = 0;
 		st->task_mem = NULL;
+		st->task_copy = NULL;
 		st->native = native;
 		st->native_stack = native_stack;
 		st->native_fp = native_fp;
@@ -795,6 +798,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	st->task = s->task;
 	st->task_fp = s->task_fp;
 	st->task_mem = s->flags & PBP_SF_TASK_COPIED ? &d->snap.base : NULL;
+	st->task_copy = s->flags & PBP_SF_TASK_COPIED ? mem_snapshot__copies(&d->snap) : NULL;
 	st->native = native;
 	st->native_stack = native_stack;
 	st->native_fp = native_fp;

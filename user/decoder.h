@@ -71,6 +71,8 @@ struct stack {
 	 * the sample was taken, falling back to live memory: the record's copies; NULL
 	 * when it has none. Valid only until the record's callback returns. */
 	struct mem_source *task_mem;
+	/* ... the copies alone, where a read outside them fails. */
+	struct mem_source *task_copy;
 	/* --native: the record's registers and user stack copy (native->stack_len bytes),
 	 * checked to lie within it; NULL when it has none or an invalid one, and from
 	 * every source but a record. They point into the ring buffer: valid only until

@@ -530,6 +530,18 @@ int sampler__add_target(struct sampler *s, const struct py_interp *in, uint64_t 
 			t.task_copy_len = (pbp_u32)a->task_size;
 		}
 	}
+	/* Before 3.14, once learnt: the dict and the tasks read from it are in the copy. */
+	if (a && a->route == PY_ASYNCIO_MODULE && a->current_tasks &&
+	    o->dict_keys + 8 <= 64 && o->dict_values + 8 <= 64 &&
+	    a->task_size <= PBP_TASK_COPY_MAX && a->task_name + 8 <= a->task_size) {
+		t.current_tasks = a->current_tasks;
+		t.dict_keys = (pbp_u32)o->dict_keys;
+		t.dict_copy_len = (pbp_u32)(o->dict_keys > o->dict_values ? o->dict_keys : o->dict_values) + 8;
+		t.task_name = (pbp_u32)a->task_name;
+		t.task_copy_len = (pbp_u32)a->task_size;
+		t.task_callback0 = a->task_callback0 + 8 <= a->task_size ?
+				   (pbp_u32)a->task_callback0 : PBP_OFF_ABSENT;
+	}
 	known = !bpf_map__lookup_elem(s->skel->maps.targets, &pid, sizeof(pid), &old, sizeof(old), 0);
 	if (known)
 		t.since_ns = old.since_ns;	/* the same target, told more */

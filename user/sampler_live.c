@@ -481,6 +481,7 @@ static void set_torn(struct sampler_live *ls, const struct py_thread *t, uint32_
 	ls->stack->flags = flags;
 	ls->stack->task = ls->stack->task_fp = 0;
 	ls->stack->task_mem = NULL;
+	ls->stack->task_copy = NULL;
 	ls->stack->native = NULL;
 	ls->stack->native_stack = NULL;
 }
@@ -700,6 +701,7 @@ static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *
 	decoder__decode_thread(ls->cfg.dec, &s, ls->stack);
 	ls->stack->task = w->task;
 	ls->stack->task_mem = task_mem;
+	ls->stack->task_copy = NULL;
 	far_learn(&p->sp.known, outside, noutside, ls->stack->gap == GAP_NONE);
 	return noutside;
 }

@@ -344,8 +344,14 @@ static int learn(struct target *t, struct mem_source *m, uint64_t frame)
 	if (now < t->asyncio_next_ns)
 		return -ENOENT;
 	err = py_asyncio__learn(m, &t->interp, frame, &t->asyncio);
-	if (!err)
+	if (!err) {
+		/* From now on BPF copies the dict of running tasks with each sample. Without
+		 * the copies the dict is read live, later: as before. */
+		if (!t->session->live_mode)
+			sampler__add_target(t->session->sampler, &t->interp, t->gil, &t->asyncio,
+					    t->native_fp);
 		return 0;
+	}
 	t->asyncio_next_ns = now + LEARN_AGAIN_NS;
 	if (err == -ENOTSUP) {
 		t->asyncio_state = TARGET_ASYNCIO_NONE;
@@ -361,11 +367,13 @@ static int learn(struct target *t, struct mem_source *m, uint64_t frame)
  * inside it are those it awaits, but on 3.12+ a task started eagerly runs inside the
  * frames of the task that started it: a coroutine frame called from C (a task's step)
  * whose task is not known stops the search, rather than leave its frames to the task
- * below. -ENOENT when @st runs no task: outside an event loop, or in the loop's own
- * code or a plain callback; -ESRCH when it runs coroutines of no task known.
+ * below. The tasks running at the sample are read from the record's copy of them
+ * (@st->task_mem) when it has one, and *@copied says the task was found there. -ENOENT
+ * when @st runs no task: outside an event loop, or in the loop's own code or a plain
+ * callback; -ESRCH when it runs coroutines of no task known.
  */
 static int module_root(struct target *t, struct mem_source *m, const struct stack *st,
-		       uint64_t *task, int32_t *root)
+		       uint64_t *task, int32_t *root, int *copied)
 {
 	const struct py_offsets *o = &t->interp.off;
 	uint64_t addr[ROOT_SEARCH];
@@ -399,11 +407,13 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 	for (k = 0; k < nc; k++)
 		if (!indexed(t, m, addr[k], task))
 			goto found;
-	nrun = py_asyncio__running(m, &t->interp, &t->asyncio, run, RUNNING_MAX);
+	nrun = py_asyncio__running(st->task_copy ? st->task_copy : m, &t->interp, &t->asyncio,
+				   run, RUNNING_MAX);
 	for (k = 0; k < nc; k++)
 		for (size_t j = 0; j < nrun; j++)
 			if (run[j].coro == addr[k]) {
 				*task = run[j].task;
+				*copied = !!st->task_copy;
 				goto found;
 			}
 	for (k = 0; k < nc; k++)
@@ -451,13 +461,13 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 	if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
 		return -ENOENT;
 	if (t->asyncio.route == PY_ASYNCIO_MODULE) {
-		err = module_root(t, &live.base, st, &task, &root);
+		copied = 0;
+		err = module_root(t, &live.base, st, &task, &root, &copied);
 		if (err == -ESRCH)
 			s->tasks_unplaced++;
 		if (err)
 			return -ENOENT;
 		fp = st->frames[root].code_fp;
-		copied = 0;
 	} else {
 		if (task && !fp && s->live_mode)
 			fp = running_fp(t, copied ? st->task_mem : &live.base, task);
