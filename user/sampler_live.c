@@ -65,7 +65,9 @@ struct sampler_live {
 	uint64_t period_ns, next_ns;
 	struct mem_snapshot snap[2];	/* one reading's copies: before, after */
 	uint8_t *buf[2];
-	uint8_t far_buf[2][LIVE_FAR][PBP_FRAME_COPY_MAX];
+	/* The frames outside the chunks, copied before the current frame is read and
+	 * after; 3.11/3.12 copy them a third time (pieces_now). */
+	uint8_t far_buf[3][LIVE_FAR][PBP_FRAME_COPY_MAX];
 	struct far_memo {
 		uint32_t tid;
 		struct known known;
@@ -240,6 +242,9 @@ struct ts_words {
 	 * cframe[i] just before cf_frame[i] is read, cframe[i + 1] just after. */
 	uint64_t cframe[LIVE_CF_PASSES * LIVE_CFRAMES + 1];
 	uint64_t cf_frame[LIVE_CF_PASSES * LIVE_CFRAMES];
+	/* The copies of the frames outside the chunks (far_buf) taken just before the
+	 * current frame was read and just after. */
+	unsigned int far_pre, far_post;
 };
 
 /* Offset in a copy's buffer of span @i. */
@@ -350,6 +355,22 @@ static unsigned int cf_passes(const struct py_offsets *o)
 	return o->version_hex < 0x030c0000 ? LIVE_CF_PASSES : 1;
 }
 
+/* The frames outside the chunks known to @sp, into far_buf[@k], innermost first or
+ * (@reverse) last: the innermost frame is read next to the current frame either way. */
+static unsigned int pieces_far(struct sampler_live *ls, const struct spans *sp, unsigned int k,
+			       uint64_t *addr, void **dst, size_t *lens)
+{
+	unsigned int n = 0;
+
+	for (unsigned int j = 0; j < sp->known.nfar; j++) {
+		unsigned int i = k ? j : sp->known.nfar - 1 - j;
+
+		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[k][i];
+		lens[n++] = ls->cfg.interp->off.fr_size;
+	}
+	return n;
+}
+
 /*
  * The current frame, read at the instant between the copies. 3.13+: one word of the
  * thread state. 3.11/3.12: through the C frame of the innermost eval-loop activation,
@@ -362,7 +383,7 @@ static unsigned int cf_passes(const struct py_offsets *o)
  * within the reads of all the known C frames. On 3.11 the known C frames are read
  * again, in a second pass, for a second chance at the one the thread is in.
  */
-static unsigned int pieces_now(const struct sampler_live *ls, const struct py_thread *t,
+static unsigned int pieces_now(struct sampler_live *ls, const struct py_thread *t,
 			       const struct spans *sp, struct ts_words *w, uint64_t *addr,
 			       void **dst, size_t *lens)
 {
@@ -382,6 +403,13 @@ static unsigned int pieces_now(const struct sampler_live *ls, const struct py_th
 		addr[n] = sp->known.cf[i % sp->known.ncf] + o->cframe_current_frame;
 		dst[n] = &w->cf_frame[i], lens[n++] = 8;
 		addr[n] = t->tstate + o->ts_cframe, dst[n] = &w->cframe[i + 1], lens[n++] = 8;
+		/* The C frame the thread was last found in is read first, between two
+		 * copies of the frames outside the chunks: a coroutine's frame there moves
+		 * on as soon as the function it calls returns, and the fewer reads between
+		 * its copies, the likelier they agree. The other C frames are read after,
+		 * before a third copy. */
+		if (!i)
+			n += pieces_far(ls, sp, 1, addr + n, dst + n, lens + n);
 	}
 	return n;
 }
@@ -391,13 +419,24 @@ static int frame_now(const struct sampler_live *ls, struct spans *sp, struct ts_
 {
 	uint64_t steady = 0;
 
+	w->far_pre = 0;
+	w->far_post = 1;
 	if (ls->cfg.interp->off.ts_current_frame != PBP_OFF_NONE)
 		return 0;
 	for (unsigned int i = 0; i < cf_passes(&ls->cfg.interp->off) * sp->known.ncf; i++) {
+		unsigned int k = i % sp->known.ncf;
+
 		if (w->cframe[i] != w->cframe[i + 1])
 			continue;
-		if (w->cframe[i] == sp->known.cf[i % sp->known.ncf]) {
+		if (w->cframe[i] == sp->known.cf[k]) {
 			w->frame = w->cf_frame[i];
+			if (i) {
+				w->far_pre = 1;
+				w->far_post = 2;
+			}
+			/* Read first next time (pieces_now). */
+			memmove(sp->known.cf + 1, sp->known.cf, k * sizeof(sp->known.cf[0]));
+			sp->known.cf[0] = w->cframe[i];
 			return 0;
 		}
 		steady = w->cframe[i];
@@ -439,11 +478,10 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t, struct 
 	if (t->chunk)
 		addr[n] = t->chunk + o->chunk_size, dst[n] = &w->chunk_size, lens[n++] = 8;
 	n += pieces_before(sp, ls->buf[0], addr + n, dst + n, lens + n);
-	for (unsigned int i = sp->known.nfar; i-- > 0;)
-		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[0][i], lens[n++] = o->fr_size;
+	n += pieces_far(ls, sp, 0, addr + n, dst + n, lens + n);
 	n += pieces_now(ls, t, sp, w, addr + n, dst + n, lens + n);
-	for (unsigned int i = 0; i < sp->known.nfar; i++)
-		addr[n] = sp->known.far[i], dst[n] = ls->far_buf[1][i], lens[n++] = o->fr_size;
+	n += pieces_far(ls, sp, o->ts_current_frame == PBP_OFF_NONE ? 2 : 1, addr + n, dst + n,
+			lens + n);
 	/* Room is left for the four words read after the copy. */
 	n += pieces_after(sp, ls->buf[1], MEM_READV_MAX - n - 4, addr + n, dst + n, lens + n);
 	addr[n] = t->tstate + o->ts_datastack_chunk, dst[n] = &w->chunk_post, lens[n++] = 8;
@@ -465,8 +503,8 @@ static int read_once(struct sampler_live *ls, const struct py_thread *t, struct 
 		for (unsigned int i = 0, at = 0; i < sp->n; at += sp->len[i], i++)
 			mem_snapshot__add(&ls->snap[k], sp->addr[i], ls->buf[k] + at, sp->len[i]);
 		for (unsigned int i = 0; i < sp->known.nfar; i++)
-			mem_snapshot__add(&ls->snap[k], sp->known.far[i], ls->far_buf[k][i],
-					  o->fr_size);
+			mem_snapshot__add(&ls->snap[k], sp->known.far[i],
+					  ls->far_buf[k ? w->far_post : w->far_pre][i], o->fr_size);
 	}
 	return 0;
 }
@@ -712,7 +750,8 @@ static int broken_walk(enum decode_gap gap)
 	       gap == GAP_TOO_DEEP;
 }
 
-static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
+static int copies_differ(const struct sampler_live *ls, const struct spans *sp,
+			 const struct ts_words *w)
 {
 	size_t len = 0;
 
@@ -721,7 +760,8 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp)
 	if (memcmp(ls->buf[0], ls->buf[1], len))
 		return 1;
 	for (unsigned int i = 0; i < sp->known.nfar; i++)
-		if (memcmp(ls->far_buf[0][i], ls->far_buf[1][i], ls->cfg.interp->off.fr_size))
+		if (memcmp(ls->far_buf[w->far_pre][i], ls->far_buf[w->far_post][i],
+			   ls->cfg.interp->off.fr_size))
 			return 1;
 	return 0;
 }
@@ -797,7 +837,7 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		if (ls->stack->gap == GAP_NONE ||
 		    (ls->stack->gap != GAP_TORN &&
 		     !(broken_walk(ls->stack->gap) &&
-		       (outside || !ls->stack->depth || copies_differ(ls, &p->sp)))))
+		       (outside || !ls->stack->depth || copies_differ(ls, &p->sp, &w)))))
 			return;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
