@@ -132,7 +132,7 @@ typedef int32_t pbp_s32;
  * done callback (the task_wakeup of a task that awaits it, which goes once it ends). */
 #define PBP_LOOP_ENTRIES_MAX	10
 #define PBP_LOOP_TASKS_MAX	4
-#define PBP_CALLBACK_COPY	48
+#define PBP_CALLBACK_COPY	80	/* a builtin method's self, a function's closure */
 
 /* pbp_sample.ts_flags: the sampled thread's state */
 #define PBP_TS_ON_CPU		(1u << 0)	/* running on a CPU */

@@ -53,10 +53,6 @@ void session_tasks__look(struct session *s, struct target *t)
 	if (err == -ENOTSUP && !py_asyncio__module(&t->interp, &t->asyncio)) {
 		/* Found from the samples' stacks, once one runs the event loop. */
 		t->asyncio_state = TARGET_ASYNCIO_FOUND;
-		if (s->opts.mode != SESSION_CPU)
-			pr_warn("pid %d: on CPython before 3.14 the tasks that wait are not "
-				"charged their waits: only samples that run in tasks go under "
-				"them\n", (int)t->interp.pid);
 		return;
 	}
 	if (err == -ENOENT || err == -ESRCH)
@@ -361,6 +357,37 @@ static int learn(struct target *t, struct mem_source *m, uint64_t frame)
 	return -ENOENT;
 }
 
+/* 3.11-3.13: remembers that thread @tid runs the event loop whose _run_once frame is
+ * at @frame, for the wall-mode sweep (loop_thread). */
+static void note_loop(struct target *t, struct mem_source *m, uint32_t tid, uint64_t frame)
+{
+	struct target_loop l = { .tid = tid };
+	unsigned int k;
+
+	if (t->session->opts.mode == SESSION_CPU ||
+	    py_asyncio__loop_of(m, &t->interp, frame, &l.loop))
+		return;
+	for (k = 0; k < t->nloops && t->loops[k].loop != l.loop; k++)
+		;
+	if (k == t->nloops && t->nloops < TARGET_LOOPS_MAX)
+		t->nloops++;
+	if (k == TARGET_LOOPS_MAX)
+		k--;
+	memmove(t->loops + 1, t->loops, k * sizeof(t->loops[0]));
+	t->loops[0] = l;
+}
+
+/* The thread last seen running event loop @loop; -ENOENT if none was. */
+static int loop_thread(const struct target *t, uint64_t loop, uint32_t *tid)
+{
+	for (unsigned int k = 0; k < t->nloops; k++)
+		if (t->loops[k].loop == loop) {
+			*tid = t->loops[k].tid;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 /*
  * 3.11-3.13: the running task of @st and where its frames end (*@root): the innermost
  * frame inside the event loop's that is some task's coroutine's. Coroutine frames
@@ -386,6 +413,7 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 	if (loop <= 0 || decoder__frame_addrs(t->dec, (uint32_t)loop, 1, addr, owner) != 1 ||
 	    learn(t, m, addr[0]))
 		return -ENOENT;
+	note_loop(t, m, st->tid, addr[0]);
 	n = decoder__frame_addrs(t->dec, 0, loop < ROOT_SEARCH ? (uint32_t)loop : ROOT_SEARCH,
 				 addr, owner);
 	if (decoder__frames_from_c(t->dec, 0, n, from_c) != n)
@@ -442,6 +470,22 @@ static int coroutine_below(struct target *t, const struct stack *st, uint32_t lo
 		if (owner[i] == t->interp.off.owner_generator)
 			return 1;
 	return 0;
+}
+
+/*
+ * 3.11-3.13: has the task @task, as copied with the sample (@copy), run its done
+ * callbacks since (@live)? Its awaiters are found through them, and once run they may
+ * be gone, with the gather or the group they led to: a task whose copy names no
+ * awaiter may then have had one, and its chain would stop short.
+ */
+static int callbacks_ran(struct target *t, struct mem_source *copy, struct mem_source *live,
+			 uint64_t task)
+{
+	uint64_t then, now;
+
+	if (mem__read_u64(copy, task + t->asyncio.task_callback0, &then) || !then)
+		return 0;
+	return mem__read_u64(live, task + t->asyncio.task_callback0, &now) || now != then;
 }
 
 int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
@@ -501,6 +545,11 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			break;
 		}
 		(*n)++;
+		if (*n == 1 && copied && !pt.nawaited_by && t->asyncio.route == PY_ASYNCIO_MODULE &&
+		    callbacks_ran(t, first, &live.base, task)) {
+			s->tasks_unplaced++;
+			return -ESTALE;
+		}
 		while (!pt.nawaited_by && low >= 0 && *n < SESSION_TASK_CHAIN_MAX &&
 		       (at = eager_parent(t, &live.base, st, (uint32_t)low, &task)) >= 0 &&
 		       !parent_link(t, &live.base, st, (uint32_t)low, (uint32_t)at, task, &pt,
@@ -541,6 +590,11 @@ struct sweep {
 	int tid_mapped;
 	int rescans;		/* /proc task-list reads left in this sweep */
 	size_t seen;
+	/* 3.11-3.13: each task's thread is the one its loop ran in (loop_thread), and
+	 * the tasks running now are not suspended. */
+	int by_loop;
+	struct py_task_coro run[RUNNING_MAX];
+	size_t nrun;
 };
 
 /* The BPF samples name threads by our ids: a task's wait must too, or a target in a
@@ -577,11 +631,16 @@ static int sweep_task(uint64_t task, void *arg)
 
 	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX || w->mem.spent)
 		return w->seen > SWEEP_TASKS_MAX || w->mem.spent;
+	for (size_t k = 0; k < w->nrun; k++)
+		if (w->run[k].task == task)
+			return 0;
 	while (n < SESSION_TASK_CHAIN_MAX) {
 		err = read_link(w->t, &w->mem.base, next, 0, 0, &pt, &s->task_chain[n]);
 		/* A task that has ended waits for nothing; one that cannot be read is
-		 * left for the next sweep. */
-		if (err || (!n && pt.state != PY_TASK_PENDING))
+		 * left for the next sweep; one of a loop no sample showed running has no
+		 * thread to wait in. */
+		if (err || (!n && pt.state != PY_TASK_PENDING) ||
+		    (!n && w->by_loop && loop_thread(w->t, pt.loop, &w->tid)))
 			break;
 		n++;
 		if (!pt.nawaited_by)
@@ -590,10 +649,17 @@ static int sweep_task(uint64_t task, void *arg)
 	}
 	if (!n)
 		return 0;
-	if (!w->tid_mapped)
+	/* The samples named the loop's thread as the waits must. */
+	if (!w->tid_mapped && !w->by_loop)
 		map_tid(w);
 	s->tasks_suspended_ns += w->ns;
 	return session_sink__add_task_wait(w->t, w->tid, s->task_chain, n, w->ns);
+}
+
+static int sweep_module_task(uint64_t task, uint64_t ref, void *arg)
+{
+	(void)ref;
+	return sweep_task(task, arg);
 }
 
 static int sweep_thread(const struct py_thread *th, void *arg)
@@ -630,10 +696,7 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 	for (size_t i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
-		/* 3.11-3.13 keep no list of each thread's tasks: which thread a suspended
-		 * task's wait belongs to is not known there. */
-		if (t->asyncio_state != TARGET_ASYNCIO_FOUND ||
-		    t->asyncio.route != PY_ASYNCIO_TABLE)
+		if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
 			continue;
 		/* Each target from its own last sweep: one found late is charged from
 		 * when its tasks are known to have been there (see session_tasks__look),
@@ -648,6 +711,23 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 		w.seen = 0;
 		w.rescans = 1;
 		mem_budget__init(&w.mem, &t->live.base, SWEEP_READS_MAX);
-		py_threads__walk(&w.mem.base, &t->interp, sweep_thread, &w);
+		if (t->asyncio.route == PY_ASYNCIO_TABLE) {
+			w.by_loop = 0;
+			w.nrun = 0;
+			py_threads__walk(&w.mem.base, &t->interp, sweep_thread, &w);
+			continue;
+		}
+		/* 3.11-3.13 keep no list of each thread's tasks: a task waits in the
+		 * thread its loop was seen running in. Before the first sample in a loop
+		 * has taught where the tasks are, there is nothing to sweep. */
+		w.by_loop = 1;
+		w.running = 0;
+		w.tid_mapped = 1;
+		if (!t->asyncio.task_type || !t->nloops)
+			continue;
+		w.nrun = py_asyncio__running(&w.mem.base, &t->interp, &t->asyncio, w.run,
+					     RUNNING_MAX);
+		py_asyncio__walk_all(&w.mem.base, &t->interp, &t->asyncio, NULL,
+				     sweep_module_task, &w);
 	}
 }

@@ -40,6 +40,9 @@ typedef int (*target_publish_fn)(struct target *t, uint32_t tid, const struct pb
  * @code with fingerprint @fp: it copies the others with each sample. */
 typedef void (*target_code_fn)(struct target *t, uint64_t code, uint64_t fp, uint32_t flags);
 
+/* Event loops of a target whose threads are remembered (3.11-3.13, --async). */
+#define TARGET_LOOPS_MAX 8
+
 struct target {
 	struct session *session;	/* the owner, for the callbacks */
 	struct py_interp interp;	/* found before target__prepare() */
@@ -70,6 +73,13 @@ struct target {
 	 * that a look for new tasks reads only theirs; and when one last looked. */
 	struct task_index task_refs;
 	uint64_t tasks_added_ns;
+	/* ... and the event loops its samples showed running, each with the thread that
+	 * ran it (as the samples name it), newest first: whose a suspended task's wait is. */
+	struct target_loop {
+		uint64_t loop;
+		uint32_t tid;
+	} loops[TARGET_LOOPS_MAX];
+	unsigned int nloops;
 	struct native_proc *native;	/* --native: its maps and unwinder */
 	int native_fp;			/* ... and BPF walks its frame pointers */
 	char cmd[128];
