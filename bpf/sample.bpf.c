@@ -767,6 +767,7 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
 	s->cache_depth = (__u32)j;
 	return s->anchor;
 }
+
 /* A dict's keys object (3.11+): its index bytes (log2), its entries, and where the
  * indices start; each entry of a dict whose keys are not all str is hash, key, value. */
 #define DK_LOG2_INDEX_BYTES	9
@@ -779,7 +780,7 @@ static __always_inline __u64 anchor_stop(const struct pbp_target *t, struct pbp_
  * --async before 3.14: asyncio's dict of each loop's running task, as it was at the
  * tick, with the tasks it names (PBP_SF_TASK_COPIED, PBP_LOOP_ENTRIES_MAX). A task
  * enters it for each step it takes and leaves it after: a handler's may have ended by
- * the time user space reads the record, and the dict name the next one.
+ * the time user space reads the record, and the dict names the next one.
  */
 static __always_inline void copy_current_tasks(struct scratch *sc, const struct pbp_target *t,
 					       struct span_state *st, struct pbp_sample *s)

@@ -355,8 +355,9 @@ static unsigned int cf_passes(const struct py_offsets *o)
 	return o->version_hex < 0x030c0000 ? LIVE_CF_PASSES : 1;
 }
 
-/* The frames outside the chunks known to @sp, into far_buf[@k], innermost first or
- * (@reverse) last: the innermost frame is read next to the current frame either way. */
+/* The frames outside the chunks known to @sp, into far_buf[@k]: the first copy
+ * innermost last, the others innermost first, so that the innermost frame is always
+ * read next to the current frame. */
 static unsigned int pieces_far(struct sampler_live *ls, const struct spans *sp, unsigned int k,
 			       uint64_t *addr, void **dst, size_t *lens)
 {

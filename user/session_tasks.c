@@ -395,7 +395,7 @@ static int loop_thread(const struct target *t, uint64_t loop, uint32_t *tid)
  * frames of the task that started it: a coroutine frame called from C (a task's step)
  * whose task is not known stops the search, rather than leave its frames to the task
  * below. The tasks running at the sample are read from the record's copy of them
- * (@st->task_mem) when it has one, and *@copied says the task was found there. -ENOENT
+ * (@st->task_copy) when it has one, and *@copied says the task was found there. -ENOENT
  * when @st runs no task: outside an event loop, or in the loop's own code or a plain
  * callback; -ESRCH when it runs coroutines of no task known.
  */
@@ -649,8 +649,7 @@ static int sweep_task(uint64_t task, void *arg)
 	}
 	if (!n)
 		return 0;
-	/* The samples named the loop's thread as the waits must. */
-	if (!w->tid_mapped && !w->by_loop)
+	if (!w->tid_mapped)
 		map_tid(w);
 	s->tasks_suspended_ns += w->ns;
 	return session_sink__add_task_wait(w->t, w->tid, s->task_chain, n, w->ns);
@@ -722,7 +721,7 @@ void session_tasks__sweep(struct session *s, int now_anyway)
 		 * has taught where the tasks are, there is nothing to sweep. */
 		w.by_loop = 1;
 		w.running = 0;
-		w.tid_mapped = 1;
+		w.tid_mapped = 1;	/* as the samples named the loop's thread */
 		if (!t->asyncio.task_type || !t->nloops)
 			continue;
 		w.nrun = py_asyncio__running(&w.mem.base, &t->interp, &t->asyncio, w.run,
