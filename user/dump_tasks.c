@@ -185,14 +185,6 @@ static unsigned int loop_rank(const struct dump_tasks_in *in, const uint64_t *lo
 	return loop ? i : in->nthreads;
 }
 
-static int is_running(uint64_t task, const struct py_task_coro *run, size_t nrun)
-{
-	for (size_t i = 0; i < nrun; i++)
-		if (run[i].task == task)
-			return 1;
-	return 0;
-}
-
 struct ranked {
 	unsigned int rank;
 	size_t at;
@@ -276,7 +268,7 @@ static int collect_module(struct collected *c, struct py_asyncio *a)
 		const struct py_task *t;
 		unsigned int at;
 
-		c->running = is_running(v.a[k], run, nrun) ? v.a[k] : 0;
+		c->running = py_asyncio__is_running(run, nrun, v.a[k]) ? v.a[k] : 0;
 		c->tid = 0;
 		err = collect(v.a[k], c);
 		if (err || !c->n || c->tasks[c->n - 1].addr != v.a[k])

@@ -385,6 +385,14 @@ size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
 	return r.n;
 }
 
+int py_asyncio__is_running(const struct py_task_coro *run, size_t n, uint64_t task)
+{
+	for (size_t i = 0; i < n; i++)
+		if (run[i].task == task)
+			return 1;
+	return 0;
+}
+
 int py_asyncio__loop_of(struct mem_source *m, const struct py_interp *in, uint64_t frame,
 			uint64_t *loop)
 {

@@ -122,6 +122,8 @@ struct py_task_coro {
  */
 size_t py_asyncio__running(struct mem_source *m, const struct py_interp *in,
 			   const struct py_asyncio *a, struct py_task_coro *out, size_t cap);
+/* Whether @task is among the @n tasks of @run (py_asyncio__running's). */
+int py_asyncio__is_running(const struct py_task_coro *run, size_t n, uint64_t task);
 
 /*
  * PY_ASYNCIO_MODULE: into *@loop, the event loop whose BaseEventLoop._run_once frame is

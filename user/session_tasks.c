@@ -631,9 +631,8 @@ static int sweep_task(uint64_t task, void *arg)
 
 	if (task == w->running || w->seen++ == SWEEP_TASKS_MAX || w->mem.spent)
 		return w->seen > SWEEP_TASKS_MAX || w->mem.spent;
-	for (size_t k = 0; k < w->nrun; k++)
-		if (w->run[k].task == task)
-			return 0;
+	if (py_asyncio__is_running(w->run, w->nrun, task))
+		return 0;
 	while (n < SESSION_TASK_CHAIN_MAX) {
 		err = read_link(w->t, &w->mem.base, next, 0, 0, &pt, &s->task_chain[n]);
 		/* A task that has ended waits for nothing; one that cannot be read is
