@@ -358,7 +358,7 @@ static int learn(struct target *t, struct mem_source *m, uint64_t frame)
 }
 
 /* 3.11-3.13: remembers that thread @tid runs the event loop whose _run_once frame is
- * at @frame, for the wall-mode sweep (loop_thread). */
+ * at @frame, read through @m, for the wall-mode sweep (loop_thread). */
 static void note_loop(struct target *t, struct mem_source *m, uint32_t tid, uint64_t frame)
 {
 	struct target_loop l = { .tid = tid };
@@ -413,7 +413,9 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 	if (loop <= 0 || decoder__frame_addrs(t->dec, (uint32_t)loop, 1, addr, owner) != 1 ||
 	    learn(t, m, addr[0]))
 		return -ENOENT;
-	note_loop(t, m, st->tid, addr[0]);
+	/* The frame is in the record's copy of the chunks, when it has one: the loop is
+	 * read as it was at the sample, with no read of live memory. */
+	note_loop(t, st->task_mem ? st->task_mem : m, st->tid, addr[0]);
 	n = decoder__frame_addrs(t->dec, 0, loop < ROOT_SEARCH ? (uint32_t)loop : ROOT_SEARCH,
 				 addr, owner);
 	if (decoder__frames_from_c(t->dec, 0, n, from_c) != n)
