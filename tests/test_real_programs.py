@@ -87,7 +87,7 @@ CPU_SLACK = 0.2
 # re.sub with functions). Not test_json: its recursion tests nest a thousand generators
 # (the pure-Python encoder) and run decoders in a thread at the recursion limit,
 # stacks deeper than the frames a sample follows outside the chunks, which are flagged
-# (frames_outside_chunks_cut, too_deep) as test_record_deep checks.
+# (frames_outside_chunks_cut, too_deep) as test_record_generators checks.
 UNITTESTS = (["test.test_difflib", "test.test_csv", "test.test_heapq", "test.test_enum",
               "test.test_pprint"] +
              (["test.test_re", "test.test_dataclasses", "test.test_fractions"] if FULL else []))
