@@ -8,6 +8,8 @@
 
 #include "cli.h"
 #include "exitcodes.h"
+#include "native_worker_proto.h"
+#include "native_worker_serve.h"
 #include "py_interp.h"
 
 #define PBP_VERSION "0.1.0"
@@ -76,6 +78,8 @@ int main(int argc, char **argv)
 		fputs(main_help, stderr);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(argv[1], NATIVE_WORKER_ARG))
+		return native_worker_serve__main();
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(main_help, stdout);
 		return EXIT_OK;

@@ -36,6 +36,8 @@ struct native_buildid_cache {
 	size_t n, cap;
 	struct hashmap index;
 	size_t max_bytes;
+	native_buildid_read_fn read;
+	void *read_arg;
 	struct native_buildid_stats st;
 };
 
@@ -78,6 +80,13 @@ void native_buildid_cache__free(struct native_buildid_cache *c)
 	hashmap__free(&c->index);
 	free(c->e);
 	free(c);
+}
+
+void native_buildid_cache__reader(struct native_buildid_cache *c, native_buildid_read_fn fn,
+				  void *arg)
+{
+	c->read = fn;
+	c->read_arg = arg;
 }
 
 static size_t cache_bytes(const struct native_buildid_cache *c)
@@ -177,7 +186,12 @@ static void map_build_id(const struct native_maps *m, struct native_map *e,
 		goto cleanup;
 	}
 	cache->st.misses++;
-	n = native_maps__read_build_id(fd, key.id, sizeof(key.id));
+	n = cache->read ? cache->read(cache->read_arg, fd, e->path, key.id, sizeof(key.id))
+			: native_maps__read_build_id(fd, key.id, sizeof(key.id));
+	if (n < 0 && n != -ENOEXEC) {
+		e->refused = 1;
+		goto cleanup;
+	}
 	if (n > 0) {
 		key.len = (uint8_t)n;
 		memcpy(e->build_id, key.id, key.len);
@@ -410,6 +424,7 @@ int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct nati
 			memcpy(m->maps[i].build_id, m->maps[i - 1].build_id, NATIVE_BUILD_ID_MAX);
 			m->maps[i].build_id_len = m->maps[i - 1].build_id_len;
 			m->maps[i].open_err = m->maps[i - 1].open_err;
+			m->maps[i].refused = m->maps[i - 1].refused;
 			continue;
 		}
 		map_build_id(m, &m->maps[i], cache);

@@ -33,6 +33,8 @@ struct native_map {
 	uint8_t build_id[NATIVE_BUILD_ID_MAX];
 	uint8_t build_id_len; /* 0: none, or the file could not be read */
 	int8_t open_err;      /* 0, or -errno of the last failed open (-ENOENT, -ESTALE...) */
+	uint8_t refused;      /* the cache's reader would not parse it (a quarantined file,
+			       * native_worker.h): nothing else is to parse it either */
 };
 
 struct native_maps {
@@ -64,6 +66,16 @@ struct native_buildid_stats {
 
 int native_buildid_cache__new(size_t max_bytes, struct native_buildid_cache **out);
 void native_buildid_cache__free(struct native_buildid_cache *c);
+
+/*
+ * Who reads a build-id for @c: native_maps__read_build_id() unless set. @fn returns what
+ * it does; any other negative errno means the file is not to be parsed (the entry is
+ * marked refused and nothing is cached for it).
+ */
+typedef int (*native_buildid_read_fn)(void *arg, int fd, const char *what, uint8_t *id,
+				      size_t cap);
+void native_buildid_cache__reader(struct native_buildid_cache *c, native_buildid_read_fn fn,
+				  void *arg);
 void native_buildid_cache__stats(const struct native_buildid_cache *c,
 				 struct native_buildid_stats *st);
 

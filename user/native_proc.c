@@ -4,11 +4,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "native_fp.h"
-#include "native_fpcheck.h"
 
 struct native_proc {
 	pid_t pid;
@@ -193,27 +191,22 @@ static int names(const char *mp, const char *path)
 	return a >= b && !strcmp(mp + a - b, path) && (a == b || path[0] == '/');
 }
 
-int native_proc__frame_pointers(struct native_proc *p, const char *path, int *yes)
+int native_proc__open_object(struct native_proc *p, const char *path)
 {
-	struct native_fpcheck fc;
-	int fd = -ENOENT, err;
+	int err;
 
-	*yes = 0;
 	if (!p->maps) {
 		err = reread(p, clock__mono_ns());
 		if (err)
 			return err;
 	}
-	for (size_t i = 0; i < p->maps->n && fd == -ENOENT; i++)
-		if (names(p->maps->maps[i].path, path))
-			fd = native_maps__open(p->maps, &p->maps->maps[i]);
-	if (fd < 0)
-		return fd;
-	err = native_fpcheck__file(fd, &fc);
-	close(fd);
-	if (!err)
-		*yes = fc.frame_pointers;
-	return err;
+	for (size_t i = 0; i < p->maps->n; i++) {
+		const struct native_map *e = &p->maps->maps[i];
+
+		if (names(e->path, path))
+			return e->refused ? -EPERM : native_maps__open(p->maps, e);
+	}
+	return -ENOENT;
 }
 
 const struct native_maps *native_proc__maps(const struct native_proc *p)

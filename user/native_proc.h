@@ -49,12 +49,12 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 			 uint64_t now_ns, struct native_stack *out);
 
 /*
- * Whether the object mapped from @path (as the target sees it: the end of a maps path)
- * was built with frame pointers (native_fpcheck.h): 0 with *@yes, -ENOENT if no
- * executable mapping is of it, or the errno of reading the maps or opening it. Reads
- * the maps now if the process has none yet.
+ * Opens the object mapped from @path (as the target sees it: the end of a maps path),
+ * as native_maps__open() does: a descriptor, -ENOENT if no executable mapping is of it,
+ * -EPERM if it is refused (native_map.refused), or the errno of reading the maps or
+ * opening it. Reads the maps now if the process has none yet.
  */
-int native_proc__frame_pointers(struct native_proc *p, const char *path, int *yes);
+int native_proc__open_object(struct native_proc *p, const char *path);
 
 /*
  * Reads the maps again if walks used them and they are NATIVE_PROC_REREAD_NS old. The

@@ -378,6 +378,8 @@ static int report_one(struct native_unwind *u, const struct native_maps *m,
 	void **ud;
 	int fd, is_exec = 0, err;
 
+	if (e->refused)
+		return -EPERM;
 	fd = native_maps__open(m, e);
 	if (fd >= 0)
 		fd = hostile_file__copy(fd);	/* libdwfl maps what it is given */

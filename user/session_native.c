@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -20,6 +21,7 @@
 #include "native_merge.h"
 #include "native_proc.h"
 #include "native_sym.h"
+#include "native_worker.h"
 #include "session_priv.h"
 #include "vec.h"
 
@@ -31,6 +33,7 @@
 struct session_native {
 	struct native_sym *syms;
 	struct native_buildid_cache *ids;
+	struct native_worker *worker;	/* parses what targets map */
 	struct native_stack walk;
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
 	struct agg_frame names[NATIVE_MAX_FRAMES];
@@ -51,6 +54,11 @@ _Static_assert(sizeof(((struct run_stats *)0)->native_ends) ==
 		       sizeof(((struct session_native *)0)->results),
 	       "run_stats has a counter for each end and result");
 
+static int read_build_id(void *arg, int fd, const char *what, uint8_t *id, size_t cap)
+{
+	return native_worker__build_id(arg, fd, what, id, cap);
+}
+
 int session_native__new(struct session *s)
 {
 	struct session_native *n;
@@ -60,11 +68,19 @@ int session_native__new(struct session *s)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
+	/* First: the worker is a fresh image, but the fewer descriptors it sees closed the
+	 * better. */
+	err = native_worker__new(&n->worker);
+	if (err) {
+		pr_warn("--native: the parsing worker cannot be started: %s\n", strerror(-err));
+		goto fail;
+	}
 	err = native_sym__new(NATIVE_SYM_BYTES, &n->syms);
 	if (!err)
 		err = native_buildid_cache__new(NATIVE_BUILDID_BYTES, &n->ids);
 	if (err)
 		goto fail;
+	native_buildid_cache__reader(n->ids, read_build_id, n->worker);
 	id = strtab__intern(s->strs, "[native unmatched]", 18);
 	if (id < 0) {
 		err = (int)id;
@@ -76,6 +92,7 @@ int session_native__new(struct session *s)
 fail:
 	native_buildid_cache__free(n->ids);
 	native_sym__free(n->syms);
+	native_worker__free(n->worker);
 	free(n);
 	return err;
 }
@@ -88,6 +105,7 @@ void session_native__free(struct session *s)
 		return;
 	native_buildid_cache__free(n->ids);
 	native_sym__free(n->syms);
+	native_worker__free(n->worker);
 	free(n->pair);
 	free(n);
 	s->native = NULL;
@@ -102,21 +120,25 @@ void session_native__free(struct session *s)
  */
 static int choose_unwind(struct session *s, struct target *t)
 {
-	int yes = 0, err;
+	struct native_fpcheck fc = { 0 };
+	int fd, err;
 
 	t->native_fp = s->opts.native_unwind == SESSION_UNWIND_FP;
 	if (s->opts.native_unwind != SESSION_UNWIND_AUTO &&
 	    s->opts.native_unwind != SESSION_UNWIND_DEFAULT)
 		return 0;
-	err = native_proc__frame_pointers(t->native, t->interp.path, &yes);
-	if (err == -ENOMEM)
-		return err;
+	fd = native_proc__open_object(t->native, t->interp.path);
+	if (fd == -ENOMEM)
+		return fd;
+	err = fd < 0 ? fd : native_worker__fpcheck(s->native->worker, fd, t->interp.path, &fc);
+	if (fd >= 0)
+		close(fd);
 	if (err)
 		pr_debug("pid %d: %s: frame pointers unknown (%s): stack copies\n",
 			 (int)t->interp.pid, t->interp.path, strerror(-err));
-	t->native_fp = yes;
+	t->native_fp = !err && fc.frame_pointers;
 	pr_info("pid %d: native frames by %s\n", (int)t->interp.pid,
-		yes ? "frame-pointer walks" : "stack copies");
+		t->native_fp ? "frame-pointer walks" : "stack copies");
 	return 0;
 }
 
@@ -433,12 +455,19 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 void session_native__stats(const struct session *s, struct run_stats *st)
 {
 	const struct session_native *n = s->native;
+	struct native_worker_stats w;
 	struct native_sym_stats sym;
 
 	if (!n)
 		return;
 	native_sym__stats(n->syms, &sym);
+	native_worker__stats(n->worker, &w);
 	st->native_demangle_given_up += sym.demangle_given_up;
+	st->native_worker_starts += w.starts;
+	st->native_worker_timeouts += w.timeouts;
+	st->native_worker_deaths += w.deaths;
+	st->native_worker_quarantined += w.quarantined;
+	st->native_worker_refused += w.refused;
 	st->native_walks += n->walks;
 	st->native_frames += n->frames;
 	st->native_failed += n->failed;

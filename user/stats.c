@@ -187,6 +187,11 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		/* C++ names left as the object has them because demangling them was not
 		 * safe: too long, too slow, too large an answer (native_demangle.h) */
 		{ "native_demangle_given_up", FIELD_U64, .u = s->native_demangle_given_up },
+		{ "native_worker_starts", FIELD_U64, .u = s->native_worker_starts },
+		{ "native_worker_timeouts", FIELD_U64, .u = s->native_worker_timeouts },
+		{ "native_worker_deaths", FIELD_U64, .u = s->native_worker_deaths },
+		{ "native_worker_quarantined", FIELD_U64, .u = s->native_worker_quarantined },
+		{ "native_worker_refused", FIELD_U64, .u = s->native_worker_refused },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

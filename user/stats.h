@@ -81,6 +81,10 @@ struct run_stats {
 	uint64_t native_merges[3];
 	uint64_t native_cut_marked;	/* stacks given "[native walk cut: ...]" */
 	uint64_t native_demangle_given_up;	/* C++ names kept mangled for safety */
+	/* The parsing worker (native_worker.h): started, killed past the deadline, dead in
+	 * a request, files quarantined, and requests refused for a quarantined file. */
+	uint64_t native_worker_starts, native_worker_timeouts, native_worker_deaths;
+	uint64_t native_worker_quarantined, native_worker_refused;
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */

@@ -1,0 +1,168 @@
+"""The parsing worker of `record --native`: the ELF objects a target maps are parsed by a
+process that runs as nobody, without capabilities, under no_new_privs and a seccomp
+allow-list, and whose descriptors are its socket and /dev/null. A parse that hangs,
+crashes it, or tries a system call off its list costs that object's names (it is
+quarantined, its frames [unknown]) and never the profile.
+
+The faults are real: libraries built here carry a section that the worker, when the
+tests' switch is in the profiler's environment, answers by looping, writing through a
+null pointer, or opening /etc/passwd."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Harness, show
+
+FAULTS = ("hang", "crash", "open")
+LIB_SRC = """
+{marker}
+double {name}_burn(double x)
+{{
+	for (int i = 0; i < 300000; i++)
+		x = x * 1.0000001 + 0.5;
+	return x;
+}}
+"""
+WORKLOAD = r'''
+import ctypes, os, sys, time
+libs = {}
+for path in sys.argv[3:]:
+    name = os.path.basename(path)[3:-3]
+    fn = getattr(ctypes.CDLL(path), name + "_burn")
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_double]
+    libs[name] = fn
+
+def call_plain(): libs["plain"](1.0)
+def call_hang(): libs["hang"](1.0)
+def call_crash(): libs["crash"](1.0)
+def call_open(): libs["open"](1.0)
+
+callers = [globals()["call_" + n] for n in libs]
+open(sys.argv[1], "w").close()
+stop = time.monotonic() + float(sys.argv[2])
+while time.monotonic() < stop:
+    for c in callers:
+        c()
+'''
+
+
+def build_lib(tmp_path, name):
+    marker = ("" if name == "plain" else
+              f'__attribute__((used, section(".pbp_worker_{name}"))) '
+              f'static const char marker[] = "{name}";')
+    src = tmp_path / f"{name}.c"
+    src.write_text(LIB_SRC.format(marker=marker, name=name))
+    lib = tmp_path / f"lib{name}.so"
+    p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"building {lib.name} failed:\n{p.stderr}"
+    return lib
+
+
+def start_workload(h, tmp_path, names, seconds):
+    libs = [build_lib(tmp_path, n) for n in names]
+    script = tmp_path / "worker_faults.py"
+    script.write_text(WORKLOAD)
+    ready = tmp_path / "ready"
+    w = h.spawn([sys.executable, str(script), str(ready), str(seconds)] + [str(p) for p in libs])
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert w.poll() is None and time.monotonic() < deadline, "the workload did not start"
+        time.sleep(0.02)
+    return w
+
+
+def worker_of(pid):
+    """The pid of the parsing worker that profiler @pid started, or None."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            status = (d / "status").read_text()
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in status and argv[1:2] == [b"__native-worker"]:
+            return int(d.name)
+    return None
+
+
+def field(status, name):
+    return next(line.split(":", 1)[1].split() for line in status.splitlines()
+                if line.startswith(name + ":"))
+
+
+def test_the_parsing_worker_is_confined(tmp_path, profiler_bin):
+    h = Harness(tmp_path, profiler_bin)
+    out = tmp_path / "prof.txt"
+    try:
+        w = start_workload(h, tmp_path, ["plain"], 30)
+        prof = subprocess.Popen([profiler_bin, "record", "-p", str(w.pid), "--native", "-r",
+                                 "199", "-d", "4", "-f", "collapsed", "-o", str(out)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        worker = None
+        while worker is None and prof.poll() is None and time.monotonic() < deadline:
+            worker = worker_of(prof.pid)
+            time.sleep(0.05)
+        assert worker, "no parsing worker runs beside record --native"
+        status = Path(f"/proc/{worker}/status").read_text()
+        fds = {int(f.name): os.readlink(f) for f in Path(f"/proc/{worker}/fd").iterdir()}
+        limits = Path(f"/proc/{worker}/limits").read_text()
+        _, err = prof.communicate(timeout=60)
+    finally:
+        if prof.poll() is None:
+            prof.kill()
+        h.close()
+    assert prof.returncode == 0, err
+    assert field(status, "Uid") == ["65534"] * 4, status
+    assert field(status, "Gid") == ["65534"] * 4, status
+    for caps in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(field(status, caps)[0], 16) == 0, status
+    assert field(status, "NoNewPrivs") == ["1"], status
+    assert field(status, "Seccomp") == ["2"], status
+    assert sorted(fds) == [0, 1, 2, 3], fds
+    assert all(fds[i] == "/dev/null" for i in (0, 1, 2)), fds
+    assert fds[3].startswith("socket:"), fds
+    assert any(line.startswith("Max processes") and line.split()[2:4] == ["0", "0"]
+               for line in limits.splitlines()), limits
+    assert any(line.startswith("Max address space") and line.split()[3] != "unlimited"
+               for line in limits.splitlines()), limits
+    text = out.read_text()
+    assert ";plain_burn" in text, f"no named frame in the library:\n{text[:3000]}"
+
+
+def test_a_parse_that_hangs_or_faults_costs_that_object_not_the_profile(
+        tmp_path, profiler_bin, monkeypatch):
+    monkeypatch.setenv("PBP_TEST_WORKER_FAULTS", "1")
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = start_workload(h, tmp_path, ["plain"] + list(FAULTS), 60)
+        r = h.record_pid(w.pid, rate=199, duration=8, extra=["--native"], timeout=60)
+        prof = r.check_ok()
+    finally:
+        h.close()
+    st = r.stats()
+    assert st["native_worker_timeouts"] == 1, st
+    assert st["native_worker_deaths"] == 2, st
+    assert st["native_worker_quarantined"] == 3, st
+    assert st["native_worker_starts"] >= 3, st
+    for name, why in (("hang", "took longer than the deadline"),
+                      ("crash", "killed the parsing worker (SIGSEGV)"),
+                      ("open", "killed the parsing worker (SIGSYS)")):
+        lines = [line for line in r.stderr.splitlines() if f"/lib{name}.so" in line]
+        assert len(lines) == 1 and why in lines[0], r.stderr
+    names = {f.name for s in prof for f in s.frames}
+    assert any(n.startswith("plain_burn") for n in names), \
+        f"the sound library lost its names:\n{show(prof)}"
+    for name in FAULTS:
+        assert not any(f"{name}_burn" in n for n in names), \
+            f"{name}: a quarantined object was named\n{show(prof)}"
+        callers = [s for s in prof if any(f.name == f"call_{name}" for f in s.frames)]
+        assert callers, f"no sample under call_{name}: the profile lost them\n{show(prof)}"

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The order matters. Limits and the capability bounding set are set while still root
+ * (dropping bounding capabilities needs CAP_SETPCAP); then groups, gid and uid, after
+ * which the kernel clears the permitted and effective sets (no SECBIT_KEEP_CAPS);
+ * then no_new_privs, which seccomp needs from an unprivileged caller and which makes a
+ * later exec of a set-uid file gain nothing; the filter last, so that the calls above
+ * need not be on its list. The process is made non-dumpable as well: another process
+ * of the same uid (65534 is every "nobody" on the host) cannot then ptrace it or read
+ * its memory.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "privs.h"
+
+/* Filter words: the architecture check (4), the x32 check (2), one per call, and the
+ * two returns. */
+#define SANDBOX_MAX_SYSCALLS 200
+
+static int limit(int resource, uint64_t soft, uint64_t hard)
+{
+	const struct rlimit r = { .rlim_cur = soft, .rlim_max = hard };
+
+	return setrlimit(resource, &r) ? -errno : 0;
+}
+
+/* The address space mapped now, in bytes (a sanitizer build reserves terabytes of
+ * shadow before main). */
+static int mapped_now(uint64_t *bytes)
+{
+	unsigned long long pages;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int n;
+
+	if (!f)
+		return -errno;
+	n = fscanf(f, "%llu", &pages);
+	fclose(f);
+	if (n != 1)
+		return -EIO;
+	*bytes = pages * (uint64_t)sysconf(_SC_PAGESIZE);
+	return 0;
+}
+
+static int drop_bounding_set(void)
+{
+	for (int cap = 0; cap <= 63; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) && errno != EINVAL)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) && errno != EINVAL)
+		return -errno;
+	return 0;
+}
+
+/* A profiler run by another user than root with capabilities keeps its uid: the
+ * capabilities go all the same. */
+static int drop_capabilities(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { 0 };
+
+	return syscall(SYS_capset, &h, d) ? -errno : 0;
+}
+
+/* Kills the process on any call of another architecture, an x32 call, or a call not
+ * on the list. */
+static int install_filter(const int *calls, size_t n)
+{
+	struct sock_filter f[8 + SANDBOX_MAX_SYSCALLS];
+	struct sock_fprog prog;
+	size_t k = 0;
+
+	if (n > SANDBOX_MAX_SYSCALLS)
+		return -E2BIG;
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	/* Call i jumps over the n - 1 - i tests after it and the kill. */
+	for (size_t i = 0; i < n; i++)
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)calls[i],
+						      (uint8_t)(n - i), 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog = (struct sock_fprog){ .len = (unsigned short)k, .filter = f };
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) ? -errno : 0;
+}
+
+int sandbox__enter(const struct sandbox_limits *l)
+{
+	uint64_t mapped = 0;
+	int err;
+
+	err = mapped_now(&mapped);
+	if (!err)
+		err = limit(RLIMIT_AS, mapped + l->mem_bytes, mapped + l->mem_bytes);
+	if (!err)
+		err = limit(RLIMIT_CPU, l->cpu_s, l->cpu_s + 1);
+	if (!err)
+		err = limit(RLIMIT_NOFILE, l->files, l->files);
+	if (!err)
+		err = limit(RLIMIT_CORE, 0, 0);
+	if (!err)
+		err = limit(RLIMIT_FSIZE, 0, 0);
+	if (!err)
+		err = limit(RLIMIT_NPROC, 0, 0);
+	if (!err)
+		err = drop_bounding_set();
+	if (err)
+		return err;
+	err = privs__become(l->uid, l->gid);
+	if (!err)
+		err = drop_capabilities();
+	if (err)
+		return err;
+	/* Back to root must now be impossible. */
+	if (!geteuid() || !setuid(0))
+		return -EPERM;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		return -errno;
+	return install_filter(l->syscalls, l->nsyscalls);
+}
