@@ -229,7 +229,8 @@ def test_bench_smoke_saturated_part_measures_every_profiler_and_the_host_wide_on
     _, res, log = smoke
     sat = res["saturated"]
     rows = {r["config"]: r for r in sat["rows"]}
-    assert set(rows) == {"unprofiled", "pybpfprof @ 1000", "pybpfprof --no-bpf @ 1000",
+    assert set(rows) == {"unprofiled", "pybpfprof @ 1000", "pybpfprof --native @ 1000",
+                         "pybpfprof --no-bpf @ 1000",
                          "profiling.sampling wall @ 1000", "pybpfprof record -a",
                          "pybpfprof agent", "pybpfprof record -a --clock tick"}, rows.keys()
     assert rows["unprofiled"]["failed"] == 0 and finite(rows["unprofiled"]["work"], 1), \

@@ -7,13 +7,18 @@ CAP_SYS_ADMIN), set as bounding, inheritable and ambient sets with setpriv, as r
   function at its burn line, with a BPF cost per sample that is measured, not 0.
 - `-a` samples the workload under its own process root.
 - `agent` starts, and its /metrics counts samples of the workload.
+- `record --native` unwinds in a parsing worker that keeps uid 0 (no CAP_SETUID) but
+  has no capability left, no_new_privs and its seccomp filter.
 - The same three on the scheduler's tick (`--clock tick`), which needs no kernel
   address from kallsyms: these capabilities do not show any."""
 
+import json
 import re
 import subprocess
+import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +140,36 @@ def test_agent_starts_and_samples(burner, tmp_path, clock):
         assert "scheduler's tick" not in log() and clocks > 0, (clocks, log())
     proc.terminate()
     assert proc.wait(30) == 0, log()
+
+
+def test_record_native_parses_in_a_confined_worker(burner, tmp_path):
+    """--native with the deployment's capabilities: no CAP_SETUID, so the parsing worker
+    keeps uid 0, but with no capability left, no_new_privs and its seccomp filter; and
+    it unwinds (the profile has native frames under the workload's Python ones)."""
+    from test_native_worker import field, worker_of
+    h, w = burner
+    out = tmp_path / "native.txt"
+    st = tmp_path / "native.json"
+    argv = least_privilege(h.profiler_argv(["record", "-p", w.pid, "--native", "-r", 199,
+                                            "-d", 4, "-f", "collapsed", "-o", out,
+                                            "--stats-file", st]))
+    prof = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        worker, deadline = None, time.monotonic() + 20
+        while worker is None and prof.poll() is None and time.monotonic() < deadline:
+            worker = worker_of(prof.pid)
+            time.sleep(0.05)
+        status = Path(f"/proc/{worker}/status").read_text() if worker else ""
+        _, err = prof.communicate(timeout=60)
+    finally:
+        if prof.poll() is None:
+            prof.kill()
+    assert worker, f"no parsing worker ran:\n{err}"
+    assert prof.returncode == 0, err
+    for caps in ("CapInh", "CapPrm", "CapEff", "CapAmb"):
+        assert int(field(status, caps)[0], 16) == 0, status
+    assert field(status, "NoNewPrivs") == ["1"] and field(status, "Seccomp") == ["2"], status
+    stats = json.loads(st.read_text())
+    assert stats["native_walks"] > 0 and stats["native_worker_deaths"] == 0, stats
+    assert stats["native_end_outermost"] >= stats["native_walks"] // 2, stats

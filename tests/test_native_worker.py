@@ -6,7 +6,7 @@ quarantined, its frames [unknown]) and never the profile.
 
 The faults are real: libraries built here carry a section that the worker, when the
 tests' switch is in the profiler's environment, answers by looping, writing through a
-null pointer, or opening /etc/passwd."""
+null pointer, or opening a socket."""
 
 import os
 import subprocess
@@ -18,7 +18,7 @@ import pytest
 
 from conftest import Harness, show
 
-FAULTS = ("hang", "crash", "open")
+FAULTS = ("hang", "crash", "socket")
 LIB_SRC = """
 {marker}
 double {name}_burn(double x)
@@ -41,7 +41,8 @@ for path in sys.argv[3:]:
 def call_plain(): libs["plain"](1.0)
 def call_hang(): libs["hang"](1.0)
 def call_crash(): libs["crash"](1.0)
-def call_open(): libs["open"](1.0)
+def call_socket(): libs["socket"](1.0)
+def call_escape(): libs["escape"](1.0)
 
 callers = [globals()["call_" + n] for n in libs]
 open(sys.argv[1], "w").close()
@@ -155,7 +156,7 @@ def test_a_parse_that_hangs_or_faults_costs_that_object_not_the_profile(
     assert st["native_worker_starts"] >= 3, st
     for name, why in (("hang", "took longer than the deadline"),
                       ("crash", "killed the parsing worker (SIGSEGV)"),
-                      ("open", "killed the parsing worker (SIGSYS)")):
+                      ("socket", "killed the parsing worker (SIGSYS)")):
         lines = [line for line in r.stderr.splitlines() if f"/lib{name}.so" in line]
         assert len(lines) == 1 and why in lines[0], r.stderr
     names = {f.name for s in prof for f in s.frames}
@@ -166,3 +167,25 @@ def test_a_parse_that_hangs_or_faults_costs_that_object_not_the_profile(
             f"{name}: a quarantined object was named\n{show(prof)}"
         callers = [s for s in prof if any(f.name == f"call_{name}" for f in s.frames)]
         assert callers, f"no sample under call_{name}: the profile lost them\n{show(prof)}"
+
+
+def test_the_profiler_hands_the_worker_only_files_the_target_maps(tmp_path, profiler_bin,
+                                                                  monkeypatch):
+    """A worker taken over asks for /etc/shadow as a mapped file, as debug files through
+    '..' and outside any debug directory, and as a host file: each ask is refused (a
+    descriptor handed over would crash it, which the stats would show), and the object
+    it parsed keeps its names."""
+    monkeypatch.setenv("PBP_TEST_WORKER_FAULTS", "1")
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = start_workload(h, tmp_path, ["plain", "escape"], 60)
+        r = h.record_pid(w.pid, rate=199, duration=3, extra=["--native"], timeout=60)
+        prof = r.check_ok()
+    finally:
+        h.close()
+    st = r.stats()
+    assert st["native_worker_deaths"] == 0 and st["native_worker_quarantined"] == 0, st
+    # Five refusals each time the worker opens the library (its build-id, the unwinder).
+    assert st["native_worker_refused"] >= 5, st
+    names = {f.name for s in prof for f in s.frames}
+    assert any(n.startswith("escape_burn") for n in names), show(prof)

@@ -64,7 +64,7 @@ int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_nati
 		if (!err)
 			err = native_proc__with_maps(maps, &d->proc);
 	} else {
-		err = native_proc__new(pid, d->ids, &d->proc);
+		err = native_proc__new(pid, NULL, d->ids, &d->proc);
 	}
 	if (err)
 		goto fail;

@@ -36,8 +36,6 @@ struct native_buildid_cache {
 	size_t n, cap;
 	struct hashmap index;
 	size_t max_bytes;
-	native_buildid_read_fn read;
-	void *read_arg;
 	struct native_buildid_stats st;
 };
 
@@ -80,13 +78,6 @@ void native_buildid_cache__free(struct native_buildid_cache *c)
 	hashmap__free(&c->index);
 	free(c->e);
 	free(c);
-}
-
-void native_buildid_cache__reader(struct native_buildid_cache *c, native_buildid_read_fn fn,
-				  void *arg)
-{
-	c->read = fn;
-	c->read_arg = arg;
 }
 
 static size_t cache_bytes(const struct native_buildid_cache *c)
@@ -157,15 +148,15 @@ cleanup:
 }
 
 /* The build-id of @e's file, through @cache. */
-static void map_build_id(const struct native_maps *m, struct native_map *e,
-			 struct native_buildid_cache *cache)
+static void map_build_id(const struct native_maps *m, const struct native_files *files,
+			 struct native_map *e, struct native_buildid_cache *cache)
 {
 	struct buildid_entry key = { 0 };
 	struct stat st;
 	uint32_t idx;
 	int fd, n;
 
-	fd = native_maps__open(m, e);
+	fd = native_files__mapped(files, m, e);
 	if (fd < 0) {
 		e->open_err = (int8_t)(fd < -127 ? -EIO : fd);
 		return;
@@ -186,12 +177,7 @@ static void map_build_id(const struct native_maps *m, struct native_map *e,
 		goto cleanup;
 	}
 	cache->st.misses++;
-	n = cache->read ? cache->read(cache->read_arg, fd, e->path, key.id, sizeof(key.id))
-			: native_maps__read_build_id(fd, key.id, sizeof(key.id));
-	if (n < 0 && n != -ENOEXEC) {
-		e->refused = 1;
-		goto cleanup;
-	}
+	n = native_maps__read_build_id(fd, key.id, sizeof(key.id));
 	if (n > 0) {
 		key.len = (uint8_t)n;
 		memcpy(e->build_id, key.id, key.len);
@@ -340,16 +326,16 @@ int native_maps__add(struct native_maps *m, const struct native_map *e, const ch
 }
 
 /* The whole of /proc/PID/maps, up to NATIVE_MAPS_MAX_TEXT. */
-static int read_maps_text(pid_t pid, char **out, size_t *len)
+static int read_maps_text(pid_t pid, const struct native_files *files, char **out,
+			  size_t *len)
 {
 	size_t cap = 64 << 10, n = 0;
-	char path[64], *buf = NULL;
+	char *buf = NULL;
 	int fd, err;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = native_files__maps(files, pid);
 	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
+		return fd;
 	buf = malloc(cap);
 	if (!buf) {
 		err = -ENOMEM;
@@ -395,7 +381,8 @@ cleanup:
 	return err;
 }
 
-int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct native_maps **out)
+int native_maps__read(pid_t pid, const struct native_files *files,
+		      struct native_buildid_cache *cache, struct native_maps **out)
 {
 	struct native_maps *m = calloc(1, sizeof(*m));
 	char *text = NULL;
@@ -405,9 +392,9 @@ int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct nati
 	if (!m)
 		return -ENOMEM;
 	m->pid = pid;
-	if (proc__root(pid, m->root, sizeof(m->root)))
+	if (native_files__root(files, pid, m->root, sizeof(m->root)))
 		m->root[0] = '\0';
-	err = read_maps_text(pid, &text, &len);
+	err = read_maps_text(pid, files, &text, &len);
 	if (err)
 		goto cleanup;
 	err = native_maps__parse(m, text, len);
@@ -424,10 +411,9 @@ int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct nati
 			memcpy(m->maps[i].build_id, m->maps[i - 1].build_id, NATIVE_BUILD_ID_MAX);
 			m->maps[i].build_id_len = m->maps[i - 1].build_id_len;
 			m->maps[i].open_err = m->maps[i - 1].open_err;
-			m->maps[i].refused = m->maps[i - 1].refused;
 			continue;
 		}
-		map_build_id(m, &m->maps[i], cache);
+		map_build_id(m, files, &m->maps[i], cache);
 	}
 	*out = m;
 	m = NULL;
@@ -470,7 +456,7 @@ const struct native_map *native_maps__find(const struct native_maps *m, uint64_t
 
 /* @path (as we see it) inside the target's root: the root's path taken off the front,
  * so that a chroot's files resolve through /proc/PID/root; @path itself otherwise. */
-static const char *in_root(const struct native_maps *m, const char *path)
+const char *native_maps__in_root(const struct native_maps *m, const char *path)
 {
 	size_t n = strlen(m->root);
 
@@ -501,7 +487,7 @@ int native_maps__open(const struct native_maps *m, const struct native_map *e)
 	/* The maps path is the one the kernel resolved: a symbolic link in its place now
 	 * was put there since, so the last one is not followed. The open is checked to be
 	 * the mapped inode, so a name that now leads elsewhere is refused (-ESTALE). */
-	if (snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)m->pid, in_root(m, e->path)) <
+	if (snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)m->pid, native_maps__in_root(m, e->path)) <
 	    (int)sizeof(buf)) {
 		fd = hostile_file__open(AT_FDCWD, buf, HOSTILE_FILE_NOFOLLOW, &id, NULL);
 		if (fd >= 0)
@@ -513,4 +499,57 @@ int native_maps__open(const struct native_maps *m, const struct native_map *e)
 	if (fd >= 0)
 		return fd;
 	return best == -ENOENT ? fd : best;
+}
+
+/* ---- Opening directly ---- */
+
+static int direct_maps(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
+/* .build-id entries are symbolic links, followed inside the target's root as the
+ * target would follow them (an absolute one too: HOSTILE_FILE_IN_ROOT). */
+static int direct_debug(pid_t pid, int in_root, const char *path)
+{
+	char root[64];
+	int rfd, fd;
+
+	if (!in_root)
+		return hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	fd = hostile_file__open(rfd, path, HOSTILE_FILE_IN_ROOT, NULL, NULL);
+	close(rfd);
+	return fd;
+}
+
+int native_files__maps(const struct native_files *f, pid_t pid)
+{
+	return f ? f->maps(f->arg, pid) : direct_maps(pid);
+}
+
+int native_files__root(const struct native_files *f, pid_t pid, char *buf, size_t len)
+{
+	return f ? f->root(f->arg, pid, buf, len) : proc__root(pid, buf, len);
+}
+
+int native_files__mapped(const struct native_files *f, const struct native_maps *m,
+			 const struct native_map *e)
+{
+	return f ? f->mapped(f->arg, m, e) : native_maps__open(m, e);
+}
+
+int native_files__debug(const struct native_files *f, pid_t pid, int in_root, const char *path)
+{
+	return f ? f->debug(f->arg, pid, in_root, path) : direct_debug(pid, in_root, path);
 }

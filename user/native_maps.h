@@ -33,8 +33,6 @@ struct native_map {
 	uint8_t build_id[NATIVE_BUILD_ID_MAX];
 	uint8_t build_id_len; /* 0: none, or the file could not be read */
 	int8_t open_err;      /* 0, or -errno of the last failed open (-ENOENT, -ESTALE...) */
-	uint8_t refused;      /* the cache's reader would not parse it (a quarantined file,
-			       * native_worker.h): nothing else is to parse it either */
 };
 
 struct native_maps {
@@ -52,6 +50,31 @@ struct native_maps {
 };
 
 /*
+ * How the native layer opens what a target names: directly, as root, by default
+ * (NULL); or, in the parsing worker, by asking the profiler, which checks each ask
+ * against the target's maps and opens the file itself (native_worker.h). Each returns
+ * a descriptor or a negative errno.
+ */
+struct native_files {
+	/* /proc/@pid/maps */
+	int (*maps)(void *arg, pid_t pid);
+	/* proc__root() of @pid: 0 with the path in @buf, or a negative errno */
+	int (*root)(void *arg, pid_t pid, char *buf, size_t len);
+	/* The file @e of @m maps, checked to be its inode (native_maps__open()). */
+	int (*mapped)(void *arg, const struct native_maps *m, const struct native_map *e);
+	/* A debug-file candidate: @path inside the root of process @pid, or as it is on
+	 * this host for a core's files (@in_root 0). */
+	int (*debug)(void *arg, pid_t pid, int in_root, const char *path);
+	void *arg;
+};
+
+int native_files__maps(const struct native_files *f, pid_t pid);
+int native_files__root(const struct native_files *f, pid_t pid, char *buf, size_t len);
+int native_files__mapped(const struct native_files *f, const struct native_maps *m,
+			 const struct native_map *e);
+int native_files__debug(const struct native_files *f, pid_t pid, int in_root, const char *path);
+
+/*
  * Build-ids by file identity, so that the ELF notes of a library every process maps
  * are read once. The key is (dev, ino, size, mtime) of the opened file: an inode
  * reused for another file after a delete has another mtime. Bounded in bytes: when
@@ -67,15 +90,6 @@ struct native_buildid_stats {
 int native_buildid_cache__new(size_t max_bytes, struct native_buildid_cache **out);
 void native_buildid_cache__free(struct native_buildid_cache *c);
 
-/*
- * Who reads a build-id for @c: native_maps__read_build_id() unless set. @fn returns what
- * it does; any other negative errno means the file is not to be parsed (the entry is
- * marked refused and nothing is cached for it).
- */
-typedef int (*native_buildid_read_fn)(void *arg, int fd, const char *what, uint8_t *id,
-				      size_t cap);
-void native_buildid_cache__reader(struct native_buildid_cache *c, native_buildid_read_fn fn,
-				  void *arg);
 void native_buildid_cache__stats(const struct native_buildid_cache *c,
 				 struct native_buildid_stats *st);
 
@@ -90,10 +104,11 @@ int native_maps__parse(struct native_maps *m, const char *buf, size_t len);
 
 /*
  * Reads /proc/@pid/maps into a new *@out, with build-ids through @cache (may be NULL:
- * no build-ids). -ESRCH if the process is gone, -EACCES, -E2BIG past
- * NATIVE_MAPS_MAX_TEXT, -ENOMEM.
+ * no build-ids), files opened through @files (NULL: directly). -ESRCH if the process
+ * is gone, -EACCES, -E2BIG past NATIVE_MAPS_MAX_TEXT, -ENOMEM.
  */
-int native_maps__read(pid_t pid, struct native_buildid_cache *cache, struct native_maps **out);
+int native_maps__read(pid_t pid, const struct native_files *files,
+		      struct native_buildid_cache *cache, struct native_maps **out);
 void native_maps__free(struct native_maps *m);
 
 /* Appends @e (its path copied from @path), keeping m->hash. 0 or -ENOMEM; past
@@ -110,6 +125,9 @@ const struct native_map *native_maps__find(const struct native_maps *m, uint64_t
  * the target's root, then the path as we see it).
  */
 int native_maps__open(const struct native_maps *m, const struct native_map *e);
+
+/* @path (a maps path of @m) as the target names it: without its root's own path. */
+const char *native_maps__in_root(const struct native_maps *m, const char *path);
 
 /* The build-id of the ELF file open at @fd: its length (0: none), or -ENOEXEC. */
 int native_maps__read_build_id(int fd, uint8_t *id, size_t cap);

@@ -10,6 +10,7 @@
 
 struct native_proc {
 	pid_t pid;
+	const struct native_files *files;	/* NULL: opened directly */
 	struct native_buildid_cache *ids;	/* the session's */
 	struct native_maps *maps;
 	struct native_unwind *unwind;
@@ -22,7 +23,8 @@ struct native_proc {
 	struct native_proc_stats st;
 };
 
-int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_proc **out)
+int native_proc__new(pid_t pid, const struct native_files *files,
+		     struct native_buildid_cache *ids, struct native_proc **out)
 {
 	struct native_proc *p;
 	int err;
@@ -31,9 +33,10 @@ int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_
 	if (!p)
 		return -ENOMEM;
 	p->pid = pid;
+	p->files = files;
 	p->ids = ids;
 	p->rereads = NATIVE_PROC_REREAD_BURST;
-	err = native_unwind__new(&p->unwind);
+	err = native_unwind__new(files, &p->unwind);
 	if (err)
 		goto fail;
 	*out = p;
@@ -48,7 +51,7 @@ int native_proc__with_maps(struct native_maps *m, struct native_proc **out)
 	struct native_proc *p;
 	int err;
 
-	err = native_proc__new(m->pid, NULL, &p);
+	err = native_proc__new(m->pid, NULL, NULL, &p);
 	if (err)
 		goto fail;
 	err = native_unwind__set_maps(p->unwind, m);
@@ -86,7 +89,7 @@ static int reread(struct native_proc *p, uint64_t now_ns)
 	p->read_ns = now_ns ? now_ns : 1;
 	p->walked = 0;
 	p->st.maps_reads++;
-	err = native_maps__read(p->pid, p->ids, &m);
+	err = native_maps__read(p->pid, p->files, p->ids, &m);
 	if (!err)
 		err = native_unwind__set_maps(p->unwind, m);
 	if (err) {
@@ -204,7 +207,7 @@ int native_proc__open_object(struct native_proc *p, const char *path)
 		const struct native_map *e = &p->maps->maps[i];
 
 		if (names(e->path, path))
-			return e->refused ? -EPERM : native_maps__open(p->maps, e);
+			return native_files__mapped(p->files, p->maps, e);
 	}
 	return -ENOENT;
 }
@@ -212,6 +215,11 @@ int native_proc__open_object(struct native_proc *p, const char *path)
 const struct native_maps *native_proc__maps(const struct native_proc *p)
 {
 	return p->maps;
+}
+
+void native_proc__watch(struct native_proc *p, native_unwind_watch_fn fn, void *arg)
+{
+	native_unwind__watch(p->unwind, fn, arg);
 }
 
 const struct native_unwind *native_proc__unwind(const struct native_proc *p)

@@ -27,7 +27,10 @@ struct native_proc_stats {
 	uint64_t outside;	/* walks that met a PC in no mapping */
 };
 
-int native_proc__new(pid_t pid, struct native_buildid_cache *ids, struct native_proc **out);
+/* Files are opened through @files (NULL: directly), build-ids read through @ids (NULL:
+ * none); both are kept, not copied. */
+int native_proc__new(pid_t pid, const struct native_files *files,
+		     struct native_buildid_cache *ids, struct native_proc **out);
 /* A process whose maps are @m for good (a core's), which it takes over, also on
  * failure. */
 int native_proc__with_maps(struct native_maps *m, struct native_proc **out);
@@ -50,9 +53,8 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 
 /*
  * Opens the object mapped from @path (as the target sees it: the end of a maps path),
- * as native_maps__open() does: a descriptor, -ENOENT if no executable mapping is of it,
- * -EPERM if it is refused (native_map.refused), or the errno of reading the maps or
- * opening it. Reads the maps now if the process has none yet.
+ * as the process's files are opened: a descriptor, -ENOENT if no executable mapping is
+ * of it, or the errno of reading the maps or opening it. Reads the maps now if the process has none yet.
  */
 int native_proc__open_object(struct native_proc *p, const char *path);
 
@@ -67,6 +69,9 @@ int native_proc__refresh(struct native_proc *p, uint64_t now_ns);
 /* The maps the last walk used (NULL before one), and its unwinder. */
 const struct native_maps *native_proc__maps(const struct native_proc *p);
 const struct native_unwind *native_proc__unwind(const struct native_proc *p);
+
+/* native_unwind__watch() of its unwinder. */
+void native_proc__watch(struct native_proc *p, native_unwind_watch_fn fn, void *arg);
 
 void native_proc__stats(const struct native_proc *p, struct native_proc_stats *st);
 

@@ -47,6 +47,7 @@ struct native_sym {
 	size_t max_bytes;
 	struct native_sym_stats st;
 	struct native_demangle demangle;
+	int keep_mangled;	/* native_sym__keep_mangled() */
 	char scratch[3][1024]; /* module, function, source of an uncached answer */
 };
 
@@ -84,6 +85,11 @@ int native_sym__new(size_t max_bytes, struct native_sym **out)
 	c->max_bytes = max_bytes;
 	*out = c;
 	return 0;
+}
+
+void native_sym__keep_mangled(struct native_sym *c)
+{
+	c->keep_mangled = 1;
 }
 
 void native_sym__free(struct native_sym *c)
@@ -220,7 +226,7 @@ static int demangle(struct native_sym *c, struct answer *a)
 	char *plain;
 	int err;
 
-	if (a->function_len < 2 || strncmp(a->function, "_Z", 2))
+	if (c->keep_mangled || a->function_len < 2 || strncmp(a->function, "_Z", 2))
 		return 0;	/* not mangled: no copy needed to find out */
 	plain = strndup(a->function, a->function_len);
 	if (!plain)

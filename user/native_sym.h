@@ -43,6 +43,9 @@ struct native_sym_stats {
 /* A cache of at most @max_bytes (entries and their strings). */
 int native_sym__new(size_t max_bytes, struct native_sym **out);
 void native_sym__free(struct native_sym *c);
+/* Names are left as the objects have them, not demangled (the parsing worker, which
+ * may not start the demangler's process: its caller demangles). */
+void native_sym__keep_mangled(struct native_sym *c);
 
 /*
  * Names @addr (a native_frame's lookup address) in the process @u unwinds. The strings

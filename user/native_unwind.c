@@ -92,11 +92,13 @@ struct native_unwind {
 	uint64_t generation;
 	pid_t pid;
 	char root[4096];	   /* the target's root as we see it (for debug files) */
-	/* Where the target's files are: /proc/PID/root, open in root_fd, in which names
-	 * resolve as they do for the target; or "" and -1 for a core's (host paths,
-	 * already under --sysroot): a core is never a way into a live process's files. */
+	/* Where the target's files are: /proc/PID/root, in which names resolve as they do
+	 * for the target; or "" for a core's (host paths, already under --sysroot): a core
+	 * is never a way into a live process's files. */
 	char files_root[64];
-	int root_fd;
+	const struct native_files *files; /* how they are opened; NULL: directly */
+	native_unwind_watch_fn watch;	  /* told each PC a walk unwinds from */
+	void *watch_arg;
 	struct native_unwind_stats st;
 
 	/* The walk under way: what the thread callbacks see. */
@@ -228,9 +230,7 @@ static int debug_file_matches(int fd, const unsigned char *bits, int len, GElf_W
 static int try_debug_file(const struct native_unwind *u, const char *path,
 			  const unsigned char *bits, int len, GElf_Word crc)
 {
-	int fd = u->root_fd >= 0 ? hostile_file__open(u->root_fd, path, HOSTILE_FILE_IN_ROOT, NULL,
-						      NULL)
-				 : hostile_file__open(AT_FDCWD, path, 0, NULL, NULL);
+	int fd = native_files__debug(u->files, u->pid, !!u->files_root[0], path);
 
 	if (fd < 0)
 		return -1;
@@ -249,8 +249,8 @@ static int try_debug_file(const struct native_unwind *u, const char *path,
  * /usr/lib/debug/DIR. The standard finder is not used: it looks at host paths and asks
  * debuginfod when DEBUGINFOD_URLS is set (a network fetch in the middle of a profile).
  * .build-id entries are symbolic links, followed inside the target's root as the
- * target would follow them (an absolute one too: HOSTILE_FILE_IN_ROOT); every file
- * found is checked to be the module's (debug_file_matches) before libdwfl reads it.
+ * target would follow them (native_files__debug()); every file found is checked to be
+ * the module's (debug_file_matches) before libdwfl reads it.
  */
 static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			     Dwarf_Addr base, const char *file_name, const char *debuglink_file,
@@ -267,8 +267,6 @@ static int cb_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modn
 	(void)base;
 	if (!u)
 		return -1; /* the [vdso]: no file of its own */
-	if (u->files_root[0] && u->root_fd < 0)
-		return -1; /* the target's root could not be opened */
 	len = dwfl_module_build_id(mod, &bits, &vaddr);
 	if (len > NATIVE_BUILD_ID_MAX)
 		len = 0;
@@ -378,9 +376,7 @@ static int report_one(struct native_unwind *u, const struct native_maps *m,
 	void **ud;
 	int fd, is_exec = 0, err;
 
-	if (e->refused)
-		return -EPERM;
-	fd = native_maps__open(m, e);
+	fd = native_files__mapped(u->files, m, e);
 	if (fd >= 0)
 		fd = hostile_file__copy(fd);	/* libdwfl maps what it is given */
 	if (fd < 0)
@@ -407,25 +403,20 @@ cleanup:
 	return err;
 }
 
-/* The end of our own [vdso] mapping, which starts at @start. */
+/*
+ * The end of our own [vdso] mapping, which starts at @start: the image the kernel maps
+ * is the whole ELF file, its section headers last, rounded up to pages. Read from the
+ * image rather than from /proc/self/maps, which the parsing worker may not open.
+ */
 static uint64_t own_vdso_end(uint64_t start)
 {
-	char line[512];
-	FILE *f = fopen("/proc/self/maps", "re");
-	uint64_t end = 0;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)(uintptr_t)start;
+	uint64_t size, page = (uint64_t)sysconf(_SC_PAGESIZE);
 
-	if (!f)
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
 		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long lo, hi;
-
-		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo == start) {
-			end = hi;
-			break;
-		}
-	}
-	fclose(f);
-	return end;
+	size = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	return start + (size + page - 1) / page * page;
 }
 
 /*
@@ -467,13 +458,13 @@ cleanup:
 	return err;
 }
 
-int native_unwind__new(struct native_unwind **out)
+int native_unwind__new(const struct native_files *files, struct native_unwind **out)
 {
 	struct native_unwind *u = calloc(1, sizeof(*u));
 
 	if (!u)
 		return -ENOMEM;
-	u->root_fd = -1;
+	u->files = files;
 	u->cb.find_elf = cb_find_elf;
 	u->cb.find_debuginfo = cb_find_debuginfo;
 	u->cb.section_address = dwfl_offline_section_address;
@@ -487,9 +478,13 @@ void native_unwind__free(struct native_unwind *u)
 		return;
 	if (u->dwfl)
 		dwfl_end(u->dwfl);
-	if (u->root_fd >= 0)
-		close(u->root_fd);
 	free(u);
+}
+
+void native_unwind__watch(struct native_unwind *u, native_unwind_watch_fn fn, void *arg)
+{
+	u->watch = fn;
+	u->watch_arg = arg;
 }
 
 Dwfl *native_unwind__dwfl(const struct native_unwind *u)
@@ -596,14 +591,9 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 	u->pid = m->pid;
 	u->maps_hash = m->hash;
 	snprintf(u->root, sizeof(u->root), "%s", m->root);
-	if (u->root_fd >= 0)
-		close(u->root_fd);
-	u->root_fd = -1;
 	u->files_root[0] = '\0';
-	if (!m->from_core) {
+	if (!m->from_core)
 		snprintf(u->files_root, sizeof(u->files_root), "/proc/%d/root", (int)m->pid);
-		u->root_fd = open(u->files_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	}
 	return 0;
 fail:
 	dwfl_end(dwfl);
@@ -616,6 +606,7 @@ fail:
 /* ---- Walking ---- */
 
 struct walk {
+	struct native_unwind *u;
 	struct native_stack *out;
 	uint64_t sp0; /* the snapshot's RSP */
 	unsigned int max;
@@ -652,6 +643,8 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	f->lookup = activation ? pc : pc - 1;
 	f->sp = frame_sp(state, w);
 	w->out->n++;
+	if (w->u->watch)
+		w->u->watch(w->u->watch_arg, f->lookup);
 	if (w->stop) {
 		Dwarf_Word rbp = 0;
 		int known = dwfl_frame_reg(state, NATIVE_REG_RBP, &rbp) == 0;
@@ -712,7 +705,7 @@ int native_unwind__walk_until(struct native_unwind *u, const struct native_snaps
 			      struct native_stack *out)
 {
 	const uint32_t need = 1u << NATIVE_REG_RIP | 1u << NATIVE_REG_RSP;
-	struct walk w = { .out = out, .stop = stop, .stop_arg = arg };
+	struct walk w = { .u = u, .out = out, .stop = stop, .stop_arg = arg };
 	uint64_t sp;
 
 	native_unwind__clear_stack(out);
@@ -728,6 +721,8 @@ int native_unwind__walk_until(struct native_unwind *u, const struct native_snaps
 	u->snap = s;
 	u->max_read_end = sp;
 	u->refused = 0;
+	if (u->watch)
+		u->watch(u->watch_arg, s->regs[NATIVE_REG_RIP]);
 	/* The thread id only names the walk to libdwfl; cb_get_thread ignores it. */
 	dwfl_getthread_frames(u->dwfl, s->tid ? (pid_t)s->tid : 1, frame_cb, &w);
 	u->snap = NULL;

@@ -115,7 +115,8 @@ struct native_unwind_stats {
 	uint32_t modules, modules_unopened; /* of the current maps */
 };
 
-int native_unwind__new(struct native_unwind **out);
+/* Files are opened through @files (NULL: directly; kept, not copied). */
+int native_unwind__new(const struct native_files *files, struct native_unwind **out);
 void native_unwind__free(struct native_unwind *u);
 
 /*
@@ -149,6 +150,12 @@ typedef int (*native_unwind_stop_fn)(void *arg, const struct native_frame *f, ui
 int native_unwind__walk_until(struct native_unwind *u, const struct native_snapshot *s,
 			      unsigned int max_frames, native_unwind_stop_fn stop, void *arg,
 			      struct native_stack *out);
+
+/* Called with the PC a walk is about to unwind from (the snapshot's RIP, then each
+ * frame's lookup address): whose call-frame information it reads next. The parsing
+ * worker keeps it where the profiler can read it if the worker dies. */
+typedef void (*native_unwind_watch_fn)(void *arg, uint64_t pc);
+void native_unwind__watch(struct native_unwind *u, native_unwind_watch_fn fn, void *arg);
 
 /* libdwfl's view of the process, for symbolisation (native_sym.h); NULL before maps
  * are set. Valid until the next native_unwind__set_maps() that rebuilds. */

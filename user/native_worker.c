@@ -5,13 +5,13 @@
  * Why a fresh image (fork, then exec of /proc/self/exe) rather than a fork that goes
  * on: a fork would keep a copy of everything the profiler holds, other processes'
  * stacks and the BPF objects' descriptors among them, for a process whose inputs may
- * take it over. The child closes every descriptor but its socket before the exec,
- * which it does with an empty environment (the tests' fault switch aside), and
- * confines itself before it reads a request.
+ * take it over. The child closes every descriptor but its socket and the board before
+ * the exec, which it does with an empty environment (the tests' fault switch aside),
+ * and confines itself before it reads a request.
  *
- * Why requests are synchronous: a parse is a step of decoding a sample, which waits
- * for its answer anyway, and the deadline needs one request in flight to know which
- * file to blame.
+ * Why requests are synchronous: a walk is a step of decoding a sample, which waits for
+ * its answer anyway, and the deadline needs one request in flight to know which file
+ * to blame.
  */
 #include "native_worker.h"
 
@@ -22,8 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +31,15 @@
 #include "clock.h"
 #include "log.h"
 #include "native_worker_proto.h"
+#include "proc.h"
+#include "vec.h"
+
+#define DEBUG_DIR "/usr/lib/debug/"
+/* Asks a request may make, and re-reads of the maps they may cost: a process maps at
+ * most NATIVE_MAPS_MAX_ENTRIES files, each opened once for its build-id and once for
+ * the unwinder, with a few debug-file candidates each. */
+#define ASKS_MAX (4 * NATIVE_MAPS_MAX_ENTRIES + 64)
+#define REREADS_MAX 8
 
 struct quarantined {
 	uint64_t dev, ino;
@@ -39,13 +48,32 @@ struct quarantined {
 struct native_worker {
 	pid_t pid;	/* 0: none runs */
 	int fd;		/* our end of its socket */
-	uint32_t seq;
+	int board_fd;
+	struct nw_board *board;
+	uint32_t seq, next_handle;
 	uint32_t failures; /* in a row */
 	int faults;	/* the tests' switch is set */
+	struct native_worker_proc **procs;
+	size_t nprocs, cap;
 	struct quarantined q[NATIVE_WORKER_QUARANTINE_MAX];
 	uint32_t nq;
+	uint8_t *rx;	/* a message */
+	uint8_t *ans;	/* an answer's parts */
+	size_t nans, cap_ans;
+	char *strs;	/* the answer's strings, NUL-terminated */
+	size_t cap_strs;
 	struct native_worker_stats st;
 };
+
+struct native_worker_proc {
+	struct native_worker *w; /* NULL once the worker is freed */
+	uint32_t handle;
+	pid_t pid;
+	uint32_t asks, rereads;	  /* in the request under way */
+	struct native_maps *maps; /* our own read: what asks are checked against */
+};
+
+/* ---- The process ---- */
 
 static void stop(struct native_worker *w, int *status)
 {
@@ -59,17 +87,30 @@ static void stop(struct native_worker *w, int *status)
 	w->fd = -1;
 }
 
-/* Only async-signal-safe calls between fork and exec: the agent has threads. @sock
- * and @null are moved out of the way first, as either may be 0-3. */
-static void exec_worker(int sock, int null, char *const envp[])
+/* A sanitizer build (the tests') keeps the worker's stderr: its reports must be seen. */
+#ifdef __SANITIZE_ADDRESS__
+#define SANITIZER_REPORTS 1
+#else
+#define SANITIZER_REPORTS 0
+#endif
+
+/* Only async-signal-safe calls between fork and exec: the agent has threads. Each
+ * descriptor is moved out of the way first, as any may be 0-4. */
+static void exec_worker(int sock, int board, int null, char *const envp[])
 {
 	char *const argv[] = { "pybpfprof", NATIVE_WORKER_ARG, NULL };
 
+	/* A session of its own: the terminal's ^C and ^Z go to the profiler, which ends
+	 * its run with the worker still there to walk the last samples. */
+	setsid();
 	sock = fcntl(sock, F_DUPFD, 10);
+	board = fcntl(board, F_DUPFD, 10);
 	null = fcntl(null, F_DUPFD, 10);
-	if (sock < 0 || null < 0 || dup2(null, 0) || dup2(null, 1) != 1 || dup2(null, 2) != 2 ||
+	if (sock < 0 || board < 0 || null < 0 || dup2(null, 0) || dup2(null, 1) != 1 ||
+	    (!SANITIZER_REPORTS && dup2(null, 2) != 2) ||
 	    dup2(sock, NATIVE_WORKER_FD) != NATIVE_WORKER_FD ||
-	    syscall(SYS_close_range, NATIVE_WORKER_FD + 1, ~0u, 0))
+	    dup2(board, NATIVE_WORKER_BOARD_FD) != NATIVE_WORKER_BOARD_FD ||
+	    syscall(SYS_close_range, NATIVE_WORKER_BOARD_FD + 1, ~0u, 0))
 		_exit(127);
 	execve("/proc/self/exe", argv, envp);
 	_exit(127);
@@ -82,7 +123,7 @@ static int start(struct native_worker *w)
 	int sv[2], null;
 	pid_t pid;
 
-	if (w->failures >= NATIVE_WORKER_FAILURES_MAX)
+	if (w->failures >= NATIVE_WORKER_FAILURES_MAX || w->st.starts >= NATIVE_WORKER_STARTS_MAX)
 		return -ECHILD;
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null < 0)
@@ -93,7 +134,7 @@ static int start(struct native_worker *w)
 	}
 	pid = fork();
 	if (!pid)
-		exec_worker(sv[1], null, envp);
+		exec_worker(sv[1], w->board_fd, null, envp);
 	close(null);
 	close(sv[1]);
 	if (pid < 0) {
@@ -109,19 +150,39 @@ static int start(struct native_worker *w)
 int native_worker__new(struct native_worker **out)
 {
 	struct native_worker *w = calloc(1, sizeof(*w));
-	int err;
+	void *board = MAP_FAILED;
+	int err = -ENOMEM;
 
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
 	w->faults = getenv(NATIVE_WORKER_FAULTS_ENV) != NULL;
-	err = start(w);
-	if (err) {
-		free(w);
-		return err;
+	w->rx = malloc(sizeof(struct nw_header) + NATIVE_WORKER_MSG_MAX);
+	w->board_fd = memfd_create("pbp-worker-board", MFD_CLOEXEC);
+	if (!w->rx || w->board_fd < 0 || ftruncate(w->board_fd, sizeof(struct nw_board))) {
+		err = w->rx ? -errno : -ENOMEM;
+		goto fail;
 	}
+	board = mmap(NULL, sizeof(struct nw_board), PROT_READ | PROT_WRITE, MAP_SHARED,
+		     w->board_fd, 0);
+	if (board == MAP_FAILED) {
+		err = -errno;
+		goto fail;
+	}
+	w->board = board;
+	err = start(w);
+	if (err)
+		goto fail;
 	*out = w;
 	return 0;
+fail:
+	if (board != MAP_FAILED)
+		munmap(board, sizeof(struct nw_board));
+	if (w->board_fd >= 0)
+		close(w->board_fd);
+	free(w->rx);
+	free(w);
+	return err;
 }
 
 void native_worker__free(struct native_worker *w)
@@ -129,6 +190,14 @@ void native_worker__free(struct native_worker *w)
 	if (!w)
 		return;
 	stop(w, NULL);
+	for (size_t i = 0; i < w->nprocs; i++)
+		w->procs[i]->w = NULL;
+	free(w->procs);
+	munmap(w->board, sizeof(struct nw_board));
+	close(w->board_fd);
+	free(w->rx);
+	free(w->ans);
+	free(w->strs);
 	free(w);
 }
 
@@ -142,78 +211,224 @@ void native_worker__stats(const struct native_worker *w, struct native_worker_st
 	*st = w->st;
 }
 
-static int file_id(int fd, struct quarantined *id)
-{
-	struct stat st;
+/* ---- Quarantine ---- */
 
-	if (fstat(fd, &st))
-		return -errno;
-	*id = (struct quarantined){ .dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino };
-	return 0;
-}
-
-static int held(const struct native_worker *w, const struct quarantined *id)
+static int held(const struct native_worker *w, uint64_t dev, uint64_t ino)
 {
 	for (uint32_t i = 0; i < w->nq; i++)
-		if (w->q[i].dev == id->dev && w->q[i].ino == id->ino)
+		if (w->q[i].dev == dev && w->q[i].ino == ino)
 			return 1;
 	return 0;
 }
 
-int native_worker__quarantined(const struct native_worker *w, int fd)
+/* The worker failed (@why), parsing the file on its board if it names one: that file
+ * goes. */
+static void blame(struct native_worker *w, const struct native_worker_proc *p, const char *why)
 {
-	struct quarantined id;
+	const struct nw_board b = *w->board;
+	const char *path = NULL;
 
-	return !file_id(fd, &id) && held(w, &id);
-}
-
-/* The worker failed on @id's file (@why, for the warning): it goes. With @id NULL,
- * it failed before it could parse anything. */
-static void blame(struct native_worker *w, const struct quarantined *id, const char *what,
-		  const char *why)
-{
-	if (++w->failures == NATIVE_WORKER_FAILURES_MAX)
-		pr_warn("the parsing worker failed %d times in a row: native objects are no "
-			"longer parsed in this run\n", NATIVE_WORKER_FAILURES_MAX);
-	if (!id) {
+	if (++w->failures == NATIVE_WORKER_FAILURES_MAX ||
+	    w->st.starts == NATIVE_WORKER_STARTS_MAX)
+		pr_warn("the parsing worker failed %u times: native frames are no longer "
+			"unwound in this run\n", (unsigned int)(w->st.deaths + w->st.timeouts));
+	if (!why) {
 		if (w->failures == 1)
 			pr_warn("the parsing worker cannot confine itself (uid 65534, seccomp)\n");
 		return;
 	}
-	if (held(w, id))
+	if ((!b.dev && !b.ino) || held(w, b.dev, b.ino)) {
+		if (!w->st.unblamed++)
+			pr_warn("a request %s, in no object it names\n", why);
 		return;
-	pr_warn("parsing %s %s: its native frames are [unknown] from now on\n", what, why);
+	}
+	for (size_t i = 0; p->maps && i < p->maps->n && !path; i++)
+		if (p->maps->maps[i].dev == b.dev && p->maps->maps[i].ino == b.ino)
+			path = p->maps->maps[i].path;
+	pr_warn("parsing %s %s: its native frames are [unknown] from now on\n",
+		path ? path : "an object of the target", why);
 	w->st.quarantined++;
 	if (w->nq < NATIVE_WORKER_QUARANTINE_MAX)
-		w->q[w->nq++] = *id;
+		w->q[w->nq++] = (struct quarantined){ .dev = b.dev, .ino = b.ino };
 }
 
-static int send_request(struct native_worker *w, const struct native_worker_req *req, int fd)
+/* ---- Asks ---- */
+
+static int reread(struct native_worker_proc *p)
+{
+	struct native_maps *m = NULL;
+	int err;
+
+	if (++p->rereads > REREADS_MAX)
+		return -EPERM;
+	err = native_maps__read(p->pid, NULL, NULL, &m);
+	if (err)
+		return err;
+	native_maps__free(p->maps);
+	p->maps = m;
+	return 0;
+}
+
+/* An ask's payload: @hlen bytes into @head, then a path of at least one byte, none of
+ * them NUL, into @path (NW_PATH_MAX + 1 bytes). 0 or -EPROTO. */
+static int split_ask(const uint8_t *payload, uint32_t len, void *head, size_t hlen, char *path)
+{
+	size_t plen = len - hlen;
+
+	if (len <= hlen || plen > NW_PATH_MAX || memchr(payload + hlen, 0, plen))
+		return -EPROTO;
+	memcpy(head, payload, hlen);
+	memcpy(path, payload + hlen, plen);
+	path[plen] = '\0';
+	return 0;
+}
+
+static const struct native_map *find_mapped(const struct native_maps *m,
+					    const struct nw_ask_mapped *a, const char *path)
+{
+	const struct native_map *e = m ? native_maps__find(m, a->start) : NULL;
+
+	if (e && e->start == a->start && e->end == a->end && e->offset == a->offset &&
+	    e->dev == a->dev && e->ino == a->ino && !strcmp(e->path, path))
+		return e;
+	return NULL;
+}
+
+/* A file the target maps: the one its maps name at that address, now. */
+static int open_mapped(struct native_worker_proc *p, const uint8_t *payload, uint32_t len)
+{
+	char path[NW_PATH_MAX + 1];
+	struct nw_ask_mapped a;
+	const struct native_map *e;
+
+	if (split_ask(payload, len, &a, sizeof(a), path))
+		return -EPROTO;
+	e = find_mapped(p->maps, &a, path);
+	if (!e && !reread(p))
+		e = find_mapped(p->maps, &a, path);
+	if (!e || held(p->w, e->dev, e->ino))
+		return -EPERM;
+	return native_maps__open(p->maps, e);
+}
+
+/* Whether @dir (@n bytes) is the directory of a file the target maps, as the target
+ * names it, or its .debug/. */
+static int beside_mapped(const struct native_maps *m, const char *dir, size_t n)
+{
+	for (size_t i = 0; m && i < m->n; i++) {
+		const char *ip = native_maps__in_root(m, m->maps[i].path);
+		const char *slash = strrchr(ip, '/');
+		size_t d = slash ? (size_t)(slash - ip) : 0;
+
+		if (!slash)
+			continue;
+		if (n == d && !memcmp(dir, ip, d))
+			return 1;
+		if (n == d + 7 && !memcmp(dir, ip, d) && !memcmp(dir + d, "/.debug", 7))
+			return 1;
+	}
+	return 0;
+}
+
+/* A debug-file candidate: under /usr/lib/debug or beside a mapped object, inside the
+ * target's root, by a path with no "." or ".." in it. */
+static int open_debug(struct native_worker_proc *p, const uint8_t *payload, uint32_t len)
+{
+	char path[NW_PATH_MAX + 1];
+	const char *slash;
+	uint32_t in_root;
+
+	if (split_ask(payload, len, &in_root, sizeof(in_root), path))
+		return -EPROTO;
+	if (in_root != 1 || path[0] != '/' || strstr(path, "//") ||
+	    strstr(path, "/./") || strstr(path, "/../"))
+		return -EPERM;
+	slash = strrchr(path, '/');
+	if (!strcmp(slash, "/.") || !strcmp(slash, "/.."))
+		return -EPERM;
+	if (strncmp(path, DEBUG_DIR, sizeof(DEBUG_DIR) - 1) &&
+	    !beside_mapped(p->maps, path, (size_t)(slash - path)))
+		return -EPERM;
+	return native_files__debug(NULL, p->pid, 1, path);
+}
+
+/* The answer to @ask: @fd (closed here) or its error; or, with @fd -1, @len bytes of
+ * @payload. */
+static int send_file(struct native_worker *w, const struct nw_header *ask, int fd,
+		     const void *payload, size_t len)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} c;
-	struct iovec iov = { .iov_base = (void *)req, .iov_len = sizeof(*req) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
-			      .msg_controllen = sizeof(c.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+	struct nw_header h = { .type = NW_FILE, .seq = ask->seq, .handle = ask->handle,
+			       .err = fd < 0 && !len ? fd : 0, .len = (uint32_t)len };
+	struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
+				{ .iov_base = (void *)payload, .iov_len = len } };
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	struct cmsghdr *cm;
+	int err;
 
-	memset(c.buf, 0, sizeof(c.buf));
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	return sendmsg(w->fd, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(*req) ? 0 : -errno;
+	if (fd >= 0) {
+		memset(c.buf, 0, sizeof(c.buf));
+		msg.msg_control = c.buf;
+		msg.msg_controllen = sizeof(c.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	err = sendmsg(w->fd, &msg, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + len) ? 0 : -ECHILD;
+	if (fd >= 0)
+		close(fd);
+	return err;
 }
 
-/* Waits for the answer to @req until the deadline: 0, -ETIMEDOUT, or -ECHILD if the
- * worker closed its end (died) or answered something else than asked. */
-static int receive_answer(struct native_worker *w, const struct native_worker_req *req,
-			  struct native_worker_ans *ans)
+static int serve_ask(struct native_worker_proc *p, const struct nw_header *h,
+		     const uint8_t *payload)
 {
-	uint64_t deadline = clock__mono_ns() + NATIVE_WORKER_DEADLINE_MS * 1000000ull;
-	struct pollfd p = { .fd = w->fd, .events = POLLIN };
+	char root[NW_PATH_MAX];
+	int fd = -EPERM;
+
+	if (h->handle == p->handle && h->type == NW_ASK_ROOT) {
+		fd = proc__root(p->pid, root, sizeof(root));
+		return fd ? send_file(p->w, h, fd, NULL, 0) :
+			    send_file(p->w, h, -1, root, strlen(root));
+	}
+	if (h->handle == p->handle) {
+		if (!p->maps && h->type != NW_ASK_MAPS)
+			reread(p);
+		switch (h->type) {
+		case NW_ASK_MAPS:
+			fd = native_files__maps(NULL, p->pid);
+			break;
+		case NW_ASK_MAPPED:
+			fd = open_mapped(p, payload, h->len);
+			break;
+		case NW_ASK_DEBUG:
+			fd = open_debug(p, payload, h->len);
+			break;
+		default:
+			fd = -EPROTO;
+		}
+	}
+	if (fd == -EPERM)
+		p->w->st.refused++;
+	return send_file(p->w, h, fd, NULL, 0);
+}
+
+/* ---- Requests ---- */
+
+/* Waits until the deadline for one message: 0 with it in w->rx, -ETIMEDOUT, or
+ * -ECHILD if the worker closed its end (died) or sent something malformed. */
+static int receive(struct native_worker *w, uint64_t deadline)
+{
+	struct pollfd pfd = { .fd = w->fd, .events = POLLIN };
+	struct iovec iov = { .iov_base = w->rx,
+			     .iov_len = sizeof(struct nw_header) + NATIVE_WORKER_MSG_MAX };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	const struct nw_header *h = (const void *)w->rx;
 	ssize_t n;
 
 	for (;;) {
@@ -222,105 +437,307 @@ static int receive_answer(struct native_worker *w, const struct native_worker_re
 
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, (int)((deadline - now) / 1000000 + 1));
+		r = poll(&pfd, 1, (int)((deadline - now) / 1000000 + 1));
 		if (r > 0)
 			break;
 		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
-	n = recv(w->fd, ans, sizeof(*ans), MSG_TRUNC | MSG_DONTWAIT);
-	if (n != (ssize_t)sizeof(*ans) || ans->op != req->op || ans->seq != req->seq ||
-	    ans->err > NATIVE_BUILD_ID_MAX || ans->err < -4095)
+	/* No control buffer: a descriptor the worker sends is closed by the kernel. */
+	n = recvmsg(w->fd, &msg, MSG_DONTWAIT);
+	if (n < (ssize_t)sizeof(*h) || (msg.msg_flags & MSG_TRUNC) ||
+	    h->len != (size_t)n - sizeof(*h))
 		return -ECHILD;
 	return 0;
 }
 
-static int call(struct native_worker *w, uint32_t op, int fd, const char *what,
-		struct native_worker_ans *ans)
+static int add_part(struct native_worker *w, const struct nw_header *h)
 {
-	struct native_worker_req req = { .op = op };
-	struct quarantined id;
-	char why[96];
-	int err, status = 0;
+	if (!h->len)
+		return 0;
+	if (w->nans + h->len > NATIVE_WORKER_ANSWER_MAX)
+		return -ECHILD;
+	if (vec__reserve((void **)&w->ans, &w->cap_ans, w->nans + h->len, 1, 64 << 10))
+		return -ENOMEM;
+	memcpy(w->ans + w->nans, w->rx + sizeof(*h), h->len);
+	w->nans += h->len;
+	return 0;
+}
 
-	err = file_id(fd, &id);
-	if (err)
-		return err;
-	if (held(w, &id)) {
-		w->st.refused++;
-		return -EPERM;
+/* Serves the worker's asks until its answer to @req is whole in w->ans: its error, or
+ * -ETIMEDOUT/-ECHILD, -ENOMEM. */
+static int await(struct native_worker_proc *p, const struct nw_header *req, uint64_t deadline)
+{
+	struct native_worker *w = p->w;
+	const struct nw_header *h = (const void *)w->rx;
+	int err;
+
+	w->nans = 0;
+	p->asks = p->rereads = 0;
+	for (;;) {
+		err = receive(w, deadline);
+		if (err)
+			return err;
+		if (h->seq != req->seq || h->handle != req->handle)
+			return -ECHILD;
+		switch (h->type) {
+		case NW_ASK_MAPS:
+		case NW_ASK_ROOT:
+		case NW_ASK_MAPPED:
+		case NW_ASK_DEBUG:
+			err = ++p->asks > ASKS_MAX ? -ECHILD : serve_ask(p, h, w->rx + sizeof(*h));
+			break;
+		case NW_PART:
+			err = add_part(w, h);
+			break;
+		case NW_DONE:
+			err = add_part(w, h);
+			if (err)
+				return err;
+			if (h->err > 0 || h->err < -4095)
+				return -ECHILD;
+			return h->err;
+		default:
+			err = -ECHILD;
+		}
+		if (err)
+			return err;
 	}
+}
+
+/*
+ * Sends request @type about @p with the payload @iov (@n pieces) and waits for its
+ * answer (in w->ans). The worker is started first if none runs; if it failed, it is
+ * killed, and the file on its board quarantined.
+ */
+static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
+		struct iovec *iov, size_t n)
+{
+	struct native_worker *w = p->w;
+	struct nw_header h = { .type = type, .handle = p->handle, .pid = (int32_t)p->pid,
+			       .now_ns = now_ns };
+	struct iovec all[5];
+	struct msghdr msg = { .msg_iov = all, .msg_iovlen = n + 1 };
+	uint64_t t0 = clock__mono_ns();
+	int err, status = 0;
+	char why[96];
+
+	if (!w)
+		return -ECHILD;
+	if (n > 4)
+		return -EINVAL;
+	all[0] = (struct iovec){ .iov_base = &h, .iov_len = sizeof(h) };
+	for (size_t i = 0; i < n; i++) {
+		all[i + 1] = iov[i];
+		h.len += (uint32_t)iov[i].iov_len;
+	}
+	if (h.len > NATIVE_WORKER_MSG_MAX)
+		return -E2BIG;
 	/* A worker that died between requests (its CPU limit) is replaced, blaming none. */
-	for (int tries = 0; tries < 2; tries++) {
+	err = -ECHILD;
+	for (int tries = 0; tries < 2 && err; tries++) {
 		if (!w->pid && (err = start(w)))
 			return err;
-		req.seq = ++w->seq;
-		err = send_request(w, &req, fd);
-		if (!err)
-			break;
-		stop(w, NULL);
+		h.seq = ++w->seq;
+		*w->board = (struct nw_board){ 0 };
+		err = sendmsg(w->fd, &msg, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + h.len) ? 0 :
+											     -ECHILD;
+		if (err)
+			stop(w, NULL);
 	}
 	if (err)
-		return -ECHILD;
-	err = receive_answer(w, &req, ans);
-	if (!err) {
+		return err;
+	if (type == NW_FREE)
+		return 0;
+	err = await(p, &h, t0 + NATIVE_WORKER_DEADLINE_MS * 1000000ull);
+	w->st.ns += clock__mono_ns() - t0;
+	if (err != -ETIMEDOUT && err != -ECHILD) {
 		w->failures = 0;
 		w->st.requests++;
-		return 0;
+		return err;
 	}
 	stop(w, &status);
 	if (err == -ETIMEDOUT) {
 		w->st.timeouts++;
-		blame(w, &id, what, "took longer than the deadline");
+		blame(w, p, "took longer than the deadline");
 		return err;
 	}
 	w->st.deaths++;
-	/* Its CPU limit is the worker's age, not this file's doing. */
+	/* Its CPU limit is the worker's age, not a file's doing. */
 	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)
-		return -ECHILD;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == NATIVE_WORKER_EXIT_UNCONFINED) {
-		blame(w, NULL, what, NULL);
-		return -ECHILD;
-	}
-	if (WIFSIGNALED(status))
-		snprintf(why, sizeof(why), "killed the parsing worker (SIG%s)",
-			 sigabbrev_np(WTERMSIG(status)) ?: "?");
-	else
-		snprintf(why, sizeof(why), "ended the parsing worker (exit %d)",
-			 WEXITSTATUS(status));
-	blame(w, &id, what, why);
-	return -ECHILD;
-}
-
-int native_worker__build_id(struct native_worker *w, int fd, const char *what, uint8_t *id,
-			    size_t cap)
-{
-	struct native_worker_ans ans;
-	int err;
-
-	err = call(w, NATIVE_WORKER_BUILD_ID, fd, what, &ans);
-	if (err)
 		return err;
-	if (ans.err <= 0)
-		return ans.err;
-	if ((size_t)ans.err > cap || ans.err > NATIVE_BUILD_ID_MAX)
-		return -ENOEXEC;
-	memcpy(id, ans.build_id, (size_t)ans.err);
-	return ans.err;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == NATIVE_WORKER_EXIT_UNCONFINED)
+		blame(w, p, NULL);
+	else if (WIFSIGNALED(status))
+		blame(w, p, (snprintf(why, sizeof(why), "killed the parsing worker (SIG%s)",
+				      sigabbrev_np(WTERMSIG(status)) ?: "?"), why));
+	else
+		blame(w, p, (snprintf(why, sizeof(why), "ended the parsing worker (exit %d)",
+				      WEXITSTATUS(status)), why));
+	return err;
 }
 
-int native_worker__fpcheck(struct native_worker *w, int fd, const char *what,
+/* ---- Processes ---- */
+
+int native_worker__proc(struct native_worker *w, pid_t pid, struct native_worker_proc **out)
+{
+	struct native_worker_proc *p;
+
+	if (vec__reserve((void **)&w->procs, &w->cap, w->nprocs + 1, sizeof(*w->procs), 16))
+		return -ENOMEM;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*p = (struct native_worker_proc){ .w = w, .handle = ++w->next_handle, .pid = pid };
+	w->procs[w->nprocs++] = p;
+	*out = p;
+	return 0;
+}
+
+void native_worker__proc_free(struct native_worker_proc *p)
+{
+	struct native_worker *w;
+
+	if (!p)
+		return;
+	w = p->w;
+	if (w) {
+		if (w->pid)
+			call(p, NW_FREE, 0, NULL, 0);
+		for (size_t i = 0; i < w->nprocs; i++)
+			if (w->procs[i] == p) {
+				w->procs[i] = w->procs[--w->nprocs];
+				break;
+			}
+	}
+	native_maps__free(p->maps);
+	free(p);
+}
+
+int native_worker__refresh(struct native_worker_proc *p, uint64_t now_ns)
+{
+	return call(p, NW_REFRESH, now_ns, NULL, 0);
+}
+
+int native_worker__fpcheck(struct native_worker_proc *p, const char *path,
 			   struct native_fpcheck *out)
 {
-	struct native_worker_ans ans;
-	int err;
+	struct iovec iov = { .iov_base = (void *)path, .iov_len = strnlen(path, NW_PATH_MAX) };
+	int err = call(p, NW_FPCHECK, 0, &iov, 1);
 
-	err = call(w, NATIVE_WORKER_FPCHECK, fd, what, &ans);
 	if (err)
 		return err;
-	if (ans.err)
-		return ans.err < 0 ? ans.err : -EPROTO;
-	*out = ans.fpcheck;
+	if (p->w->nans != sizeof(*out))
+		return -EPROTO;
+	memcpy(out, p->w->ans, sizeof(*out));
 	out->frame_pointers = !!out->frame_pointers;
 	return 0;
+}
+
+/* ---- A walk's answer ---- */
+
+/* @len bytes at @at of the answer, as a NUL-terminated string in the arena. */
+static const char *take(struct native_worker *w, size_t *off, size_t len, size_t *used)
+{
+	char *s = w->strs + *used;
+
+	memcpy(s, w->ans + *off, len);
+	s[len] = '\0';
+	*off += len;
+	*used += len + 1;
+	return s;
+}
+
+static int parse_walk(struct native_worker *w, unsigned int max_frames, struct native_stack *out,
+		      struct native_worker_name *names)
+{
+	size_t off = sizeof(struct nw_walk), used = 0;
+	struct nw_walk head;
+
+	if (w->nans < sizeof(head))
+		return -EPROTO;
+	memcpy(&head, w->ans, sizeof(head));
+	if (head.n > max_frames || head.n > NATIVE_MAX_FRAMES || head.end >= NATIVE_END_MAX ||
+	    head.guessed_from > head.n || head.fp_first > head.n)
+		return -EPROTO;
+	/* Every string fits, with its NUL, in the answer's size plus one byte each. */
+	if (vec__reserve((void **)&w->strs, &w->cap_strs, w->nans + 4 * (size_t)head.n + 1, 1,
+			 64 << 10))
+		return -ENOMEM;
+	native_unwind__clear_stack(out);
+	for (uint32_t i = 0; i < head.n; i++) {
+		struct native_worker_name *nm = &names[i];
+		struct nw_frame f;
+
+		if (w->nans - off < sizeof(f))
+			return -EPROTO;
+		memcpy(&f, w->ans + off, sizeof(f));
+		off += sizeof(f);
+		if (f.module_len > NW_MODULE_MAX || f.function_len > NW_FUNCTION_MAX ||
+		    f.source_len > NW_SOURCE_MAX || f.path_len > NW_PATH_MAX ||
+		    f.build_id_len > NATIVE_BUILD_ID_MAX ||
+		    w->nans - off < (size_t)f.module_len + f.function_len + f.source_len +
+					    f.path_len)
+			return -EPROTO;
+		out->frames[i] = (struct native_frame){ .pc = f.pc, .lookup = f.lookup, .sp = f.sp };
+		*nm = (struct native_worker_name){ .known = !!(f.flags & NW_FRAME_KNOWN),
+						   .build_id_len = f.build_id_len };
+		memcpy(nm->build_id, f.build_id, sizeof(nm->build_id));
+		nm->sym = (struct native_symbol){ .offset = f.offset, .rel = f.rel,
+						  .func_rel = f.func_rel };
+		nm->sym.module = take(w, &off, f.module_len, &used);
+		nm->sym.function = take(w, &off, f.function_len, &used);
+		nm->sym.source = take(w, &off, f.source_len, &used);
+		nm->path = take(w, &off, f.path_len, &used);
+		if (!nm->sym.module[0])
+			nm->sym.module = "[unknown]";
+		if (!(f.flags & NW_FRAME_FUNCTION))
+			nm->sym.function = NULL;
+		if (f.flags & NW_FRAME_SOURCE) {
+			nm->sym.line = f.line;
+			nm->sym.func_line = f.func_line;
+		} else {
+			nm->sym.source = NULL;
+		}
+		if (!(f.flags & NW_FRAME_MAP))
+			nm->path = NULL;
+	}
+	if (off != w->nans)
+		return -EPROTO;
+	out->n = head.n;
+	out->end = (enum native_end)head.end;
+	out->stack_used = head.stack_used;
+	out->guessed_from = head.guessed_from;
+	out->fp_first = head.fp_first;
+	out->fp_dwarf_top = head.fp_dwarf_top;
+	out->fp_resumed = head.fp_resumed;
+	return 0;
+}
+
+int native_worker__walk(struct native_worker_proc *p, const struct native_snapshot *s,
+			const struct native_fp_chain *c, unsigned int max_frames,
+			uint64_t now_ns, struct native_stack *out,
+			struct native_worker_name *names)
+{
+	struct nw_walk_req r = { .tid = s->tid, .regs_mask = s->regs_mask,
+				 .max_frames = max_frames, .stack_len = (uint32_t)s->stack_len };
+	struct iovec iov[3];
+	int err;
+
+	memcpy(r.regs, s->regs, sizeof(r.regs));
+	if (c) {
+		r.fp_walk = 1;
+		r.nfp = c->n;
+		r.fp_flags = c->flags;
+	}
+	iov[0] = (struct iovec){ .iov_base = &r, .iov_len = sizeof(r) };
+	iov[1] = (struct iovec){ .iov_base = c ? (void *)c->rec : NULL,
+				 .iov_len = c ? c->n * sizeof(*c->rec) : 0 };
+	iov[2] = (struct iovec){ .iov_base = (void *)s->stack, .iov_len = s->stack_len };
+	err = call(p, NW_WALK, now_ns, iov, 3);
+	if (!err)
+		err = parse_walk(p->w, max_frames, out, names);
+	if (err == -EPROTO)
+		native_unwind__clear_stack(out);
+	return err;
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * --native: a sample's native frames, from the registers and stack bytes BPF copied
- * with it, unwound by the target's native_proc, named through the session's symbol
- * cache, and interleaved with its Python frames by where each eval-loop activation
+ * with it, unwound and named by the parsing worker (native_worker.h), demangled here,
+ * and interleaved with its Python frames by where each eval-loop activation
  * sits on the C stack (native_merge.h). What a stack cannot tell is marked, not
  * guessed: a walk that stopped short keeps the outer Python frames without their C
  * callers, with "[native walk cut: WHY]" where its frames stop, and one whose
@@ -13,28 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
+#include "native_demangle.h"
 #include "native_fp.h"
 #include "native_merge.h"
-#include "native_proc.h"
-#include "native_sym.h"
 #include "native_worker.h"
 #include "session_priv.h"
 #include "vec.h"
 
-/* Names for a process's native frames, shared by every target: the same libc is
- * named once. */
-#define NATIVE_SYM_BYTES (8u << 20)
-#define NATIVE_BUILDID_BYTES (1u << 20)
-
 struct session_native {
-	struct native_sym *syms;
-	struct native_buildid_cache *ids;
-	struct native_worker *worker;	/* parses what targets map */
+	struct native_worker *worker;	/* unwinds and names: parses what targets map */
+	struct native_demangle demangle;
 	struct native_stack walk;
+	struct native_worker_name wnames[NATIVE_MAX_FRAMES];
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
 	struct agg_frame names[NATIVE_MAX_FRAMES];
 	struct native_merge_item items[NATIVE_MAX_FRAMES + DECODE_MAX_DEPTH];
@@ -54,11 +47,6 @@ _Static_assert(sizeof(((struct run_stats *)0)->native_ends) ==
 		       sizeof(((struct session_native *)0)->results),
 	       "run_stats has a counter for each end and result");
 
-static int read_build_id(void *arg, int fd, const char *what, uint8_t *id, size_t cap)
-{
-	return native_worker__build_id(arg, fd, what, id, cap);
-}
-
 int session_native__new(struct session *s)
 {
 	struct session_native *n;
@@ -68,19 +56,11 @@ int session_native__new(struct session *s)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return -ENOMEM;
-	/* First: the worker is a fresh image, but the fewer descriptors it sees closed the
-	 * better. */
 	err = native_worker__new(&n->worker);
 	if (err) {
 		pr_warn("--native: the parsing worker cannot be started: %s\n", strerror(-err));
 		goto fail;
 	}
-	err = native_sym__new(NATIVE_SYM_BYTES, &n->syms);
-	if (!err)
-		err = native_buildid_cache__new(NATIVE_BUILDID_BYTES, &n->ids);
-	if (err)
-		goto fail;
-	native_buildid_cache__reader(n->ids, read_build_id, n->worker);
 	id = strtab__intern(s->strs, "[native unmatched]", 18);
 	if (id < 0) {
 		err = (int)id;
@@ -90,8 +70,6 @@ int session_native__new(struct session *s)
 	s->native = n;
 	return 0;
 fail:
-	native_buildid_cache__free(n->ids);
-	native_sym__free(n->syms);
 	native_worker__free(n->worker);
 	free(n);
 	return err;
@@ -103,9 +81,8 @@ void session_native__free(struct session *s)
 
 	if (!n)
 		return;
-	native_buildid_cache__free(n->ids);
-	native_sym__free(n->syms);
 	native_worker__free(n->worker);
+	native_demangle__close(&n->demangle);
 	free(n->pair);
 	free(n);
 	s->native = NULL;
@@ -121,18 +98,15 @@ void session_native__free(struct session *s)
 static int choose_unwind(struct session *s, struct target *t)
 {
 	struct native_fpcheck fc = { 0 };
-	int fd, err;
+	int err;
 
 	t->native_fp = s->opts.native_unwind == SESSION_UNWIND_FP;
 	if (s->opts.native_unwind != SESSION_UNWIND_AUTO &&
 	    s->opts.native_unwind != SESSION_UNWIND_DEFAULT)
 		return 0;
-	fd = native_proc__open_object(t->native, t->interp.path);
-	if (fd == -ENOMEM)
-		return fd;
-	err = fd < 0 ? fd : native_worker__fpcheck(s->native->worker, fd, t->interp.path, &fc);
-	if (fd >= 0)
-		close(fd);
+	err = native_worker__fpcheck(t->native, t->interp.path, &fc);
+	if (err == -ENOMEM)
+		return err;
 	if (err)
 		pr_debug("pid %d: %s: frame pointers unknown (%s): stack copies\n",
 			 (int)t->interp.pid, t->interp.path, strerror(-err));
@@ -148,7 +122,7 @@ int session_native__target(struct session *s, struct target *t)
 
 	if (!s->native || t->native)
 		return 0;
-	err = native_proc__new(t->interp.pid, s->native->ids, &t->native);
+	err = native_worker__proc(s->native->worker, t->interp.pid, &t->native);
 	if (!err)
 		err = choose_unwind(s, t);
 	return err;
@@ -160,7 +134,7 @@ void session_native__refresh(struct session *s)
 
 	for (size_t i = 0; s->native && i < s->ntargets; i++)
 		if (s->targets[i]->native)
-			native_proc__refresh(s->targets[i]->native, now);
+			native_worker__refresh(s->targets[i]->native, now);
 }
 
 void session_native__remap(struct session *s, struct strtab_remap *map)
@@ -179,13 +153,13 @@ static int intern(struct session *s, const char *text, uint32_t *id)
 	return 0;
 }
 
-/* The build-id of @m as lower-case hex, "" if it has none. */
-static void build_id_hex(const struct native_map *m, char *buf)
+/* A build-id as lower-case hex, "" if it has none. */
+static void build_id_hex(const uint8_t *id, size_t len, char *buf)
 {
 	size_t i;
 
-	for (i = 0; m && i < m->build_id_len; i++)
-		snprintf(buf + 2 * i, 3, "%02x", m->build_id[i]);
+	for (i = 0; i < len; i++)
+		snprintf(buf + 2 * i, 3, "%02x", id[i]);
 	buf[2 * i] = 0;
 }
 
@@ -231,21 +205,26 @@ static int name_frame(struct target *t, uint32_t i)
 	struct session *s = t->session;
 	struct session_native *n = s->native;
 	const struct native_frame *f = &n->walk.frames[i];
-	const struct native_map *m = native_maps__find(native_proc__maps(t->native), f->lookup);
+	const struct native_worker_name *nm = &n->wnames[i];
+	struct native_symbol sym = nm->sym;
 	struct agg_frame *a = &n->names[i];
-	struct native_symbol sym;
 	char text[512];	/* an object's base name and an address, or a build-id in hex */
+	char *demangled = NULL;
 	uint32_t path = 0, bid = 0;
-	int known, err;
+	int err;
 
-	err = native_sym__lookup(n->syms, native_proc__unwind(t->native), f->lookup, &sym);
-	if (err && err != -ENOENT)
-		return err;
-	known = !err;
+	/* The worker leaves C++ names mangled: demangling has a process of its own. */
+	if (sym.function && !strncmp(sym.function, "_Z", 2)) {
+		err = native_demangle__name(&n->demangle, sym.function, &demangled);
+		if (err == -ENOMEM)
+			return err;
+		if (demangled)
+			sym.function = demangled;
+	}
 	*a = (struct agg_frame){ .kind = AGG_NATIVE, .line = -1 };
 	err = intern(s, sym.module, &a->file);
 	if (err)
-		return err;
+		goto cleanup;
 	if (sym.function && sym.source) {
 		err = name_with_source(s, &sym, a);
 	} else if (sym.function) {
@@ -264,23 +243,30 @@ static int name_frame(struct target *t, uint32_t i)
 		err = intern(s, text, &a->name);
 	}
 	if (err)
-		return err;
+		goto cleanup;
 	/* Any id will do for the merge, so long as 0 is "no object". */
-	n->in[i] = (struct native_merge_frame){ .sp = f->sp, .module = known ? a->file + 1 : 0 };
-	if (!m)
-		return 0;
-	build_id_hex(m, text);
-	err = intern(s, m->path, &path);
+	n->in[i] = (struct native_merge_frame){ .sp = f->sp,
+						.module = nm->known ? a->file + 1 : 0 };
+	if (!nm->path)
+		goto cleanup;
+	build_id_hex(nm->build_id, nm->build_id_len, text);
+	err = intern(s, nm->path, &path);
 	if (!err)
 		err = intern(s, text, &bid);
 	if (!err)
 		err = aggregate__native_object(s->agg, t->interp.pid, a->file, path, bid);
-	if (err == -EEXIST)
-		return 0;	/* another object of that base name named first: it stays */
+	if (err == -EEXIST) {
+		err = 0;	/* another object of that base name named first: it stays */
+		goto cleanup;
+	}
 	if (!err && sym.func_rel)
 		err = aggregate__native_function(s->agg, t->interp.pid, a->file, a->name,
 						 sym.func_rel);
-	return err == -EEXIST ? 0 : err;
+	if (err == -EEXIST)
+		err = 0;
+cleanup:
+	free(demangled);
+	return err;
 }
 
 /* The snapshot BPF took with @st. */
@@ -368,8 +354,8 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	if (st->native_fp)
 		chain = (struct native_fp_chain){ .rec = st->native_fp, .n = st->native->nfp,
 						  .flags = st->native->flags };
-	err = native_proc__walk_fp(t->native, &snap, st->native_fp ? &chain : NULL,
-				   NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk);
+	err = native_worker__walk(t->native, &snap, st->native_fp ? &chain : NULL,
+				  NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk, n->wnames);
 	if (err)
 		return err;
 	n->walks++;
@@ -419,9 +405,10 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 
 	if (!nat || !t->native || !st->native)
 		return -ENOENT;
-	t0 = clock__thread_ns();
+	/* Wall time: the walk is the worker's CPU, and this thread waits for it. */
+	t0 = clock__mono_ns();
 	err = walk(t, st, keep, &nitems, &result, &cut_at, &cut_name);
-	nat->ns += clock__thread_ns() - t0;
+	nat->ns += clock__mono_ns() - t0;
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
@@ -456,13 +443,11 @@ void session_native__stats(const struct session *s, struct run_stats *st)
 {
 	const struct session_native *n = s->native;
 	struct native_worker_stats w;
-	struct native_sym_stats sym;
 
 	if (!n)
 		return;
-	native_sym__stats(n->syms, &sym);
 	native_worker__stats(n->worker, &w);
-	st->native_demangle_given_up += sym.demangle_given_up;
+	st->native_demangle_given_up += n->demangle.given_up;
 	st->native_worker_starts += w.starts;
 	st->native_worker_timeouts += w.timeouts;
 	st->native_worker_deaths += w.deaths;

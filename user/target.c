@@ -231,6 +231,6 @@ void target__free(struct target *t)
 	free(t->tids);
 	task_index__free(&t->tasks);
 	task_index__free(&t->task_refs);
-	native_proc__free(t->native);
+	native_worker__proc_free(t->native);
 	free(t);
 }

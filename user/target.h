@@ -15,7 +15,7 @@
 #include "tid_map.h"
 #include "py_interp.h"
 #include "mem_live.h"
-#include "native_proc.h"
+#include "native_worker.h"
 #include "proc.h"
 #include "sampler_live.h"
 #include "stats.h"
@@ -80,7 +80,7 @@ struct target {
 		uint32_t tid;
 	} loops[TARGET_LOOPS_MAX];
 	unsigned int nloops;
-	struct native_proc *native;	/* --native: its maps and unwinder */
+	struct native_worker_proc *native; /* --native: its maps and unwinder */
 	int native_fp;			/* ... and BPF walks its frame pointers */
 	char cmd[128];
 };

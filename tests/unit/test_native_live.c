@@ -137,8 +137,8 @@ static int run(int pid, const char *path)
 	mem_live__init(&live, pid);
 	err = py_interp__find(pid, &live.base, in);
 	CHECK_MSG(!err, "py_interp__find: %s", strerror(-err));
-	CHECK(native_maps__read(pid, NULL, &maps) == 0);
-	CHECK(native_unwind__new(&u) == 0 && native_unwind__set_maps(u, maps) == 0);
+	CHECK(native_maps__read(pid, NULL, NULL, &maps) == 0);
+	CHECK(native_unwind__new(NULL, &u) == 0 && native_unwind__set_maps(u, maps) == 0);
 	CHECK(native_sym__new(1 << 20, &sym) == 0);
 	CHECK(native_unwind__walk(u, &s, NATIVE_MAX_FRAMES, ns) == 0);
 	for (unsigned int i = 0; i < ns->n; i++) {

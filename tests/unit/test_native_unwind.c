@@ -402,7 +402,7 @@ static void check_rebuild(struct native_unwind *u, int pid, const struct native_
 	unsigned int first_libc = full->n;
 	size_t kept = 0;
 
-	CHECK(st && native_maps__read(pid, NULL, &m) == 0);
+	CHECK(st && native_maps__read(pid, NULL, NULL, &m) == 0);
 	for (size_t i = 0; i < m->n; i++) {
 		if (strstr(m->maps[i].path, "/libc.so.6")) {
 			free(m->maps[i].path);
@@ -434,7 +434,7 @@ static void check_rebuild(struct native_unwind *u, int pid, const struct native_
 	CHECK_MSG(st->guessed_from == (st->n > first_libc + 1 ? first_libc + 1 : 0),
 		  "without libc: guessed from %u", st->guessed_from);
 	native_maps__free(m);
-	CHECK(native_maps__read(pid, NULL, &m) == 0);
+	CHECK(native_maps__read(pid, NULL, NULL, &m) == 0);
 	CHECK(native_unwind__set_maps(u, m) == 0);
 	CHECK(native_unwind__generation(u) == gen + 2);
 	CHECK(native_unwind__walk(u, s, NATIVE_MAX_FRAMES, st) == 0);
@@ -472,11 +472,11 @@ static int do_unwind(int pid, const char *path, int repeat)
 
 	CHECK(st);
 	CHECK(native_buildid_cache__new(64 << 10, &bc) == 0);
-	err = native_maps__read(pid, bc, &maps);
+	err = native_maps__read(pid, NULL, bc, &maps);
 	CHECK_MSG(err == 0, "native_maps__read: %s", strerror(-err));
 	if (err)
 		return 1;
-	CHECK(native_unwind__new(&u) == 0);
+	CHECK(native_unwind__new(NULL, &u) == 0);
 	CHECK(native_unwind__walk(u, &s, 8, st) == -ENOENT);
 	err = native_unwind__set_maps(u, maps);
 	CHECK_MSG(err == 0, "native_unwind__set_maps: %s", strerror(-err));
@@ -748,7 +748,7 @@ static int do_parse(void)
 	{
 		struct native_maps *mm = NULL;
 
-		CHECK(native_maps__read(0x7ffffff0, NULL, &mm) == -ESRCH && !mm);
+		CHECK(native_maps__read(0x7ffffff0, NULL, NULL, &mm) == -ESRCH && !mm);
 	}
 	if (!check_failures)
 		printf("native maps parse: ok\n");

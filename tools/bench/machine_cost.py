@@ -75,6 +75,9 @@ HOST_WIDE = ("pybpfprof record -a", "pybpfprof agent")
 HOST_WIDE_TICK = "pybpfprof record -a --clock tick"
 # The tick runs at HZ (100 at least): rows on it only at rates no kernel ticks below.
 TICK_ROWS_UP_TO = 100
+# --native rows up to this rate: a walk costs tens of µs, and 10 kHz of them is not how
+# it is used.
+NATIVE_ROWS_UP_TO = 1000
 
 
 # --------------------------------------------------------------------------------------
@@ -298,6 +301,11 @@ def profilers(env, names, rate):
                 yield bench.Profiler(env, n, "ours", rate, ["--clock", "tick"])
         elif n == "pybpfprof --no-bpf":
             yield bench.ours(env, rate, live=True)
+        elif n == "pybpfprof --native":
+            # C stacks copied by BPF, unwound and named by the parsing worker, whose
+            # CPU counts as the profiler's (run.cpu_ns).
+            if rate <= NATIVE_ROWS_UP_TO:
+                yield bench.Profiler(env, n, "ours", rate, ["--native"])
         elif n == "peer":
             yield bench.peer(env, rate, PEER_MODE)
         else:
@@ -418,8 +426,8 @@ def part_saturated(env, cfg):
     rate0 = max_sample_rate()
     profs = {}
     for rate in cfg["sat_rates"]:
-        for p in profilers(env, ("pybpfprof", "pybpfprof --clock tick", "pybpfprof --no-bpf",
-                                 "peer"), rate):
+        for p in profilers(env, ("pybpfprof", "pybpfprof --clock tick", "pybpfprof --native",
+                                 "pybpfprof --no-bpf", "peer"), rate):
             profs[f"{p.name} @ {rate}"] = p
     for name in HOST_WIDE + (HOST_WIDE_TICK,):
         profs[name] = HostWide(env, name)

@@ -243,18 +243,31 @@ class Env:
         return os.path.join(self.tmp, f"{self.seq:04d}-{stem}")
 
 
-def cpu_ns(pid):
-    """CPU time of every live thread of pid, in ns (schedstat: exact, unlike ticks)."""
+def cpu_ns(pid, workers=True):
+    """CPU time of every live thread of pid, in ns (schedstat: exact, unlike ticks), and
+    of pybpfprof's parsing worker (--native), a child process of its own that does the
+    unwinding: its cost is the profiler's. A target the profiler started is not counted."""
     total = 0
     try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            try:
-                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    total += int(f.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass
+        tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children = f.read().split()
+        except (OSError, ValueError, IndexError):
+            continue
+        for child in children if workers else ():
+            try:
+                with open(f"/proc/{child}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+            except OSError:
+                continue
+            if argv[1:2] == [b"__native-worker"]:
+                total += cpu_ns(int(child), workers=False) or 0
     return total
 
 
