@@ -154,6 +154,8 @@ def test_a_parse_that_hangs_or_faults_costs_that_object_not_the_profile(
     assert st["native_worker_deaths"] == 2, st
     assert st["native_worker_quarantined"] == 3, st
     assert st["native_worker_starts"] >= 3, st
+    # Each new worker was given the samples ring again.
+    assert st["native_stacks_from_ring"] == st["native_walks"] > 0, st
     for name, why in (("hang", "took longer than the deadline"),
                       ("crash", "killed the parsing worker (SIGSEGV)"),
                       ("socket", "killed the parsing worker (SIGSYS)")):
@@ -189,3 +191,5 @@ def test_the_profiler_hands_the_worker_only_files_the_target_maps(tmp_path, prof
     assert st["native_worker_refused"] >= 5, st
     names = {f.name for s in prof for f in s.frames}
     assert any(n.startswith("escape_burn") for n in names), show(prof)
+    # The worker read every stack copy in the samples ring, where BPF wrote it.
+    assert st["native_walks"] > 0 and st["native_stacks_from_ring"] == st["native_walks"], st

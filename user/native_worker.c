@@ -62,6 +62,10 @@ struct native_worker {
 	size_t nans, cap_ans;
 	char *strs;	/* the answer's strings, NUL-terminated */
 	size_t cap_strs;
+	int ring_fd;	/* the samples ring (native_worker__ring()), -1: none */
+	uint32_t ring_bytes;
+	const uint8_t *ring_data;
+	uint64_t ring_for; /* the worker (by w->st.starts) that has mapped it */
 	struct native_worker_stats st;
 };
 
@@ -156,6 +160,7 @@ int native_worker__new(struct native_worker **out)
 	if (!w)
 		return -ENOMEM;
 	w->fd = -1;
+	w->ring_fd = -1;
 	w->faults = getenv(NATIVE_WORKER_FAULTS_ENV) != NULL;
 	w->rx = malloc(sizeof(struct nw_header) + NATIVE_WORKER_MSG_MAX);
 	w->board_fd = memfd_create("pbp-worker-board", MFD_CLOEXEC);
@@ -195,6 +200,8 @@ void native_worker__free(struct native_worker *w)
 	free(w->procs);
 	munmap(w->board, sizeof(struct nw_board));
 	close(w->board_fd);
+	if (w->ring_fd >= 0)
+		close(w->ring_fd);
 	free(w->rx);
 	free(w->ans);
 	free(w->strs);
@@ -496,7 +503,8 @@ static int await(struct native_worker_proc *p, const struct nw_header *req, uint
 				return err;
 			if (h->err > 0 || h->err < -4095)
 				return -ECHILD;
-			return h->err;
+			/* Those two say what became of the worker, not of the request. */
+			return h->err == -ETIMEDOUT || h->err == -ECHILD ? -EIO : h->err;
 		default:
 			err = -ECHILD;
 		}
@@ -511,11 +519,15 @@ static int await(struct native_worker_proc *p, const struct nw_header *req, uint
  * killed, and the file on its board quarantined.
  */
 static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
-		struct iovec *iov, size_t n)
+		struct iovec *iov, size_t n, int fd)
 {
 	struct native_worker *w = p->w;
 	struct nw_header h = { .type = type, .handle = p->handle, .pid = (int32_t)p->pid,
 			       .now_ns = now_ns };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
 	struct iovec all[5];
 	struct msghdr msg = { .msg_iov = all, .msg_iovlen = n + 1 };
 	uint64_t t0 = clock__mono_ns();
@@ -533,11 +545,20 @@ static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
 	}
 	if (h.len > NATIVE_WORKER_MSG_MAX)
 		return -E2BIG;
+	if (fd >= 0) {
+		memset(c.buf, 0, sizeof(c.buf));
+		msg.msg_control = c.buf;
+		msg.msg_controllen = sizeof(c.buf);
+		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &fd, sizeof(int));
+	}
 	/* A worker that died between requests (its CPU limit) is replaced, blaming none. */
 	err = -ECHILD;
 	for (int tries = 0; tries < 2 && err; tries++) {
-		if (!w->pid && (err = start(w)))
-			return err;
+		if (!w->pid && (type == NW_FREE || (err = start(w))))
+			return type == NW_FREE ? 0 : err;	/* a new worker knows no process */
 		h.seq = ++w->seq;
 		*w->board = (struct nw_board){ 0 };
 		err = sendmsg(w->fd, &msg, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + h.len) ? 0 :
@@ -603,7 +624,7 @@ void native_worker__proc_free(struct native_worker_proc *p)
 	w = p->w;
 	if (w) {
 		if (w->pid)
-			call(p, NW_FREE, 0, NULL, 0);
+			call(p, NW_FREE, 0, NULL, 0, -1);
 		for (size_t i = 0; i < w->nprocs; i++)
 			if (w->procs[i] == p) {
 				w->procs[i] = w->procs[--w->nprocs];
@@ -616,14 +637,14 @@ void native_worker__proc_free(struct native_worker_proc *p)
 
 int native_worker__refresh(struct native_worker_proc *p, uint64_t now_ns)
 {
-	return call(p, NW_REFRESH, now_ns, NULL, 0);
+	return call(p, NW_REFRESH, now_ns, NULL, 0, -1);
 }
 
 int native_worker__fpcheck(struct native_worker_proc *p, const char *path,
 			   struct native_fpcheck *out)
 {
 	struct iovec iov = { .iov_base = (void *)path, .iov_len = strnlen(path, NW_PATH_MAX) };
-	int err = call(p, NW_FPCHECK, 0, &iov, 1);
+	int err = call(p, NW_FPCHECK, 0, &iov, 1, -1);
 
 	if (err)
 		return err;
@@ -714,6 +735,45 @@ static int parse_walk(struct native_worker *w, unsigned int max_frames, struct n
 	return 0;
 }
 
+int native_worker__ring(struct native_worker *w, int fd, uint32_t bytes, const uint8_t *data)
+{
+	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	if (copy < 0)
+		return -errno;
+	if (w->ring_fd >= 0)
+		close(w->ring_fd);
+	w->ring_fd = copy;
+	w->ring_bytes = bytes;
+	w->ring_data = data;
+	w->ring_for = 0;
+	return 0;
+}
+
+/* Whether @s's stack lies in the ring, and the worker running now has mapped it (it is
+ * given the ring first if not): 1 with its offset in *@off. */
+static int in_ring(struct native_worker_proc *p, const struct native_snapshot *s, uint64_t *off)
+{
+	struct native_worker *w = p->w;
+	const uint64_t span = 2ull * w->ring_bytes;
+	struct iovec iov = { .iov_base = &w->ring_bytes, .iov_len = sizeof(w->ring_bytes) };
+
+	const uint64_t at = (uint64_t)(uintptr_t)s->stack, base = (uint64_t)(uintptr_t)w->ring_data;
+
+	if (w->ring_fd < 0 || !s->stack_len || at < base || at - base > span ||
+	    s->stack_len > span - (at - base))
+		return 0;
+	*off = at - base;
+	if (!w->pid && start(w))
+		return 0;
+	if (w->ring_for != w->st.starts) {
+		if (call(p, NW_RING, 0, &iov, 1, w->ring_fd))
+			return 0;
+		w->ring_for = w->st.starts;
+	}
+	return 1;
+}
+
 int native_worker__walk(struct native_worker_proc *p, const struct native_snapshot *s,
 			const struct native_fp_chain *c, unsigned int max_frames,
 			uint64_t now_ns, struct native_stack *out,
@@ -724,19 +784,25 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 	struct iovec iov[3];
 	int err;
 
+	if (!p->w)
+		return -ECHILD;
 	memcpy(r.regs, s->regs, sizeof(r.regs));
 	if (c) {
 		r.fp_walk = 1;
 		r.nfp = c->n;
 		r.fp_flags = c->flags;
 	}
+	r.from_ring = (uint32_t)in_ring(p, s, &r.stack_off);
 	iov[0] = (struct iovec){ .iov_base = &r, .iov_len = sizeof(r) };
 	iov[1] = (struct iovec){ .iov_base = c ? (void *)c->rec : NULL,
 				 .iov_len = c ? c->n * sizeof(*c->rec) : 0 };
-	iov[2] = (struct iovec){ .iov_base = (void *)s->stack, .iov_len = s->stack_len };
-	err = call(p, NW_WALK, now_ns, iov, 3);
+	iov[2] = (struct iovec){ .iov_base = (void *)s->stack,
+				 .iov_len = r.from_ring ? 0 : s->stack_len };
+	err = call(p, NW_WALK, now_ns, iov, 3, -1);
 	if (!err)
 		err = parse_walk(p->w, max_frames, out, names);
+	if (!err)
+		p->w->st.ring_walks += r.from_ring;
 	if (err == -EPROTO)
 		native_unwind__clear_stack(out);
 	return err;

@@ -67,6 +67,7 @@ struct native_worker_stats {
 	uint64_t refused;     /* asks for a quarantined file, or not the target's */
 	uint64_t unblamed;    /* failures in no file the worker named */
 	uint64_t ns;	      /* spent waiting for answers */
+	uint64_t ring_walks;  /* walks of a stack the worker read in the ring itself */
 };
 
 /* Starts the worker now, before the caller loads BPF or opens targets. 0, or a
@@ -88,6 +89,16 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 			const struct native_fp_chain *c, unsigned int max_frames,
 			uint64_t now_ns, struct native_stack *out,
 			struct native_worker_name *names);
+/*
+ * Lets the worker read stack copies where BPF wrote them, rather than be sent a copy:
+ * the samples ring, a BPF ring buffer map open at @fd (duplicated here) of @bytes of
+ * data, which this process maps at @data (twice over). A walk whose stack lies there
+ * sends its offset; the worker maps the ring read-only. The record must stay in the
+ * ring until the walk returns, as it does while the sampler's callback runs. 0 or a
+ * negative errno.
+ */
+int native_worker__ring(struct native_worker *w, int fd, uint32_t bytes, const uint8_t *data);
+
 /* native_fpcheck__file() of the object @p maps from @path (native_proc__open_object()). */
 int native_worker__fpcheck(struct native_worker_proc *p, const char *path,
 			   struct native_fpcheck *out);

@@ -43,6 +43,8 @@ enum native_worker_type {
 	NW_REFRESH,  /* native_proc__refresh(); answer: nothing */
 	NW_WALK,     /* struct nw_walk_req, nfp frame records, the stack; answer: nw_walk */
 	NW_FILE,     /* the answer to an ask: err, and the descriptor if 0 */
+	NW_RING,     /* the samples ring's map (its descriptor attached), payload: its data
+		      * bytes (uint32_t); answer: nothing */
 	/* worker -> profiler */
 	NW_ASK_MAPS,   /* /proc/PID/maps */
 	NW_ASK_MAPPED, /* struct nw_ask_mapped and the maps path */
@@ -72,9 +74,11 @@ struct nw_walk_req {
 	uint64_t regs[NATIVE_NREGS];
 	uint32_t max_frames;
 	uint32_t nfp, fp_flags; /* frame records (struct pbp_native_fp) after this */
-	uint32_t stack_len;	/* stack bytes after them */
+	uint32_t stack_len;	/* stack bytes after them, or in the ring */
 	uint32_t fp_walk;	/* BPF walked the frame pointers: the records are its */
-	uint32_t pad;
+	uint32_t from_ring;	/* the stack is not sent: it is at stack_off in the ring's
+				 * data (NW_RING), where BPF wrote it */
+	uint64_t stack_off;
 };
 
 /* The answer to NW_WALK: this, then n frames, each followed by its strings. */

@@ -84,6 +84,9 @@ struct serve {
 	struct native_proc *cur;	/* the request's process */
 	struct nw_header req;		/* the request being served */
 	struct nw_board *board;
+	const uint8_t *ring;		/* the samples ring's data, twice over; NULL: none */
+	size_t ring_len;		/* ... of the whole mapping */
+	uint32_t ring_bytes;
 	int faults;
 	uint8_t *rx;			/* a message: header and payload */
 	uint8_t *tx;			/* the answer */
@@ -370,7 +373,8 @@ static size_t cut(const char *s, size_t max)
 /* Frame @f of a walk, named, into the answer. */
 static int put_frame(struct serve *sv, const struct native_frame *f)
 {
-	const struct native_map *e = native_maps__find(native_proc__maps(sv->cur), f->lookup);
+	const struct native_maps *m = native_proc__maps(sv->cur);
+	const struct native_map *e = m ? native_maps__find(m, f->lookup) : NULL;
 	struct native_symbol sym;
 	struct nw_frame o = { .pc = f->pc, .lookup = f->lookup, .sp = f->sp };
 	int err;
@@ -426,11 +430,18 @@ static int walk(struct serve *sv, const uint8_t *payload, uint32_t len)
 		return -EPROTO;
 	memcpy(&r, payload, sizeof(r));
 	recs = (size_t)r.nfp * sizeof(struct pbp_native_fp);
-	if (r.nfp > PBP_NATIVE_FP_MAX || len != sizeof(r) + recs + r.stack_len)
+	if (r.nfp > PBP_NATIVE_FP_MAX ||
+	    len != sizeof(r) + recs + (r.from_ring ? 0 : r.stack_len))
 		return -EPROTO;
 	snap = (struct native_snapshot){ .tid = r.tid, .regs_mask = r.regs_mask,
 					 .stack = payload + sizeof(r) + recs,
 					 .stack_len = r.stack_len };
+	if (r.from_ring) {
+		if (!sv->ring || r.stack_off > 2ull * sv->ring_bytes ||
+		    r.stack_len > 2ull * sv->ring_bytes - r.stack_off)
+			return -EPROTO;
+		snap.stack = sv->ring + sv->ring_len - 2ull * sv->ring_bytes + r.stack_off;
+	}
 	memcpy(snap.regs, r.regs, sizeof(snap.regs));
 	chain = (struct native_fp_chain){ .rec = (const void *)(payload + sizeof(r)), .n = r.nfp,
 					  .flags = r.fp_flags };
@@ -492,7 +503,32 @@ static void answer(struct serve *sv, int err)
 	sv->txlen = 0;
 }
 
-static void serve_one(struct serve *sv, const struct nw_header *h)
+/* Maps the samples ring open at @fd (its producer's page, then its data twice over),
+ * read-only, in place of any before. */
+static int map_ring(struct serve *sv, int fd, const uint8_t *payload, uint32_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n;
+	uint32_t bytes;
+	void *m;
+
+	if (fd < 0 || len != sizeof(bytes))
+		return -EPROTO;
+	memcpy(&bytes, payload, sizeof(bytes));
+	if (!bytes || (bytes & (bytes - 1)) || bytes > (1u << 30) || bytes % page)
+		return -EPROTO;
+	n = page + 2 * (size_t)bytes;
+	m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, (off_t)page);
+	if (m == MAP_FAILED)
+		return -errno;
+	if (sv->ring)
+		munmap((void *)sv->ring, sv->ring_len);
+	sv->ring = m;
+	sv->ring_len = n;
+	sv->ring_bytes = bytes;
+	return 0;
+}
+
+static void serve_one(struct serve *sv, const struct nw_header *h, int fd)
 {
 	const uint8_t *payload = sv->rx + sizeof(*h);
 	int err;
@@ -500,6 +536,10 @@ static void serve_one(struct serve *sv, const struct nw_header *h)
 	sv->req = *h;
 	if (h->type == NW_FREE) {
 		forget(sv, h->handle);
+		return;
+	}
+	if (h->type == NW_RING) {
+		answer(sv, map_ring(sv, fd, payload, h->len));
 		return;
 	}
 	err = proc_of(sv, h, &sv->cur);
@@ -578,10 +618,11 @@ int native_worker_serve__main(void)
 		int fd;
 		ssize_t n = receive(sv.rx, sizeof(struct nw_header) + NATIVE_WORKER_MSG_MAX, &fd);
 
+		if (n > 0)
+			serve_one(&sv, (const struct nw_header *)sv.rx, fd);
 		if (fd >= 0)
-			close(fd);	/* requests carry none */
+			close(fd);	/* the ring's stays mapped */
 		if (n <= 0)
 			return n ? 1 : 0;
-		serve_one(&sv, (const struct nw_header *)sv.rx);
 	}
 }

@@ -46,6 +46,9 @@ struct sampler {
 	uint64_t first_ns;		/* ... as the first sample record arrived, or 0 */
 	uint64_t yield_ns;		/* when this poll hands the loop back; 0: never */
 	bool yielded;			/* ... and it did, with records left */
+	const uint8_t *ring_data;	/* where libbpf mapped the samples ring's data (twice
+					 * over), found at the first record; NULL before */
+	int ring_looked;		/* ... and whether it was looked for */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -98,6 +101,44 @@ static void first_record(struct sampler *s, const void *data, size_t len)
  * targets) would wait for the target to end. A negative return stops it after this
  * record, which libbpf has already consumed.
  */
+/*
+ * The samples ring's data area, from the mapping that holds the record at @data:
+ * libbpf maps the producer's page and the data twice over in one mapping, and gives no
+ * way to ask where. Our own maps are read once; a mapping of another size is not the
+ * ring's, and then nothing is found.
+ */
+static void find_ring(struct sampler *s, const void *data)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), at = (uint64_t)(uintptr_t)data;
+	char line[512];
+	FILE *f;
+
+	s->ring_looked = 1;
+	f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+
+		if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || at < lo || at >= hi)
+			continue;
+		if (hi - lo == page + 2ull * s->cfg.ringbuf_bytes)
+			s->ring_data = (const uint8_t *)(uintptr_t)(lo + page);
+		break;
+	}
+	fclose(f);
+}
+
+int sampler__ring(const struct sampler *s, int *fd, uint32_t *bytes, const uint8_t **data)
+{
+	if (!s->ring_data)
+		return -EAGAIN;
+	*fd = bpf_map__fd(s->skel->maps.samples);
+	*bytes = s->cfg.ringbuf_bytes;
+	*data = s->ring_data;
+	return 0;
+}
+
 static int handle_record(void *ctx, void *data, size_t len)
 {
 	struct sampler *s = ctx;
@@ -105,6 +146,8 @@ static int handle_record(void *ctx, void *data, size_t len)
 
 	if (!s->first_ns)
 		first_record(s, data, len);
+	if (!s->ring_looked)
+		find_ring(s, data);
 	err = s->cfg.on_sample(s->cfg.ctx, data, len);
 	if (!err && s->yield_ns && clock__mono_ns() >= s->yield_ns) {
 		s->yielded = true;

@@ -126,6 +126,11 @@ int sampler__drain(struct sampler *s);
 /* The scheduler tick's rate when sampling rides it, else 0 (timers). */
 uint32_t sampler__tick_hz(const struct sampler *s);
 
+/* The samples ring: its map's descriptor, its data size, and where its data is mapped
+ * here (twice over: a record that wraps reads on). -EAGAIN until the first record has
+ * shown where, or if it could not be told. */
+int sampler__ring(const struct sampler *s, int *fd, uint32_t *bytes, const uint8_t **data);
+
 /* Stops the perf events: nothing new enters the ring buffer after this. */
 void sampler__stop(struct sampler *s);
 

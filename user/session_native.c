@@ -26,6 +26,7 @@
 struct session_native {
 	struct native_worker *worker;	/* unwinds and names: parses what targets map */
 	struct native_demangle demangle;
+	const uint8_t *ring_data;	/* the samples ring the worker was given */
 	struct native_stack walk;
 	struct native_worker_name wnames[NATIVE_MAX_FRAMES];
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
@@ -338,6 +339,20 @@ static int cut_marker(struct target *t, const struct native_merge_in *in, uint32
 	return intern(s, text, name);
 }
 
+/* The worker reads stack copies in the samples ring itself, once it knows where. */
+static void give_ring(struct session *s)
+{
+	const uint8_t *data;
+	uint32_t bytes;
+	int fd;
+
+	if (!s->sampler || sampler__ring(s->sampler, &fd, &bytes, &data) ||
+	    data == s->native->ring_data)
+		return;
+	if (!native_worker__ring(s->native->worker, fd, bytes, data))
+		s->native->ring_data = data;
+}
+
 static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_t *nitems,
 		enum native_merge_result *result, uint32_t *cut_at, uint32_t *cut_name)
 {
@@ -354,6 +369,7 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 	if (st->native_fp)
 		chain = (struct native_fp_chain){ .rec = st->native_fp, .n = st->native->nfp,
 						  .flags = st->native->flags };
+	give_ring(t->session);
 	err = native_worker__walk(t->native, &snap, st->native_fp ? &chain : NULL,
 				  NATIVE_MAX_FRAMES, clock__mono_ns(), &n->walk, n->wnames);
 	if (err)
@@ -453,6 +469,7 @@ void session_native__stats(const struct session *s, struct run_stats *st)
 	st->native_worker_deaths += w.deaths;
 	st->native_worker_quarantined += w.quarantined;
 	st->native_worker_refused += w.refused;
+	st->native_stacks_from_ring += w.ring_walks;
 	st->native_walks += n->walks;
 	st->native_frames += n->frames;
 	st->native_failed += n->failed;

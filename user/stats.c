@@ -192,6 +192,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "native_worker_deaths", FIELD_U64, .u = s->native_worker_deaths },
 		{ "native_worker_quarantined", FIELD_U64, .u = s->native_worker_quarantined },
 		{ "native_worker_refused", FIELD_U64, .u = s->native_worker_refused },
+		{ "native_stacks_from_ring", FIELD_U64, .u = s->native_stacks_from_ring },
 		{ "decode_ns_per_sample", FIELD_DEC1, .d = ratio(s->decode.ns, s->decode.samples) },
 		{ "live_reads_per_sample", FIELD_DEC3,
 		  .d = ratio(s->mem.reads, s->decode.samples) },

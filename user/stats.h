@@ -85,6 +85,7 @@ struct run_stats {
 	 * a request, files quarantined, and requests refused for a quarantined file. */
 	uint64_t native_worker_starts, native_worker_timeouts, native_worker_deaths;
 	uint64_t native_worker_quarantined, native_worker_refused;
+	uint64_t native_stacks_from_ring;	/* walks the worker read in the ring itself */
 };
 
 /* The caller opens and closes @f (an outfile: see outfile.h). */
