@@ -193,3 +193,42 @@ def test_the_profiler_hands_the_worker_only_files_the_target_maps(tmp_path, prof
     assert any(n.startswith("escape_burn") for n in names), show(prof)
     # The worker read every stack copy in the samples ring, where BPF wrote it.
     assert st["native_walks"] > 0 and st["native_stacks_from_ring"] == st["native_walks"], st
+
+
+def test_system_wide_native_walks_every_process_in_one_worker(tmp_path, profiler_bin):
+    """record -a --native over four processes, each with a library of its own: one
+    worker keeps every process's objects open at once and names each one's function."""
+    h = Harness(tmp_path, profiler_bin)
+    names = [f"plain{i}" for i in range(4)]
+    try:
+        workers = []
+        for name in names:
+            d = tmp_path / name
+            d.mkdir()
+            lib = build_lib(d, "plain")
+            renamed = d / f"lib{name}.so"
+            lib.rename(renamed)
+            script = d / "w.py"
+            script.write_text(WORKLOAD.replace('libs["plain"]', f'libs["{name}"]')
+                              .replace("def call_plain", f"def call_{name}")
+                              .replace('name + "_burn"', '"plain_burn"'))
+            workers.append(h.spawn([sys.executable, str(script), str(d / "ready"), "60",
+                                    str(renamed)]))
+            deadline = time.monotonic() + 30
+            while not (d / "ready").exists():
+                assert time.monotonic() < deadline, "a workload did not start"
+                time.sleep(0.02)
+        out = tmp_path / "all.txt"
+        st = tmp_path / "all.json"
+        r = h.run_profiler(["-a", "--native", "-r", 99, "-d", 4, "-f", "collapsed", "-o", out,
+                            "--stats-file", st], timeout=60, out=out, stats=st)
+        r.check_ok()
+    finally:
+        h.close()
+    stats = r.stats()
+    assert stats["native_worker_starts"] == 1 and stats["native_worker_deaths"] == 0, stats
+    text = out.read_text()
+    for w, name in zip(workers, names):
+        mine = [line for line in text.splitlines() if f"call_{name}" in line]
+        assert any("plain_burn" in line for line in mine), \
+            f"{name} (pid {w.pid}): no named frame in its library\n{text[:3000]}"

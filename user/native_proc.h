@@ -54,7 +54,8 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 /*
  * Opens the object mapped from @path (as the target sees it: the end of a maps path),
  * as the process's files are opened: a descriptor, -ENOENT if no executable mapping is
- * of it, or the errno of reading the maps or opening it. Reads the maps now if the process has none yet.
+ * of it, or the errno of reading the maps or opening it. Reads the maps now if the
+ * process has none yet.
  */
 int native_proc__open_object(struct native_proc *p, const char *path);
 

@@ -30,6 +30,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "native_proc.h"
 #include "native_worker_proto.h"
 #include "proc.h"
 #include "vec.h"
@@ -74,6 +75,8 @@ struct native_worker_proc {
 	uint32_t handle;
 	pid_t pid;
 	uint32_t asks, rereads;	  /* in the request under way */
+	uint64_t refreshed_ns;	  /* the last NW_REFRESH sent */
+	int walked;		  /* ... and whether a walk came since */
 	struct native_maps *maps; /* our own read: what asks are checked against */
 };
 
@@ -635,8 +638,14 @@ void native_worker__proc_free(struct native_worker_proc *p)
 	free(p);
 }
 
+/* The worker re-reads maps walks used at most once per NATIVE_PROC_REREAD_NS: asking it
+ * more often would cost a round trip per target per loop for nothing. */
 int native_worker__refresh(struct native_worker_proc *p, uint64_t now_ns)
 {
+	if (!p->walked || now_ns - p->refreshed_ns < NATIVE_PROC_REREAD_NS)
+		return 0;
+	p->walked = 0;
+	p->refreshed_ns = now_ns;
 	return call(p, NW_REFRESH, now_ns, NULL, 0, -1);
 }
 
@@ -798,6 +807,7 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 				 .iov_len = c ? c->n * sizeof(*c->rec) : 0 };
 	iov[2] = (struct iovec){ .iov_base = (void *)s->stack,
 				 .iov_len = r.from_ring ? 0 : s->stack_len };
+	p->walked = 1;
 	err = call(p, NW_WALK, now_ns, iov, 3, -1);
 	if (!err)
 		err = parse_walk(p->w, max_frames, out, names);

@@ -41,9 +41,10 @@
 /* CPU in all before the kernel ends it; the profiler then starts another, without
  * blaming a file (native_worker.c). */
 #define WORKER_CPU_S 600
-/* The socket, the board, a file being copied and its copy, and libdwfl's descriptors:
- * it closes what it is given once the copy is made. */
-#define WORKER_FILES 64
+/* libdwfl keeps each module's copy open until its process's Dwfl ends: a CPython
+ * process maps 10-200 objects (NATIVE_MAPS_MAX_ENTRIES at most), times the processes
+ * -a follows. */
+#define WORKER_FILES 65536
 #define WORKER_SYM_BYTES (8u << 20)
 #define WORKER_BUILDID_BYTES (1u << 20)
 

@@ -38,6 +38,17 @@ static int limit(int resource, uint64_t soft, uint64_t hard)
 	return setrlimit(resource, &r) ? -errno : 0;
 }
 
+/* @want descriptors, or the hard limit there is if lower: raising it needs
+ * CAP_SYS_RESOURCE, which the least-privilege deployments do not grant. */
+static uint64_t files_cap(uint64_t want)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_max == RLIM_INFINITY)
+		return want;
+	return want < r.rlim_max ? want : r.rlim_max;
+}
+
 /* The address space mapped now, in bytes (a sanitizer build reserves terabytes of
  * shadow before main). */
 static int mapped_now(uint64_t *bytes)
@@ -125,7 +136,7 @@ int sandbox__enter(const struct sandbox_limits *l)
 	if (!err)
 		err = limit(RLIMIT_CPU, l->cpu_s, l->cpu_s + 1);
 	if (!err)
-		err = limit(RLIMIT_NOFILE, l->files, l->files);
+		err = limit(RLIMIT_NOFILE, files_cap(l->files), files_cap(l->files));
 	if (!err)
 		err = limit(RLIMIT_CORE, 0, 0);
 	if (!err)
