@@ -33,6 +33,7 @@
 #include "native_proc.h"
 #include "native_worker_proto.h"
 #include "proc.h"
+#include "text_safe.h"
 #include "vec.h"
 
 #define DEBUG_DIR "/usr/lib/debug/"
@@ -237,6 +238,7 @@ static void blame(struct native_worker *w, const struct native_worker_proc *p, c
 {
 	const struct nw_board b = *w->board;
 	const char *path = NULL;
+	char safe[512];
 
 	if (++w->failures == NATIVE_WORKER_FAILURES_MAX ||
 	    w->st.starts == NATIVE_WORKER_STARTS_MAX)
@@ -255,8 +257,10 @@ static void blame(struct native_worker *w, const struct native_worker_proc *p, c
 	for (size_t i = 0; p->maps && i < p->maps->n && !path; i++)
 		if (p->maps->maps[i].dev == b.dev && p->maps->maps[i].ino == b.ino)
 			path = p->maps->maps[i].path;
-	pr_warn("parsing %s %s: its native frames are [unknown] from now on\n",
-		path ? path : "an object of the target", why);
+	/* The target chose the name: no control character reaches the terminal. */
+	snprintf(safe, sizeof(safe), "%s", path ? path : "an object of the target");
+	text_safe__scrub(safe);
+	pr_warn("parsing %s %s: its native frames are [unknown] from now on\n", safe, why);
 	w->st.quarantined++;
 	if (w->nq < NATIVE_WORKER_QUARANTINE_MAX)
 		w->q[w->nq++] = (struct quarantined){ .dev = b.dev, .ino = b.ino };
