@@ -31,22 +31,18 @@
 /* Calls on both lists, at most: a jump in a filter reaches 255 words on. */
 #define SANDBOX_MAX_SYSCALLS 200
 
+/* Lowers @resource to @soft and @hard, or to the hard limit there is if lower: raising
+ * it needs CAP_SYS_RESOURCE, which the least-privilege deployments do not grant. */
 static int limit(int resource, uint64_t soft, uint64_t hard)
-{
-	const struct rlimit r = { .rlim_cur = soft, .rlim_max = hard };
-
-	return setrlimit(resource, &r) ? -errno : 0;
-}
-
-/* @want descriptors, or the hard limit there is if lower: raising it needs
- * CAP_SYS_RESOURCE, which the least-privilege deployments do not grant. */
-static uint64_t files_cap(uint64_t want)
 {
 	struct rlimit r;
 
-	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_max == RLIM_INFINITY)
-		return want;
-	return want < r.rlim_max ? want : r.rlim_max;
+	if (getrlimit(resource, &r))
+		return -errno;
+	if (r.rlim_max != RLIM_INFINITY && hard > r.rlim_max)
+		hard = r.rlim_max;
+	r = (struct rlimit){ .rlim_cur = soft < hard ? soft : hard, .rlim_max = hard };
+	return setrlimit(resource, &r) ? -errno : 0;
 }
 
 /* The address space mapped now, in bytes (a sanitizer build reserves terabytes of
@@ -136,7 +132,7 @@ int sandbox__enter(const struct sandbox_limits *l)
 	if (!err)
 		err = limit(RLIMIT_CPU, l->cpu_s, l->cpu_s + 1);
 	if (!err)
-		err = limit(RLIMIT_NOFILE, files_cap(l->files), files_cap(l->files));
+		err = limit(RLIMIT_NOFILE, l->files, l->files);
 	if (!err)
 		err = limit(RLIMIT_CORE, 0, 0);
 	if (!err)

@@ -12,13 +12,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Each limit is what is asked, or the hard limit there is if it is lower. */
 struct sandbox_limits {
 	uid_t uid;
 	gid_t gid;
 	uint64_t mem_bytes;   /* address space it may map beyond what it has (RLIMIT_AS) */
 	uint32_t cpu_s;	      /* CPU seconds in all (RLIMIT_CPU: SIGXCPU, then SIGKILL) */
-	uint32_t files;	      /* open descriptors (RLIMIT_NOFILE; at most the hard limit
-			       * there is) */
+	uint32_t files;	      /* open descriptors (RLIMIT_NOFILE) */
 	uint64_t file_bytes;  /* size of a file it writes (RLIMIT_FSIZE: its memfds) */
 	pid_t parent;	      /* killed when this process ends (0: not) */
 	const int *syscalls;  /* the allow-list, x86-64 numbers */
