@@ -487,8 +487,8 @@ int native_maps__open(const struct native_maps *m, const struct native_map *e)
 	/* The maps path is the one the kernel resolved: a symbolic link in its place now
 	 * was put there since, so the last one is not followed. The open is checked to be
 	 * the mapped inode, so a name that now leads elsewhere is refused (-ESTALE). */
-	if (snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)m->pid, native_maps__in_root(m, e->path)) <
-	    (int)sizeof(buf)) {
+	if (snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)m->pid,
+		     native_maps__in_root(m, e->path)) < (int)sizeof(buf)) {
 		fd = hostile_file__open(AT_FDCWD, buf, HOSTILE_FILE_NOFOLLOW, &id, NULL);
 		if (fd >= 0)
 			return fd;

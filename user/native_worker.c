@@ -54,6 +54,7 @@ struct native_worker {
 	struct nw_board *board;
 	uint32_t seq, next_handle;
 	uint32_t failures; /* in a row */
+	uint64_t unblamed; /* failures in no file the worker named: warned about once */
 	int faults;	/* the tests' switch is set */
 	struct native_worker_proc **procs;
 	size_t nprocs, cap;
@@ -212,11 +213,6 @@ void native_worker__free(struct native_worker *w)
 	free(w);
 }
 
-pid_t native_worker__pid(const struct native_worker *w)
-{
-	return w->pid;
-}
-
 void native_worker__stats(const struct native_worker *w, struct native_worker_stats *st)
 {
 	*st = w->st;
@@ -250,7 +246,7 @@ static void blame(struct native_worker *w, const struct native_worker_proc *p, c
 		return;
 	}
 	if ((!b.dev && !b.ino) || held(w, b.dev, b.ino)) {
-		if (!w->st.unblamed++)
+		if (!w->unblamed++)
 			pr_warn("a request %s, in no object it names\n", why);
 		return;
 	}
@@ -366,33 +362,43 @@ static int open_debug(struct native_worker_proc *p, const uint8_t *payload, uint
 	return native_files__debug(NULL, p->pid, 1, path);
 }
 
+/* Room for one descriptor passed with a message. */
+union fd_cmsg {
+	char buf[CMSG_SPACE(sizeof(int))];
+	struct cmsghdr align;
+};
+
+/* Attaches @fd to @msg, in @c, if it is one. */
+static void attach_fd(struct msghdr *msg, union fd_cmsg *c, int fd)
+{
+	struct cmsghdr *cm;
+
+	if (fd < 0)
+		return;
+	memset(c->buf, 0, sizeof(c->buf));
+	msg->msg_control = c->buf;
+	msg->msg_controllen = sizeof(c->buf);
+	cm = CMSG_FIRSTHDR(msg);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+}
+
 /* The answer to @ask: @fd (closed here) or its error; or, with @fd -1, @len bytes of
  * @payload. */
 static int send_file(struct native_worker *w, const struct nw_header *ask, int fd,
 		     const void *payload, size_t len)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
+	union fd_cmsg c;
 	struct nw_header h = { .type = NW_FILE, .seq = ask->seq, .handle = ask->handle,
 			       .err = fd < 0 && !len ? fd : 0, .len = (uint32_t)len };
 	struct iovec iov[2] = { { .iov_base = &h, .iov_len = sizeof(h) },
 				{ .iov_base = (void *)payload, .iov_len = len } };
 	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	struct cmsghdr *cm;
 	int err;
 
-	if (fd >= 0) {
-		memset(c.buf, 0, sizeof(c.buf));
-		msg.msg_control = c.buf;
-		msg.msg_controllen = sizeof(c.buf);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	}
+	attach_fd(&msg, &c, fd);
 	err = sendmsg(w->fd, &msg, MSG_NOSIGNAL) == (ssize_t)(sizeof(h) + len) ? 0 : -ECHILD;
 	if (fd >= 0)
 		close(fd);
@@ -403,29 +409,31 @@ static int serve_ask(struct native_worker_proc *p, const struct nw_header *h,
 		     const uint8_t *payload)
 {
 	char root[NW_PATH_MAX];
-	int fd = -EPERM;
+	int fd;
 
-	if (h->handle == p->handle && h->type == NW_ASK_ROOT) {
+	if (h->handle != p->handle) {
+		p->w->st.refused++;	/* about another process than the request's */
+		return send_file(p->w, h, -EPERM, NULL, 0);
+	}
+	if (h->type == NW_ASK_ROOT) {
 		fd = proc__root(p->pid, root, sizeof(root));
 		return fd ? send_file(p->w, h, fd, NULL, 0) :
 			    send_file(p->w, h, -1, root, strlen(root));
 	}
-	if (h->handle == p->handle) {
-		if (!p->maps && h->type != NW_ASK_MAPS)
-			reread(p);
-		switch (h->type) {
-		case NW_ASK_MAPS:
-			fd = native_files__maps(NULL, p->pid);
-			break;
-		case NW_ASK_MAPPED:
-			fd = open_mapped(p, payload, h->len);
-			break;
-		case NW_ASK_DEBUG:
-			fd = open_debug(p, payload, h->len);
-			break;
-		default:
-			fd = -EPROTO;
-		}
+	if (!p->maps && h->type != NW_ASK_MAPS)
+		reread(p);
+	switch (h->type) {
+	case NW_ASK_MAPS:
+		fd = native_files__maps(NULL, p->pid);
+		break;
+	case NW_ASK_MAPPED:
+		fd = open_mapped(p, payload, h->len);
+		break;
+	case NW_ASK_DEBUG:
+		fd = open_debug(p, payload, h->len);
+		break;
+	default:
+		fd = -EPROTO;
 	}
 	if (fd == -EPERM)
 		p->w->st.refused++;
@@ -531,13 +539,10 @@ static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
 	struct native_worker *w = p->w;
 	struct nw_header h = { .type = type, .handle = p->handle, .pid = (int32_t)p->pid,
 			       .now_ns = now_ns };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
+	union fd_cmsg c;
 	struct iovec all[5];
 	struct msghdr msg = { .msg_iov = all, .msg_iovlen = n + 1 };
-	uint64_t t0 = clock__mono_ns();
+	uint64_t deadline;
 	int err, status = 0;
 	char why[96];
 
@@ -552,15 +557,7 @@ static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
 	}
 	if (h.len > NATIVE_WORKER_MSG_MAX)
 		return -E2BIG;
-	if (fd >= 0) {
-		memset(c.buf, 0, sizeof(c.buf));
-		msg.msg_control = c.buf;
-		msg.msg_controllen = sizeof(c.buf);
-		CMSG_FIRSTHDR(&msg)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&msg)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &fd, sizeof(int));
-	}
+	attach_fd(&msg, &c, fd);
 	/* A worker that died between requests (its CPU limit) is replaced, blaming none. */
 	err = -ECHILD;
 	for (int tries = 0; tries < 2 && err; tries++) {
@@ -577,8 +574,8 @@ static int call(struct native_worker_proc *p, uint32_t type, uint64_t now_ns,
 		return err;
 	if (type == NW_FREE)
 		return 0;
-	err = await(p, &h, t0 + NATIVE_WORKER_DEADLINE_MS * 1000000ull);
-	w->st.ns += clock__mono_ns() - t0;
+	deadline = clock__mono_ns() + NATIVE_WORKER_DEADLINE_MS * 1000000ull;
+	err = await(p, &h, deadline);
 	if (err != -ETIMEDOUT && err != -ECHILD) {
 		w->failures = 0;
 		w->st.requests++;
@@ -750,8 +747,11 @@ static int parse_walk(struct native_worker *w, unsigned int max_frames, struct n
 
 int native_worker__ring(struct native_worker *w, int fd, uint32_t bytes, const uint8_t *data)
 {
-	int copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int copy;
 
+	if (w->ring_fd >= 0 && data == w->ring_data && bytes == w->ring_bytes)
+		return 0;
+	copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (copy < 0)
 		return -errno;
 	if (w->ring_fd >= 0)

@@ -65,8 +65,6 @@ struct native_worker_stats {
 	uint64_t deaths;      /* workers that died in a request */
 	uint64_t quarantined; /* files quarantined */
 	uint64_t refused;     /* asks for a quarantined file, or not the target's */
-	uint64_t unblamed;    /* failures in no file the worker named */
-	uint64_t ns;	      /* spent waiting for answers */
 	uint64_t ring_walks;  /* walks of a stack the worker read in the ring itself */
 };
 
@@ -94,8 +92,8 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
  * the samples ring, a BPF ring buffer map open at @fd (duplicated here) of @bytes of
  * data, which this process maps at @data (twice over). A walk whose stack lies there
  * sends its offset; the worker maps the ring read-only. The record must stay in the
- * ring until the walk returns, as it does while the sampler's callback runs. 0 or a
- * negative errno.
+ * ring until the walk returns, as it does while the sampler's callback runs. The ring
+ * given already is kept (nothing is done). 0 or a negative errno.
  */
 int native_worker__ring(struct native_worker *w, int fd, uint32_t bytes, const uint8_t *data);
 
@@ -104,9 +102,6 @@ int native_worker__fpcheck(struct native_worker_proc *p, const char *path,
 			   struct native_fpcheck *out);
 /* native_proc__refresh() in the worker. */
 int native_worker__refresh(struct native_worker_proc *p, uint64_t now_ns);
-
-/* The worker's process id, 0 if none runs now. */
-pid_t native_worker__pid(const struct native_worker *w);
 
 void native_worker__stats(const struct native_worker *w, struct native_worker_stats *st);
 

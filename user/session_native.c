@@ -26,7 +26,6 @@
 struct session_native {
 	struct native_worker *worker;	/* unwinds and names: parses what targets map */
 	struct native_demangle demangle;
-	const uint8_t *ring_data;	/* the samples ring the worker was given */
 	struct native_stack walk;
 	struct native_worker_name wnames[NATIVE_MAX_FRAMES];
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
@@ -346,11 +345,8 @@ static void give_ring(struct session *s)
 	uint32_t bytes;
 	int fd;
 
-	if (!s->sampler || sampler__ring(s->sampler, &fd, &bytes, &data) ||
-	    data == s->native->ring_data)
-		return;
-	if (!native_worker__ring(s->native->worker, fd, bytes, data))
-		s->native->ring_data = data;
+	if (s->sampler && !sampler__ring(s->sampler, &fd, &bytes, &data))
+		native_worker__ring(s->native->worker, fd, bytes, data);
 }
 
 static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_t *nitems,
