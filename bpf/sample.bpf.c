@@ -1275,12 +1275,14 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 		cc.used = (cc.off + cc.used + 7) / 8 * 8 - cc.off;
 		cc.spans.off = cc.off;
 		cc.spans.used = cc.used;
-		if (cc.codes.n)
-			bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
+		/* The tasks first: a few hundred bytes that place the sample, where
+		 * sixteen new code objects' line tables could leave no room. */
 		if (s->task && t->task_copy_len)
 			copy_task(sc, t, &cc.spans, s);
 		else if (t->current_tasks)
 			copy_current_tasks(sc, t, &cc.spans, s);
+		if (cc.codes.n)
+			bpf_loop(cc.codes.n, copy_code_cb, &cc, 0);
 		if (cc.spans.n) {
 			s->spans_off = cc.off + cc.used;
 			s->nspans = cc.spans.n;

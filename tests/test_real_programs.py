@@ -406,7 +406,8 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
 
 ASYNC_VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 # Samples in a task that --async may leave where the thread ran them: a task caught
-# being switched, or one that ended and was reused before its record was read.
+# being switched, or one that ended and was reused before its record was read. Of
+# every sample, and of the handlers' (3.14+; measured: 0-2 of about 1,000).
 ASYNC_UNPLACED_MAX = 0.01
 # 3.11-3.13 name no running task: it is found from the stack and asyncio's dict of
 # running tasks, which BPF copies with the sample (live mode reads it right after the
@@ -468,19 +469,20 @@ def test_aiohttp_async_places_every_handler_under_its_tasks(servers, version, mo
     print(f"aiohttp --async on {version} ({mode}): {total(handlers)} handler samples, "
           f"{total(wrong)} misplaced; {unplaced} of {n} samples unplaced")
     assert total(handlers) >= 20, f"too few handler samples:\n{show(prof)}"
-    if version in ASYNC_MODULE_VERSIONS:
-        left = [s for s in wrong if not any(is_task(f) for f in s.frames)]
-        placed = total(handlers) - total(left)
-        wrong = [s for s in wrong if s not in left]
-        assert placed >= ASYNC_MODULE_PLACED_MIN * total(handlers), \
-            f"only {placed} of {total(handlers)} handler samples placed\n{run.describe()}"
-        assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples under a "
-                           f"wrong chain:\n{show(wrong, 6)}")
-        return
-    assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples not under "
-                       f"their tasks:\n{show(wrong, 6)}")
-    assert unplaced <= ASYNC_UNPLACED_MAX * n, \
-        f"{unplaced} of {n} samples in a task left unplaced\n{run.describe()}"
+    # A sample under no task at all is one left unplaced (counted in async_unplaced);
+    # one under a task must be under the chain the handler recorded.
+    left = [s for s in wrong if not any(is_task(f) for f in s.frames)]
+    wrong = [s for s in wrong if s not in left]
+    placed_min = ASYNC_MODULE_PLACED_MIN if version in ASYNC_MODULE_VERSIONS \
+        else 1 - ASYNC_UNPLACED_MAX
+    placed = total(handlers) - total(left)
+    assert placed >= placed_min * total(handlers), \
+        f"only {placed} of {total(handlers)} handler samples placed\n{run.describe()}"
+    assert not wrong, (f"{total(wrong)} of {total(handlers)} handler samples under a "
+                       f"wrong chain:\n{show(wrong, 6)}")
+    if version not in ASYNC_MODULE_VERSIONS:
+        assert unplaced <= ASYNC_UNPLACED_MAX * n, \
+            f"{unplaced} of {n} samples in a task left unplaced\n{run.describe()}"
 
 
 # --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include "vec.h"
 
 #define CO_OPTIMIZED 0x0001		/* Include/cpython/code.h */
+#define CO_COROUTINE 0x0080
 #define CO_NO_MONITORING_EVENTS 0x2000000	/* ... 3.13+ */
 
 struct code_cache {
@@ -276,6 +277,7 @@ static int read_code(struct code_cache *c, struct mem_source *m, uint64_t addr, 
 	 * object of the interpreter's own ("__init__" in file "__init__"), which
 	 * tracebacks never show: it is the one code that tells monitoring nothing. */
 	ci->hidden = o->version_hex >= 0x030d0000 && (flags & CO_NO_MONITORING_EVENTS);
+	ci->coroutine = !!(flags & CO_COROUTINE);
 	err = intern_str(c, m, qualname, &ci->qualname);
 	if (err)
 		goto fail;
@@ -390,6 +392,16 @@ static int grow(struct code_cache *c)
 	count_bytes(c, nslots * sizeof(*c->index.slots));
 	c->hand = 0;
 	return 0;
+}
+
+const struct code_info *code_cache__held(const struct code_cache *c, uint64_t addr, uint64_t fp)
+{
+	const struct code_key key = { .addr = addr, .fp = fp };
+	uint32_t k;
+
+	if (hashmap__find(&c->index, key_hash(addr, fp), entry_equal, &key, c, &k))
+		return NULL;
+	return c->ents[k];
 }
 
 int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t addr, uint64_t fp,

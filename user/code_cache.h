@@ -39,6 +39,7 @@ struct code_info {
 	uint8_t once;		/* a module's or class's body, or exec'd: runs once */
 	uint8_t hidden;		/* the interpreter's own, never shown (3.13+ __init__) */
 	uint8_t checked;	/* BPF checks its fingerprint in every frame */
+	uint8_t coroutine;	/* an async def's (CO_COROUTINE) */
 	uint32_t seen;		/* samples it ran in while checked */
 	/* instruction -> line memo: call sites of parent frames repeat sample after sample */
 	uint32_t memo_instr[CODE_LINE_SLOTS];
@@ -100,6 +101,9 @@ int code_cache__fp(struct code_cache *c, struct mem_source *m, uint64_t addr, ui
  */
 int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t addr, uint64_t fp,
 		    const struct code_info **out);
+
+/* The entry the cache holds for (@addr, @fp), with no read and no count; NULL if none. */
+const struct code_info *code_cache__held(const struct code_cache *c, uint64_t addr, uint64_t fp);
 
 /* Line of the instruction at code-unit index @instr, -1 if none or out of range. */
 int code_cache__line(const struct code_info *ci, uint32_t instr);

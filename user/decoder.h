@@ -194,12 +194,21 @@ int decoder__decode_thread(struct decoder *d, const struct thread_sample *t, str
  * decodes again (the decoders of a session share their working space). */
 uint32_t decoder__frame_addrs(const struct decoder *d, uint32_t first, uint32_t n,
 			      uint64_t *addr, uint8_t *owner);
-/* The same for whether each frame was called from C (an asyncio task's step runs its
- * coroutine so), as 3.12-3.14 mark it: its caller is the eval loop's entry frame (a
- * shim). 0 where the walk shows no caller, and on 3.11 (which runs even an awaited
- * coroutine in an activation of its own) and 3.15+, which have no such mark. */
-uint32_t decoder__frames_from_c(const struct decoder *d, uint32_t first, uint32_t n,
-				uint8_t *from_c);
+/* What decoder__frames_kind() tells of a frame. */
+enum {
+	/* Called from C (an asyncio task's step runs its coroutine so), as 3.12-3.14
+	 * mark it: its caller is the eval loop's entry frame (a shim). Never where the
+	 * walk shows no caller, nor on 3.11 (which runs even an awaited coroutine in an
+	 * activation of its own) and 3.15+, which have no such mark. */
+	DECODER_FROM_C = 1,
+	/* Its code is an async def's, as the code object said when it was named. */
+	DECODER_COROUTINE = 2,
+	/* Its code is no longer in the cache: whether it is an async def's is unknown. */
+	DECODER_CODE_GONE = 4,
+};
+/* The same for what is known of each frame of @st, which @d decoded last: DECODER_*. */
+uint32_t decoder__frames_kind(const struct decoder *d, const struct stack *st, uint32_t first,
+			      uint32_t n, uint8_t *kind);
 /*
  * The Python name of the thread whose stack @st @d decoded last, when @st shows it:
  * the name of the Thread object of its frame of threading's Thread._bootstrap_inner,

@@ -404,7 +404,7 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 {
 	const struct py_offsets *o = &t->interp.off;
 	uint64_t addr[ROOT_SEARCH];
-	uint8_t owner[ROOT_SEARCH], from_c[ROOT_SEARCH];
+	uint8_t owner[ROOT_SEARCH], kind[ROOT_SEARCH];
 	struct py_task_coro run[RUNNING_MAX];
 	int32_t loop = asyncio_loop__frame(t->session->strs, st);
 	uint32_t n, k, nc = 0, at[ROOT_SEARCH];
@@ -418,7 +418,7 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 	note_loop(t, st->task_mem ? st->task_mem : m, st->tid, addr[0]);
 	n = decoder__frame_addrs(t->dec, 0, loop < ROOT_SEARCH ? (uint32_t)loop : ROOT_SEARCH,
 				 addr, owner);
-	if (decoder__frames_from_c(t->dec, 0, n, from_c) != n)
+	if (decoder__frames_kind(t->dec, st, 0, n, kind) != n)
 		return -ENOENT;
 	/* The coroutine frames the running task's may be, innermost first. */
 	for (uint32_t i = 0; i < n; i++) {
@@ -426,8 +426,12 @@ static int module_root(struct target *t, struct mem_source *m, const struct stac
 			continue;
 		addr[nc] = addr[i] - o->gen_iframe;
 		at[nc++] = i;
-		if (from_c[i] && t->asyncio.eager_tasks &&
-		    py_asyncio__is_coroutine(m, &t->interp, addr[nc - 1]))
+		/* Whether it is a coroutine's (not a generator's) is the code's to say:
+		 * the object, read live, may have ended since the sample. */
+		if ((kind[i] & DECODER_FROM_C) && t->asyncio.eager_tasks &&
+		    ((kind[i] & DECODER_COROUTINE) ||
+		     ((kind[i] & DECODER_CODE_GONE) &&
+		      py_asyncio__is_coroutine(m, &t->interp, addr[nc - 1]))))
 			break;
 	}
 	if (!nc)
