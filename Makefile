@@ -278,7 +278,8 @@ container-load: all
 
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
-FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr
+FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr \
+	fuzz_worker_answer
 FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
 	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c py_thread_name.c py_attr.c log.c)
 
@@ -306,6 +307,11 @@ $(OUT)/tests/fuzz_native_ehhdr: tests/fuzz/fuzz_native_ehhdr.c user/native_ehhdr
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
+$(OUT)/tests/fuzz_worker_answer: tests/fuzz/fuzz_worker_answer.c user/native_worker_answer.c \
+		FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
+
 # FUZZ_SECONDS each (default 60).
 fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
@@ -319,6 +325,10 @@ fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)mkdir -p $(OUT)/fuzz-corpus/native_ehhdr
 	$(Q)$(OUT)/tests/fuzz_native_ehhdr -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1 \
 		-max_len=4096 $(OUT)/fuzz-corpus/native_ehhdr tests/fuzz/seeds/native_ehhdr
+	$(Q)mkdir -p $(OUT)/fuzz-corpus/worker_answer
+	$(Q)$(OUT)/tests/fuzz_worker_answer -max_total_time=$${FUZZ_SECONDS:-60} \
+		-print_final_stats=1 -max_len=65536 $(OUT)/fuzz-corpus/worker_answer \
+		tests/fuzz/seeds/worker_answer
 
 # clang's -Wshorten-64-to-32 finds 64-bit values narrowed on the way (a capability mask
 # tested through an int once hid CAP_BPF); gcc has no equivalent.

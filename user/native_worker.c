@@ -31,6 +31,7 @@
 #include "clock.h"
 #include "log.h"
 #include "native_proc.h"
+#include "native_worker_answer.h"
 #include "native_worker_proto.h"
 #include "proc.h"
 #include "text_safe.h"
@@ -63,8 +64,7 @@ struct native_worker {
 	uint8_t *rx;	/* a message */
 	uint8_t *ans;	/* an answer's parts */
 	size_t nans, cap_ans;
-	char *strs;	/* the answer's strings, NUL-terminated */
-	size_t cap_strs;
+	struct native_worker_arena arena;	/* the answer's strings */
 	int ring_fd;	/* the samples ring (native_worker__ring()), -1: none */
 	uint32_t ring_bytes;
 	const uint8_t *ring_data;
@@ -209,7 +209,7 @@ void native_worker__free(struct native_worker *w)
 		close(w->ring_fd);
 	free(w->rx);
 	free(w->ans);
-	free(w->strs);
+	free(w->arena.strs);
 	free(w);
 }
 
@@ -665,86 +665,6 @@ int native_worker__fpcheck(struct native_worker_proc *p, const char *path,
 	return 0;
 }
 
-/* ---- A walk's answer ---- */
-
-/* @len bytes at @at of the answer, as a NUL-terminated string in the arena. */
-static const char *take(struct native_worker *w, size_t *off, size_t len, size_t *used)
-{
-	char *s = w->strs + *used;
-
-	memcpy(s, w->ans + *off, len);
-	s[len] = '\0';
-	*off += len;
-	*used += len + 1;
-	return s;
-}
-
-static int parse_walk(struct native_worker *w, unsigned int max_frames, struct native_stack *out,
-		      struct native_worker_name *names)
-{
-	size_t off = sizeof(struct nw_walk), used = 0;
-	struct nw_walk head;
-
-	if (w->nans < sizeof(head))
-		return -EPROTO;
-	memcpy(&head, w->ans, sizeof(head));
-	if (head.n > max_frames || head.n > NATIVE_MAX_FRAMES || head.end >= NATIVE_END_MAX ||
-	    head.guessed_from > head.n || head.fp_first > head.n)
-		return -EPROTO;
-	/* Every string fits, with its NUL, in the answer's size plus one byte each. */
-	if (vec__reserve((void **)&w->strs, &w->cap_strs, w->nans + 4 * (size_t)head.n + 1, 1,
-			 64 << 10))
-		return -ENOMEM;
-	native_unwind__clear_stack(out);
-	for (uint32_t i = 0; i < head.n; i++) {
-		struct native_worker_name *nm = &names[i];
-		struct nw_frame f;
-
-		if (w->nans - off < sizeof(f))
-			return -EPROTO;
-		memcpy(&f, w->ans + off, sizeof(f));
-		off += sizeof(f);
-		if (f.module_len > NW_MODULE_MAX || f.function_len > NW_FUNCTION_MAX ||
-		    f.source_len > NW_SOURCE_MAX || f.path_len > NW_PATH_MAX ||
-		    f.build_id_len > NATIVE_BUILD_ID_MAX ||
-		    w->nans - off < (size_t)f.module_len + f.function_len + f.source_len +
-					    f.path_len)
-			return -EPROTO;
-		out->frames[i] = (struct native_frame){ .pc = f.pc, .lookup = f.lookup, .sp = f.sp };
-		*nm = (struct native_worker_name){ .known = !!(f.flags & NW_FRAME_KNOWN),
-						   .build_id_len = f.build_id_len };
-		memcpy(nm->build_id, f.build_id, sizeof(nm->build_id));
-		nm->sym = (struct native_symbol){ .offset = f.offset, .rel = f.rel,
-						  .func_rel = f.func_rel };
-		nm->sym.module = take(w, &off, f.module_len, &used);
-		nm->sym.function = take(w, &off, f.function_len, &used);
-		nm->sym.source = take(w, &off, f.source_len, &used);
-		nm->path = take(w, &off, f.path_len, &used);
-		if (!nm->sym.module[0])
-			nm->sym.module = "[unknown]";
-		if (!(f.flags & NW_FRAME_FUNCTION))
-			nm->sym.function = NULL;
-		if (f.flags & NW_FRAME_SOURCE) {
-			nm->sym.line = f.line;
-			nm->sym.func_line = f.func_line;
-		} else {
-			nm->sym.source = NULL;
-		}
-		if (!(f.flags & NW_FRAME_MAP))
-			nm->path = NULL;
-	}
-	if (off != w->nans)
-		return -EPROTO;
-	out->n = head.n;
-	out->end = (enum native_end)head.end;
-	out->stack_used = head.stack_used;
-	out->guessed_from = head.guessed_from;
-	out->fp_first = head.fp_first;
-	out->fp_dwarf_top = head.fp_dwarf_top;
-	out->fp_resumed = head.fp_resumed;
-	return 0;
-}
-
 int native_worker__ring(struct native_worker *w, int fd, uint32_t bytes, const uint8_t *data)
 {
 	int copy;
@@ -814,10 +734,9 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 	p->walked = 1;
 	err = call(p, NW_WALK, now_ns, iov, 3, -1);
 	if (!err)
-		err = parse_walk(p->w, max_frames, out, names);
+		err = native_worker_answer__walk(p->w->ans, p->w->nans, max_frames, &p->w->arena,
+						 out, names);
 	if (!err)
 		p->w->st.ring_walks += r.from_ring;
-	if (err == -EPROTO)
-		native_unwind__clear_stack(out);
 	return err;
 }
