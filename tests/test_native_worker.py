@@ -232,3 +232,57 @@ def test_system_wide_native_walks_every_process_in_one_worker(tmp_path, profiler
         mine = [line for line in text.splitlines() if f"call_{name}" in line]
         assert any("plain_burn" in line for line in mine), \
             f"{name} (pid {w.pid}): no named frame in its library\n{text[:3000]}"
+
+
+SLEEP_SRC = """
+#include <unistd.h>
+{marker}
+void {name}_sleep(void)
+{{
+	for (;;)
+		usleep(100000);
+}}
+"""
+SLEEP_WORKLOAD = r'''
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+getattr(lib, sys.argv[2] + "_sleep")()
+'''
+
+
+@pytest.mark.parametrize("name", ["plain", "crash"])
+def test_dump_native_parses_in_the_worker(tmp_path, profiler_bin, monkeypatch, name):
+    """dump --native of a thread asleep inside a library: the library is parsed by the
+    worker, as record's are. One whose parse kills the worker costs its own names (one
+    warning says which object) and never the dump; the control is named."""
+    monkeypatch.setenv("PBP_TEST_WORKER_FAULTS", "1")
+    marker = ("" if name == "plain" else
+              f'__attribute__((used, section(".pbp_worker_{name}"))) '
+              f'static const char marker[] = "{name}";')
+    src = tmp_path / f"{name}.c"
+    src.write_text(SLEEP_SRC.format(marker=marker, name=name))
+    lib = tmp_path / f"lib{name}.so"
+    p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, f"building {lib.name} failed:\n{p.stderr}"
+    script = tmp_path / "sleeper.py"
+    script.write_text(SLEEP_WORKLOAD)
+    h = Harness(tmp_path, profiler_bin)
+    try:
+        w = h.spawn([sys.executable, str(script), str(lib), name])
+        deadline = time.monotonic() + 30
+        while f"/lib{name}.so" not in Path(f"/proc/{w.pid}/maps").read_text():
+            assert w.poll() is None and time.monotonic() < deadline, "the sleeper did not start"
+            time.sleep(0.02)
+        time.sleep(0.3)
+        r = h.run_profiler(["dump", "-p", w.pid, "--native"], timeout=60)
+    finally:
+        h.close()
+    assert r.rc == 0, r.describe()
+    assert 'in <module>' in r.stdout, r.describe()
+    if name == "plain":
+        assert "plain_sleep" in r.stdout and not r.stderr.strip(), r.describe()
+        return
+    lines = [line for line in r.stderr.splitlines() if f"/lib{name}.so" in line]
+    assert len(lines) == 1 and "killed the parsing worker (SIGSEGV)" in lines[0], r.stderr
+    assert "crash_sleep" not in r.stdout, r.describe()

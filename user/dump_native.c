@@ -3,7 +3,9 @@
  * dump --native. The threads are held only while their registers, stack bytes and
  * Python frames are copied; libdw's work (opening each object, its CFI and symbols)
  * comes after they run again, so a dump stops the target for the time of a few reads
- * per thread, not for the time symbolisation takes.
+ * per thread, not for the time symbolisation takes. A live process's objects are
+ * parsed by the confined worker (native_worker.h), as record's are; a core's still
+ * here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,21 +17,32 @@
 #include "hash.h"
 #include "log.h"
 #include "native_core.h"
+#include "native_demangle.h"
 #include "native_merge.h"
 #include "native_proc.h"
 #include "native_regs.h"
 #include "native_sym.h"
+#include "native_worker.h"
+#include "native_worker_proto.h"
 #include "thread_freeze.h"
 
 #define DUMP_NATIVE_SYM_BYTES (4u << 20)
 #define DUMP_NATIVE_BUILDID_BYTES (256u << 10)
 #define DUMP_NATIVE_NAME 320	/* "function+0xOFF (object)", cut */
 
+_Static_assert(DUMP_NATIVE_STACK <= NATIVE_WORKER_STACK_MAX, "a thread's copy goes to the worker");
+
 struct dump_native {
 	pid_t pid;
 	int all;
 	struct mem_core *core;	/* a core's threads, or else the live process's */
 	struct thread_freeze *held;
+	/* A live process: the worker, which parses its objects and names its frames. */
+	struct native_worker *worker;
+	struct native_worker_proc *wproc;
+	struct native_worker_name wnames[NATIVE_MAX_FRAMES];
+	struct native_demangle demangle;
+	/* A core: its objects parsed here. */
 	struct native_buildid_cache *ids;
 	struct native_sym *syms;
 	struct native_proc *proc;
@@ -54,17 +67,18 @@ int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_nati
 	d->stacks_left = DUMP_NATIVE_STACKS;
 	d->all = all;
 	d->core = core;
-	err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
-	if (!err)
-		err = native_sym__new(DUMP_NATIVE_SYM_BYTES, &d->syms);
-	if (err)
-		goto fail;
 	if (core) {
-		err = native_core__maps(core, &maps);
+		err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
+		if (!err)
+			err = native_sym__new(DUMP_NATIVE_SYM_BYTES, &d->syms);
+		if (!err)
+			err = native_core__maps(core, &maps);
 		if (!err)
 			err = native_proc__with_maps(maps, &d->proc);
 	} else {
-		err = native_proc__new(pid, NULL, d->ids, &d->proc);
+		err = native_worker__new(&d->worker);
+		if (!err)
+			err = native_worker__proc(d->worker, pid, &d->wproc);
 	}
 	if (err)
 		goto fail;
@@ -81,6 +95,9 @@ void dump_native__free(struct dump_native *d)
 		return;
 	dump_native__release(d);
 	thread_freeze__free(d->held);
+	native_worker__proc_free(d->wproc);
+	native_worker__free(d->worker);
+	native_demangle__close(&d->demangle);
 	native_proc__free(d->proc);
 	native_sym__free(d->syms);
 	native_buildid_cache__free(d->ids);
@@ -251,17 +268,40 @@ const struct stack *dump_native__kept_stack(const struct dump_native_capture *ca
 	return into;
 }
 
+/* The worker's names of walked frame @i, C++ names demangled (into *@demangled, to be
+ * freed): 0, or -ENOENT for a frame in no known object. */
+static int worker_name(struct dump_native *d, uint32_t i, struct native_symbol *sym,
+		       char **demangled)
+{
+	const struct native_worker_name *nm = &d->wnames[i];
+
+	*sym = nm->sym;
+	if (sym->function && !strncmp(sym->function, "_Z", 2) &&
+	    native_demangle__name(&d->demangle, sym->function, demangled) == -ENOMEM)
+		return -ENOMEM;
+	if (*demangled)
+		sym->function = *demangled;
+	return nm->known ? 0 : -ENOENT;
+}
+
 /* Names walked frame @i into d->names[i] and gives it its object for the merge. */
 static int name_frame(struct dump_native *d, uint32_t i)
 {
 	const struct native_frame *f = &d->walk.frames[i];
 	struct native_symbol sym;
+	char *demangled = NULL;
 	int err;
 
-	err = native_sym__lookup(d->syms, native_proc__unwind(d->proc), f->lookup, &sym);
-	if (err && err != -ENOENT)
+	if (d->wproc)
+		err = worker_name(d, i, &sym, &demangled);
+	else
+		err = native_sym__lookup(d->syms, native_proc__unwind(d->proc), f->lookup, &sym);
+	if (err && err != -ENOENT) {
+		free(demangled);
 		return err;
+	}
 	native_sym__format(&sym, d->names[i], sizeof(d->names[i]));
+	free(demangled);
 	/* Any id will do, so long as 0 is "no object". */
 	d->in[i] = (struct native_merge_frame){
 		.sp = f->sp,
@@ -313,9 +353,19 @@ static int walk_and_merge(struct dump_native *d, const struct dump_native_captur
 	int err;
 
 	memcpy(snap.regs, cap->regs, sizeof(snap.regs));
-	err = native_proc__walk(d->proc, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(), &d->walk);
+	if (d->wproc)
+		err = native_worker__walk(d->wproc, &snap, NULL, NATIVE_MAX_FRAMES,
+					  clock__mono_ns(), &d->walk, d->wnames);
+	else
+		err = native_proc__walk(d->proc, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(),
+					&d->walk);
 	if (err == -ENOMEM)
 		return err;
+	if (err == -ETIMEDOUT || err == -ECHILD || err == -EPROTO) {
+		snprintf(d->note, sizeof(d->note), "not unwound: the parsing worker failed (%s)",
+			 strerror(-err));
+		return -ENOENT;
+	}
 	if (err) {
 		snprintf(d->note, sizeof(d->note), "not unwound: the process's maps cannot be "
 			 "read (%s)", strerror(-err));

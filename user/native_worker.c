@@ -707,6 +707,35 @@ static int in_ring(struct native_worker_proc *p, const struct native_snapshot *s
 	return 1;
 }
 
+/* A stack copy too large to send (dump's) in a sealed memfd; its descriptor, or a
+ * negative errno. */
+static int stack_memfd(const struct native_snapshot *s)
+{
+	size_t done = 0;
+	ssize_t n;
+	int fd, err;
+
+	fd = memfd_create("pbp-stack", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	while (done < s->stack_len) {
+		n = write(fd, s->stack + done, s->stack_len - done);
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)) {
+		err = -errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return err;
+}
+
 int native_worker__walk(struct native_worker_proc *p, const struct native_snapshot *s,
 			const struct native_fp_chain *c, unsigned int max_frames,
 			uint64_t now_ns, struct native_stack *out,
@@ -715,10 +744,12 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 	struct nw_walk_req r = { .tid = s->tid, .regs_mask = s->regs_mask,
 				 .max_frames = max_frames, .stack_len = (uint32_t)s->stack_len };
 	struct iovec iov[3];
-	int err;
+	int err, fd = -1;
 
 	if (!p->w)
 		return -ECHILD;
+	if (s->stack_len > NATIVE_WORKER_STACK_MAX)
+		return -E2BIG;
 	memcpy(r.regs, s->regs, sizeof(r.regs));
 	if (c) {
 		r.fp_walk = 1;
@@ -726,13 +757,22 @@ int native_worker__walk(struct native_worker_proc *p, const struct native_snapsh
 		r.fp_flags = c->flags;
 	}
 	r.from_ring = (uint32_t)in_ring(p, s, &r.stack_off);
+	if (!r.from_ring &&
+	    sizeof(r) + (c ? c->n * sizeof(*c->rec) : 0) + s->stack_len > NATIVE_WORKER_MSG_MAX) {
+		fd = stack_memfd(s);
+		if (fd < 0)
+			return fd;
+		r.in_memfd = 1;
+	}
 	iov[0] = (struct iovec){ .iov_base = &r, .iov_len = sizeof(r) };
 	iov[1] = (struct iovec){ .iov_base = c ? (void *)c->rec : NULL,
 				 .iov_len = c ? c->n * sizeof(*c->rec) : 0 };
 	iov[2] = (struct iovec){ .iov_base = (void *)s->stack,
-				 .iov_len = r.from_ring ? 0 : s->stack_len };
+				 .iov_len = r.from_ring || r.in_memfd ? 0 : s->stack_len };
 	p->walked = 1;
-	err = call(p, NW_WALK, now_ns, iov, 3, -1);
+	err = call(p, NW_WALK, now_ns, iov, 3, fd);
+	if (fd >= 0)
+		close(fd);
 	if (!err)
 		err = native_worker_answer__walk(p->w->ans, p->w->nans, max_frames, &p->w->arena,
 						 out, names);

@@ -79,9 +79,10 @@ void native_worker__proc_free(struct native_worker_proc *p);
 
 /*
  * native_proc__walk_fp() of @s (with BPF's frame records @c, or NULL) in the worker,
- * and each frame's names into @names[0..out->n). 0, or a negative errno: -ETIMEDOUT
- * or -ECHILD when the worker failed (a file quarantined), -EPROTO when its answer
- * made no sense, or the walk's own.
+ * and each frame's names into @names[0..out->n). A stack copy too large for a message
+ * (up to NATIVE_WORKER_STACK_MAX, dump's) goes in a sealed memfd. 0, or a negative
+ * errno: -ETIMEDOUT or -ECHILD when the worker failed (a file quarantined), -EPROTO
+ * when its answer made no sense, -E2BIG for a larger copy, or the walk's own.
  */
 int native_worker__walk(struct native_worker_proc *p, const struct native_snapshot *s,
 			const struct native_fp_chain *c, unsigned int max_frames,

@@ -35,6 +35,8 @@
 #define NATIVE_WORKER_MSG_MAX (80u << 10)
 /* An answer's parts together, at most. */
 #define NATIVE_WORKER_ANSWER_MAX (4u << 20)
+/* A stack copy too large for a request (dump's) comes in a sealed memfd, at most this. */
+#define NATIVE_WORKER_STACK_MAX (1u << 20)
 
 enum native_worker_type {
 	/* profiler -> worker */
@@ -78,6 +80,8 @@ struct nw_walk_req {
 	uint32_t fp_walk;	/* BPF walked the frame pointers: the records are its */
 	uint32_t from_ring;	/* the stack is not sent: it is at stack_off in the ring's
 				 * data (NW_RING), where BPF wrote it */
+	uint32_t in_memfd;	/* the stack is not sent: it is in the memfd attached */
+	uint32_t pad;
 	uint64_t stack_off;
 };
 

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -417,12 +418,27 @@ static int put_frame(struct serve *sv, const struct native_frame *f)
 	return err;
 }
 
-static int walk(struct serve *sv, const uint8_t *payload, uint32_t len)
+/* The stack copy in the memfd @fd, of @len bytes, mapped read-only; NULL if it is not
+ * that long (a shorter file would fault as it is read). */
+static const uint8_t *map_stack(int fd, uint32_t len)
+{
+	struct stat sb;
+	void *m;
+
+	if (fd < 0 || !len || len > NATIVE_WORKER_STACK_MAX || fstat(fd, &sb) ||
+	    sb.st_size < (off_t)len)
+		return NULL;
+	m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+static int walk(struct serve *sv, const uint8_t *payload, uint32_t len, int fd)
 {
 	struct nw_walk_req r;
 	struct native_snapshot snap;
 	struct native_fp_chain chain;
-	struct native_stack *st;
+	struct native_stack *st = NULL;
+	const uint8_t *mapped = NULL;
 	struct nw_walk w;
 	size_t recs;
 	int err;
@@ -431,8 +447,8 @@ static int walk(struct serve *sv, const uint8_t *payload, uint32_t len)
 		return -EPROTO;
 	memcpy(&r, payload, sizeof(r));
 	recs = (size_t)r.nfp * sizeof(struct pbp_native_fp);
-	if (r.nfp > PBP_NATIVE_FP_MAX ||
-	    len != sizeof(r) + recs + (r.from_ring ? 0 : r.stack_len))
+	if (r.nfp > PBP_NATIVE_FP_MAX || (r.from_ring && r.in_memfd) ||
+	    len != sizeof(r) + recs + (r.from_ring || r.in_memfd ? 0 : r.stack_len))
 		return -EPROTO;
 	snap = (struct native_snapshot){ .tid = r.tid, .regs_mask = r.regs_mask,
 					 .stack = payload + sizeof(r) + recs,
@@ -442,13 +458,20 @@ static int walk(struct serve *sv, const uint8_t *payload, uint32_t len)
 		    r.stack_len > 2ull * sv->ring_bytes - r.stack_off)
 			return -EPROTO;
 		snap.stack = sv->ring + sv->ring_len - 2ull * sv->ring_bytes + r.stack_off;
+	} else if (r.in_memfd) {
+		mapped = map_stack(fd, r.stack_len);
+		if (!mapped)
+			return -EPROTO;
+		snap.stack = mapped;
 	}
 	memcpy(snap.regs, r.regs, sizeof(snap.regs));
 	chain = (struct native_fp_chain){ .rec = (const void *)(payload + sizeof(r)), .n = r.nfp,
 					  .flags = r.fp_flags };
 	st = malloc(sizeof(*st));
-	if (!st)
-		return -ENOMEM;
+	if (!st) {
+		err = -ENOMEM;
+		goto cleanup;
+	}
 	err = native_proc__walk_fp(sv->cur, &snap, r.fp_walk ? &chain : NULL, r.max_frames,
 				   sv->req.now_ns, st);
 	if (err)
@@ -461,6 +484,8 @@ static int walk(struct serve *sv, const uint8_t *payload, uint32_t len)
 		err = put_frame(sv, &st->frames[i]);
 cleanup:
 	free(st);
+	if (mapped)
+		munmap((void *)mapped, r.stack_len);
 	return err;
 }
 
@@ -547,7 +572,7 @@ static void serve_one(struct serve *sv, const struct nw_header *h, int fd)
 	if (!err) {
 		switch (h->type) {
 		case NW_WALK:
-			err = walk(sv, payload, h->len);
+			err = walk(sv, payload, h->len, fd);
 			break;
 		case NW_FPCHECK:
 			err = fpcheck(sv, payload, h->len);
@@ -622,7 +647,7 @@ int native_worker_serve__main(void)
 		if (n > 0)
 			serve_one(&sv, (const struct nw_header *)sv.rx, fd);
 		if (fd >= 0)
-			close(fd);	/* the ring's stays mapped */
+			close(fd);	/* the ring's stays mapped, a stack's until its walk ends */
 		if (n <= 0)
 			return n ? 1 : 0;
 	}
