@@ -53,12 +53,12 @@ while time.monotonic() < stop:
 '''
 
 
-def build_lib(tmp_path, name):
+def build_lib(tmp_path, name, source=LIB_SRC):
     marker = ("" if name == "plain" else
               f'__attribute__((used, section(".pbp_worker_{name}"))) '
               f'static const char marker[] = "{name}";')
     src = tmp_path / f"{name}.c"
-    src.write_text(LIB_SRC.format(marker=marker, name=name))
+    src.write_text(source.format(marker=marker, name=name))
     lib = tmp_path / f"lib{name}.so"
     p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)],
                        capture_output=True, text=True, timeout=120)
@@ -256,15 +256,7 @@ def test_dump_native_parses_in_the_worker(tmp_path, profiler_bin, monkeypatch, n
     worker, as record's are. One whose parse kills the worker costs its own names (one
     warning says which object) and never the dump; the control is named."""
     monkeypatch.setenv("PBP_TEST_WORKER_FAULTS", "1")
-    marker = ("" if name == "plain" else
-              f'__attribute__((used, section(".pbp_worker_{name}"))) '
-              f'static const char marker[] = "{name}";')
-    src = tmp_path / f"{name}.c"
-    src.write_text(SLEEP_SRC.format(marker=marker, name=name))
-    lib = tmp_path / f"lib{name}.so"
-    p = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)],
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, f"building {lib.name} failed:\n{p.stderr}"
+    lib = build_lib(tmp_path, name, SLEEP_SRC)
     script = tmp_path / "sleeper.py"
     script.write_text(SLEEP_WORKLOAD)
     h = Harness(tmp_path, profiler_bin)
