@@ -3,9 +3,9 @@
  * dump --native. The threads are held only while their registers, stack bytes and
  * Python frames are copied; libdw's work (opening each object, its CFI and symbols)
  * comes after they run again, so a dump stops the target for the time of a few reads
- * per thread, not for the time symbolisation takes. A live process's objects are
- * parsed by the confined worker (native_worker.h), as record's are; a core's still
- * here.
+ * per thread, not for the time symbolisation takes. The objects are parsed by the
+ * confined worker (native_worker.h), as record's are; for a core, which objects are
+ * code and their build-ids are read here first (native_core.h), as its owner.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,15 +19,12 @@
 #include "native_core.h"
 #include "native_demangle.h"
 #include "native_merge.h"
-#include "native_proc.h"
 #include "native_regs.h"
 #include "native_sym.h"
 #include "native_worker.h"
 #include "native_worker_proto.h"
 #include "thread_freeze.h"
 
-#define DUMP_NATIVE_SYM_BYTES (4u << 20)
-#define DUMP_NATIVE_BUILDID_BYTES (256u << 10)
 #define DUMP_NATIVE_NAME 320	/* "function+0xOFF (object)", cut */
 
 _Static_assert(DUMP_NATIVE_STACK <= NATIVE_WORKER_STACK_MAX, "a thread's copy goes to the worker");
@@ -37,15 +34,11 @@ struct dump_native {
 	int all;
 	struct mem_core *core;	/* a core's threads, or else the live process's */
 	struct thread_freeze *held;
-	/* A live process: the worker, which parses its objects and names its frames. */
+	/* The worker, which parses the objects and names the frames. */
 	struct native_worker *worker;
 	struct native_worker_proc *wproc;
 	struct native_worker_name wnames[NATIVE_MAX_FRAMES];
 	struct native_demangle demangle;
-	/* A core: its objects parsed here. */
-	struct native_buildid_cache *ids;
-	struct native_sym *syms;
-	struct native_proc *proc;
 	size_t stacks_left;	/* of DUMP_NATIVE_STACKS, for the threads still to copy */
 	struct native_stack walk;
 	struct native_merge_frame in[NATIVE_MAX_FRAMES];
@@ -67,18 +60,13 @@ int dump_native__new(pid_t pid, struct mem_core *core, int all, struct dump_nati
 	d->stacks_left = DUMP_NATIVE_STACKS;
 	d->all = all;
 	d->core = core;
-	if (core) {
-		err = native_buildid_cache__new(DUMP_NATIVE_BUILDID_BYTES, &d->ids);
+	err = native_worker__new(&d->worker);
+	if (!err && core) {
+		err = native_core__maps(core, &maps);
 		if (!err)
-			err = native_sym__new(DUMP_NATIVE_SYM_BYTES, &d->syms);
-		if (!err)
-			err = native_core__maps(core, &maps);
-		if (!err)
-			err = native_proc__with_maps(maps, &d->proc);
-	} else {
-		err = native_worker__new(&d->worker);
-		if (!err)
-			err = native_worker__proc(d->worker, pid, &d->wproc);
+			err = native_worker__core_proc(d->worker, maps, &d->wproc);
+	} else if (!err) {
+		err = native_worker__proc(d->worker, pid, &d->wproc);
 	}
 	if (err)
 		goto fail;
@@ -98,9 +86,6 @@ void dump_native__free(struct dump_native *d)
 	native_worker__proc_free(d->wproc);
 	native_worker__free(d->worker);
 	native_demangle__close(&d->demangle);
-	native_proc__free(d->proc);
-	native_sym__free(d->syms);
-	native_buildid_cache__free(d->ids);
 	free(d);
 }
 
@@ -292,10 +277,7 @@ static int name_frame(struct dump_native *d, uint32_t i)
 	char *demangled = NULL;
 	int err;
 
-	if (d->wproc)
-		err = worker_name(d, i, &sym, &demangled);
-	else
-		err = native_sym__lookup(d->syms, native_proc__unwind(d->proc), f->lookup, &sym);
+	err = worker_name(d, i, &sym, &demangled);
 	if (err && err != -ENOENT) {
 		free(demangled);
 		return err;
@@ -353,12 +335,8 @@ static int walk_and_merge(struct dump_native *d, const struct dump_native_captur
 	int err;
 
 	memcpy(snap.regs, cap->regs, sizeof(snap.regs));
-	if (d->wproc)
-		err = native_worker__walk(d->wproc, &snap, NULL, NATIVE_MAX_FRAMES,
-					  clock__mono_ns(), &d->walk, d->wnames);
-	else
-		err = native_proc__walk(d->proc, &snap, NATIVE_MAX_FRAMES, clock__mono_ns(),
-					&d->walk);
+	err = native_worker__walk(d->wproc, &snap, NULL, NATIVE_MAX_FRAMES, clock__mono_ns(),
+				  &d->walk, d->wnames);
 	if (err == -ENOMEM)
 		return err;
 	if (err == -ETIMEDOUT || err == -ECHILD || err == -EPROTO) {

@@ -18,7 +18,6 @@ struct native_proc {
 	uint64_t read_ns;		/* when the maps were last read; 0: never */
 	uint32_t rereads;		/* re-reads that may be made at once... */
 	uint64_t earned_ns;		/* ... counting one more each REREAD_NS from here */
-	int fixed;			/* maps given once (a core): never read again */
 	int walked;			/* a walk used the maps since they were read */
 	struct native_proc_stats st;
 };
@@ -43,29 +42,6 @@ int native_proc__new(pid_t pid, const struct native_files *files,
 	return 0;
 fail:
 	free(p);
-	return err;
-}
-
-int native_proc__with_maps(struct native_maps *m, struct native_proc **out)
-{
-	struct native_proc *p;
-	int err;
-
-	err = native_proc__new(m->pid, NULL, NULL, &p);
-	if (err)
-		goto fail;
-	err = native_unwind__set_maps(p->unwind, m);
-	if (err) {
-		native_proc__free(p);
-		goto fail;
-	}
-	p->maps = m;
-	p->fixed = 1;
-	p->read_ns = 1;
-	*out = p;
-	return 0;
-fail:
-	native_maps__free(m);
 	return err;
 }
 
@@ -165,7 +141,7 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 			return err;
 	}
 	err = walk_once(p, s, c, max_frames, out);
-	if (err || p->fixed || !met_unmapped(p->maps, out))
+	if (err || !met_unmapped(p->maps, out))
 		return err;
 	p->st.outside++;
 	if (!may_reread(p, now_ns) || reread(p, now_ns))
@@ -175,15 +151,9 @@ int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 
 int native_proc__refresh(struct native_proc *p, uint64_t now_ns)
 {
-	if (p->fixed || !p->maps || !p->walked || now_ns - p->read_ns < NATIVE_PROC_REREAD_NS)
+	if (!p->maps || !p->walked || now_ns - p->read_ns < NATIVE_PROC_REREAD_NS)
 		return 0;
 	return reread(p, now_ns);
-}
-
-int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
-		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out)
-{
-	return native_proc__walk_fp(p, s, NULL, max_frames, now_ns, out);
 }
 
 /* Whether maps path @mp names @path: the same, or @path inside the root it shows. */

@@ -31,21 +31,14 @@ struct native_proc_stats {
  * none); both are kept, not copied. */
 int native_proc__new(pid_t pid, const struct native_files *files,
 		     struct native_buildid_cache *ids, struct native_proc **out);
-/* A process whose maps are @m for good (a core's), which it takes over, also on
- * failure. */
-int native_proc__with_maps(struct native_maps *m, struct native_proc **out);
 void native_proc__free(struct native_proc *p);
 
 /*
- * Unwinds @s (at most @max_frames) into @out, reading the maps first if due. 0 (see
- * out->end), or a negative errno when the process's maps cannot be had at all
- * (-EAGAIN: not again so soon after a read that failed).
+ * Unwinds @s (at most @max_frames) into @out, over BPF's frame records @c (native_fp.h)
+ * or NULL, reading the maps first if due. 0 (see out->end), or a negative errno when
+ * the process's maps cannot be had at all (-EAGAIN: not again so soon after a read
+ * that failed).
  */
-int native_proc__walk(struct native_proc *p, const struct native_snapshot *s,
-		      unsigned int max_frames, uint64_t now_ns, struct native_stack *out);
-
-/* native_proc__walk() over BPF's frame records @c (native_fp.h); with @c NULL, the
- * same as native_proc__walk(). */
 struct native_fp_chain;
 int native_proc__walk_fp(struct native_proc *p, const struct native_snapshot *s,
 			 const struct native_fp_chain *c, unsigned int max_frames,

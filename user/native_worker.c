@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -80,6 +81,9 @@ struct native_worker_proc {
 	uint64_t refreshed_ns;	  /* the last NW_REFRESH sent */
 	int walked;		  /* ... and whether a walk came since */
 	struct native_maps *maps; /* our own read: what asks are checked against */
+	/* A core's (native_worker__core_proc()): @maps are the core's, never read again,
+	 * and every file is the host's; pid is the core's, never looked up. */
+	int core;
 };
 
 /* ---- The process ---- */
@@ -269,7 +273,7 @@ static int reread(struct native_worker_proc *p)
 	struct native_maps *m = NULL;
 	int err;
 
-	if (++p->rereads > REREADS_MAX)
+	if (p->core || ++p->rereads > REREADS_MAX)
 		return -EPERM;
 	err = native_maps__read(p->pid, NULL, NULL, &m);
 	if (err)
@@ -359,7 +363,43 @@ static int open_debug(struct native_worker_proc *p, const uint8_t *payload, uint
 	if (strncmp(path, DEBUG_DIR, sizeof(DEBUG_DIR) - 1) &&
 	    !beside_mapped(p->maps, path, (size_t)(slash - path)))
 		return -EPERM;
-	return native_files__debug(NULL, p->pid, 1, path);
+	/* A core's are the host's: a core is never a way into a live process. */
+	return native_files__debug(NULL, p->pid, !p->core, path);
+}
+
+/* A core's maps as /proc/PID/maps would list them, in a memfd: each mapping of code
+ * with its host path (one with a newline in it left out), no device, and the inode
+ * native_core gave it. */
+static int core_maps(const struct native_maps *m)
+{
+	FILE *f;
+	int fd, err = 0;
+
+	fd = memfd_create("pbp-core-maps", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(dup(fd), "w");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n && !err; i++) {
+		const struct native_map *e = &m->maps[i];
+
+		if (!strchr(e->path, '\n') &&
+		    fprintf(f, "%" PRIx64 "-%" PRIx64 " r-xp %08" PRIx64 " 00:00 %" PRIu64 " %s\n",
+			    e->start, e->end, e->offset, e->ino, e->path) < 0)
+			err = -EIO;
+	}
+	if (fclose(f) && !err)
+		err = -EIO;
+	if (!err && lseek(fd, 0, SEEK_SET))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
 }
 
 /* Room for one descriptor passed with a message. */
@@ -415,6 +455,8 @@ static int serve_ask(struct native_worker_proc *p, const struct nw_header *h,
 		p->w->st.refused++;	/* about another process than the request's */
 		return send_file(p->w, h, -EPERM, NULL, 0);
 	}
+	if (h->type == NW_ASK_ROOT && p->core)
+		return send_file(p->w, h, -1, "/", 1);
 	if (h->type == NW_ASK_ROOT) {
 		fd = proc__root(p->pid, root, sizeof(root));
 		return fd ? send_file(p->w, h, fd, NULL, 0) :
@@ -424,7 +466,7 @@ static int serve_ask(struct native_worker_proc *p, const struct nw_header *h,
 		reread(p);
 	switch (h->type) {
 	case NW_ASK_MAPS:
-		fd = native_files__maps(NULL, p->pid);
+		fd = p->core ? core_maps(p->maps) : native_files__maps(NULL, p->pid);
 		break;
 	case NW_ASK_MAPPED:
 		fd = open_mapped(p, payload, h->len);
@@ -616,6 +658,20 @@ int native_worker__proc(struct native_worker *w, pid_t pid, struct native_worker
 	*p = (struct native_worker_proc){ .w = w, .handle = ++w->next_handle, .pid = pid };
 	w->procs[w->nprocs++] = p;
 	*out = p;
+	return 0;
+}
+
+int native_worker__core_proc(struct native_worker *w, struct native_maps *maps,
+			    struct native_worker_proc **out)
+{
+	int err = native_worker__proc(w, maps->pid, out);
+
+	if (err) {
+		native_maps__free(maps);
+		return err;
+	}
+	(*out)->maps = maps;
+	(*out)->core = 1;
 	return 0;
 }
 

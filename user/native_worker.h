@@ -75,6 +75,10 @@ int native_worker__new(struct native_worker **out);
 void native_worker__free(struct native_worker *w);
 
 int native_worker__proc(struct native_worker *w, pid_t pid, struct native_worker_proc **out);
+/* A core's process, whose maps @maps (native_core__maps(); taken, even on failure) are
+ * all there is: every file the worker asks for is the host's, checked against them. */
+int native_worker__core_proc(struct native_worker *w, struct native_maps *maps,
+			    struct native_worker_proc **out);
 void native_worker__proc_free(struct native_worker_proc *p);
 
 /*
