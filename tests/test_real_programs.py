@@ -404,6 +404,53 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
 
 
 
+# record --native on the servers: the parsing worker under real programs' objects.
+# Where the walk is DWARF's (3.11-3.14 here), it reaches the thread's start but a few
+# in a thousand times (code without CFI). 3.15 is built with frame pointers, which BPF
+# follows, copying only the top of the stack: the walk ends where the chain leaves
+# them (libc's thread start) or past the copy, and 86-96 % of the walks placed every
+# Python frame (the others are cut, marked so). None may be unmatched: Python frames
+# are never put under the wrong native ones. A walk whose record left the ring before
+# it was decoded (a thread met for the first time) is sent its stack: a few in a
+# thousand.
+NATIVE_OUTERMOST_MIN = 0.95
+NATIVE_FP_MATCHED_MIN = 0.80
+NATIVE_FROM_RING_MIN = 0.99
+
+
+@pytest.mark.parametrize("version", FRAMEWORK_VERSIONS)
+@pytest.mark.parametrize("program", ["django_app", "aiohttp_app"])
+def test_real_program_native_walks_hold_up_in_the_worker(servers, program, version):
+    """record --native on a server under load: the worker unwinds every sample without
+    a failure, nearly all read in the samples ring; no walk is left unmatched to the
+    Python frames, nearly all place them all; and the Python stacks stay as complete
+    as without."""
+    interp, w = servers.get(program, version)
+    if w.proc.poll() is not None:
+        pytest.fail(f"{program} on {version} has exited ({w.proc.returncode}):\n{w.output()}")
+    run = servers.harness.record_pid(w.pid, rate=1000, duration=SECONDS, extra=["--native"])
+    prof = run.check_ok()
+    st = run.stats()
+    n, walks = st.get("samples") or 0, st.get("native_walks", 0)
+    detail = (f"{program} on {version}: " +
+              ", ".join(f"{k} {v}" for k, v in st.items() if k.startswith("native_")) +
+              f"\n{run.describe()}")
+    assert n >= 200 and walks >= 0.9 * n, detail
+    assert st["samples_incomplete"] <= math.ceil((1 - GOAL_COMPLETE["bpf"]) * n), detail
+    for bad in ("native_worker_timeouts", "native_worker_deaths", "native_worker_quarantined",
+                "native_worker_refused", "native_failed", "native_unmatched"):
+        assert st[bad] == 0, f"{bad}: {st[bad]}\n{detail}"
+    assert st["native_stacks_from_ring"] >= NATIVE_FROM_RING_MIN * walks, detail
+    if st.get("native_fp_walks"):
+        assert st["native_matched"] >= NATIVE_FP_MATCHED_MIN * walks, detail
+    else:
+        assert st["native_end_outermost"] >= NATIVE_OUTERMOST_MIN * walks, detail
+        assert st["native_matched"] >= NATIVE_OUTERMOST_MIN * walks, detail
+    # libc's frames: "sendmsg+0x18 (libc.so.6)", or by their source where libc's
+    # debug information is installed ("__send (send.c:23)").
+    assert any(f.name.endswith("(libc.so.6)") or (f.file or "").endswith((".c", ".S"))
+               for s in prof for f in s.frames), f"no libc frame in the profile\n{show(prof)}"
+
 ASYNC_VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
 # Samples in a task that --async may leave where the thread ran them: a task caught
 # being switched, or one that ended and was reused before its record was read. Of

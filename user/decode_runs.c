@@ -94,10 +94,12 @@ static uint64_t next_cframe(struct runs_walk *w, uint64_t top)
 }
 
 /* A frame on the C stack that marks an activation (3.12+): a shim, but not 3.15's
- * base frame. */
+ * base frame, nor a frame of the interpreter's own code that the decoder hides (it
+ * has no code in the chain either, but the thread owns it: 3.13+'s __init__ cleanup,
+ * in the data stack). */
 static int is_activation(const struct runs_walk *w, const struct raw_frame *r)
 {
-	if (r->code || w->o->version_hex < 0x030c0000)
+	if (r->code || w->o->version_hex < 0x030c0000 || !py_offsets__shim_owner(w->o, r->owner))
 		return 0;
 	return w->o->ts_base_frame == PBP_OFF_NONE || r->previous != 0;
 }

@@ -124,8 +124,7 @@ static int is_owner(const struct py_offsets *o, uint8_t owner)
  * frame) hold no Python code of their own. */
 static int is_shim(const struct py_offsets *o, uint8_t owner)
 {
-	return (o->owner_cstack != 0xff && owner == o->owner_cstack) ||
-	       (o->owner_interpreter != 0xff && owner == o->owner_interpreter);
+	return py_offsets__shim_owner(o, owner);
 }
 
 /*

@@ -436,8 +436,24 @@ static void test_direct(void)
 	check_cover("empty activation after the last slot", st);
 	CHECK(st->nruns == DECODE_MAX_RUNS &&
 	      st->runs[DECODE_MAX_RUNS - 1].c_addr == CSTACK + (DECODE_MAX_RUNS - 1) * 0x100);
+
+	/* A frame the decoder hid (3.13+'s __init__ cleanup: its code zeroed in the raw
+	 * chain too, but the thread owns it, in the data stack) is no activation: the
+	 * frames on both sides of it are one run. */
+	n = 0;
+	raw[n++] = (struct raw_frame){ .addr = FRAMES, .code = CODE, .owner = 0 };
+	raw[n++] = (struct raw_frame){ .addr = FRAMES + 0x80, .previous = 1, .owner = 0 };
+	raw[n++] = (struct raw_frame){ .addr = FRAMES + 0x100, .code = CODE, .owner = 0 };
+	raw[n++] = (struct raw_frame){ .addr = CSTACK, .previous = 1, .owner = 3 };
+	st->depth = 2;
+	decode_runs__find(&o, &t, raw, n, st);
+	check_cover("a hidden frame", st);
+	CHECK_MSG(st->nruns == 1 && st->runs[0].n == 2 && st->runs[0].c_addr == CSTACK,
+		  "a hidden frame ended a run: %u runs, the first of %u frames at %#llx",
+		  st->nruns, st->runs[0].n, (unsigned long long)st->runs[0].c_addr);
 	free(st);
-	printf("direct: runs cover the decoded frames, the last slot keeps its activation\n");
+	printf("direct: runs cover the decoded frames, the last slot keeps its activation, "
+	       "a hidden frame ends none\n");
 }
 
 /* The frame cache's reused names (the unchanged outer frames of a second sample)
