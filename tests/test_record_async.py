@@ -43,6 +43,9 @@ RATE = 1000             # enough samples that 5 points is three standard deviati
 # whose name ends in "task" (BaseEventLoop.create_task (file)) is not one.
 TASK_ROW = re.compile(r"^\s*([\d.]+)%?\s+([\d.]+)%?\s+.*?\s(task [^\s(]\S*)\s*$")
 MIN_SAMPLES = 600       # 5 points is then 2.5 standard deviations at worst
+# --no-bpf: burns that may show under another line of their coroutine (seen: 1 of some
+# 700 in one run on a loaded machine).
+LIVE_WRONG_LINE_MAX = 0.002
 
 
 def wait_ready(w, ready):
@@ -106,8 +109,10 @@ def profile(tmpdir, profiler, interp, mode):
 def profiled(request, py, module_tmp, profiler_bin):
     """BPF reads the running task with each sample; --no-bpf reads it with the
     thread's current frame (3.14+) or finds it from the stack (3.11-3.13)."""
-    return Once(lambda: profile(module_tmp / f"{py.id}-{request.param}", profiler_bin, py,
+    once = Once(lambda: profile(module_tmp / f"{py.id}-{request.param}", profiler_bin, py,
                                 request.param))
+    once.mode = request.param
+    return once
 
 
 def burn_line(tag):
@@ -132,7 +137,7 @@ def tasks_of(frames):
 def test_async_burners_shares_and_chains(py, profiled):
     truth, run, text, stats = profiled.get()
     want = truth["tasks"]
-    counts, bad = Counter(), []
+    counts, bad, lines = Counter(), [], []
     for frames, n in stacks(text):
         names = tasks_of(frames)
         if not names or names[-1] not in want:
@@ -148,12 +153,18 @@ def test_async_burners_shares_and_chains(py, profiled):
         counts[names[-1]] += n
         below = frames[frames.index(f"task {names[-1]}") + 1:]
         m = PY_FRAME.match(below[0]) if below else None
-        if not m or m["name"] != w["coro"] or int(m["line"]) != w["line"] or \
-                m["file"] != truth["script"]:
-            bad.append(f"under task {names[-1]}: {below}, want {w['coro']} at line "
-                       f"{w['line']}")
+        if not m or m["name"] != w["coro"] or m["file"] != truth["script"]:
+            bad.append(f"under task {names[-1]}: {below}, want {w['coro']}")
+        elif int(m["line"]) != w["line"]:
+            lines += [f"under task {names[-1]}: {below}, want {w['coro']} at line "
+                      f"{w['line']}"] * n
     assert not bad, "\n".join(bad[:10])
     total = sum(counts.values())
+    # Read from outside, a coroutine caller is copied before its callee: one that
+    # loops back to its call in between can put the burn under the loop's condition
+    # (docs/live-sampling.md leaves that case aside). Never with BPF.
+    assert len(lines) <= (LIVE_WRONG_LINE_MAX * total if profiled.mode == "live" else 0), \
+        f"{len(lines)} of {total} samples:\n" + "\n".join(lines[:10])
     cpu_total = sum(truth["cpu"][k] for k in want)
     assert total >= MIN_SAMPLES, f"only {total} samples in the burners:\n{text}"
     for name in want:

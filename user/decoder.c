@@ -393,20 +393,9 @@ static int bounded(const struct decoder *d, const struct thread_sample *t, uint3
 static int innermost_free(const struct decoder *d, const struct thread_sample *t, uint32_t n)
 {
 	const struct raw_frame *p = &d->scratch->raw[1];
-	const struct raw_frame *r = &d->scratch->raw[0];
-	struct frame_hdr f;
 
-	if (!t->live_hi || n < 2 || !t->verify_copy || is_shim(d->off, p->owner) ||
-	    !mem_snapshot__covers(t->verify_copy, p->addr, d->off->fr_size))
-		return 0;
-	/* B copies a caller in the chunks after its callee, one outside them (a
-	 * coroutine's frame) before: in between, that caller may have left its call,
-	 * made another and come back to it (a loop's condition, its body's call, the
-	 * condition again), leaving the body's callee in the slot. Its callee must then
-	 * run the same code in both copies. */
-	if (p->addr >= t->live_lo && p->addr < t->live_hi)
-		return 1;
-	return !read_frame(t->verify, d->off, r->addr, &f) && f.code == r->code;
+	return t->live_hi && n > 1 && t->verify_copy && !is_shim(d->off, p->owner) &&
+	       mem_snapshot__covers(t->verify_copy, p->addr, d->off->fr_size);
 }
 
 /*
@@ -439,9 +428,9 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 			return GAP_TORN;
 		if (bounded(d, t, i, n) && r->addr >= t->live_below)
 			return GAP_TORN;
-		shim = is_shim(o, r->owner);
 		if (!i && innermost_free(d, t, n))
 			continue;
+		shim = is_shim(o, r->owner);
 		if (f.owner != r->owner || f.previous != r->previous ||
 		    (!shim && f.code != r->code) || (!shim && i && f.instr != r->instr))
 			return GAP_TORN;

@@ -227,25 +227,6 @@ static void test_outside(unsigned int minor, struct strtab *strs, struct stack *
 		  "3.%u: through a copied coroutine: gap %d, depth %u", minor, st->gap,
 		  st->depth);
 	CHECK_MSG(n == 0, "3.%u: a copied frame reported outside the copies", minor);
-	/* A coroutine caller is copied in B before its callee: one that looped back to
-	 * its call in between may have left another callee in the slot. A new innermost
-	 * frame under it must run the code it ran in A. */
-	python_caller(&r, minor);
-	put(&r, 2, GEN, CODE, SLOT(1), r.o.owner_generator);
-	put(&r, 2, SLOT(2), CODE, GEN, r.o.owner_thread);
-	put(&r, 0, SLOT(2), CODE2, GEN, r.o.owner_thread);
-	r.far = GEN;
-	CHECK_MSG(decode(&r, SLOT(8), strs, st, NULL, NULL) == GAP_TORN,
-		  "3.%u: another callee under a coroutine caller was kept: gap %d", minor,
-		  st->gap);
-	python_caller(&r, minor);
-	put(&r, 2, GEN, CODE, SLOT(1), r.o.owner_generator);
-	put(&r, 2, SLOT(2), CODE, GEN, r.o.owner_thread);
-	fake_mem__put_u64(&r.mem[0], SLOT(2) + r.o.fr_previous, SLOT(1));
-	r.far = GEN;
-	CHECK_MSG(decode(&r, SLOT(8), strs, st, NULL, NULL) == GAP_NONE && st->depth == 4,
-		  "3.%u: a new call of the same code under a coroutine caller: gap %d", minor,
-		  st->gap);
 	/* Read after the reading, it may be no frame by then: still reported. */
 	python_caller(&r, minor);
 	put(&r, 2, GEN, CODE, SLOT(1), 0x7f);
