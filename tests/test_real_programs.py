@@ -416,9 +416,12 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
 NATIVE_OUTERMOST_MIN = 0.95
 NATIVE_FP_MATCHED_MIN = 0.80
 NATIVE_FROM_RING_MIN = 0.99
+# The three kinds of entry frame and walk: 3.11 (cframes), 3.13 (C-stack shims, DWARF;
+# 3.14 is the same to the walk), 3.15 (base frame, frame pointers).
+NATIVE_VERSIONS = ["3.11", "3.13", "3.15"]
 
 
-@pytest.mark.parametrize("version", FRAMEWORK_VERSIONS)
+@pytest.mark.parametrize("version", NATIVE_VERSIONS)
 @pytest.mark.parametrize("program", ["django_app", "aiohttp_app"])
 def test_real_program_native_walks_hold_up_in_the_worker(servers, program, version):
     """record --native on a server under load: the worker unwinds every sample without
