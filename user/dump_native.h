@@ -5,7 +5,8 @@
  * while every thread's registers,
  * C stack bytes and Python frames are read, so that the two halves of a stack are of
  * one instant; the unwinding, naming and merging happen after they are let go, from
- * the copies alone, with the same unwinder, symbol cache and merge as record --native.
+ * the copies alone, in the same confined parsing worker and with the same merge as
+ * record --native.
  */
 #ifndef PBP_DUMP_NATIVE_H
 #define PBP_DUMP_NATIVE_H
