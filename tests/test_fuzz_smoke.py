@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The libFuzzer targets (`make fuzz`) build against today's interfaces and run clean
-for a few seconds each: a fuzzer that no longer compiles finds nothing. The long runs
+for two seconds each: a fuzzer that no longer compiles finds nothing. The long runs
 stay with `make fuzz` (FUZZ_SECONDS, default 60)."""
 
 import re
@@ -10,7 +10,7 @@ from conftest import REPO
 
 
 def test_fuzz_targets_build_and_run_clean():
-    p = subprocess.run(["make", "-s", "fuzz", "FUZZ_SECONDS=5"], cwd=REPO,
+    p = subprocess.run(["make", "-s", "fuzz", "FUZZ_SECONDS=2"], cwd=REPO,
                        capture_output=True, text=True, timeout=900)
     out = p.stdout + p.stderr
     assert p.returncode == 0, f"make fuzz exited {p.returncode}:\n{out[-4000:]}"

@@ -96,7 +96,7 @@ def test_apt_get_waits_for_another_package_managers_lock(lock, args):
     try:
         # While the lock is held apt must be waiting, not done (and not failed).
         with pytest.raises(subprocess.TimeoutExpired):
-            apt.wait(12)
+            apt.wait(6)
     finally:
         release.set()
         t.join(30)
