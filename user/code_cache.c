@@ -394,7 +394,8 @@ static int grow(struct code_cache *c)
 	return 0;
 }
 
-const struct code_info *code_cache__held(const struct code_cache *c, uint64_t addr, uint64_t fp)
+/* The entry for (@addr, @fp), NULL if none. */
+static struct code_info *find(const struct code_cache *c, uint64_t addr, uint64_t fp)
 {
 	const struct code_key key = { .addr = addr, .fp = fp };
 	uint32_t k;
@@ -404,17 +405,20 @@ const struct code_info *code_cache__held(const struct code_cache *c, uint64_t ad
 	return c->ents[k];
 }
 
+const struct code_info *code_cache__held(const struct code_cache *c, uint64_t addr, uint64_t fp)
+{
+	return find(c, addr, fp);
+}
+
 int code_cache__get(struct code_cache *c, struct mem_source *copies, uint64_t addr, uint64_t fp,
 		    const struct code_info **out)
 {
-	const struct code_key key = { .addr = addr, .fp = fp };
-	struct code_info *ci;
+	struct code_info *ci = find(c, addr, fp);
 	uint64_t live;
 	uint32_t k;
 	int err;
 
-	if (!hashmap__find(&c->index, key_hash(addr, fp), entry_equal, &key, c, &k)) {
-		ci = c->ents[k];
+	if (ci) {
 		c->stats.hits++;
 		ci->used = 1;
 		/* Code that has run in this many samples is taken to live on: BPF need no

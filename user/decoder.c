@@ -120,13 +120,6 @@ static int is_owner(const struct py_offsets *o, uint8_t owner)
 	       owner == o->owner_interpreter;
 }
 
-/* Shim frames (3.12+: the eval loop's entry frames; 3.15+ also the thread's base
- * frame) hold no Python code of their own. */
-static int is_shim(const struct py_offsets *o, uint8_t owner)
-{
-	return py_offsets__shim_owner(o, owner);
-}
-
 /*
  * The first frame of a thread: on 3.11 a Python frame the thread owns; from 3.12 on a
  * shim (C stack / interpreter entry) frame. A chain that stops anywhere else (say at a
@@ -136,7 +129,7 @@ static int is_bottom(const struct py_offsets *o, uint8_t owner)
 {
 	if (o->version_hex < 0x030c0000)
 		return owner == o->owner_thread;
-	return is_shim(o, owner);
+	return py_offsets__shim_owner(o, owner);
 }
 
 /*
@@ -336,7 +329,7 @@ static enum decode_gap walk(struct decoder *d, const struct thread_sample *t, ui
 		r->code = 0;
 		r->instr = 0;
 		r->is_entry = !!f.is_entry;
-		if (!is_shim(o, owner)) {
+		if (!py_offsets__shim_owner(o, owner)) {
 			r->code = f.code;
 			r->instr = f.instr;
 			if (!r->code || (r->code & 7))
@@ -380,7 +373,7 @@ static int bounded(const struct decoder *d, const struct thread_sample *t, uint3
 
 	if (!t->live_hi || r->addr < t->live_lo || r->addr >= t->live_hi)
 		return 0;
-	return i || (n > 1 && is_shim(d->off, d->scratch->raw[1].owner));
+	return i || (n > 1 && py_offsets__shim_owner(d->off, d->scratch->raw[1].owner));
 }
 
 /*
@@ -394,7 +387,7 @@ static int innermost_free(const struct decoder *d, const struct thread_sample *t
 {
 	const struct raw_frame *p = &d->scratch->raw[1];
 
-	return t->live_hi && n > 1 && t->verify_copy && !is_shim(d->off, p->owner) &&
+	return t->live_hi && n > 1 && t->verify_copy && !py_offsets__shim_owner(d->off, p->owner) &&
 	       mem_snapshot__covers(t->verify_copy, p->addr, d->off->fr_size);
 }
 
@@ -430,7 +423,7 @@ static enum decode_gap verify(struct decoder *d, const struct thread_sample *t, 
 			return GAP_TORN;
 		if (!i && innermost_free(d, t, n))
 			continue;
-		shim = is_shim(o, r->owner);
+		shim = py_offsets__shim_owner(o, r->owner);
 		if (f.owner != r->owner || f.previous != r->previous ||
 		    (!shim && f.code != r->code) || (!shim && i && f.instr != r->instr))
 			return GAP_TORN;

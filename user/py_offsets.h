@@ -181,8 +181,8 @@ int py_offsets__from_debug(const uint8_t *buf, size_t len, struct py_offsets *ou
 #define PBP_FRAME_COPY_MAX 128		/* _PyInterpreterFrame header: decode, BPF */
 #define PBP_TSTATE_COPY_MAX 2048	/* PyThreadState: pythreads, BPF */
 
-/* Whether a frame with @owner is an entry frame the eval loop pushed (a shim: no code
- * of its own), 3.12+, as opposed to one of Python code. */
+/* Whether a frame with @owner is a shim, with no Python code of its own (3.12+: the
+ * eval loop's entry frames; 3.15+ also the thread's base frame). */
 static inline int py_offsets__shim_owner(const struct py_offsets *o, uint8_t owner)
 {
 	return (o->owner_cstack != 0xff && owner == o->owner_cstack) ||
