@@ -10,7 +10,8 @@
 #   make demo       install what is missing, build, profile the bundled example
 #   make bench      slowdown, cost per sample, accuracy, scale, in-target and machine
 #                   cost, side by side with CPython's profiler: build/bench/report.md
-#                   and chart.svg, then README's Performance section from them
+#                   and chart.svg, then docs/performance.md and README's verdicts
+#                   from them
 #                   (root; about 30 minutes)
 #   make fuzz       run the libFuzzer targets for a while
 #   make lint       clang-tidy and cppcheck over user/

@@ -263,7 +263,7 @@ def test_bench_smoke_writes_report_and_chart(smoke):
     assert not (out / "tmp").exists(), "scratch files left behind"
 
 
-def test_bench_readme_step_replaces_only_the_performance_section(smoke, tmp_path):
+def test_bench_readme_step_writes_the_report_and_replaces_only_the_verdicts(smoke, tmp_path):
     out, _, _ = smoke
     readme = tmp_path / "README.md"
     readme.write_text("# x\n\n## Performance\n\nold\n\n## Layout\n\nkept\n")
@@ -275,12 +275,18 @@ def test_bench_readme_step_replaces_only_the_performance_section(smoke, tmp_path
     assert p.returncode == 0, p.stderr
     text = readme.read_text()
     assert "old" not in text and "## Layout\n\nkept" in text
-    assert "sudo make bench" in text and "### Goals" in text
+    assert "[docs/performance.md](docs/performance.md)" in text
+    assert "| goal | result |" in text, "the verdicts belong in README"
+    assert "### 1. " not in text, "the tables belong in docs/performance.md"
+    doc = (tmp_path / "docs" / "performance.md").read_text()
+    assert doc.startswith("# Performance\n") and "sudo make bench" in doc
+    assert "## Goals" in doc and "## 1. " in doc
     smoke_report = tmp_path / "smoke.md"
     smoke_report.write_text((out / "report.md").read_text())
     p = subprocess.run([sys.executable, str(REPO / "tools" / "bench" / "readme_perf.py"),
                         str(smoke_report), str(readme)], capture_output=True, text=True)
     assert p.returncode != 0, "a smoke run's report must not replace the README section"
+    assert (tmp_path / "docs" / "performance.md").read_text() == doc
 
 
 def test_bench_smoke_first_sample_part_times_every_profiler_idle_and_busy(smoke_first_sample):
