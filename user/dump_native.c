@@ -261,11 +261,8 @@ static int worker_name(struct dump_native *d, uint32_t i, struct native_symbol *
 	const struct native_worker_name *nm = &d->wnames[i];
 
 	*sym = nm->sym;
-	if (sym->function && !strncmp(sym->function, "_Z", 2) &&
-	    native_demangle__name(&d->demangle, sym->function, demangled) == -ENOMEM)
+	if (native_demangle__in_place(&d->demangle, &sym->function, demangled))
 		return -ENOMEM;
-	if (*demangled)
-		sym->function = *demangled;
 	return nm->known ? 0 : -ENOENT;
 }
 

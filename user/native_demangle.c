@@ -289,7 +289,7 @@ fail:
 
 int native_demangle__name(struct native_demangle *d, const char *name, char **out)
 {
-	uint64_t h = hash_bytes(name, strnlen(name, DEMANGLE_MAX_NAME));
+	uint64_t h;
 	char *r;
 	size_t slot;
 	int err;
@@ -297,6 +297,7 @@ int native_demangle__name(struct native_demangle *d, const char *name, char **ou
 	*out = NULL;
 	if (strncmp(name, "_Z", 2))
 		return -ENOENT;
+	h = hash_bytes(name, strnlen(name, DEMANGLE_MAX_NAME));
 	if (strnlen(name, DEMANGLE_MAX_NAME) == DEMANGLE_MAX_NAME) {
 		d->given_up++;
 		return -ENOENT;
@@ -323,6 +324,18 @@ int native_demangle__name(struct native_demangle *d, const char *name, char **ou
 		return -EINVAL;
 	*out = strdup(r);
 	return *out ? 0 : -ENOMEM;
+}
+
+int native_demangle__in_place(struct native_demangle *d, const char **function,
+			      char **demangled)
+{
+	*demangled = NULL;
+	if (!*function || native_demangle__name(d, *function, demangled) != -ENOMEM) {
+		if (*demangled)
+			*function = *demangled;
+		return 0;
+	}
+	return -ENOMEM;
 }
 
 void native_demangle__close(struct native_demangle *d)

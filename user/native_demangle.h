@@ -44,6 +44,13 @@ struct native_demangle {
  * slow, too large, or it killed the child); -ENOMEM.
  */
 int native_demangle__name(struct native_demangle *d, const char *name, char **out);
+/*
+ * *@function by its demangled form where it has one: *@function then points at
+ * *@demangled, a malloc'd string for the caller to free (NULL otherwise). 0, or
+ * -ENOMEM; a name that stays mangled is no error.
+ */
+int native_demangle__in_place(struct native_demangle *d, const char **function,
+			      char **demangled);
 void native_demangle__close(struct native_demangle *d);
 
 #endif

@@ -214,13 +214,8 @@ static int name_frame(struct target *t, uint32_t i)
 	int err;
 
 	/* The worker leaves C++ names mangled: demangling has a process of its own. */
-	if (sym.function && !strncmp(sym.function, "_Z", 2)) {
-		err = native_demangle__name(&n->demangle, sym.function, &demangled);
-		if (err == -ENOMEM)
-			return err;
-		if (demangled)
-			sym.function = demangled;
-	}
+	if (native_demangle__in_place(&n->demangle, &sym.function, &demangled))
+		return -ENOMEM;
 	*a = (struct agg_frame){ .kind = AGG_NATIVE, .line = -1 };
 	err = intern(s, sym.module, &a->file);
 	if (err)
