@@ -94,12 +94,25 @@ def last_cpu():
     return max(0, (os.cpu_count() or 1) - 1)
 
 
+def cgroup_root():
+    """Where this process's cgroup v2 directory is, or None without one."""
+    for mnt in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if os.path.exists(os.path.join(mnt, "cgroup.controllers")):
+            with open("/proc/self/cgroup") as f:
+                for line in f:
+                    if line.startswith("0::"):
+                        return mnt + line[3:].strip().rstrip("/")
+    return None
+
+
 class Targets:
     """work_loop.py processes, each pinned to its CPU, that work over one window."""
 
-    def __init__(self, env, specs):
-        """specs: [(cpu, CPython version, frames)]"""
-        self.procs, self.errs = [], []
+    def __init__(self, env, specs, own_cgroups=False):
+        """specs: [(cpu, CPython version, frames)]. own_cgroups: each in a cgroup of
+        its own below ours, as a service or a container runs: record -p's clocks then
+        tick while the target's cgroup runs, not while its neighbour runs."""
+        self.procs, self.errs, self.cgroups = [], [], []
         try:
             for cpu, ver, depth in specs:
                 py, where = interp(env, ver)
@@ -112,6 +125,8 @@ class Targets:
                 self.errs.append(err)
             self.pids = [self._line(k, "ready", bench.READY_TIMEOUT_S)["ready"]
                          for k in range(len(self.procs))]
+            if own_cgroups:
+                self._own_cgroups()
         except BaseException:
             self.close()
             raise
@@ -146,11 +161,30 @@ class Targets:
                 raise bench.BenchError("work_loop.py still running 10 s after its result")
         return out
 
+    def _own_cgroups(self):
+        root = cgroup_root()
+        if not root:
+            raise bench.BenchError("no cgroup v2 directory to give each target its own")
+        for k, pid in enumerate(self.pids):
+            d = f"{root}/pbp-bench-{os.getpid()}-{k}"
+            os.mkdir(d)
+            self.cgroups.append(d)
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+
     def close(self):
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for d in self.cgroups:
+            for _ in range(50):     # an exiting process leaves its cgroup a moment late
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        self.cgroups = []
 
 
 def outputs(env, prof):
@@ -367,7 +401,7 @@ def part_twins(env, cfg):
 
 
 def twin_run(env, ver, depth, prof, seconds):
-    t = Targets(env, [(last_cpu(), ver, depth)] * 2)
+    t = Targets(env, [(last_cpu(), ver, depth)] * 2, own_cgroups=True)
     run = None
     try:
         if prof:
@@ -668,8 +702,9 @@ def write_twins(w, tw):
       "slowdown is 10 µs per sample at 1 kHz but 100 µs at 100 Hz: at low rates µs lost "
       "/ sample is mostly the method's noise. "
       f"CPython's profiler runs in its default mode (`--mode {tw.get('peer_mode')}`) and "
-      "only on 3.15, the version it ships with. `record -p` gives each target thread a "
-      "clock of its own, which ticks only while A runs; with `--clock tick` (100 Hz "
+      "only on 3.15, the version it ships with. Each twin runs in a cgroup of its own, "
+      "as a service or a container does: `record -p`'s clocks, one per CPU scoped to "
+      "the target's cgroup, tick only while A runs; with `--clock tick` (100 Hz "
       "rows) it samples on the scheduler's tick instead, which interrupts the twins "
       "anyway, and adds no interrupt of its own. " + rate_note(tw))
     for gname, rows in tw["rows"].items():
