@@ -113,7 +113,13 @@ def test_the_parsing_worker_is_confined(tmp_path, profiler_bin):
             worker = worker_of(prof.pid)
             time.sleep(0.05)
         assert worker, "no parsing worker runs beside record --native"
-        status = Path(f"/proc/{worker}/status").read_text()
+        # It confines itself after its exec, ending with the seccomp filter, and
+        # reads no request before: it is judged once that step is done (or late).
+        while time.monotonic() < deadline:
+            status = Path(f"/proc/{worker}/status").read_text()
+            if field(status, "Seccomp") == ["2"]:
+                break
+            time.sleep(0.01)
         fds = {int(f.name): os.readlink(f) for f in Path(f"/proc/{worker}/fd").iterdir()}
         limits = Path(f"/proc/{worker}/limits").read_text()
         _, err = prof.communicate(timeout=60)
