@@ -37,9 +37,9 @@ SLACK = 0.03
 # clocks in a tight loop beside the same load sees under 1 % of its CPU charged
 # without progress. Not the clocks ticking for the busy loops either: with the server
 # in a cgroup of its own, so that its clocks run only while it does, 1 kHz delivered
-# 93-95 % beside the loops where the shared cgroup's delivered 93-94 % in the same
-# hour (both 96-98 % an hour later), and one Python thread spinning beside the same
-# loops gets 100.4 %. It goes with the request threads' switching: `perf stat`'s
+# 93-95 % beside the loops where the shared cgroup's delivered 93-94 % (both 96-98 %
+# beside four loops), and one Python thread spinning beside the same loops gets
+# 100.4 %. It goes with the request threads' switching: `perf stat`'s
 # task-clock (time between each thread's switch in and out) counts 87-88 % of the
 # process's CPU beside the loops, 96 % idle. The cause is not settled. 20 % there.
 DELIVERED = {"idle": 0.10, "loaded": 0.20}
