@@ -142,6 +142,10 @@ $(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(O
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
 
+$(OUT)/tests/test_thread_hold: tests/unit/test_thread_hold.c $(OUT)/user/thread_hold.o | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
+
 $(OUT)/tests/test_json: tests/unit/test_json.c $(OUT)/user/json.o | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
@@ -240,7 +244,7 @@ unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/t
 	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
 	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
 	$(OUT)/tests/test_asyncio_reads $(OUT)/tests/test_thread_name \
-	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify \
+	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify $(OUT)/tests/test_thread_hold \
 	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
 
 test:

@@ -77,7 +77,7 @@ SUPPORTED_VERSIONS = ["3.11", "3.12", "3.13", "3.14", "3.15"]
 STATS_KEYS = [
     "samples_expected", "samples_delivered", "samples", "samples_decoded", "samples_incomplete",
     "ringbuf_drops", "bpf_ns_per_sample", "decode_ns_per_sample", "live_reads_per_sample",
-    "python_version",
+    "live_holds", "live_holds_late", "live_holds_refused", "python_version",
 ]
 
 TRUTH_TIMEOUT = 30.0       # seconds to wait for a workload's truth file

@@ -274,6 +274,17 @@ def tabulate(what, stats, complete, wrong, shares, note):
                    if worst else "-") + f"\t{note}\n")
 
 
+def holds_note(stats):
+    """--no-bpf: the threads held still for a reading, for the table."""
+    n = stats.get("live_holds")
+    if not n:
+        return ""
+    return (f"; {n} holds ({100 * n / max(stats.get('samples') or 1, 1):.1f} % of samples, "
+            f"{stats.get('live_hold_ns', 0) / n / 1000:.0f} us each), "
+            f"{stats.get('live_holds_late', 0)} late, {stats.get('live_holds_refused', 0)} "
+            f"refused")
+
+
 def judge(what, prof, stats, goal, roots, chains, shares=None, extra_checks=(), note="",
           shares_seen=None, made=None, makers=None):
     """Every goal a profile misses, one line each; empty when it meets them all.
@@ -397,7 +408,7 @@ def test_real_program_profiles_whole_stacks_and_true_shares(servers, program, ve
         return None
     misses = judge(what, prof, stats, GOAL_COMPLETE[mode], roots, chains, judged,
                    extra_checks=[samples_account_for_the_cpu], shares_seen=shares,
-                   note=f"sampled CPU {sampled:.2f} s of {used:.2f} s",
+                   note=f"sampled CPU {sampled:.2f} s of {used:.2f} s" + holds_note(stats),
                    made=after.get("made_at"), makers=maker_keys(after))
     fail_unless_met(misses, what, stats, prof)
 
@@ -572,6 +583,8 @@ def merged(runs):
         for k, v in st.get("incomplete_reasons", {}).items():
             stats["incomplete_reasons"][k] = stats["incomplete_reasons"].get(k, 0) + v
         stats["live_reads_per_sample"] = st.get("live_reads_per_sample")
+        for k in ("live_holds", "live_holds_late", "live_holds_refused", "live_hold_ns"):
+            stats[k] = stats.get(k, 0) + (st.get(k) or 0)
     return prof, stats
 
 
@@ -616,7 +629,7 @@ def test_stdlib_test_suite_profiles_whole_stacks(tmp_path, profiler_bin, sid_roo
         return None
     what = f"unittest on {version}, {mode} at {rate} Hz"
     misses = judge(what, prof, stats, GOAL_COMPLETE[mode], None, {},
-                   extra_checks=[test_methods_under_testcase_run])
+                   extra_checks=[test_methods_under_testcase_run], note=holds_note(stats))
     fail_unless_met(misses, what, stats, prof)
 
 
@@ -712,5 +725,6 @@ def test_import_heavy_startup_profiles_whole_stacks(tmp_path, profiler_bin, sid_
         return None
     what = f"start-up on {version}, {mode} at {rate} Hz"
     misses = judge(what, prof, stats, GOAL_COMPLETE_STARTUP[mode], None, {},
-                   extra_checks=[modules_are_imported_ones, command_code_at_the_root])
+                   extra_checks=[modules_are_imported_ones, command_code_at_the_root],
+                   note=holds_note(stats))
     fail_unless_met(misses, what, stats, prof)

@@ -74,6 +74,10 @@ static const char record_help[] =
 	"                         tick (wall clock), read from live memory without\n"
 	"                         stopping the target; needs no BPF privileges. Chosen\n"
 	"                         automatically, with a notice, when BPF is unavailable\n"
+	"      --no-hold          --no-bpf: never stop a thread. By default a running\n"
+	"                         thread whose stack changed under 16 readings in a row\n"
+	"                         is held still (ptrace) for one more, some 50 us; with\n"
+	"                         this its sample is reported [incomplete] instead\n"
 	"      --idle             keep samples of threads that are not on a CPU\n"
 	"                         (--no-bpf only: BPF sees only threads on a CPU)\n"
 	"      --gil              keep only samples of the thread holding the GIL (on-CPU\n"
@@ -148,7 +152,7 @@ static const char record_help[] =
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
        OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK,
-       OPT_NATIVE_UNWIND, OPT_CLOCK };
+       OPT_NATIVE_UNWIND, OPT_CLOCK, OPT_NO_HOLD };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -164,6 +168,7 @@ static const struct option longopts[] = {
 	{ "stack-bytes", required_argument, NULL, OPT_STACK },
 	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+	{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
 	{ "idle", no_argument, NULL, OPT_IDLE },
 	{ "gil", no_argument, NULL, OPT_GIL },
 	{ "async", no_argument, NULL, OPT_ASYNC },
@@ -245,6 +250,9 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 		break;
 	case OPT_NO_BPF:
 		o->session.no_bpf = 1;
+		break;
+	case OPT_NO_HOLD:
+		o->session.no_hold = 1;
 		break;
 	case OPT_IDLE:
 		o->session.idle = 1;

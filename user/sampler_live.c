@@ -17,6 +17,7 @@
 #include "proc.h"
 #include "py_threads.h"
 #include "sampler_live.h"
+#include "thread_hold.h"
 #include "tid_map.h"
 
 /* Readings of one thread per sample, at most. */
@@ -83,6 +84,7 @@ struct sampler_live {
 	uint64_t ts_running_task, task_size;
 	uint8_t task_buf[LIVE_TASK_MAX];
 	struct mem_snapshot task_snap;
+	struct thread_hold hold;	/* cfg.hold: the thread held for a reading */
 };
 
 int sampler_live__new(const struct sampler_live_cfg *cfg, struct sampler_live **out)
@@ -116,10 +118,18 @@ void sampler_live__task_at(struct sampler_live *ls, uint64_t off, uint64_t task_
 	ls->task_size = task_size <= LIVE_TASK_MAX ? task_size : 0;
 }
 
+/* Freed with a thread still seized (it was in an uninterruptible wait): it is let go
+ * when it stops if that is soon, else when this thread exits. */
+#define FREE_LATE_WAIT_MS 100
+
 void sampler_live__free(struct sampler_live *ls)
 {
+	const struct timespec nap = { .tv_nsec = 1000000 };
+
 	if (!ls)
 		return;
+	for (int i = 0; i < FREE_LATE_WAIT_MS && sampler_live__let_go_late(ls); i++)
+		nanosleep(&nap, NULL);
 	free(ls->buf[0]);
 	free(ls->buf[1]);
 	free(ls->stack);
@@ -767,27 +777,20 @@ static int copies_differ(const struct sampler_live *ls, const struct spans *sp,
 	return 0;
 }
 
-/*
- * One sample of @t: readings until one is consistent, each taken anew; a reading
- * that no longer fits the copy's plan (the stack left the copied range, the anchor
- * moved) has the thread state read again first. GAP_TORN when the budget runs out.
- */
-static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
-		       struct plan *p)
+/* Up to LIVE_READINGS readings of @t until one is consistent: 1 when one was (or the
+ * thread went), 0 when none. */
+static int readings(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
+		    struct plan *p, struct py_thread *cur, uint32_t *outside)
 {
-	struct py_thread cur = *t;
 	struct ts_words w;
 	struct live_bound b;
-	uint32_t outside = 0;
 
-	set_torn(ls, t, flags);
-	plan_reading(ls, &cur, p);
 	for (int i = 0; i < LIVE_READINGS; i++) {
 		int err;
 
 		if (i)
 			ls->stats.torn_retries++;
-		err = read_once(ls, &cur, &p->sp, &w);
+		err = read_once(ls, cur, &p->sp, &w);
 		if (err == -ETIMEDOUT) {
 			ls->stats.slow_readings++;
 			continue;
@@ -795,14 +798,14 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		/* 3.11/3.12: caught between two activations, or in one new to the list. */
 		if (err == -EAGAIN)
 			continue;
-		if (!err && no_python(ls, &cur, &w)) {
+		if (!err && no_python(ls, cur, &w)) {
 			ls->stack->gap = GAP_NONE;
-			return;
+			return 1;
 		}
 		/* 3.11/3.12: an activation caught before it set its current frame. */
 		if (!err && !w.frame)
 			continue;
-		if (err || !fits_plan(ls, &cur, p, &w)) {
+		if (err || !fits_plan(ls, cur, p, &w)) {
 			/* The stack has moved out of the plan: read the thread again. A
 			 * remembered frame's memory may be gone with its coroutine. A
 			 * thread that pops below its anchor while it is read will do so
@@ -810,22 +813,22 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 			if (err)
 				p->sp.known.nfar = p->sp.known.ncf = 0;
 			else if (p->from_anchor &&
-				 (w.anchor != cur.anchor || w.seq != cur.anchor_seq))
+				 (w.anchor != cur->anchor || w.seq != cur->anchor_seq))
 				p->whole = 1;
-			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return;
-			plan_reading(ls, &cur, p);
+			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, cur))
+				return 1;
+			plan_reading(ls, cur, p);
 			continue;
 		}
 		if (!live_bound(ls, &p->sp, &w, &b))
 			continue;
-		outside = decode_reading(ls, &cur, flags, p, &w, &b);
+		*outside = decode_reading(ls, cur, flags, p, &w, &b);
 		/* The cache no longer has what lies below the anchor (its entry was
 		 * replaced, or the chain at the instant did not pass the anchor): copy
 		 * the whole stack. */
 		if (ls->stack->gap == GAP_CACHE_LOST && p->from_anchor && !p->whole) {
 			p->whole = 1;
-			plan_reading(ls, &cur, p);
+			plan_reading(ls, cur, p);
 			set_torn(ls, t, flags);
 			continue;
 		}
@@ -838,20 +841,67 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		if (ls->stack->gap == GAP_NONE ||
 		    (ls->stack->gap != GAP_TORN &&
 		     !(broken_walk(ls->stack->gap) &&
-		       (outside || !ls->stack->depth || copies_differ(ls, &p->sp, &w)))))
-			return;
+		       (*outside || !ls->stack->depth || copies_differ(ls, &p->sp, &w)))))
+			return 1;
 		set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
-			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, &cur))
-				return;
-			plan_reading(ls, &cur, p);
+			if (py_threads__refresh(&ls->cfg.live->base, ls->cfg.interp, cur))
+				return 1;
+			plan_reading(ls, cur, p);
 		}
+	}
+	return 0;
+}
+
+/*
+ * Holds the thread being sampled still for a reading: one that ran (a thread off a CPU
+ * does not change its stack, and a blocked call would be interrupted) and whose
+ * readings all found its stack torn. A hold that has not stopped its thread within the
+ * wait is left seized and let go at a later tick.
+ */
+static int hold(struct sampler_live *ls, uint32_t flags)
+{
+	int err;
+
+	if (!ls->cfg.hold || !(flags & PBP_TS_ON_CPU) || ls->stack->gap != GAP_TORN)
+		return 0;
+	err = thread_hold__take(&ls->hold, ls->host_tid, THREAD_HOLD_WAIT_NS);
+	if (err == -EPERM || err == -EACCES)
+		ls->stats.holds_refused++;
+	else if (err == -EINPROGRESS)
+		ls->stats.holds_late++;
+	if (err)
+		return 0;
+	ls->stats.holds++;
+	return 1;
+}
+
+/*
+ * One sample of @t: readings until one is consistent, each taken anew; a reading
+ * that no longer fits the copy's plan (the stack left the copied range, the anchor
+ * moved) has the thread state read again first. When the budget runs out, the thread
+ * held still (cfg.hold) and read again; else GAP_TORN.
+ */
+static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint32_t flags,
+		       struct plan *p)
+{
+	struct py_thread cur = *t;
+	uint32_t outside = 0;
+	int done;
+
+	set_torn(ls, t, flags);
+	plan_reading(ls, &cur, p);
+	done = readings(ls, t, flags, p, &cur, &outside);
+	if (!done && outside < LIVE_FAR && hold(ls, flags)) {
+		done = readings(ls, t, flags, p, &cur, &outside);
+		thread_hold__let_go(&ls->hold);
+		ls->stats.hold_ns = ls->hold.held_ns;
 	}
 	/* More frames outside the chunks than a reading copies (a recursion through C,
 	 * say): the stack is deeper than what is followed, rather than torn. */
-	if (outside >= LIVE_FAR)
+	if (!done && outside >= LIVE_FAR)
 		ls->stack->gap = GAP_TOO_DEEP;
 }
 
@@ -899,6 +949,7 @@ static int tick(struct sampler_live *ls)
 {
 	int err;
 
+	sampler_live__let_go_late(ls);
 	ls->stats.ticks++;
 	err = py_threads__walk(&ls->cfg.live->base, ls->cfg.interp, sample_thread, ls);
 	if (err == -EFAULT) {
@@ -950,6 +1001,11 @@ int sampler_live__poll(struct sampler_live *ls, int timeout_ms)
 int sampler_live__sample_now(struct sampler_live *ls)
 {
 	return tick(ls);
+}
+
+int sampler_live__let_go_late(struct sampler_live *ls)
+{
+	return thread_hold__poll(&ls->hold);
 }
 
 const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls)

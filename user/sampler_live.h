@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * Sampling without BPF: a timer in this process reads every Python thread of the
- * target from live memory at each tick, without stopping it. A wall-clock view: idle
- * threads are seen too, each sample says whether its thread was on a CPU and whether
- * it held the GIL.
+ * target from live memory at each tick, without stopping it (but, with cfg.hold, a
+ * thread whose every reading was torn). A wall-clock view: idle threads are seen too,
+ * each sample says whether its thread was on a CPU and whether it held the GIL.
  */
 #ifndef PBP_SAMPLER_LIVE_H
 #define PBP_SAMPLER_LIVE_H
@@ -28,6 +28,9 @@ struct sampler_live_cfg {
 	uint32_t stack_cap;	/* bytes of the current chunk read per sample */
 	int want_idle;		/* also decode threads that are not on a CPU */
 	int host_tids;		/* stacks carry the host's thread ids, as BPF records do */
+	/* A running thread whose readings all found its stack changing is held still
+	 * (thread_hold.h) and read once more, rather than reported torn. */
+	int hold;
 	live_stack_fn on_stack;
 	void *ctx;
 };
@@ -39,6 +42,10 @@ struct sampler_live_stats {
 	uint64_t torn_retries;		/* second reading disagreed: read again */
 	uint64_t slow_readings;		/* took too long to be trusted: read again */
 	uint64_t walk_failures;		/* the thread list could not be read */
+	uint64_t holds;			/* threads held still for a reading */
+	uint64_t holds_late;		/* ... that had not stopped within the wait */
+	uint64_t holds_refused;		/* ... that could not be seized */
+	uint64_t hold_ns;		/* from seize to release, summed over holds */
 };
 
 struct sampler_live;
@@ -64,6 +71,14 @@ int sampler_live__sample_now(struct sampler_live *ls);
  * (stack->task_fp stays 0).
  */
 void sampler_live__task_at(struct sampler_live *ls, uint64_t off, uint64_t task_size);
+
+/*
+ * Lets go a thread held since a reading that had not stopped in time, if it has
+ * stopped since. 1 while one is still seized: until then a wait of this thread for
+ * the target's main thread must not take its stop (__WNOTHREAD does not help: this is
+ * the thread that seized it).
+ */
+int sampler_live__let_go_late(struct sampler_live *ls);
 
 const struct sampler_live_stats *sampler_live__stats(const struct sampler_live *ls);
 

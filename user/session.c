@@ -852,6 +852,17 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->attach_late_threads_held = held;
 }
 
+/* Live sampling's holds not yet let go (sampler_live__let_go_late()): 1 while any is. */
+static int live_late(struct session *s)
+{
+	int late = 0;
+
+	for (size_t i = 0; i < s->ntargets; i++)
+		if (s->targets[i]->sampler_live)
+			late |= sampler_live__let_go_late(s->targets[i]->sampler_live);
+	return late;
+}
+
 int session__wait_command(struct session *s)
 {
 	const struct timespec nap = { .tv_nsec = SAMPLER_TASKS_POLL_MS * 1000000L };
@@ -866,7 +877,7 @@ int session__wait_command(struct session *s)
 		}
 		/* A thread still held since an attach is let go when it stops, or a
 		 * command that waits for it would never end, nor this wait. */
-		if (s->sampler && sampler__let_go_late(s->sampler)) {
+		if ((s->sampler && sampler__let_go_late(s->sampler)) || live_late(s)) {
 			if (!spawn__reap(&s->spawn))
 				nanosleep(&nap, NULL);
 			continue;

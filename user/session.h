@@ -112,6 +112,7 @@ struct session_opts {
 	uint32_t stack_cap;
 	uint32_t ringbuf_mb;
 	int no_bpf;		/* sample from user space, never load BPF */
+	int no_hold;		/* live: report a torn thread incomplete, never hold it */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	enum session_mode mode;
 	uint32_t min_block_us;	/* off-CPU: shorter intervals are sampled, unbiased */

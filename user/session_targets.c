@@ -78,6 +78,7 @@ static int start_live(struct target *t)
 		/* Wall and off-CPU time are the threads off a CPU too, however live
 		 * sampling was chosen (--no-bpf, or no BPF to be had). */
 		.want_idle = t->session->opts.idle || t->session->opts.mode != SESSION_CPU,
+		.hold = !t->session->opts.no_hold,
 		.on_stack = session_sink__on_live_stack,
 		.ctx = t,
 	};

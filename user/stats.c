@@ -242,6 +242,10 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "live_idle_skipped", FIELD_U64, .u = s->live.threads_idle_skipped },
 		{ "live_torn_retries", FIELD_U64, .u = s->live.torn_retries },
 		{ "live_slow_readings", FIELD_U64, .u = s->live.slow_readings },
+		{ "live_holds", FIELD_U64, .u = s->live.holds },
+		{ "live_holds_late", FIELD_U64, .u = s->live.holds_late },
+		{ "live_holds_refused", FIELD_U64, .u = s->live.holds_refused },
+		{ "live_hold_ns", FIELD_U64, .u = s->live.hold_ns },
 	};
 
 	fprintf(f, "{\n");

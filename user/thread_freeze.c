@@ -29,6 +29,7 @@
 #include "native_regs.h"
 #include "proc.h"
 #include "thread_freeze.h"
+#include "thread_hold.h"
 
 #define SEIZE_PASSES 4		/* threads started while we seize the others */
 /* A failed hold's threads, interrupted a moment ago, get this to stop and be let go. */
@@ -123,23 +124,15 @@ static void take_regs(struct held *h)
 /* Takes @h's stop if it has stopped (or its end); 1 if it is still running. */
 static int collect(struct thread_freeze *f, struct held *h)
 {
-	int status;
-	pid_t r;
+	int r = thread_hold__stopped(h->tid, &h->sig);
 
-	r = waitpid(h->tid, &status, __WALL | WNOHANG);
-	if (r == 0)
+	if (r > 0)
 		return 1;
-	if (r < 0 || WIFEXITED(status) || WIFSIGNALED(status)) {
+	if (r < 0) {
 		h->state = HELD_GONE;
 		f->st.gone++;
 		return 0;
 	}
-	if (!WIFSTOPPED(status))
-		return 1;
-	/* A signal-delivery stop holds the thread as well as our interrupt does; its
-	 * signal is handed back on release. */
-	if (status >> 16 == 0)
-		h->sig = WSTOPSIG(status);
 	h->state = HELD_STOPPED;
 	f->st.stopped++;
 	return 0;

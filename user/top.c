@@ -291,6 +291,7 @@ static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 		.stack_cap = PBP_STACK_DEFAULT,
 		.ringbuf_mb = 16,
 		.no_bpf = o->no_bpf,
+		.no_hold = o->no_hold,
 		.idle = o->idle,
 		.gil = o->gil,
 		.async_tasks = o->async_tasks,

@@ -17,6 +17,7 @@ struct top_opts {
 	uint32_t max_processes;
 	uint32_t rate_hz;
 	int no_bpf;		/* sample from user space, never load BPF */
+	int no_hold;		/* live: never hold a thread still for a reading */
 	int idle;		/* keep samples of threads not on a CPU (live mode) */
 	int gil;		/* keep only samples of the thread holding the GIL */
 	int async_tasks;	/* --async: asyncio tasks as rows */

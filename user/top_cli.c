@@ -52,6 +52,7 @@ static const char top_help[] =
 	"      --no-bpf           sample from user space, as for record (see 'pybpfprof\n"
 	"                         record --help'); chosen with a notice when BPF is\n"
 	"                         unavailable\n"
+	"      --no-hold          --no-bpf: never stop a thread (as for record)\n"
 	"      --idle             count threads that are not on a CPU too (--no-bpf only)\n"
 	"      --gil              count only the thread holding the GIL\n"
 	"      --threads          each thread as a row, 'thread TID (NAME)', its %Total\n"
@@ -80,11 +81,12 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 {
 	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC, OPT_NATIVE,
 	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND, OPT_CLOCK,
-	       OPT_THREADS };
+	       OPT_THREADS, OPT_NO_HOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
+		{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
 		{ "idle", no_argument, NULL, OPT_IDLE },
 		{ "gil", no_argument, NULL, OPT_GIL },
 		{ "async", no_argument, NULL, OPT_ASYNC },
@@ -124,6 +126,9 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 			break;
 		case OPT_NO_BPF:
 			o.no_bpf = 1;
+			break;
+		case OPT_NO_HOLD:
+			o.no_hold = 1;
 			break;
 		case OPT_IDLE:
 			o.idle = 1;
