@@ -755,6 +755,17 @@ static uint32_t decode_reading(struct sampler_live *ls, const struct py_thread *
 	return noutside;
 }
 
+/*
+ * A frame's code object that was not one by the time it was decoded, after the
+ * reading: its frame had returned and dropped it (a module's body at start-up, code
+ * made by exec). The frame held it at the reading, so the thread has moved on: read
+ * it again, as for a torn reading.
+ */
+static int code_gone(enum decode_gap gap)
+{
+	return gap == GAP_STALE_CODE || gap == GAP_BAD_CODE;
+}
+
 static int broken_walk(enum decode_gap gap)
 {
 	return gap == GAP_BAD_FRAME || gap == GAP_UNREADABLE || gap == GAP_NO_BOTTOM ||
@@ -839,11 +850,13 @@ static int readings(struct sampler_live *ls, const struct py_thread *t, uint32_t
 		 * stack's top, cleared as it returns): read again rather than report
 		 * it cut. */
 		if (ls->stack->gap == GAP_NONE ||
-		    (ls->stack->gap != GAP_TORN &&
+		    (ls->stack->gap != GAP_TORN && !code_gone(ls->stack->gap) &&
 		     !(broken_walk(ls->stack->gap) &&
 		       (*outside || !ls->stack->depth || copies_differ(ls, &p->sp, &w)))))
 			return 1;
-		set_torn(ls, t, flags);
+		/* Code gone keeps its own reason, should no reading do better. */
+		if (!code_gone(ls->stack->gap))
+			set_torn(ls, t, flags);
 		/* A current frame outside the copy (a new chunk, say) will not be in
 		 * the next one either unless the thread is read again. */
 		if (!mem_snapshot__covers(&ls->snap[1], w.frame, 8)) {
@@ -858,14 +871,15 @@ static int readings(struct sampler_live *ls, const struct py_thread *t, uint32_t
 /*
  * Holds the thread being sampled still for a reading: one that ran (a thread off a CPU
  * does not change its stack, and a blocked call would be interrupted) and whose
- * readings all found its stack torn. A hold that has not stopped its thread within the
+ * readings all found its stack torn, or its code gone before decoding. A hold that has not stopped its thread within the
  * wait is left seized and let go at a later tick.
  */
 static int hold(struct sampler_live *ls, uint32_t flags)
 {
 	int err;
 
-	if (!ls->cfg.hold || !(flags & PBP_TS_ON_CPU) || ls->stack->gap != GAP_TORN)
+	if (!ls->cfg.hold || !(flags & PBP_TS_ON_CPU) ||
+	    (ls->stack->gap != GAP_TORN && !code_gone(ls->stack->gap)))
 		return 0;
 	err = thread_hold__take(&ls->hold, ls->host_tid, THREAD_HOLD_WAIT_NS);
 	if (err == -EPERM || err == -EACCES)
