@@ -278,7 +278,8 @@ def holds_note(stats):
     if not n:
         return ""
     return (f"; {n} holds ({100 * n / max(stats.get('samples') or 1, 1):.1f} % of samples, "
-            f"{stats.get('live_hold_ns', 0) / n / 1000:.0f} us each), "
+            f"{stats.get('live_hold_ns', 0) / n / 1000:.0f} us each, "
+            f"{stats.get('live_hold_wait_ns', 0) / n / 1000:.0f} us to stop), "
             f"{stats.get('live_holds_late', 0)} late, {stats.get('live_holds_refused', 0)} "
             f"refused")
 
@@ -581,7 +582,8 @@ def merged(runs):
         for k, v in st.get("incomplete_reasons", {}).items():
             stats["incomplete_reasons"][k] = stats["incomplete_reasons"].get(k, 0) + v
         stats["live_reads_per_sample"] = st.get("live_reads_per_sample")
-        for k in ("live_holds", "live_holds_late", "live_holds_refused", "live_hold_ns"):
+        for k in ("live_holds", "live_holds_late", "live_holds_refused", "live_hold_ns",
+                  "live_hold_wait_ns"):
             stats[k] = stats.get(k, 0) + (st.get(k) or 0)
     return prof, stats
 

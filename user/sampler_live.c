@@ -871,8 +871,8 @@ static int readings(struct sampler_live *ls, const struct py_thread *t, uint32_t
 /*
  * Holds the thread being sampled still for a reading: one that ran (a thread off a CPU
  * does not change its stack, and a blocked call would be interrupted) and whose
- * readings all found its stack torn, or its code gone before decoding. A hold that has not stopped its thread within the
- * wait is left seized and let go at a later tick.
+ * readings all found its stack torn, or its code gone before decoding. A hold that
+ * has not stopped its thread within the wait is left seized and let go at a later tick.
  */
 static int hold(struct sampler_live *ls, uint32_t flags)
 {
@@ -912,6 +912,7 @@ static void read_stack(struct sampler_live *ls, const struct py_thread *t, uint3
 		done = readings(ls, t, flags, p, &cur, &outside);
 		thread_hold__let_go(&ls->hold);
 		ls->stats.hold_ns = ls->hold.held_ns;
+		ls->stats.hold_wait_ns = ls->hold.wait_ns;
 	}
 	/* More frames outside the chunks than a reading copies (a recursion through C,
 	 * say): the stack is deeper than what is followed, rather than torn. */

@@ -46,6 +46,7 @@ struct sampler_live_stats {
 	uint64_t holds_late;		/* ... that had not stopped within the wait */
 	uint64_t holds_refused;		/* ... that could not be seized */
 	uint64_t hold_ns;		/* from seize to release, summed over holds */
+	uint64_t hold_wait_ns;		/* ... of which until the thread had stopped */
 };
 
 struct sampler_live;

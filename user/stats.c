@@ -246,6 +246,7 @@ int stats__write_json(FILE *f, const struct run_stats *s)
 		{ "live_holds_late", FIELD_U64, .u = s->live.holds_late },
 		{ "live_holds_refused", FIELD_U64, .u = s->live.holds_refused },
 		{ "live_hold_ns", FIELD_U64, .u = s->live.hold_ns },
+		{ "live_hold_wait_ns", FIELD_U64, .u = s->live.hold_wait_ns },
 	};
 
 	fprintf(f, "{\n");

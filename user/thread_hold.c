@@ -4,6 +4,7 @@
  * thread of a process the same way and says why PTRACE_SEIZE and not PTRACE_ATTACH.
  */
 #include <errno.h>
+#include <sched.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -11,8 +12,10 @@
 #include "clock.h"
 #include "thread_hold.h"
 
-/* Between looks at a thread that has not stopped yet: one on another CPU stops within
- * microseconds of the interrupt. */
+/* A thread on another CPU stops within microseconds of the interrupt, sooner than a
+ * sleep of this thread's would end (timer slack adds 50 us to each): the first looks
+ * only yield the CPU, in case the thread is waiting for this one. */
+#define YIELD_NS 200000
 #define LOOK_NS 20000
 
 int thread_hold__stopped(pid_t tid, int *sig)
@@ -37,7 +40,7 @@ int thread_hold__stopped(pid_t tid, int *sig)
 int thread_hold__take(struct thread_hold *h, pid_t tid, uint64_t wait_ns)
 {
 	const struct timespec nap = { .tv_nsec = LOOK_NS };
-	uint64_t end;
+	uint64_t end, now;
 	int r;
 
 	if (h->state != THREAD_HOLD_NONE && thread_hold__poll(h))
@@ -56,12 +59,16 @@ int thread_hold__take(struct thread_hold *h, pid_t tid, uint64_t wait_ns)
 		r = thread_hold__stopped(tid, &h->sig);
 		if (r <= 0)
 			break;
-		if (clock__mono_ns() >= end) {
+		now = clock__mono_ns();
+		if (now >= end) {
 			h->state = THREAD_HOLD_LATE;
 			h->late++;
 			return -EINPROGRESS;
 		}
-		nanosleep(&nap, NULL);
+		if (now - h->seized_ns < YIELD_NS)
+			sched_yield();
+		else
+			nanosleep(&nap, NULL);
 	}
 	if (r < 0) {
 		h->state = THREAD_HOLD_NONE;
@@ -69,6 +76,7 @@ int thread_hold__take(struct thread_hold *h, pid_t tid, uint64_t wait_ns)
 	}
 	h->state = THREAD_HOLD_STOPPED;
 	h->taken++;
+	h->wait_ns += clock__mono_ns() - h->seized_ns;
 	return 0;
 }
 

@@ -31,6 +31,7 @@ struct thread_hold {
 	uint64_t seized_ns;	/* when the current hold began */
 	uint64_t taken, late, denied;	/* holds stopped, holds late, seizes refused */
 	uint64_t held_ns;	/* from seize to release, over the holds that stopped */
+	uint64_t wait_ns;	/* ... of which until the thread had stopped */
 };
 
 /*
