@@ -881,6 +881,8 @@ static int hold(struct sampler_live *ls, uint32_t flags)
 	if (!ls->cfg.hold || !(flags & PBP_TS_ON_CPU) ||
 	    (ls->stack->gap != GAP_TORN && !code_gone(ls->stack->gap)))
 		return 0;
+	/* host_tid was found among the target's tasks (/proc/PID/task) when this sample
+	 * began, a moment ago: a thread id is not reused that soon. */
 	err = thread_hold__take(&ls->hold, ls->host_tid, THREAD_HOLD_WAIT_NS);
 	if (err == -EPERM || err == -EACCES)
 		ls->stats.holds_refused++;
