@@ -341,7 +341,7 @@ lint: $(OUT)/sample.skel.h
 	$(Q)for f in $(USER_SRCS); do \
 		$(CLANG) -fsyntax-only -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers \
 			-Wshorten-64-to-32 -Werror $(CPPFLAGS) $$f || exit 1; done
-	$(Q)cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	$(Q)cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem $(CPPFLAGS) user/
 	$(Q)clang-tidy --quiet \
 		-checks=-clang-analyzer-security.insecureAPI.DeprecatedOrUnsafeBufferHandling \
