@@ -30,7 +30,7 @@ from conftest import (Harness, Once, Profiled, fraction, profile_workload, show,
 MODES = ["bpf", "live"]
 RATE = 1999
 ABA_SECONDS = 6
-WALK_SECONDS = 9
+WALK_SECONDS = 6
 THREADS_SECONDS = 3
 NO_CACHE_SECONDS = 3
 ABA_THREADS = 3
