@@ -267,9 +267,10 @@ def summary(name, version, prof, rs):
         row["complete_pct"] = 100.0 * (1 - bad / n) if n else None
         row["incomplete"] = bad
         row["reasons"] = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
-        row["bpf_ns"] = bench.med(r.get("bpf_ns") for r in ok)
+        if prof != LIVE:
+            row["bpf_ns"] = bench.med(r.get("bpf_ns") for r in ok)
+            row["bpf_bytes"] = bench.med(r.get("bpf_bytes") for r in ok)
         row["decode_ns"] = bench.med(r.get("decode_ns") for r in ok)
-        row["bpf_bytes"] = bench.med(r.get("bpf_bytes") for r in ok)
         row["live_reads"] = bench.med(r.get("live_reads") for r in ok)
         holds = sum(r.get("holds") or 0 for r in ok)
         row["held_pct"] = 100.0 * holds / n if n and prof == LIVE else None
