@@ -7,6 +7,7 @@
 #                   mode, 100 Hz and 1 kHz, longer than `make test` does (12 minutes)
 #   make check      the edit-test loop: build, then the unit tests and the tests of
 #                   parsers and writers that need no BPF and no interpreter (a minute)
+#   make check-layers  no include or call in user/ goes up the layer order (USES_*)
 #   make demo       install what is missing, build, profile the bundled example
 #   make bench      slowdown, cost per sample, accuracy, scale, in-target and machine
 #                   cost, side by side with CPython's profiler: build/bench/report.md
@@ -51,14 +52,38 @@ Q := @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-USER_SRCS := $(sort $(wildcard user/*.c))
-USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
-LIB_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+# user/ by layer, bottom first. USES_x names the layers x may include and call, nearest
+# first: it is also the link order of x's programs. dump, agent and ui are siblings, which
+# know nothing of each other. tools/check-layers.py holds the tree to it (make check-layers).
+LAYERS       := base mem cpython decode native sample profile session output dump agent ui cmd
+USES_base    :=
+USES_mem     := base
+USES_cpython := mem $(USES_mem)
+USES_decode  := cpython $(USES_cpython)
+USES_native  := decode $(USES_decode)
+USES_sample  := native $(USES_native)
+USES_profile := sample $(USES_sample)
+USES_session := profile $(USES_profile)
+USES_output  := session $(USES_session)
+USES_dump    := output $(USES_output)
+USES_agent   := output $(USES_output)
+USES_ui      := output $(USES_output)
+USES_cmd     := dump agent ui output $(USES_output)
 
-.PHONY: all test test-real check demo bench soak container-load fuzz lint format clean unit-tests
+USER_SRCS := $(sort $(wildcard $(LAYERS:%=user/%/*.c)))
+USER_HDRS := $(sort $(wildcard $(LAYERS:%=user/%/*.h)))
+USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
+MAIN_OBJ  := $(OUT)/user/cmd/main.o
+
+# One static archive per layer. A program links its layer's archive and those it uses,
+# top first, so that a call up the order finds no definition and fails to link.
+LAYER_LIBS := $(LAYERS:%=$(OUT)/user/lib%.a)
+libs_of     = $(foreach l,$(1) $(USES_$(1)),$(OUT)/user/lib$(l).a)
+
+.PHONY: all test test-real check check-layers demo bench soak container-load fuzz lint format clean unit-tests
 all: $(OUT)/pybpfprof
 
-$(OUT) $(OUT)/user $(OUT)/tests:
+$(OUT) $(OUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUT)/vmlinux.h: vmlinux/gen-vmlinux-h.sh | $(OUT)
@@ -77,175 +102,67 @@ $(OUT)/sample.skel.h: $(OUT)/sample.bpf.o
 # Objects that include the skeleton need it generated first.
 $(USER_OBJS): | $(OUT)/sample.skel.h
 
-$(OUT)/user/%.o: user/%.c | $(OUT)/user
+$(OUT)/user/%.o: user/%.c
 	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(OUT)/pybpfprof: $(USER_OBJS)
+# Members are replaced whole, so a removed source leaves no stale object behind.
+$(foreach l,$(LAYERS),$(eval $(OUT)/user/lib$(l).a: \
+	$(filter-out $(MAIN_OBJ),$(filter $(OUT)/user/$(l)/%,$(USER_OBJS)))))
+$(LAYER_LIBS):
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(OUT)/pybpfprof: $(MAIN_OBJ) $(call libs_of,cmd)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# Unit test programs: each links the library objects it needs.
-$(OUT)/tests/test_linetable: tests/unit/test_linetable.c $(OUT)/user/py_linetable.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+# Unit test programs (tests/unit/NAME.c), each with the layer it tests: it links that
+# layer's archive and those below it, so it cannot reach a layer above.
+UNIT_LAYER_test_hashmap        := base
+UNIT_LAYER_test_json           := base
+UNIT_LAYER_test_outfile        := base
+UNIT_LAYER_test_cgroup         := base
+UNIT_LAYER_test_linetable      := cpython
+UNIT_LAYER_test_offsets        := cpython
+UNIT_LAYER_test_thread_name    := cpython
+UNIT_LAYER_test_asyncio_reads  := cpython
+UNIT_LAYER_test_field_bounds   := decode
+UNIT_LAYER_test_decode_runs    := decode
+UNIT_LAYER_test_live_verify    := decode
+UNIT_LAYER_test_code_cache     := decode
+UNIT_LAYER_test_frame_cache    := decode
+UNIT_LAYER_test_native_unwind  := native
+UNIT_LAYER_test_native_merge   := native
+UNIT_LAYER_test_native_live    := native
+UNIT_LAYER_test_thread_hold    := sample
+UNIT_LAYER_test_aggregate      := profile
+UNIT_LAYER_test_descendants    := session
+UNIT_LAYER_test_writers        := output
+UNIT_LAYER_test_top_view       := ui
+UNIT_LAYER_test_cgroup_labels  := agent
+UNIT_LAYER_test_agent_procs    := agent
+UNIT_LAYER_test_agent_config   := agent
+UNIT_LAYER_test_export_queue   := agent
+UNIT_LAYER_test_export_files   := agent
+UNIT_LAYER_test_export_http    := agent
+UNIT_TESTS := $(patsubst UNIT_LAYER_%,%,$(filter UNIT_LAYER_%,$(.VARIABLES)))
 
-$(OUT)/tests/test_offsets: tests/unit/test_offsets.c $(OUT)/user/py_offsets.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# The readers of copied structs against a fake target (tests/unit/fake_mem.h).
-FIELD_BOUNDS_OBJS = $(addprefix $(OUT)/user/,py_offsets.o code_cache.o py_obj.o strtab.o hashmap.o \
-		py_linetable.o decoder.o decode_runs.o frame_cache.o mem_snapshot.o mem_live.o py_threads.o \
-		py_thread_name.o py_attr.o log.o)
-$(OUT)/tests/test_field_bounds: tests/unit/test_field_bounds.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# The decoder's runs of frames per eval-loop activation, every layout, a fake target.
-$(OUT)/tests/test_decode_runs: tests/unit/test_decode_runs.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# The decoder's check of a --no-bpf reading, on fake targets.
-$(OUT)/tests/test_live_verify: tests/unit/test_live_verify.c $(FIELD_BOUNDS_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# Every writer and what it links: the golden-file tests run each on a fixed profile.
-WRITER_OBJS = $(filter $(OUT)/user/out_%.o $(OUT)/user/writers.o $(OUT)/user/aggregate.o \
-		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/frame_class.o,$(USER_OBJS))
-# Shared by the writers: JSON strings, protobuf encoding, threads and frame numbers.
-WRITER_OBJS += $(filter $(OUT)/user/json.o $(OUT)/user/pb.o \
-		$(OUT)/user/profile_index.o $(OUT)/user/text_safe.o $(OUT)/user/decode_gap.o,$(USER_OBJS))
-$(OUT)/tests/test_writers: tests/unit/test_writers.c $(WRITER_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lz
-
-$(OUT)/tests/test_aggregate: tests/unit/test_aggregate.c $(OUT)/user/aggregate.o \
-		$(OUT)/user/hashmap.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# Reading asyncio's tasks from a target that makes their sets large, and read budgets.
-$(OUT)/tests/test_asyncio_reads: tests/unit/test_asyncio_reads.c $(LIB_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS) $(LDLIBS)
-
-# A thread's Python name from the attributes of its Thread object, hostile ones too.
-$(OUT)/tests/test_thread_name: tests/unit/test_thread_name.c $(OUT)/user/py_thread_name.o \
-		$(OUT)/user/py_attr.o $(OUT)/user/py_obj.o $(OUT)/user/py_offsets.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_hashmap: tests/unit/test_hashmap.c $(OUT)/user/hashmap.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_thread_hold: tests/unit/test_thread_hold.c $(OUT)/user/thread_hold.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
-
-$(OUT)/tests/test_json: tests/unit/test_json.c $(OUT)/user/json.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_top_view: tests/unit/test_top_view.c $(OUT)/user/top_view.o \
-		$(OUT)/user/text_safe.o $(OUT)/user/aggregate.o $(OUT)/user/strtab.o \
-		$(OUT)/user/hashmap.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_cgroup_labels: tests/unit/test_cgroup_labels.c $(OUT)/user/cgroup_labels.o \
-		$(OUT)/user/cgroup.o $(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_cgroup: tests/unit/test_cgroup.c $(OUT)/user/cgroup.o $(OUT)/user/proc.o \
-		$(OUT)/user/text_safe.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_export_queue: tests/unit/test_export_queue.c $(OUT)/user/export_queue.o \
+.SECONDEXPANSION:
+$(UNIT_TESTS:%=$(OUT)/tests/%): $(OUT)/tests/%: tests/unit/%.c $$(call libs_of,$$(UNIT_LAYER_$$*)) \
 		| $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -o $@ $< $(filter %.a,$^) $(LDFLAGS) $(LDLIBS)
 
-$(OUT)/tests/test_agent_config: tests/unit/test_agent_config.c $(OUT)/user/agent_config.o \
-		$(OUT)/user/log.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
+unit-tests: $(UNIT_TESTS:%=$(OUT)/tests/%)
 
-$(OUT)/tests/test_export_files: tests/unit/test_export_files.c $(OUT)/user/export_files.o \
-		$(OUT)/user/outfile.o $(OUT)/user/export_queue.o $(OUT)/user/log.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -pthread
-
-$(OUT)/tests/test_outfile: tests/unit/test_outfile.c $(OUT)/user/outfile.o $(OUT)/user/log.o \
-		| $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_agent_procs: tests/unit/test_agent_procs.c $(OUT)/user/agent_procs.o \
-		$(OUT)/user/cgroup_labels.o $(OUT)/user/cgroup.o $(OUT)/user/proc.o \
-		$(OUT)/user/text_safe.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_descendants: tests/unit/test_descendants.c $(OUT)/user/descendants.o \
-		$(OUT)/user/hashmap.o $(OUT)/user/proc.o $(OUT)/user/text_safe.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_code_cache: tests/unit/test_code_cache.c $(OUT)/user/code_cache.o \
-		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o $(OUT)/user/py_obj.o $(OUT)/user/py_linetable.o \
-		$(OUT)/user/mem_live.o $(OUT)/user/log.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-$(OUT)/tests/test_frame_cache: tests/unit/test_frame_cache.c $(OUT)/user/frame_cache.o \
-		$(OUT)/user/strtab.o $(OUT)/user/hashmap.o | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# The export side against a real HTTP server that tests/test_agent_export.py runs.
-EXPORT_OBJS = $(addprefix $(OUT)/user/,export.o export_pyroscope.o export_files.o \
-		outfile.o export_queue.o metrics_http.o worker.o log.o)
-$(OUT)/tests/test_export_http: tests/unit/test_export_http.c $(EXPORT_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -lcurl -pthread
-
-# Native unwinding and symbolisation (--native) against a live process's snapshot.
-NATIVE_OBJS = $(addprefix $(OUT)/user/,native_maps.o native_unwind.o native_fp.o native_sym.o \
-		native_ehhdr.o native_line.o native_demangle.o privs.o hostile_file.o \
-		proc.o text_safe.o hashmap.o strtab.o log.o)
-$(OUT)/tests/test_native_unwind: tests/unit/test_native_unwind.c $(NATIVE_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
-
-# Native and Python frames in one stack: a pure function, nothing else linked.
-$(OUT)/tests/test_native_merge: tests/unit/test_native_merge.c $(OUT)/user/native_merge.o \
-		| $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS)
-
-# The same against a live CPython: unwinding, decoding with the stack copy, merging.
-NATIVE_LIVE_OBJS = $(sort $(NATIVE_OBJS) $(FIELD_BOUNDS_OBJS) $(addprefix $(OUT)/user/,native_merge.o \
-		py_interp.o elf_syms.o mem_core.o))
-$(OUT)/tests/test_native_live: tests/unit/test_native_live.c $(NATIVE_LIVE_OBJS) | $(OUT)/tests
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDFLAGS) -ldw -lelf -lz
-
-AGENT_UNIT_TESTS := test_cgroup_labels test_cgroup test_export_queue test_agent_config test_export_files \
-	test_export_http test_agent_procs test_descendants test_code_cache test_frame_cache
-
-unit-tests: $(OUT)/tests/test_linetable $(OUT)/tests/test_offsets $(OUT)/tests/test_field_bounds \
-	$(OUT)/tests/test_decode_runs $(OUT)/tests/test_native_merge $(OUT)/tests/test_native_live \
-	$(OUT)/tests/test_writers $(OUT)/tests/test_json $(OUT)/tests/test_top_view \
-	$(OUT)/tests/test_outfile $(OUT)/tests/test_hashmap $(OUT)/tests/test_native_unwind \
-	$(OUT)/tests/test_asyncio_reads $(OUT)/tests/test_thread_name \
-	$(OUT)/tests/test_aggregate $(OUT)/tests/test_live_verify $(OUT)/tests/test_thread_hold \
-	$(AGENT_UNIT_TESTS:%=$(OUT)/tests/%)
+# No object or include of a layer reaches one above it, nor a sibling.
+check-layers: all
+	$(Q)/usr/bin/python3 tools/check-layers.py --out $(OUT) \
+		$(foreach l,$(LAYERS),$(l)=$(subst $(space),$(comma),$(strip $(USES_$(l)))))
+comma := ,
+space := $(subst ,, )
 
 test:
 	$(Q)bash tools/run-tests.sh
@@ -259,7 +176,7 @@ test-real: all
 
 CHECK_TESTS := test_aggregate test_asyncio_reads test_thread_name_reads test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
 	test_top_view test_writers_formats test_writers_golden
-check: all unit-tests
+check: all unit-tests check-layers
 	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
 		$(CHECK_TESTS:%=tests/%.py) tests/test_setup_scripts.py -k 'not demo and not apt'
 
@@ -285,17 +202,18 @@ container-load: all
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr \
 	fuzz_worker_answer
-FUZZ_DECODE_SRCS := $(addprefix user/,py_offsets.c code_cache.c py_obj.c strtab.c hashmap.c py_linetable.c \
-	decoder.c decode_runs.c frame_cache.c mem_snapshot.c mem_live.c py_threads.c py_thread_name.c py_attr.c log.c)
+# $(call srcs,NAME...): where each named source lives in user/.
+srcs = $(foreach n,$(1),$(filter %/$(n).c,$(USER_SRCS)))
+FUZZ_DECODE_SRCS := $(call srcs,py_offsets code_cache py_obj strtab hashmap py_linetable \
+	decoder decode_runs frame_cache mem_snapshot mem_live py_threads py_thread_name py_attr log)
 
 .PHONY: FORCE
-$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c user/py_linetable.c FORCE | $(OUT)/tests
+$(OUT)/tests/fuzz_linetable: tests/fuzz/fuzz_linetable.c $(call srcs,py_linetable) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
-$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c user/mem_core.c user/py_interp.c user/elf_syms.c \
-		user/hostile_file.c user/proc.c user/text_safe.c user/py_offsets.c user/mem_live.c \
-		user/log.c user/hashmap.c FORCE | $(OUT)/tests
+$(OUT)/tests/fuzz_core: tests/fuzz/fuzz_core.c $(call srcs,mem_core py_interp elf_syms \
+		hostile_file proc text_safe py_offsets mem_live log hashmap) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lelf -lz
 
@@ -303,16 +221,16 @@ $(OUT)/tests/fuzz_decode: tests/fuzz/fuzz_decode.c $(FUZZ_DECODE_SRCS) FORCE | $
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
-$(OUT)/tests/fuzz_native_maps: tests/fuzz/fuzz_native_maps.c user/native_maps.c user/hostile_file.c \
-		user/proc.c user/text_safe.c user/hashmap.c FORCE | $(OUT)/tests
+$(OUT)/tests/fuzz_native_maps: tests/fuzz/fuzz_native_maps.c $(call srcs,native_maps hostile_file \
+		proc text_safe hashmap) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -ldw -lelf
 
-$(OUT)/tests/fuzz_native_ehhdr: tests/fuzz/fuzz_native_ehhdr.c user/native_ehhdr.c FORCE | $(OUT)/tests
+$(OUT)/tests/fuzz_native_ehhdr: tests/fuzz/fuzz_native_ehhdr.c $(call srcs,native_ehhdr) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
-$(OUT)/tests/fuzz_worker_answer: tests/fuzz/fuzz_worker_answer.c user/native_worker_answer.c \
+$(OUT)/tests/fuzz_worker_answer: tests/fuzz/fuzz_worker_answer.c $(call srcs,native_worker_answer) \
 		FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
@@ -348,9 +266,9 @@ lint: $(OUT)/sample.skel.h
 		$(USER_SRCS) -- $(CPPFLAGS) -std=gnu11
 
 format:
-	$(Q)clang-format -i $(USER_SRCS) user/*.h include/*.h bpf/*.c
+	$(Q)clang-format -i $(USER_SRCS) $(USER_HDRS) include/*.h bpf/*.c
 
 clean:
 	$(Q)rm -rf $(OUT)
 
--include $(wildcard $(OUT)/user/*.d $(OUT)/*.d $(OUT)/tests/*.d)
+-include $(wildcard $(OUT)/user/*/*.d $(OUT)/*.d $(OUT)/tests/*.d)

@@ -955,7 +955,7 @@ struct fp_walk {
  * mov rbp, rsp). Each record must lie above the last, inside the thread's stack, and
  * 8-aligned, or the walk stops: code that uses RBP for something else yields garbage
  * here, which these rules end quickly and user space's check against CFI refuses
- * (user/native_fp.c). A callback of bpf_loop(), verified once.
+ * (user/native/native_fp.c). A callback of bpf_loop(), verified once.
  */
 static long fp_step(__u32 i, void *arg)
 {

@@ -267,7 +267,7 @@ struct pbp_sample {
  * One frame record of a frame-pointer walk: the 16 bytes at fp are the caller's saved
  * RBP and ret, the return address into the caller. Nothing here says that the code
  * owning a record keeps frame pointers: user space checks that against each PC's CFI
- * (user/native_fp.c) before it believes a record.
+ * (user/native/native_fp.c) before it believes a record.
  */
 struct pbp_native_fp {
 	pbp_u64 fp;		/* where the record was read: a frame's RBP */
@@ -278,7 +278,7 @@ _Static_assert(sizeof(struct pbp_native_fp) == 16, "pbp_native_fp layout");
 
 /*
  * --native: the sampled thread's user registers and a copy of its user stack, for the
- * unwinder in user space (user/native_unwind.c, struct native_snapshot). The registers
+ * unwinder in user space (user/native/native_unwind.c, struct native_snapshot). The registers
  * are in DWARF order: rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip. The stack bytes are
  * those from regs[7] (RSP) up, stack_len of them at stack_off from the record's start.
  * With PBP_NF_FP_WALK (--native-unwind fp, ABI 6), nfp pbp_native_fp records, innermost

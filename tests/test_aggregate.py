@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""The aggregate's native tables (user/aggregate.c), through tests/unit/test_aggregate.c:
+"""The aggregate's native tables (user/profile/aggregate.c), through tests/unit/test_aggregate.c:
 objects found by (pid, base name) and shared by every process that maps the same build,
 conflicts refused with the first entry kept, a copy for one process (the agent's
 per-process profiles) carrying only that process's objects and function starts, growth

@@ -3,7 +3,7 @@
 set: tests/unit/test_asyncio_reads.c fills a 4096-slot set with objects that are no
 task, and checks the scan stops after a few (12 reads, where every slot was read before,
 over 8,000), that awaiters among fewer strangers are all found, and that a read budget
-(user/mem_budget.c) ends a walk once spent. Both the plain and the sanitizer builds
+(user/mem/mem_budget.c) ends a walk once spent. Both the plain and the sanitizer builds
 run."""
 
 import pytest

@@ -32,7 +32,7 @@ def _build_checker():
     else:
         CHECKER.parent.mkdir(parents=True, exist_ok=True)
         argv = ["gcc", "-std=gnu11", "-Wall", "-Wextra", "-O2", "-I", "user", "-o",
-                target, "tests/unit/test_linetable.c", "user/py_linetable.c"]
+                target, "tests/unit/test_linetable.c", "user/cpython/py_linetable.c"]
     res = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
     if res.returncode != 0:
         return "building the checker failed: %s\n%s%s" % (" ".join(argv), res.stdout,

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """--no-bpf holds a running thread still for one reading when sixteen readings in a row
 found its stack changing under them (docs/live-sampling.md, "Holding a thread that will
-not hold still"; user/thread_hold.c).
+not hold still"; user/sample/thread_hold.c).
 
 depth_walk moves its stack between 10 and 400 frames without pause, so most readings
 from outside are torn. With holds its samples come out whole; while record runs, a

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Native unwinding and symbolisation (user/native_maps.c, native_unwind.c, native_sym.c)
+"""Native unwinding and symbolisation (user/native/native_maps.c, native_unwind.c, native_sym.c)
 for --native, against real processes and snapshots of their threads.
 
 tests/unit/native_target.c, built here with and without -fomit-frame-pointer, takes a

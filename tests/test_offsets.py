@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Proves user/py_offsets.c against real CPython headers and live interpreters.
+"""Proves user/cpython/py_offsets.c against real CPython headers and live interpreters.
 
 * test_offsets_unit: the host-only negative tests (tests/unit/test_offsets.c).
 * test_readers_stay_inside_their_copies: the readers of copied structs against
@@ -25,10 +25,11 @@ import tempfile
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OFFSETS_C = os.path.join(REPO, "user", "py_offsets.c")
+OFFSETS_C = os.path.join(REPO, "user", "cpython", "py_offsets.c")
 CHECK_C = os.path.join(REPO, "tests", "unit", "offsets_check.c")
 UNIT_C = os.path.join(REPO, "tests", "unit", "test_offsets.c")
-CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-O2"]
+# user/ on the include path: its files name their headers by layer ("cpython/py_offsets.h").
+CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-I" + os.path.join(REPO, "user")]
 TRIPLET = "x86_64-linux-gnu"
 
 from conftest import PY312_HOME, VERSIONS as MATRIX, make_interp  # noqa: E402
@@ -305,7 +306,7 @@ def stack_mapping(addr):
 
 
 def check_activations(where, ts, chain):
-    """What user/decode_runs.c relies on: each activation of the eval loop is marked
+    """What user/decode/decode_runs.c relies on: each activation of the eval loop is marked
     on the C stack, inner ones lower. 3.11: frames with is_entry end the runs, and the
     _PyCFrame chain from tstate->cframe names each run's innermost frame, inner ones
     first, down to tstate's root_cframe. 3.12+: entry frames (shims), never in the

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Holding one thread still for a live reading (user/thread_hold.c), which --no-bpf does
+"""Holding one thread still for a live reading (user/sample/thread_hold.c), which --no-bpf does
 for a running thread whose readings all found its stack changing:
 tests/unit/test_thread_hold.c holds a running thread of a real process and lets it go,
 then tries one in an uninterruptible wait (a vfork's parent): the hold does not wait for

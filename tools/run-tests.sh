@@ -43,6 +43,7 @@ bash tools/install-deps.sh test
 step "building"
 make -j2
 make -j2 unit-tests
+make check-layers
 
 step "building with -fsanitize=address,undefined"
 make -j2 OUT=build/san SAN=address,undefined build/san/pybpfprof build/san/tests/test_linetable build/san/tests/test_offsets \

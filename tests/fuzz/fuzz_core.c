@@ -18,8 +18,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "py_interp.h"
-#include "mem_core.h"
+#include "cpython/py_interp.h"
+#include "mem/mem_core.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

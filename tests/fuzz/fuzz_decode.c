@@ -33,12 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "code_cache.h"
-#include "decoder.h"
-#include "frame_cache.h"
-#include "py_thread_name.h"
-#include "py_threads.h"
-#include "strtab.h"
+#include "decode/code_cache.h"
+#include "decode/decoder.h"
+#include "decode/frame_cache.h"
+#include "cpython/py_thread_name.h"
+#include "cpython/py_threads.h"
+#include "base/strtab.h"
 #include "../unit/debug_tables.h"
 #include "../unit/fake_mem.h"
 #include "../unit/fake_py.h"

@@ -7,13 +7,13 @@
  * rest is the table, copied to an exact-size allocation so ASan sees overreads.
  *
  * Build: clang -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -I user \
- *	tests/fuzz/fuzz_linetable.c user/py_linetable.c -o build/fuzz/fuzz_linetable
+ *	tests/fuzz/fuzz_linetable.c user/cpython/py_linetable.c -o build/fuzz/fuzz_linetable
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "py_linetable.h"
+#include "cpython/py_linetable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "native_ehhdr.h"
+#include "native/native_ehhdr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

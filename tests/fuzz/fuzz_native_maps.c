@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "native_maps.h"
+#include "native/native_maps.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

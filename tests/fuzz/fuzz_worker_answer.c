@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "native_worker_answer.h"
-#include "native_worker_proto.h"
+#include "native/native_worker_answer.h"
+#include "native/native_worker_proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

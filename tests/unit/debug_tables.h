@@ -55,7 +55,7 @@ static const struct debug_table debug_tables[] = {
 
 #define DEBUG_TABLES (sizeof(debug_tables) / sizeof(debug_tables[0]))
 
-/* 3.13's slots that the copy bounds are about (user/py_offsets.c, layout_313). */
+/* 3.13's slots that the copy bounds are about (user/cpython/py_offsets.c, layout_313). */
 #define SLOT_313_CODE_SIZE	34
 #define SLOT_313_CO_FILENAME	35
 #define SLOT_313_CO_QUALNAME	37

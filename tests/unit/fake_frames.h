@@ -13,7 +13,7 @@
 #include "debug_tables.h"
 #include "fake_mem.h"
 #include "fake_py.h"
-#include "py_offsets.h"
+#include "cpython/py_offsets.h"
 
 #define FAKE_FRAMES_UNITS 4	/* code units of the fake code object */
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "mem.h"
+#include "mem/mem.h"
 
 struct fake_mem {
 	struct mem_source base;

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "fake_mem.h"
-#include "py_offsets.h"
+#include "cpython/py_offsets.h"
 
 /* A compact ASCII str holding @s, with a cached hash. */
 static inline void fake_py__str(struct fake_mem *m, const struct py_offsets *o, uint64_t addr,

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aggregate.h"
-#include "strtab.h"
+#include "profile/aggregate.h"
+#include "base/strtab.h"
 
 /* The id of @s; a test cannot go on without it. */
 static inline uint32_t spec_intern(struct strtab *strs, const char *s, size_t len)

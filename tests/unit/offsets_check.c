@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Proves user/py_offsets.c against one CPython version's own headers.
+ * Proves user/cpython/py_offsets.c against one CPython version's own headers.
  *
  * Built once per interpreter version with that version's internal headers
  * (-DPy_BUILD_CORE) and linked with that version's libpython. Every field that
@@ -36,7 +36,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../user/py_offsets.h"
+#include "../../user/cpython/py_offsets.h"
 
 #define NONE PBP_OFF_NONE
 

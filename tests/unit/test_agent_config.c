@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent_config.h"
+#include "agent/agent_config.h"
 #include "check.h"
 
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "agent_procs.h"
+#include "agent/agent_procs.h"
 
 
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The aggregate's native tables (user/aggregate.c), for tests/test_aggregate.py: an
+ * The aggregate's native tables (user/profile/aggregate.c), for tests/test_aggregate.py: an
  * object is found by (pid, base name) and shared by every process that maps the same
  * build; a second object under one (pid, base name), or a second start for one
  * function, is refused and the first kept; a copy for one process carries that
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "aggregate.h"
+#include "profile/aggregate.h"
 #include "check.h"
 
 /* Ids stand for strtab ids: the tables never read the strings. */

@@ -13,8 +13,8 @@
 
 #include "check.h"
 #include "fake_mem.h"
-#include "mem_budget.h"
-#include "py_asyncio.h"
+#include "mem/mem_budget.h"
+#include "cpython/py_asyncio.h"
 
 #define BASE 0x10000ull
 #define SIZE (1u << 20)

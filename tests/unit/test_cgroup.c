@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cgroup.h"
+#include "base/cgroup.h"
 
 struct parse_case {
 	const char *name, *text;

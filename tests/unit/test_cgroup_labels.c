@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup_labels.h"
+#include "agent/cgroup_labels.h"
 
 #define ID64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define ID64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "code_cache.h"
-#include "strtab.h"
+#include "decode/code_cache.h"
+#include "base/strtab.h"
 
 #define BASE 0x10000000ull
 #define OBJ_BYTES (80u * 1024)	/* one code object, its names and its line table */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The decoder's runs (user/decode_runs.c): which eval-loop activation ran which
+ * The decoder's runs (user/decode/decode_runs.c): which eval-loop activation ran which
  * Python frames, and where on the C stack each activation is, for every layout:
  * 3.11 (is_entry and the _PyCFrame chain in the sample's copy of the native stack),
  * 3.12 (built-in table), 3.13-3.15 (their real _Py_DebugOffsets, debug_tables.h),
@@ -19,11 +19,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "decode_runs.h"
-#include "decoder.h"
+#include "decode/decode_runs.h"
+#include "decode/decoder.h"
 #include "fake_frames.h"
-#include "frame_cache.h"
-#include "strtab.h"
+#include "decode/frame_cache.h"
+#include "base/strtab.h"
 
 #define BASE		0x7f0000000000ull
 #define MEM_SIZE	0x60000u

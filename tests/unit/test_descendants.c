@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "descendants.h"
+#include "session/descendants.h"
 
 #define LIVE 8
 #define GONE 5000

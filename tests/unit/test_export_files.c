@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "export_files.h"
+#include "agent/export_files.h"
 #include "check.h"
 
 

@@ -26,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "export_pyroscope.h"
-#include "export.h"
-#include "metrics_http.h"
+#include "agent/export_pyroscope.h"
+#include "agent/export.h"
+#include "agent/metrics_http.h"
 #include "check.h"
 
 

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "export_queue.h"
+#include "agent/export_queue.h"
 #include "check.h"
 
 

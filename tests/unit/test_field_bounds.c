@@ -20,12 +20,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "code_cache.h"
-#include "decoder.h"
+#include "decode/code_cache.h"
+#include "decode/decoder.h"
 #include "fake_mem.h"
 #include "fake_py.h"
-#include "py_threads.h"
-#include "strtab.h"
+#include "cpython/py_threads.h"
+#include "base/strtab.h"
 
 #define BASE		0x10000ull
 #define MEM_SIZE	0x8000u

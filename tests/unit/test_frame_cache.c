@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "frame_cache.h"
+#include "decode/frame_cache.h"
 
 #define DEPTH DECODE_MAX_DEPTH
 #define THREADS 16

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The generic index (user/hashmap.c) and vec__reserve (user/vec.h): entries whose
+ * The generic index (user/base/hashmap.c) and vec__reserve (user/base/vec.h): entries whose
  * hashes collide on purpose, so that every probe run, wrap-around at the end of the
  * slots and the move-back after a deletion are exercised; checked against a plain
  * array that says which keys are in.
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "hashmap.h"
-#include "vec.h"
+#include "base/hashmap.h"
+#include "base/vec.h"
 
 #define KEYS 4000
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "py_linetable.h"
+#include "cpython/py_linetable.h"
 
 #define MAX_REPORTED 10
 

@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "check.h"
-#include "decoder.h"
+#include "decode/decoder.h"
 #include "fake_frames.h"
-#include "mem_snapshot.h"
-#include "strtab.h"
+#include "mem/mem_snapshot.h"
+#include "base/strtab.h"
 
 #define BASE		0x7f0000000000ull
 #define MEM_SIZE	0x10000u

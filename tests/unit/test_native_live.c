@@ -23,15 +23,15 @@
 #include <string.h>
 
 #include "check.h"
-#include "decoder.h"
-#include "mem_live.h"
-#include "native_maps.h"
-#include "native_merge.h"
-#include "native_sym.h"
-#include "native_unwind.h"
-#include "py_interp.h"
-#include "py_threads.h"
-#include "strtab.h"
+#include "decode/decoder.h"
+#include "mem/mem_live.h"
+#include "native/native_maps.h"
+#include "native/native_merge.h"
+#include "native/native_sym.h"
+#include "native/native_unwind.h"
+#include "cpython/py_interp.h"
+#include "cpython/py_threads.h"
+#include "base/strtab.h"
 
 struct snap_header {
 	char magic[8];

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "native_merge.h"
+#include "native/native_merge.h"
 
 #define MAXF 64
 #define MAXR 32

@@ -29,11 +29,11 @@
 #include <time.h>
 
 #include "check.h"
-#include "native_ehhdr.h"
-#include "native_fp.h"
-#include "native_maps.h"
-#include "native_sym.h"
-#include "native_unwind.h"
+#include "native/native_ehhdr.h"
+#include "native/native_fp.h"
+#include "native/native_maps.h"
+#include "native/native_sym.h"
+#include "native/native_unwind.h"
 
 struct snap_header {
 	char magic[8];

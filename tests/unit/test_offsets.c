@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Host-only negative tests for user/py_offsets.c: no interpreter needed.
+ * Host-only negative tests for user/cpython/py_offsets.c: no interpreter needed.
  *
  * Wrong cookies, versions without a known layout (3.10, 3.12 tables, 3.16,
  * pre-releases), truncated and random tables must be refused with the documented
@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "../../user/py_offsets.h"
+#include "../../user/cpython/py_offsets.h"
 #include "debug_tables.h"
 
 #define HEX(maj, min, mic, lvl, ser) \

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "outfile.h"
+#include "base/outfile.h"
 
 #define OTHER_UID 65534		/* nobody */
 

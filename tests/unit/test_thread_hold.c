@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * user/thread_hold.c on a real process: a thread that runs is held (State: t) and let
+ * user/sample/thread_hold.c on a real process: a thread that runs is held (State: t) and let
  * go (runs on); one in an uninterruptible wait (a vfork's parent) is not waited for,
  * stays seized, blocks further holds, and once its wait ends is let go at a poll and
  * runs on rather than staying stopped.
@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "thread_hold.h"
+#include "base/clock.h"
+#include "sample/thread_hold.h"
 
 #define CHECK(c)                                                                  \
 	do {                                                                      \

@@ -13,8 +13,8 @@
 #include "check.h"
 #include "fake_mem.h"
 #include "fake_py.h"
-#include "py_attr.h"
-#include "py_thread_name.h"
+#include "cpython/py_attr.h"
+#include "cpython/py_thread_name.h"
 
 #define BASE 0x10000ull
 #define SIZE (1u << 20)

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "frame_spec.h"
-#include "profile.h"
-#include "top_view.h"
+#include "profile/profile.h"
+#include "ui/top_view.h"
 
 #define MAX_FRAMES 8
 

@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "frame_spec.h"
-#include "profile.h"
-#include "writers.h"
+#include "profile/profile.h"
+#include "output/writers.h"
 
 #define MAX_FRAMES 8
 

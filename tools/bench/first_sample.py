@@ -11,7 +11,7 @@ window, so time to first sample = origin + (k + 0.5) x WINDOW_MS - the instant t
 harness started the profiler, to within half a window. This needs nothing from the
 profiler but its profile, so both are measured alike. pybpfprof also says, with -v,
 when its first sample record was taken and when its consumer received it
-(CLOCK_MONOTONIC, user/sampler.c), and the CPU time it had used by then: what
+(CLOCK_MONOTONIC, user/sample/sampler.c), and the CPU time it had used by then: what
 start-up costs on an idle machine, however busy this one is.
 
 run.py runs it (`--parts 12`) and calls report() and goals() from its own; this module
