@@ -266,7 +266,7 @@ lint: $(OUT)/sample.skel.h
 		$(USER_SRCS) -- $(CPPFLAGS) -std=gnu11
 
 format:
-	$(Q)clang-format -i $(USER_SRCS) $(USER_HDRS) include/*.h bpf/*.c
+	$(Q)clang-format -i $(USER_SRCS) $(USER_HDRS) include/*.h bpf/*.c bpf/*.h
 
 clean:
 	$(Q)rm -rf $(OUT)
