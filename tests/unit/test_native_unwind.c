@@ -200,7 +200,7 @@ static void check_cuts(struct native_unwind *u, const struct native_snapshot *fu
 	free(st);
 }
 
-/* The frame records the BPF program would take from @s (fp_step() in bpf/sample.bpf.c):
+/* The frame records the BPF program would take from @s (fp_step() in bpf/native.bpf.h):
  * RBP's chain while each record lies in the copy, above the last, 8-aligned, with a
  * return address. */
 static uint32_t fp_records(const struct native_snapshot *s, struct pbp_native_fp *rec,

@@ -3,7 +3,8 @@
  * Feature probes run before the sampling program is loaded, so that an older kernel
  * gets the one feature it lacks and the release that brought it, rather than a
  * verifier log. The list is every program type, map type and helper that
- * bpf/sample.bpf.c uses beyond those of Linux 5.8; keep it in step with that file.
+ * bpf/sample.bpf.c and its headers use beyond those of Linux 5.8; keep it in step
+ * with them.
  */
 #include <errno.h>
 #include <stdio.h>
