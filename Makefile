@@ -5,8 +5,8 @@
 #   make test-real  the real programs (Django, aiohttp, the standard library's
 #                   callbacks and test suite, a start-up) on every interpreter, every
 #                   mode, 100 Hz and 1 kHz, longer than `make test` does (12 minutes)
-#   make check      the edit-test loop: build, then the unit tests and the tests of
-#                   parsers and writers that need no BPF and no interpreter (a minute)
+#   make check      the edit-test loop: build, check-layers, then every test that loads
+#                   no BPF and needs no container, browser or long run (a few minutes)
 #   make check-layers  no include or call in user/ goes up the layer order (USES_*)
 #   make demo       install what is missing, build, profile the bundled example
 #   make bench      slowdown, cost per sample, accuracy, scale, in-target and machine
@@ -174,11 +174,11 @@ test-real: all
 	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
 		--durations=10 tests/test_real_programs.py
 
-CHECK_TESTS := test_aggregate test_asyncio_reads test_thread_name_reads test_hashmap test_linetable test_live_reading test_native_merge test_offsets \
-	test_top_view test_writers_formats test_writers_golden
+# The tests that load no BPF, start no container or browser and are not slow (markers in
+# tests/conftest.py); as root they include the chroot's interpreters (marker root).
+CHECK_MARKERS := not bpf and not containers and not browser and not slow
 check: all unit-tests check-layers
-	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider \
-		$(CHECK_TESTS:%=tests/%.py) tests/test_setup_scripts.py -k 'not demo and not apt'
+	$(Q)PBP_NO_BUILD=1 /usr/bin/python3 -m pytest -q -p no:cacheprovider -m "$(CHECK_MARKERS)" tests
 
 demo:
 	$(Q)bash tools/demo.sh

@@ -33,7 +33,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Harness, Interp, make_interp
+from lib.paths import REPO
+from lib.interpreters import Interp, make_interp
+from lib.harness import Harness
 from test_agent_export import Ingest, free_port, http_get, multipart_fields
 from test_system_wide import (cgroup2_root, fname, make_pod_cgroup, remove_cgroups, sysburn,
                               wait_for)

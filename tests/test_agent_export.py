@@ -24,7 +24,7 @@ from email.policy import HTTP
 
 import pytest
 
-from conftest import REPO
+from lib.paths import REPO
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
@@ -55,14 +55,6 @@ def run_unit(name, build, args=(), timeout=120):
 
 # --------------------------------------------------------------------------------------
 # Self-contained units
-
-@pytest.mark.parametrize("build", BUILDS)
-@pytest.mark.parametrize("name", ["test_cgroup_labels", "test_cgroup", "test_export_queue",
-                                  "test_agent_config", "test_export_files",
-                                  "test_agent_procs", "test_descendants"])
-def test_agent_unit_passes(name, build):
-    run_unit(name, build)
-
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_pprof_carries_the_profile_labels_on_every_sample(build):

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import REPO, WL_DIR
+from lib.paths import REPO, WL_DIR
 
 # Parts 9 and 10 (paired twins, saturated machine) added about a minute to the run.
 SMOKE_TIMEOUT = 360

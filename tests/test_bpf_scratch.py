@@ -14,7 +14,7 @@ import re
 import subprocess
 import time
 
-from conftest import REPO
+from lib.paths import REPO
 
 ABI = REPO / "include" / "pbp_abi.h"
 

@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROFILER_GRACE, Harness, fraction, show, total
+from lib.paths import PROFILER_GRACE
+from lib.collapsed import show, total
+from lib.harness import Harness, fraction
 from test_agent_export import free_port
 from test_record_clocks import perf_event_fds_of
 from test_system_wide import fname, sysburn, wait_for
@@ -38,6 +40,7 @@ def least_privilege(argv):
             f"--ambient-caps=-all,{CAPS}", "--"] + [str(a) for a in argv]
 
 
+@pytest.mark.root
 def test_setpriv_gives_exactly_the_deployment_capabilities():
     """The premise of the other tests: no CAP_SYS_ADMIN, exactly the four."""
     p = subprocess.run(least_privilege(["grep", "^CapEff:", "/proc/self/status"]),

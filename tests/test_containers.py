@@ -57,7 +57,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROFILER_GRACE, REPO, TRUTH_TIMEOUT, Harness, fraction, show, total
+from lib.paths import PROFILER_GRACE, REPO, TRUTH_TIMEOUT
+from lib.collapsed import show, total
+from lib.harness import Harness, fraction
 from test_agent import Agent, pushes_for
 from test_agent_export import Ingest
 from test_system_wide import by_process, wait_for
@@ -65,6 +67,9 @@ from test_system_wide import by_process, wait_for
 import sys
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
+
+# Real runtimes (dockerd, podman) and the agent over them, as root.
+pytestmark = [pytest.mark.containers, pytest.mark.bpf]
 
 DOCKER = "/usr/bin/docker"	# Debian's client: another may sit earlier in PATH
 PODMAN = "/usr/bin/podman"

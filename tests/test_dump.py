@@ -31,7 +31,8 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from conftest import Frame, Harness, Once, OpenWatch, program_headers, truth_frames, wait_asleep
+from lib.collapsed import Frame, truth_frames
+from lib.harness import Harness, Once, OpenWatch, program_headers, wait_asleep
 
 QUICK = 60           # seconds a dump may take before we call it a hang
 GCORE_TIMEOUT = 120

@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from conftest import TRUTH_TIMEOUT, Harness, Once, make_interp, seize_by_another_tracer
+from lib.paths import TRUTH_TIMEOUT
+from lib.interpreters import make_interp
+from lib.harness import Harness, Once, seize_by_another_tracer
 
 QUICK = 60
 TASK = re.compile(r"^( *)Task '(.*)' \(([^)]*)\)")

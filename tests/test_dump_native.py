@@ -23,7 +23,8 @@ import time
 
 import pytest
 
-from conftest import Frame, Harness, Once, seize_by_another_tracer, truth_frames, wait_asleep
+from lib.collapsed import Frame, truth_frames
+from lib.harness import Harness, Once, seize_by_another_tracer, wait_asleep
 from test_dump import FRAME_RE, QUICK, THREAD_RE
 
 NATIVE_RE = re.compile(r"^  native: (?P<func>.+?)(?:\+0x[0-9a-f]+)?(?: \((?P<obj>[^()]+)\))?$")

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (OLD_PYTHONS, PROFILER_GRACE, RUN_DIR, SUPPORTED_VERSIONS, FIXTURES, Interp, make_interp,
-                      parse_collapsed, same_except_leaf_line, show, total, truth_frames, wait_asleep)
+from lib.paths import PROFILER_GRACE, RUN_DIR, FIXTURES
+from lib.collapsed import parse_collapsed, same_except_leaf_line, show, total, truth_frames
+from lib.interpreters import OLD_PYTHONS, SUPPORTED_VERSIONS, Interp, make_interp
+from lib.harness import wait_asleep
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 

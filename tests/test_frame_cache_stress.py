@@ -24,8 +24,8 @@ import subprocess
 
 import pytest
 
-from conftest import (Harness, Once, Profiled, fraction, profile_workload, show,
-                      total, truth_frames)
+from lib.collapsed import show, total, truth_frames
+from lib.harness import Harness, Once, Profiled, fraction, profile_workload
 
 MODES = ["bpf", "live"]
 RATE = 1999

@@ -6,7 +6,7 @@ stay with `make fuzz` (FUZZ_SECONDS, default 60)."""
 import re
 import subprocess
 
-from conftest import REPO
+from lib.paths import REPO
 
 
 def test_fuzz_targets_build_and_run_clean():

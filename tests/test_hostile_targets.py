@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, RUN_DIR, UNPRIV_USER, Interp, Harness, program_headers, unpriv_prefix
+from lib.paths import REPO, RUN_DIR, UNPRIV_USER
+from lib.interpreters import Interp
+from lib.harness import Harness, program_headers, unpriv_prefix
 from test_agent import Agent
 from test_agent_export import http_get
 from test_system_wide import cgroup2_root, fname, remove_cgroups, sysburn, wait_for

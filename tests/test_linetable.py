@@ -13,8 +13,10 @@ import subprocess
 
 import pytest
 
-from pbp_interpreters import (HOST_VERSIONS, REPO, VERSIONS, Interpreter, InterpreterError,
-                              chroot_root)
+from lib.scripts import HOST_VERSIONS, REPO, VERSIONS, Interpreter, InterpreterError, chroot_root
+
+# 3.13 and later run in the sid chroot, which needs root.
+pytestmark = pytest.mark.root
 
 CHECKER = REPO / "build" / "tests" / "test_linetable"
 DUMPER = REPO / "tests" / "tools" / "dump_positions.py"

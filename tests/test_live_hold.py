@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from conftest import Harness, fraction, make_interp
+from lib.interpreters import make_interp
+from lib.harness import Harness, fraction
 
 RATE = 1000
 SECONDS = 3

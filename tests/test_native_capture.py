@@ -21,8 +21,9 @@ import subprocess
 
 import pytest
 
-from conftest import (Harness, Once, fraction, is_python_frame, make_interp, spent_fa_share,
-                      total)
+from lib.collapsed import is_python_frame, total
+from lib.interpreters import make_interp
+from lib.harness import Harness, Once, fraction, spent_fa_share
 
 VERSIONS = ["3.11", "3.13", "3.15"]
 SECONDS = 3

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Harness, OpenWatch, make_interp, show
+from lib.collapsed import show
+from lib.interpreters import make_interp
+from lib.harness import Harness, OpenWatch
 
 LIB_SRC = """
 double trunc_burn(double x)

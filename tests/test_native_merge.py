@@ -23,8 +23,8 @@ import time
 
 import pytest
 
-from conftest import REPO
-from pbp_interpreters import Interpreter, InterpreterError, chroot_root
+from lib.paths import REPO
+from lib.scripts import Interpreter, InterpreterError, chroot_root
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Harness, show
+from lib.collapsed import show
+from lib.harness import Harness
 
 FAULTS = ("hang", "crash", "socket")
 LIB_SRC = """

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (PROFILER_GRACE, REPO, RUN_DIR, Harness, Once, make_interp)
+from lib.paths import PROFILER_GRACE, REPO, RUN_DIR
+from lib.interpreters import make_interp
+from lib.harness import Harness, Once
 from test_writers_formats import speedscope_schema_errors
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))

@@ -32,7 +32,10 @@ UNIT_C = os.path.join(REPO, "tests", "unit", "test_offsets.c")
 CFLAGS = ["-std=gnu11", "-Wall", "-Wextra", "-O2", "-I" + os.path.join(REPO, "user")]
 TRIPLET = "x86_64-linux-gnu"
 
-from conftest import PY312_HOME, VERSIONS as MATRIX, make_interp  # noqa: E402
+from lib.interpreters import PY312_HOME, VERSIONS as MATRIX, make_interp
+
+# 3.13 and later, and their headers, are in the sid chroot, which needs root.
+pytestmark = pytest.mark.root
 
 # 3.12 is the machine image's pyenv build, where there is one (see conftest).
 HOST_VERSIONS = ["3.11"] + (["3.12"] if "3.12" in MATRIX else [])

@@ -21,11 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BAD_OUTPUT, PROFILER_GRACE, REPO, Harness, fraction, spent_fa_share
+from lib.paths import PROFILER_GRACE, REPO
+from lib.harness import BAD_OUTPUT, Harness, fraction, spent_fa_share
 from test_writers_golden import GOLDEN, _build_plain
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
 from cdp import Browser, CDPError, find_chromium  # noqa: E402
+
+# Pages opened in headless Chromium.
+pytestmark = pytest.mark.browser
 
 ARTIFACTS = REPO / "build" / "test-artifacts" / "svg"
 PLOT_X0, PLOT_W = 10, 1180        # out_svg.c: PAD, PLOT_W

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RUN_DIR, TRUTH_TIMEOUT, Harness, total, truth_frames
+from lib.paths import RUN_DIR, TRUTH_TIMEOUT
+from lib.collapsed import total, truth_frames
+from lib.harness import Harness
 from test_dump import QUICK, check_dump
 
 DURATION = 2

@@ -43,8 +43,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (MODES, PROFILER_GRACE, VERSIONS, Frame, Harness, Sample, Servers,
-                      fraction, make_interp, show, total)
+from lib.paths import PROFILER_GRACE
+from lib.collapsed import Frame, Sample, show, total
+from lib.interpreters import MODES, VERSIONS, make_interp
+from lib.harness import Harness, Servers, fraction
 
 FULL = os.environ.get("PBP_REAL_FULL") == "1"
 SECONDS = 6 if FULL else 2

@@ -27,7 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODES, REPO, RUN_DIR, VERSIONS, Harness, Once, make_interp
+from lib.paths import REPO, RUN_DIR
+from lib.interpreters import MODES, VERSIONS, make_interp
+from lib.harness import Harness, Once
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BAD_OUTPUT, make_interp, parse_collapsed, total
+from lib.collapsed import parse_collapsed, total
+from lib.interpreters import make_interp
+from lib.harness import BAD_OUTPUT
 
 WAIT_S = 60.0   # bound on each wait for the target or the profiler to get somewhere
 CHILD_S = 90    # the vfork child's sleep: it is killed long before

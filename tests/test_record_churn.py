@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from conftest import Once, fraction, profile_workload, show, total, truth_frames
+from lib.collapsed import show, total, truth_frames
+from lib.harness import Once, fraction, profile_workload
 
 RATE = 999
 DURATION = 3

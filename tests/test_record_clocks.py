@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RUN_DIR, Harness, Once, seize_by_another_tracer
+from lib.paths import RUN_DIR
+from lib.harness import Harness, Once, seize_by_another_tracer
 
 RATE = 1000
 LATE = 3

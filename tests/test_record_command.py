@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from conftest import PROFILER_GRACE, RUN_DIR, show, total
+from lib.paths import PROFILER_GRACE, RUN_DIR
+from lib.collapsed import show, total
 
 SECONDS = 2.5
 EXIT_CODE = 42

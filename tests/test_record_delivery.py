@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import Harness, Once, Profiled, fraction, show, total
+from lib.collapsed import show, total
+from lib.harness import Harness, Once, Profiled, fraction
 
 RATE = 1000
 DURATION = 4

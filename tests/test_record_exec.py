@@ -13,7 +13,9 @@ import uuid
 
 import pytest
 
-from conftest import RUN_DIR, Harness, show, total
+from lib.paths import RUN_DIR
+from lib.collapsed import show, total
+from lib.harness import Harness
 
 BURN = 1.0
 # The exec'd program's life: longer than the profiler waits for a Python to show in a

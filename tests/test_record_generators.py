@@ -5,8 +5,9 @@ deeper than a sample follows outside the chunks."""
 
 import pytest
 
-from conftest import (MODES, Once, fraction, profile_workload, same_except_leaf_line, show,
-                      total, truth_frames)
+from lib.collapsed import same_except_leaf_line, show, total, truth_frames
+from lib.interpreters import MODES
+from lib.harness import Once, fraction, profile_workload
 
 RATE = 999
 DURATION = 3

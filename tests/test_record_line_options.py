@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from conftest import Once, profile_workload, show, total
+from lib.collapsed import show, total
+from lib.harness import Once, profile_workload
 
 RATE = 499
 DURATION = 2

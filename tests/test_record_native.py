@@ -41,9 +41,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (C_SOURCE, PROFILER_GRACE, PY312_HOME, REPO, RUN_DIR, WL_DIR, Frame, Once,
-                      Harness, fraction, is_python_frame, make_interp, profile_workload,
-                      same_except_leaf_line, show, total, truth_frames)
+from lib.paths import PROFILER_GRACE, REPO, RUN_DIR, WL_DIR
+from lib.collapsed import (C_SOURCE, Frame, is_python_frame, same_except_leaf_line, show,
+                           total, truth_frames)
+from lib.interpreters import PY312_HOME, make_interp
+from lib.harness import Once, Harness, fraction, profile_workload
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402

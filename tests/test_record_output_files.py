@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-from conftest import parse_collapsed, show, total
+from lib.collapsed import parse_collapsed, show, total
 
 QUICK = 30  # seconds an error path may take before we call it a hang
 STATUS_SAMPLES = re.compile(rb"pybpfprof: [\d.]+ s, (\d+) samples")
@@ -223,14 +223,6 @@ def test_unwritable_directory_fails_before_the_command_starts(harness, py311, wo
     assert str(missing) in msg, msg
     assert not mark.exists(), "the command ran although the output cannot be written"
     assert listing(workdir) == [], listing(workdir)
-
-
-@pytest.mark.parametrize("build", ["plain", "sanitizers"])
-def test_outfile_unit(build):
-    """tests/unit/test_outfile.c: names that change between open and commit (a link or
-    another user's file planted meanwhile), FIFOs, devices, a name given later."""
-    from test_agent_export import run_unit
-    run_unit("test_outfile", build)
 
 
 @pytest.mark.parametrize("name", ["profile.json", "profile.png", "flame.Htmlx"])

@@ -2,8 +2,9 @@
 
 import pytest
 
-from conftest import (MODES, RATIO_CLOCK, Once, fraction, profile_workload, same_except_leaf_line, show,
-                      spent_fa_share, total, truth_frames)
+from lib.collapsed import same_except_leaf_line, show, total, truth_frames
+from lib.interpreters import MODES
+from lib.harness import RATIO_CLOCK, Once, fraction, profile_workload, spent_fa_share
 
 RATE = 999
 DURATION = 3

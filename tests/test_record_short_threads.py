@@ -21,7 +21,9 @@ import math
 
 import pytest
 
-from conftest import MODES, Servers, fraction, total
+from lib.collapsed import total
+from lib.interpreters import MODES
+from lib.harness import Servers, fraction
 
 VERSIONS = ["3.11", "3.15"]
 RATES = [100, 1000]

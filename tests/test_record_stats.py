@@ -4,7 +4,8 @@ import numbers
 
 import pytest
 
-from conftest import Once, STATS_KEYS, profile_workload, version_matches
+from lib.interpreters import version_matches
+from lib.harness import Once, STATS_KEYS, profile_workload
 
 DURATION = 2
 

@@ -12,7 +12,9 @@ import subprocess
 
 import pytest
 
-from conftest import BAD_OUTPUT, MODES, WL_DIR
+from lib.paths import WL_DIR
+from lib.interpreters import MODES
+from lib.harness import BAD_OUTPUT
 
 STATUS = re.compile(r"\r(pybpfprof: [\d.]+ s, (\d+) samples? \(\d+ incomplete, \d+ dropped\), "
                     r"\d+ threads?[^\r\n\x1b]*)\x1b\[K")

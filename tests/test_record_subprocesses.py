@@ -11,7 +11,10 @@ import uuid
 
 import pytest
 
-from conftest import (MODES, RUN_DIR, Harness, fraction, show, total)
+from lib.paths import RUN_DIR
+from lib.collapsed import show, total
+from lib.interpreters import MODES
+from lib.harness import Harness, fraction
 
 SECONDS = 3
 

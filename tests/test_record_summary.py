@@ -17,7 +17,8 @@ import uuid
 
 import pytest
 
-from conftest import PROFILER_GRACE, total
+from lib.paths import PROFILER_GRACE
+from lib.collapsed import total
 
 SUMMARY = re.compile(
     r"^pybpfprof: (?P<n>\d+) samples? (?:\((?P<on>\d+) on CPU, (?P<off>\d+) off CPU\) )?"

@@ -16,8 +16,10 @@ import time
 
 import pytest
 
-from conftest import (RUN_DIR, Harness, Once, make_interp, same_except_leaf_line, show,
-                      total, truth_frames)
+from lib.paths import RUN_DIR
+from lib.collapsed import same_except_leaf_line, show, total, truth_frames
+from lib.interpreters import make_interp
+from lib.harness import Harness, Once
 
 RATE = 999
 DURATION = 5

@@ -3,7 +3,8 @@ steady state and writes a consistent truth file (no profiler involved)."""
 
 import pytest
 
-from conftest import WL_DIR, truth_frames
+from lib.paths import WL_DIR
+from lib.collapsed import truth_frames
 
 EXPECTED_STACKS = {
     "ratio": {"fa": ["parent", "fa"], "fb": ["parent", "fb"]},

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MODES, REPO, RUN_DIR, parse_collapsed
+from lib.paths import REPO, RUN_DIR
+from lib.collapsed import parse_collapsed
+from lib.interpreters import MODES
 
 SAN = REPO / "build" / "san"
 SAN_ENV = dict(os.environ,

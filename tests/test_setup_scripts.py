@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from lib.paths import REPO
 
 HOTTEST = REPO / "tools" / "hottest-stacks.sh"
 
@@ -82,6 +82,7 @@ def _hold_lock(path: str, held: threading.Event, release: threading.Event):
         os.close(fd)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("lock,args", [
     ("/var/lib/dpkg/lock-frontend", "install -y -qq --reinstall hostname"),
     ("/var/lib/apt/lists/lock", "update -qq"),

@@ -20,8 +20,9 @@ import os
 
 import pytest
 
-from conftest import (Frame, Interp, Once, fraction, make_interp, profile_workload,
-                      same_except_leaf_line, show, total, truth_frames)
+from lib.collapsed import Frame, same_except_leaf_line, show, total, truth_frames
+from lib.interpreters import Interp, make_interp
+from lib.harness import Once, fraction, profile_workload
 
 RATE = 499
 DURATION = 3

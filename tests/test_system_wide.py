@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (PROFILER_GRACE, RUN_DIR, WORKLOADS_SRC, Harness, fraction,
-                      make_interp, show, total)
+from lib.paths import PROFILER_GRACE, RUN_DIR, WORKLOADS_SRC
+from lib.collapsed import show, total
+from lib.interpreters import make_interp
+from lib.harness import Harness, fraction
 
 RATE = "199"
 

@@ -25,7 +25,9 @@ import time
 import uuid
 from pathlib import Path
 
-from conftest import PROFILER_GRACE, Harness, make_interp
+from lib.paths import PROFILER_GRACE
+from lib.interpreters import make_interp
+from lib.harness import Harness
 from test_system_wide import cgroup2_root, remove_cgroups
 
 CHAINS = 64             # Pythons started, one after another per lane

@@ -15,7 +15,9 @@ its own.
 import signal
 import subprocess
 
-from conftest import PROFILER_GRACE, Harness, make_interp
+from lib.paths import PROFILER_GRACE
+from lib.interpreters import make_interp
+from lib.harness import Harness
 from test_system_wide import RATE, check_process, fname, sysburn
 
 STORM_LOOPS = 4

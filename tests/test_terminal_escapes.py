@@ -5,7 +5,8 @@ collapsed stacks written to stdout, and in log lines about the process."""
 
 import re
 
-from conftest import PROFILER_GRACE, Harness
+from lib.paths import PROFILER_GRACE
+from lib.harness import Harness
 
 # Raw C0 controls other than tab and newline, DEL, and C1 in UTF-8.
 RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]|\xc2[\x80-\x9f]")

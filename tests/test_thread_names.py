@@ -9,7 +9,8 @@ import json
 import re
 import sys
 
-from conftest import MODES, REPO
+from lib.paths import REPO
+from lib.interpreters import MODES
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402

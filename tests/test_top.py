@@ -18,7 +18,8 @@ import uuid
 
 import pytest
 
-from conftest import BAD_OUTPUT, MODES, wait_asleep
+from lib.interpreters import MODES
+from lib.harness import BAD_OUTPUT, wait_asleep
 
 # Seconds from top's first screen until fa leads the table. Counted from the screen, not
 # from the command: loading the BPF program comes first and took 1.2 to 5.4 s on a

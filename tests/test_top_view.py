@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from lib.paths import REPO
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 
 GOLDEN = REPO / "tests" / "golden"

@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from lib.paths import REPO
 from test_writers_golden import _build_plain
 from test_writers_formats import record
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from cdp import Browser  # noqa: E402
+
+# Pages opened in headless Chromium.
+pytestmark = pytest.mark.browser
 
 APP = REPO / ".cache-npm" / "node_modules" / "speedscope" / "dist" / "release"
 LOAD_TIMEOUT = 30.0

@@ -23,8 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BAD_OUTPUT, MODES, PROFILER_GRACE, RATIO_CLOCK, REPO, Harness, Once, Run,
-                      Workload, fraction, spent_fa_share)
+from lib.paths import PROFILER_GRACE, REPO
+from lib.interpreters import MODES
+from lib.harness import (BAD_OUTPUT, RATIO_CLOCK, Harness, Once, Run, Workload, fraction,
+                         spent_fa_share)
 from test_sanitizers import SAN_ENV, assert_clean, san_binary
 from test_writers_golden import _build_plain, _output
 

@@ -21,7 +21,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO
+from lib.paths import REPO
 from test_sanitizers import SAN_ENV, san_binary
 from test_writers_formats import (FIXED_PERIOD, check_chrome, check_pprof_header,
                                   check_speedscope, collapsed_counts)

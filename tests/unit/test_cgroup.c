@@ -85,5 +85,7 @@ int main(void)
 			fails++;
 		}
 	}
+	if (!fails)
+		printf("test_cgroup: ok\n");
 	return fails ? 1 : 0;
 }

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from .paths import REPO
 VERSIONS = ("3.11", "3.13", "3.14", "3.15")
 HOST_VERSIONS = frozenset({"3.11"})
 
