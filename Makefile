@@ -70,6 +70,11 @@ USES_agent   := output $(USES_output)
 USES_ui      := output $(USES_output)
 USES_cmd     := dump agent ui output $(USES_output)
 
+# Within a layer whose files share a private header, the order they may call in, first
+# the one called by the others: a file calls only those before it (make check-layers).
+ORDER_session := session_frame session_targets session_native session_tasks session_sink \
+	session_waits session_follow session_enrol session
+
 USER_SRCS := $(sort $(wildcard $(LAYERS:%=user/%/*.c)))
 USER_HDRS := $(sort $(wildcard $(LAYERS:%=user/%/*.h)))
 USER_OBJS := $(USER_SRCS:user/%.c=$(OUT)/user/%.o)
@@ -157,9 +162,12 @@ $(UNIT_TESTS:%=$(OUT)/tests/%): $(OUT)/tests/%: tests/unit/%.c $$(call libs_of,$
 
 unit-tests: $(UNIT_TESTS:%=$(OUT)/tests/%)
 
-# No object or include of a layer reaches one above it, nor a sibling.
+# No object or include of a layer reaches one above it, nor a sibling; no file of a
+# layer with an ORDER_ calls one after it.
 check-layers: all
 	$(Q)/usr/bin/python3 tools/check-layers.py --out $(OUT) \
+		$(foreach l,$(LAYERS),$(if $(ORDER_$(l)),--order $(l)=$(subst $(space),$(comma),$(strip \
+			$(ORDER_$(l)))))) \
 		$(foreach l,$(LAYERS),$(l)=$(subst $(space),$(comma),$(strip $(USES_$(l)))))
 comma := ,
 space := $(subst ,, )

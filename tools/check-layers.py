@@ -8,7 +8,10 @@ one line per finding, when
     without its folder (the folder on the include line is what shows the direction);
   - an object of build/user/LAYER calls or reads a symbol defined in a layer it may not
     use (the include check alone misses a call made through a declaration of its own);
-  - a folder of user/ is not a layer, so the build would leave it out.
+  - a folder of user/ is not a layer, so the build would leave it out;
+  - with --order LAYER=FILE,FILE,..., an object of LAYER named there uses a symbol of
+    one named after it (files sharing a private header, which includes cannot tell
+    apart).
 """
 import argparse
 import os
@@ -92,7 +95,7 @@ def symbols(obj):
     return defined, undefined
 
 
-def check_symbols(uses, out):
+def check_symbols(uses, out, orders):
     where, needs = {}, []
     for layer in sorted(uses):
         folder = os.path.join(out, "user", layer)
@@ -108,11 +111,35 @@ def check_symbols(uses, out):
             needs.append((layer, rel, undefined))
     found = []
     for layer, rel, undefined in needs:
+        order = orders.get(layer, [])
+        me = os.path.basename(rel)[:-2]
         for sym in sorted(undefined):
-            if sym in where and not may_use(uses, layer, where[sym][0]):
+            if sym not in where:
+                continue
+            other, other_rel = where[sym]
+            if not may_use(uses, layer, other):
                 found.append("%s uses %s from %s, a layer it may not use" %
-                             (rel, sym, where[sym][1]))
+                             (rel, sym, other_rel))
+            elif other == layer and me in order:
+                callee = os.path.basename(other_rel)[:-2]
+                if callee in order and order.index(callee) > order.index(me):
+                    found.append("%s uses %s from %s, which comes after it in %s's order"
+                                 % (rel, sym, other_rel, layer))
     return found
+
+
+def parse_orders(args, uses):
+    orders = {}
+    for arg in args or []:
+        layer, _, files = arg.partition("=")
+        if layer not in uses:
+            sys.exit("check-layers: --order names unknown layer %s" % layer)
+        orders[layer] = [f for f in files.split(",") if f]
+        for name in orders[layer]:
+            if not os.path.isfile(os.path.join(USER, layer, name + ".c")):
+                sys.exit("check-layers: --order names user/%s/%s.c, which does not exist"
+                         % (layer, name))
+    return orders
 
 
 def main():
@@ -120,12 +147,15 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(REPO, "build"),
                     help="the build directory whose objects are checked")
+    ap.add_argument("--order", action="append", metavar="LAYER=FILE,FILE,...",
+                    help="files of LAYER in the order they may call, first the one called")
     ap.add_argument("layers", nargs="+", help="LAYER=USED,USED,...")
     args = ap.parse_args()
     uses = parse_layers(args.layers)
+    orders = parse_orders(args.order, uses)
     found = check_folders(uses)
     if not found:
-        found = check_includes(uses, args.out) + check_symbols(uses, args.out)
+        found = check_includes(uses, args.out) + check_symbols(uses, args.out, orders)
     for line in found:
         print("check-layers: " + line, file=sys.stderr)
     if found:

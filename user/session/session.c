@@ -166,7 +166,7 @@ static int choose_sampler(struct session *s, struct target *first)
 		if (!why) {
 			err = s->sampler ? 0 : new_sampler(s);
 			if (!err)
-				err = session_targets__enrol(s, first, gil);
+				err = session_enrol__target(s, first, gil);
 			if (!err) {
 				if (o->idle)
 					pr_warn("--idle has no effect with BPF sampling, which sees "
@@ -191,7 +191,7 @@ static int choose_sampler(struct session *s, struct target *first)
 			"with --no-bpf\n", why);
 	}
 	s->live_mode = 1;
-	err = session_targets__enrol(s, first, gil);
+	err = session_enrol__target(s, first, gil);
 	if (!err)
 		return 0;
 fail:
@@ -373,7 +373,7 @@ static int start_parent(struct session *s)
 
 static int scan_one(pid_t pid, void *arg)
 {
-	int r = session_targets__consider(pid, arg);
+	int r = session_enrol__consider(pid, arg);
 
 	return r < 0 ? r : 0;
 }
@@ -405,8 +405,8 @@ static int setup(struct session *s)
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
 	s->children = s->opts.system_wide ?
-		descendants__new(session_targets__is_target, session_targets__consider, s, 0) :
-		descendants__new(session_targets__is_target, session_targets__adopt, s,
+		descendants__new(session_targets__is_target, session_enrol__consider, s, 0) :
+		descendants__new(session_targets__is_target, session_enrol__adopt, s,
 				 s->opts.subprocesses);
 	if (!s->children)
 		return -ENOMEM;
@@ -621,7 +621,7 @@ int session__poll(struct session *s, int timeout_ms)
 	session_native__refresh(s);
 	for (size_t i = 0; s->opts.async_tasks && i < s->ntargets; i++)
 		session_tasks__look(s, s->targets[i]);
-	session_tasks__sweep(s, 0);
+	session_tasks__sweep(s, 0, session_sink__add_task_wait);
 	if (s->fatal)
 		return s->fatal;
 	/* Threads come and go in long runs: forget those gone quiet. */
@@ -640,7 +640,7 @@ int session__close_waits(struct session *s)
 	/* A stopped session charged them as it stopped, up to its end. */
 	if (s->stopped)
 		return 0;
-	session_tasks__sweep(s, 1);
+	session_tasks__sweep(s, 1, session_sink__add_task_wait);
 	return session_waits__close(s);
 }
 
@@ -655,7 +655,7 @@ void session__stop(struct session *s)
 		 * end, however long stopping and draining take. */
 		if (session_waits__close(s) == -ENOMEM)
 			s->fatal = -ENOMEM;
-		session_tasks__sweep(s, 1);
+		session_tasks__sweep(s, 1, session_sink__add_task_wait);
 		sampler__stop(s->sampler);
 		sampler__drain(s->sampler);
 	}

@@ -20,6 +20,7 @@
 #include "native/native_fp.h"
 #include "native/native_merge.h"
 #include "native/native_worker.h"
+#include "session/session_frame.h"
 #include "session/session_priv.h"
 #include "base/vec.h"
 
@@ -401,7 +402,7 @@ static int walk(struct target *t, const struct stack *st, uint32_t keep, uint32_
 }
 
 int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
-			   uint32_t *n)
+			   struct agg_frame *out, uint32_t *n)
 {
 	struct session *s = t->session;
 	struct session_native *nat = s->native;
@@ -423,8 +424,8 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 		return -ENOENT;
 	}
 	if (result == NATIVE_MERGE_UNMATCHED) {
-		s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER,
-							 .name = nat->unmatched_name };
+		out[depth++] = (struct agg_frame){ .kind = AGG_MARKER,
+						   .name = nat->unmatched_name };
 		*n = depth;
 		return -ENOENT;	/* the caller adds the Python frames alone */
 	}
@@ -432,16 +433,14 @@ int session_native__frames(struct target *t, const struct stack *st, uint32_t ke
 		const struct native_merge_item *it = &nat->items[i];
 
 		if (i + 1 == cut_at)
-			s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER,
-								 .name = cut_name };
+			out[depth++] = (struct agg_frame){ .kind = AGG_MARKER, .name = cut_name };
 		if (it->kind == NATIVE_MERGE_NATIVE)
-			s->frames[depth++] = nat->names[it->index];
+			out[depth++] = nat->names[it->index];
 		else if (it->index < keep)
-			s->frames[depth++] = session_sink__python_frame(&s->opts,
-									 &st->frames[it->index]);
+			out[depth++] = session_frame__python(&s->opts, &st->frames[it->index]);
 	}
 	if (!cut_at)
-		s->frames[depth++] = (struct agg_frame){ .kind = AGG_MARKER, .name = cut_name };
+		out[depth++] = (struct agg_frame){ .kind = AGG_MARKER, .name = cut_name };
 	*n = depth;
 	return 0;
 }

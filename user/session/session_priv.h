@@ -2,9 +2,11 @@
 /*
  * Inside a sampling session: the state its files share and what each offers the
  * others. session.c starts, polls, stops and counts; session_targets.c keeps the
- * table of targets and takes processes in; session_follow.c follows the processes
- * the targets start, exec and end; session_sink.c turns decoded stacks into the
- * aggregate and the timeline. Nothing outside these files includes it.
+ * table of targets; session_enrol.c takes processes in; session_follow.c follows the
+ * processes the targets start, exec and end; session_tasks.c and session_native.c
+ * place a sample under its task and among its C frames; session_sink.c turns decoded
+ * stacks into the aggregate and the timeline; session_waits.c charges the waits open
+ * at a profile's end. Nothing outside these files includes it.
  */
 #ifndef PBP_SESSION_PRIV_H
 #define PBP_SESSION_PRIV_H
@@ -104,20 +106,48 @@ struct session {
 	struct run_stats totals;	/* of targets already gone */
 };
 
-/* session_sink.c: the sampler callbacks that decode a record and aggregate it. */
-int session_sink__on_sample(void *arg, const void *rec, size_t len);
-int session_sink__on_live_stack(void *arg, struct stack *st);
-int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
-			   const struct stack *st);
-/* Wall mode, and cpu mode on the tick: CPU time thread @tid used after its last tick
- * in this profile, counted under that tick's stack; -ENOENT if it had none. */
-int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
-/* @ns of a suspended task's time: under @chain[n-1] ... @chain[0] (each link's task
- * and frames), in thread @tid, ending in "[task suspended]". */
-int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct task_link *chain,
-				uint32_t n, uint64_t ns);
-/* Wall mode: @ns of CPU time under stack @st, read live. */
-int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns);
+/*
+ * What each file offers the others, in the order they may call: a file calls only the
+ * sections before its own (make check-layers holds session/ to ORDER_session in the
+ * Makefile).
+ * The table knows nothing of tasks or native frames; tasks and native walks shape
+ * frames into buffers their callers hand them; the sink alone writes the aggregate
+ * and the timeline; enrolment and session.c wire them together.
+ */
+
+/* session_targets.c: the targets, sorted by pid. */
+size_t session_targets__slot(const struct session *s, uint32_t pid);
+struct target *session_targets__of(const struct session *s, uint32_t pid);
+void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, uint32_t flags);
+int session_targets__publish_anchor(struct target *t, uint32_t tid,
+				    const struct pbp_fcache *fc);
+int session_targets__reserve(struct session *s);
+void session_targets__insert(struct session *s, struct target *t);
+void session_targets__detach(struct session *s, size_t i);
+int session_targets__gone(struct session *s, struct target *t);
+/* The descendants callback (descendants.h) that asks whether @pid is one; @arg is the
+ * session. */
+int session_targets__is_target(pid_t pid, void *arg);
+
+/* session_native.c: --native (see there). */
+int session_native__new(struct session *s);
+void session_native__free(struct session *s);
+/* Readies target @t for native unwinding, if the session has --native. */
+int session_native__target(struct session *s, struct target *t);
+/* Keeps the native targets' maps current while they live (native_proc__refresh). */
+void session_native__refresh(struct session *s);
+void session_native__remap(struct session *s, struct strtab_remap *map);
+/*
+ * Appends @st's frames, root first, to @out from *@n, native and Python interleaved,
+ * of which @keep Python frames (innermost first) are the stack's own; @out has room for
+ * a whole stack (the sink's frame buffer). 0; -ENOENT when the caller is to add the
+ * Python frames itself (no native snapshot, or one that cannot be unwound or matched:
+ * a marker may then have been added); -ENOMEM.
+ */
+int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
+			   struct agg_frame *out, uint32_t *n);
+/* Adds the walks' counters to @st. */
+void session_native__stats(const struct session *s, struct run_stats *st);
 
 /* session_tasks.c: --async (see there). */
 #define SESSION_TASK_CHAIN_MAX 8	/* tasks in one await chain, the running one first */
@@ -137,55 +167,44 @@ void session_tasks__look(struct session *s, struct target *t);
  */
 int session_tasks__chain(struct target *t, const struct stack *st, struct task_link *chain,
 			 uint32_t *n, uint32_t *keep);
-/* Wall and off-CPU modes: charges every suspended task the time since the last sweep,
- * if SESSION_TASK_SWEEP_NS has passed or @now_anyway (a profile's end). */
+/* A suspended task's wait, found by a sweep: @ns of it under @chain[n-1] ... @chain[0],
+ * in thread @tid. The sweep's caller decides where it goes (session_sink.c); a negative
+ * errno ends the sweep. */
+typedef int (*session_task_wait_fn)(struct target *t, uint32_t tid,
+				    const struct task_link *chain, uint32_t n, uint64_t ns);
+/* Wall and off-CPU modes: hands @on_wait every suspended task and the time since the
+ * last sweep, if SESSION_TASK_SWEEP_NS has passed or @now_anyway (a profile's end). */
 #define SESSION_TASK_SWEEP_NS 100000000ull
-void session_tasks__sweep(struct session *s, int now_anyway);
+void session_tasks__sweep(struct session *s, int now_anyway, session_task_wait_fn on_wait);
 
-/* session_native.c: --native (see there). */
-int session_native__new(struct session *s);
-void session_native__free(struct session *s);
-/* Readies target @t for native unwinding, if the session has --native. */
-int session_native__target(struct session *s, struct target *t);
-/* Keeps the native targets' maps current while they live (native_proc__refresh). */
-void session_native__refresh(struct session *s);
-void session_native__remap(struct session *s, struct strtab_remap *map);
-/*
- * Appends @st's frames, root first, to s->frames from *@n, native and Python
- * interleaved, of which @keep Python frames (innermost first) are the stack's own.
- * 0; -ENOENT when the caller is to add the Python frames itself (no native snapshot,
- * or one that cannot be unwound or matched: a marker may then have been added);
- * -ENOMEM.
- */
-int session_native__frames(struct target *t, const struct stack *st, uint32_t keep,
-			   uint32_t *n);
-/* Adds the walks' counters to @st. */
-void session_native__stats(const struct session *s, struct run_stats *st);
-/* session_sink.c: a Python frame as the options show it. */
-struct agg_frame session_sink__python_frame(const struct session_opts *o,
-					    const struct decoded_frame *f);
+/* session_sink.c: the sampler callbacks that decode a record and aggregate it. */
+int session_sink__on_sample(void *arg, const void *rec, size_t len);
+int session_sink__on_live_stack(void *arg, struct stack *st);
+int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
+			   const struct stack *st);
+/* Wall mode, and cpu mode on the tick: CPU time thread @tid used after its last tick
+ * in this profile, counted under that tick's stack; -ENOENT if it had none. */
+int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
+/* @ns of a suspended task's time: under @chain[n-1] ... @chain[0] (each link's task
+ * and frames), in thread @tid, ending in "[task suspended]". */
+int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct task_link *chain,
+				uint32_t n, uint64_t ns);
+/* Wall mode: @ns of CPU time under stack @st, read live. */
+int session_sink__add_cpu(struct target *t, struct stack *st, uint64_t ns);
 
 /* session_waits.c: charges the waits still open now to the profile (see there). */
 int session_waits__close(struct session *s);
-
-/* session_targets.c: the targets, sorted by pid. */
-size_t session_targets__slot(const struct session *s, uint32_t pid);
-struct target *session_targets__of(const struct session *s, uint32_t pid);
-void session_targets__code_known(struct target *t, uint64_t code, uint64_t fp, uint32_t flags);
-int session_targets__publish_anchor(struct target *t, uint32_t tid,
-				    const struct pbp_fcache *fc);
-int session_targets__enrol(struct session *s, struct target *t, uint64_t gil);
-void session_targets__detach(struct session *s, size_t i);
-int session_targets__gone(struct session *s, struct target *t);
-/* The descendants callbacks (descendants.h); @arg is the session. */
-int session_targets__is_target(pid_t pid, void *arg);
-int session_targets__adopt(pid_t pid, void *arg);
-int session_targets__consider(pid_t pid, void *arg);
 
 /* session_follow.c: processes coming, exec'ing and going. */
 int session_follow__on_event(void *arg, const struct pbp_event *ev);
 int session_follow__host(struct session *s);
 /* Without -a, after each poll: 0 to go on, 1 once the run is over, or a negative errno. */
 int session_follow__targets(struct session *s);
+
+/* session_enrol.c: a process becomes a target. The descendants callbacks
+ * (descendants.h); @arg is the session. */
+int session_enrol__target(struct session *s, struct target *t, uint64_t gil);
+int session_enrol__adopt(pid_t pid, void *arg);
+int session_enrol__consider(pid_t pid, void *arg);
 
 #endif

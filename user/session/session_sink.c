@@ -15,6 +15,7 @@
 #include "decode/decoder.h"
 #include "base/log.h"
 #include "cpython/py_thread_name.h"
+#include "session/session_frame.h"
 #include "session/session_priv.h"
 #include "base/strtab.h"
 #include "profile/thread_table.h"
@@ -41,22 +42,6 @@ static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
 		return (int)r;
 	*id = (uint32_t)r;
 	return 0;
-}
-
-static int32_t frame_line(const struct session_opts *o, const struct decoded_frame *f)
-{
-	if (o->nolineno)
-		return -1;
-	return o->function_lines ? f->first_line : f->line;
-}
-
-struct agg_frame session_sink__python_frame(const struct session_opts *o,
-					    const struct decoded_frame *f)
-{
-	return (struct agg_frame){
-		.kind = AGG_PYTHON, .name = f->qualname, .file = f->filename,
-		.line = frame_line(o, f),
-	};
 }
 
 static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index, uint64_t weight_ns)
@@ -191,7 +176,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 
 			s->frames[n++] = (struct agg_frame){ .kind = AGG_TASK, .name = l->name };
 			for (uint32_t i = 0; i < l->nframes; i++)
-				s->frames[n++] = session_sink__python_frame(&s->opts, &l->frames[i]);
+				s->frames[n++] = session_frame__python(&s->opts, &l->frames[i]);
 		}
 	} else if (st->gap != GAP_NONE) {
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
@@ -200,11 +185,11 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
 						     .name = s->no_python_name };
 	}
-	err = session_native__frames(t, st, depth, &n);
+	err = session_native__frames(t, st, depth, s->frames, &n);
 	if (err == -ENOMEM)
 		goto fail;
 	for (uint32_t i = depth; err && i-- > 0;)
-		s->frames[n++] = session_sink__python_frame(&s->opts, &st->frames[i]);
+		s->frames[n++] = session_frame__python(&s->opts, &st->frames[i]);
 	if (wait)
 		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
 	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
@@ -421,7 +406,7 @@ int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct tas
 	for (uint32_t k = n; k-- > 0;) {
 		s->frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
 		for (uint32_t i = 0; i < chain[k].nframes; i++)
-			s->frames[depth++] = session_sink__python_frame(&s->opts, &chain[k].frames[i]);
+			s->frames[depth++] = session_frame__python(&s->opts, &chain[k].frames[i]);
 	}
 	s->frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
 	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->frames, depth, ns, &index);

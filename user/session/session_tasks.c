@@ -590,6 +590,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 
 struct sweep {
 	struct target *t;
+	session_task_wait_fn on_wait;
 	struct mem_budget mem;
 	uint64_t running, ns;
 	uint32_t tid;		/* the thread's id in the target's namespace, then ours */
@@ -657,7 +658,7 @@ static int sweep_task(uint64_t task, void *arg)
 	if (!w->tid_mapped)
 		map_tid(w);
 	s->tasks_suspended_ns += w->ns;
-	return session_sink__add_task_wait(w->t, w->tid, s->task_chain, n, w->ns);
+	return w->on_wait(w->t, w->tid, s->task_chain, n, w->ns);
 }
 
 static int sweep_module_task(uint64_t task, uint64_t ref, void *arg)
@@ -681,10 +682,10 @@ static int sweep_thread(const struct py_thread *th, void *arg)
 	return w->t->session->fatal || w->mem.spent ? 1 : 0;
 }
 
-void session_tasks__sweep(struct session *s, int now_anyway)
+void session_tasks__sweep(struct session *s, int now_anyway, session_task_wait_fn on_wait)
 {
 	uint64_t now = clock__mono_ns();
-	struct sweep w = { 0 };
+	struct sweep w = { .on_wait = on_wait };
 
 	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU)
 		return;
