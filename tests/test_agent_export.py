@@ -11,7 +11,6 @@ Both the plain and the sanitizer builds run.
 
 import gzip
 import http.server
-import os
 import select
 import socket
 import subprocess
@@ -25,33 +24,10 @@ from email.policy import HTTP
 import pytest
 
 from lib.paths import REPO
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from lib.units import BUILDS, assert_clean, env_for, run_unit, unit_binary
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
-
-BUILDS = ["plain", "sanitizers"]
-
-
-def binary(name, build):
-    if build == "sanitizers":
-        return san_binary(f"tests/{name}")
-    p = subprocess.run(["make", "-C", str(REPO), f"build/tests/{name}"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, f"building {name} failed:\n{p.stderr[-3000:]}"
-    return str(REPO / "build" / "tests" / name)
-
-
-def env_for(build):
-    return SAN_ENV if build == "sanitizers" else None
-
-
-def run_unit(name, build, args=(), timeout=120):
-    p = subprocess.run([binary(name, build), *args], capture_output=True, text=True,
-                       timeout=timeout, env=env_for(build))
-    assert_clean(p, name)
-    return p
-
 
 # --------------------------------------------------------------------------------------
 # Self-contained units
@@ -60,7 +36,7 @@ def run_unit(name, build, args=(), timeout=120):
 def test_pprof_carries_the_profile_labels_on_every_sample(build):
     """Every sample has the profile-wide labels beside its own pid/thread labels; an
     empty label is left out; protoc, not our code, reads them back."""
-    p = subprocess.run([binary("test_writers", build), "pprof", "--labels"],
+    p = subprocess.run([unit_binary("test_writers", build), "pprof", "--labels"],
                        capture_output=True, timeout=60, env=env_for(build))
     assert p.returncode == 0, p.stderr
     prof = Profile.parse(gzip.decompress(p.stdout))
@@ -143,11 +119,11 @@ def test_pyroscope_push_request(build, tmp_path):
     """Path, query, headers and the multipart body of one push, as the server sees
     them; the profile decodes with protoc to the labels it was given."""
     prof = tmp_path / "p.pb.gz"
-    prof.write_bytes(subprocess.run([binary("test_writers", "plain"), "pprof", "--labels"],
+    prof.write_bytes(subprocess.run([unit_binary("test_writers", "plain"), "pprof", "--labels"],
                                     capture_output=True, check=True).stdout)
     srv = Ingest()
     try:
-        p = run_unit("test_export_http", build, ["push", srv.url + "/", str(prof)])
+        p = run_unit("test_export_http", build, args=["push", srv.url + "/", str(prof)])
     finally:
         srv.stop()
     assert "status=200 err=0" in p.stdout
@@ -182,7 +158,7 @@ def test_exporter_outage_bounds_queue_then_delivers_in_order(build):
     order, and nothing else."""
     port = free_port()
     items, qmax = 12, 4
-    proc = subprocess.Popen([binary("test_export_http", build), "outage",
+    proc = subprocess.Popen([unit_binary("test_export_http", build), "outage",
                              f"http://127.0.0.1:{port}", str(items), str(qmax)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env_for(build))
@@ -215,8 +191,8 @@ def test_exporter_outage_bounds_queue_then_delivers_in_order(build):
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_exporter_flush_gives_up_in_time(build):
-    p = run_unit("test_export_http", build, ["flush-timeout",
-                                             f"http://127.0.0.1:{free_port()}"])
+    p = run_unit("test_export_http", build,
+                 args=["flush-timeout", f"http://127.0.0.1:{free_port()}"])
     assert "flush gave up" in p.stdout
     assert "3 profiles not sent before the flush timeout" in p.stderr
 
@@ -240,7 +216,7 @@ def http_get(port, path, timeout=10):
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_metrics_endpoint(build):
-    proc = subprocess.Popen([binary("test_export_http", build), "metrics", "127.0.0.1:0"],
+    proc = subprocess.Popen([unit_binary("test_export_http", build), "metrics", "127.0.0.1:0"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env_for(build))
     try:

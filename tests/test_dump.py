@@ -599,7 +599,7 @@ def test_help_documents_dump_exit_codes(profiler_bin):
 
 def test_dump_is_clean_under_sanitizers(py, dumped, tmp_path):
     """dump of both cores, and of a core cut short, with the sanitizer build."""
-    from test_sanitizers import SAN_ENV, SAN_REPORT, san_binary
+    from lib.units import SAN_ENV, SAN_REPORT, san_binary
     d = dumped.get()
     cut = tmp_path / "cut.core"
     cut.write_bytes(d.kernel_core.read_bytes()[:1 << 20])

@@ -11,13 +11,12 @@ import subprocess
 
 import pytest
 
-from test_native_merge import unit_binary
-from test_sanitizers import SAN_ENV, assert_clean
+from lib.units import SAN_ENV, assert_clean, unit_binary
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 def test_live_verify(build):
-    p = subprocess.run([unit_binary(build, "test_live_verify")], capture_output=True,
+    p = subprocess.run([unit_binary("test_live_verify", build)], capture_output=True,
                        text=True, timeout=300, env=SAN_ENV if build == "sanitizers" else None)
     assert_clean(p, "test_live_verify")
     assert "test_live_verify: all passed" in p.stdout, p.stdout

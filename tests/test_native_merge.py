@@ -25,22 +25,13 @@ import pytest
 
 from lib.paths import REPO
 from lib.scripts import Interpreter, InterpreterError, chroot_root
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
-
-
-def unit_binary(build, name):
-    if build == "sanitizers":
-        return san_binary(f"tests/{name}")
-    p = subprocess.run(["make", "-C", str(REPO), f"build/tests/{name}"], capture_output=True,
-                       text=True, timeout=600)
-    assert p.returncode == 0, f"building {name} failed:\n{p.stderr[-3000:]}"
-    return str(REPO / "build" / "tests" / name)
+from lib.units import SAN_ENV, assert_clean, unit_binary
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 @pytest.mark.parametrize("name", ["test_decode_runs", "test_native_merge"])
 def test_unit(build, name):
-    p = subprocess.run([unit_binary(build, name)], capture_output=True, text=True, timeout=300,
+    p = subprocess.run([unit_binary(name, build)], capture_output=True, text=True, timeout=300,
                        env=SAN_ENV if build == "sanitizers" else None)
     assert_clean(p, name)
     assert f"{name}: all passed" in p.stdout, p.stdout
@@ -99,7 +90,7 @@ def live_snapshots(sid_root, version, reentries, tmp_path, caps, build="plain"):
     py = Interpreter(version, sid_root)
     if py.missing():
         pytest.fail(py.missing())
-    binary = unit_binary(build, "test_native_live")
+    binary = unit_binary("test_native_live", build)
     host, inside = py.scratch()
     results = []
     try:

@@ -15,7 +15,6 @@ bytes each walk needed are printed (pytest -s) for the design note in native_unw
 Both the plain and the sanitizer builds run.
 """
 
-import os
 import re
 import shutil
 import subprocess
@@ -26,7 +25,7 @@ import pytest
 
 from lib.paths import REPO
 from lib.scripts import Interpreter, InterpreterError, chroot_root
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from lib.units import SAN_ENV, assert_clean, unit_binary
 
 TARGET_SRC = REPO / "tests" / "unit" / "native_target.c"
 SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
@@ -36,15 +35,7 @@ FRAME = re.compile(r"^frame (\d+) (0x[0-9a-f]+) (0x[0-9a-f]+) (\S+) (.+) (0x[0-9
 # glibc 2.36's start-up frames below main, innermost first. __libc_start_call_main is a
 # static function: only the .symtab of libc6-dbg's separate debug file names it.
 LIBC_START = ["__libc_start_call_main", "__libc_start_main", "_start"]
-
-
-def unit_binary(build):
-    if build == "sanitizers":
-        return san_binary("tests/test_native_unwind")
-    p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_native_unwind"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, f"building test_native_unwind failed:\n{p.stderr[-3000:]}"
-    return str(REPO / "build" / "tests" / "test_native_unwind")
+UNIT = "test_native_unwind"
 
 
 def run_unit(binary, build, args, timeout=120):
@@ -133,7 +124,7 @@ def libc_debug():
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 def test_maps_parser_survives_hostile_text(build):
-    binary = unit_binary(build)
+    binary = unit_binary(UNIT, build)
     p = run_unit(binary, build, ["parse"])
     assert_clean(p, "test_native_unwind parse")
     assert "native maps parse: ok" in p.stdout
@@ -143,7 +134,7 @@ def test_maps_parser_survives_hostile_text(build):
 @pytest.mark.parametrize("frame_pointers", [True, False], ids=["fp", "no-fp"])
 def test_unwinds_known_chain_exactly_to_start(build, frame_pointers, tmp_path, libc_debug):
     exe = build_target(tmp_path, frame_pointers)
-    frames, info = unwind(unit_binary(build), build, exe, "chain", tmp_path,
+    frames, info = unwind(unit_binary(UNIT, build), build, exe, "chain", tmp_path,
                           repeat=200 if build == "plain" else 0)
     print(f"chain ({'fp' if frame_pointers else 'no-fp'}): {len(frames)} frames, "
           f"stack_used {info['stack_used']} bytes, ns_per_walk {info.get('ns_per_walk')}")
@@ -214,7 +205,7 @@ def test_unwinds_through_libc_qsort_into_the_comparator(build, frame_pointers, t
     (msort_with_tmp, split by GCC into a .part clone), qsort_r (qsort is a tail call
     to it), then the caller and the start-up frames."""
     exe = build_target(tmp_path, frame_pointers)
-    frames, info = unwind(unit_binary(build), build, exe, "qsort", tmp_path)
+    frames, info = unwind(unit_binary(UNIT, build), build, exe, "qsort", tmp_path)
     print(f"qsort ({'fp' if frame_pointers else 'no-fp'}): {len(frames)} frames, "
           f"stack_used {info['stack_used']} bytes")
     assert names(frames) == (["compare"] + ["msort_with_tmp.part.0"] * 6 +
@@ -240,7 +231,7 @@ def test_frame_pointers_carry_the_walk_where_there_is_no_cfi(tmp_path, libc_debu
     exe = tmp_path / "native_target_nocfi"
     subprocess.run(["gcc", "-O2", "-fno-omit-frame-pointer", "-fno-asynchronous-unwind-tables",
                     "-fno-unwind-tables", "-o", str(exe), str(TARGET_SRC)], check=True)
-    frames, info = unwind(unit_binary("plain"), "plain", exe, "chain", tmp_path)
+    frames, info = unwind(unit_binary(UNIT, "plain"), "plain", exe, "chain", tmp_path)
     assert names(frames) == ["leaf", "middle", "outer", "main"] + LIBC_START, frames
     assert info["end"] == "outermost"
 
@@ -265,7 +256,7 @@ def test_stripped_object_is_named_by_object_and_offset(tmp_path, libc_debug):
     them (.eh_frame_hdr), which starts where the function does. CFI survives strip:
     the walk is whole."""
     exe, stripped = build_target(tmp_path, False, strip=True)
-    frames, info = unwind(unit_binary("plain"), "plain", stripped, "chain", tmp_path)
+    frames, info = unwind(unit_binary(UNIT, "plain"), "plain", stripped, "chain", tmp_path)
     ranges = symbol_ranges(exe)
     want = ["leaf", "middle", "outer", "main"]
     assert len(frames) == 7 and info["end"] == "outermost", frames
@@ -306,7 +297,7 @@ def test_debug_file_named_by_debuglink_is_used_only_if_it_matches(tmp_path, case
     link records) matches, and never when it is another build's."""
     exe = split_debug(tmp_path, "split", build_id=case == "build-id",
                       wrong_debug=case == "wrong-file")
-    frames, info = unwind(unit_binary("plain"), "plain", exe, "chain", tmp_path)
+    frames, info = unwind(unit_binary(UNIT, "plain"), "plain", exe, "chain", tmp_path)
     assert info["end"] == "outermost" and len(frames) == 7, frames
     if case == "wrong-file":
         assert names(frames[:4]) == [None] * 4, frames
@@ -328,7 +319,7 @@ def test_debug_link_candidate_too_large_is_not_read(tmp_path, libc_debug):
         f.truncate(32 << 30)
     target = Target(exe, "chain", tmp_path / "chain.snap")
     try:
-        p = run_unit(unit_binary("plain"), "plain",
+        p = run_unit(unit_binary(UNIT, "plain"), "plain",
                      ["unwind", str(target.proc.pid), str(target.snap)], timeout=60)
     finally:
         target.close()
@@ -364,7 +355,7 @@ def test_unwinds_out_of_the_vdso(tmp_path, libc_debug):
                 break
         else:
             pytest.fail("50 stops of a clock_gettime loop never landed in the [vdso]")
-        p = run_unit(unit_binary("plain"), "plain", ["unwind", str(proc.pid), str(snap)])
+        p = run_unit(unit_binary(UNIT, "plain"), "plain", ["unwind", str(proc.pid), str(snap)])
     finally:
         proc.kill()
         proc.wait()
@@ -382,7 +373,7 @@ def test_process_gone_is_a_clean_error(tmp_path):
     target = Target(exe, "chain", tmp_path / "chain.snap")
     pid = target.proc.pid
     target.close()
-    p = run_unit(unit_binary("plain"), "plain", ["unwind", str(pid), str(target.snap)])
+    p = run_unit(unit_binary(UNIT, "plain"), "plain", ["unwind", str(pid), str(target.snap)])
     assert p.returncode == 1 and "No such process" in p.stderr, p.stderr
     assert "Sanitizer" not in p.stderr
 
@@ -429,7 +420,7 @@ def run_python_snapshots(sid_root, version, reentries, tmp_path, count=3, unit_p
                 subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
                                 str(snap)], check=True, capture_output=True, timeout=30)
                 p = subprocess.run(list(unit_prefix) + [
-                    unit_binary("plain"), "unwind", str(proc.pid), str(snap), "50"],
+                    unit_binary(UNIT, "plain"), "unwind", str(proc.pid), str(snap), "50"],
                     capture_output=True, text=True, timeout=120)
                 assert_clean(p, f"unwinding python{version}")
                 results.append(parse(p.stdout))

@@ -14,10 +14,9 @@ import subprocess
 import pytest
 
 from lib.paths import REPO
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from lib.units import SAN_ENV, assert_clean, unit_binary
 
 GOLDEN = REPO / "tests" / "golden"
-PLAIN = REPO / "build" / "tests" / "test_top_view"
 ANSI = re.compile(rb"\x1b\[[0-9;]*[A-Za-z]")
 
 RENDERINGS = {
@@ -30,18 +29,10 @@ RENDERINGS = {
 }
 
 
-def _binary(build):
-    if build == "sanitizers":
-        return san_binary("tests/test_top_view")
-    p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_top_view"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, f"building test_top_view failed:\n{p.stderr[-3000:]}"
-    return str(PLAIN)
-
-
 def _run(build, args):
     env = SAN_ENV if build == "sanitizers" else None
-    p = subprocess.run([_binary(build)] + args, capture_output=True, timeout=60, env=env)
+    p = subprocess.run([unit_binary("test_top_view", build)] + args, capture_output=True,
+                       timeout=60, env=env)
     if env is not None:
         assert_clean(subprocess.CompletedProcess(p.args, p.returncode, p.stdout.decode(
             "latin-1"), p.stderr.decode("latin-1")), f"test_top_view {args}")

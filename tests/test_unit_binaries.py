@@ -12,7 +12,7 @@ import re
 import pytest
 
 from lib.paths import REPO
-from test_sanitizers import run_unit
+from lib.units import run_unit
 
 # NAME: (the line it prints once every check held, what it proves).
 UNITS = {

@@ -27,7 +27,7 @@ from lib.paths import PROFILER_GRACE, REPO
 from lib.interpreters import MODES
 from lib.harness import (BAD_OUTPUT, RATIO_CLOCK, Harness, Once, Run, Workload, fraction,
                          spent_fa_share)
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from lib.units import SAN_ENV, assert_clean, san_binary
 from test_writers_golden import _build_plain, _output
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))

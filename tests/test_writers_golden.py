@@ -14,10 +14,9 @@ import subprocess
 import pytest
 
 from lib.paths import REPO
-from test_sanitizers import SAN_ENV, assert_clean, san_binary
+from lib.units import SAN_ENV, assert_clean, san_binary, unit_binary
 
 GOLDEN = REPO / "tests" / "golden"
-PLAIN = REPO / "build" / "tests" / "test_writers"
 
 # format -> golden file; pprof is compared after gunzip, since gzip is not the format.
 FORMATS = {
@@ -31,10 +30,7 @@ FORMATS = {
 
 
 def _build_plain():
-    p = subprocess.run(["make", "-C", str(REPO), "build/tests/test_writers"],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, f"building test_writers failed:\n{p.stderr[-3000:]}"
-    return str(PLAIN)
+    return unit_binary("test_writers", "plain")
 
 
 def _output(binary, fmt, env=None, args=()):

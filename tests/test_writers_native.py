@@ -22,7 +22,7 @@ from collections import Counter
 import pytest
 
 from lib.paths import REPO
-from test_sanitizers import SAN_ENV, san_binary
+from lib.units import SAN_ENV, san_binary
 from test_writers_formats import (FIXED_PERIOD, check_chrome, check_pprof_header,
                                   check_speedscope, collapsed_counts)
 from test_writers_golden import FORMATS, _build_plain, _output

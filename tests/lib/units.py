@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The C unit tests (tests/unit/NAME.c) and the sanitizer build: each binary brought up
+to date through the Makefile before it runs (one left from an older checkout would
+test old code), and a run's output checked for sanitizer reports."""
+
+import os
+import subprocess
+
+from .paths import REPO
+
+SAN = REPO / "build" / "san"
+SAN_ENV = dict(os.environ,
+               ASAN_OPTIONS="abort_on_error=0:halt_on_error=1:detect_leaks=1",
+               UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
+SAN_REPORT = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+BUILDS = ["plain", "sanitizers"]
+
+
+def san_binary(name):
+    """build/san/NAME (`pybpfprof`, `tests/test_x`), built with ASan and UBSan."""
+    path = SAN / name
+    p = subprocess.run(["make", "-C", str(REPO), "OUT=build/san", "SAN=address,undefined",
+                        f"build/san/{name}"], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, f"sanitizer build of {name} failed:\n{p.stderr[-3000:]}"
+    return str(path)
+
+
+def unit_binary(name, build):
+    """tests/unit/NAME.c built plain or with the sanitizers (@build, one of BUILDS)."""
+    if build == "sanitizers":
+        return san_binary(f"tests/{name}")
+    p = subprocess.run(["make", "-C", str(REPO), f"build/tests/{name}"],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"building {name} failed:\n{p.stderr[-3000:]}"
+    return str(REPO / "build" / "tests" / name)
+
+
+def env_for(build):
+    """The environment a binary of @build runs in: the sanitizers' options, or ours."""
+    return SAN_ENV if build == "sanitizers" else None
+
+
+def assert_clean(p, what):
+    """Exit 0 and no sanitizer report, for a CompletedProcess with text output."""
+    report = [m for m in SAN_REPORT if m in p.stderr]
+    assert not report, f"{what}: sanitizer report:\n{p.stderr[-4000:]}"
+    assert p.returncode == 0, f"{what}: exit {p.returncode}\n{p.stdout[-2000:]}{p.stderr[-2000:]}"
+
+
+def run_unit(name, build, ok=None, args=(), timeout=120):
+    """Runs unit @name of @build with @args; it must end clean and, with @ok, print that
+    line once every check held. Returns the CompletedProcess."""
+    p = subprocess.run([unit_binary(name, build), *args], capture_output=True, text=True,
+                       timeout=timeout, env=env_for(build))
+    assert_clean(p, name)
+    if ok is not None:
+        assert ok in p.stdout, p.stdout[-2000:]
+    return p
