@@ -608,14 +608,11 @@ static enum decode_gap decode_full(struct decoder *d, const struct thread_sample
 	return gap;
 }
 
-static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+/* A stack before a decode fills it: no frames, no runs, no task, no native parts. Both
+ * ways in (a record, a live reading) start here, so a stack reused from the last sample
+ * keeps nothing of it. */
+static void clear_stack(struct stack *st)
 {
-	uint32_t nwalked = 0;
-
-	st->pid = t->pid;
-	st->tid = t->tid;
-	st->ts_ns = t->ts_ns;
-	st->flags = t->flags;
 	st->depth = 0;
 	st->nruns = 0;
 	st->task = st->task_fp = 0;
@@ -624,6 +621,17 @@ static void decode_thread(struct decoder *d, const struct thread_sample *t, stru
 	st->native = NULL;
 	st->native_stack = NULL;
 	st->native_fp = NULL;
+}
+
+static void decode_thread(struct decoder *d, const struct thread_sample *t, struct stack *st)
+{
+	uint32_t nwalked = 0;
+
+	st->pid = t->pid;
+	st->tid = t->tid;
+	st->ts_ns = t->ts_ns;
+	st->flags = t->flags;
+	clear_stack(st);
 	if (torn(t))
 		st->gap = GAP_TORN;
 	else if (t->from_anchor)
@@ -719,14 +727,7 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 	size_t payload_end;
 
 	d->nwalked = 0;
-	st->depth = 0;
-	st->nruns = 0;
-	st->task = st->task_fp = 0;
-	st->task_mem = NULL;
-	st->task_copy = NULL;
-	st->native = NULL;
-	st->native_stack = NULL;
-	st->native_fp = NULL;
+	clear_stack(st);
 	if (load_record(d, s, len, &payload_end)) {
 		st->gap = GAP_BAD_RECORD;
 		account(d, st, t0);
