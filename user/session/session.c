@@ -383,13 +383,15 @@ static int setup(struct session *s)
 	s->strs = strtab__new();
 	s->agg = aggregate__new();
 	s->threads = thread_table__new();
-	s->stack = malloc(sizeof(*s->stack));
+	s->sink.stack = malloc(sizeof(*s->sink.stack));
 	/* Process, thread, wait and two marker frames (a gap, a native walk's cut), the
 	 * task chain's, and the stack's with its native frames. */
-	s->frames = calloc(DECODE_MAX_DEPTH + 5 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX) +
-				   NATIVE_MAX_FRAMES, sizeof(*s->frames));
-	if (s->opts.async_tasks)
-		s->task_chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->task_chain));
+	s->sink.frames = calloc(DECODE_MAX_DEPTH + 5 + SESSION_TASK_CHAIN_MAX * (1 + PY_TASK_FRAMES_MAX) +
+				NATIVE_MAX_FRAMES, sizeof(*s->sink.frames));
+	if (s->opts.async_tasks) {
+		s->sink.chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->sink.chain));
+		s->tasks.chain = calloc(SESSION_TASK_CHAIN_MAX, sizeof(*s->tasks.chain));
+	}
 	s->codes = (struct code_budget){ .per_cache = CODE_CACHE_BYTES_DEFAULT,
 					 .total = CODE_CACHE_TOTAL_DEFAULT };
 	s->fcaches = (struct frame_cache_budget){ .per_cache = FRAME_CACHE_BYTES_DEFAULT,
@@ -400,8 +402,8 @@ static int setup(struct session *s)
 		.frames = &s->fcaches,
 		.scratch = malloc(sizeof(*s->shared.scratch)),
 	};
-	if (!s->strs || !s->agg || !s->threads || !s->stack || !s->frames || !s->shared.scratch ||
-	    (s->opts.async_tasks && !s->task_chain))
+	if (!s->strs || !s->agg || !s->threads || !s->sink.stack || !s->sink.frames ||
+	    !s->shared.scratch || (s->opts.async_tasks && (!s->sink.chain || !s->tasks.chain)))
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
 	s->children = s->opts.system_wide ?
@@ -414,9 +416,9 @@ static int setup(struct session *s)
 	    strtab__intern(s->strs, "[no Python frame]", 17) != 1 ||
 	    strtab__intern(s->strs, "[off-CPU]", 9) != 2)
 		return -ENOMEM;
-	s->incomplete_name = 0;
-	s->no_python_name = 1;
-	s->idle_name = 2;
+	s->sink.incomplete_name = 0;
+	s->sink.no_python_name = 1;
+	s->sink.idle_name = 2;
 	if (s->opts.native)
 		return session_native__new(s);
 	return 0;
@@ -684,9 +686,9 @@ static void compact_strings(struct session *s)
 		return;
 	}
 	/* The fixed names first: they keep ids 0, 1 and 2. */
-	strtab_remap__id(&map, &s->incomplete_name);
-	strtab_remap__id(&map, &s->no_python_name);
-	strtab_remap__id(&map, &s->idle_name);
+	strtab_remap__id(&map, &s->sink.incomplete_name);
+	strtab_remap__id(&map, &s->sink.no_python_name);
+	strtab_remap__id(&map, &s->sink.idle_name);
 	session_native__remap(s, &map);
 	for (size_t i = 0; i < s->ntargets; i++)
 		target__remap_strings(s->targets[i], &map);
@@ -711,9 +713,9 @@ int session__reset_profile(struct session *s)
 	thread_table__free(s->threads);
 	s->agg = agg;
 	s->threads = threads;
-	s->ntimeline = 0;
-	s->timeline_full = 0;
-	s->npending = 0;	/* their stacks went with the old aggregate */
+	s->sink.ntimeline = 0;
+	s->sink.timeline_full = 0;
+	s->sink.npending = 0;	/* their stacks went with the old aggregate */
 	/* The waits still open were charged up to the cut: the next profile begins
 	 * there, not after the last one was written out. */
 	now = clock__mono_ns();
@@ -744,7 +746,7 @@ double session__elapsed(const struct session *s)
 
 void session__status(const struct session *s, struct session_status *st)
 {
-	uint64_t drops = s->lost;
+	uint64_t drops = s->sink.lost;
 	size_t nthreads;
 
 	if (s->sampler) {
@@ -755,8 +757,8 @@ void session__status(const struct session *s, struct session_status *st)
 	}
 	*st = (struct session_status){
 		.elapsed_s = session__elapsed(s),
-		.samples = s->aggregated,
-		.incomplete = s->incomplete,
+		.samples = s->sink.aggregated,
+		.incomplete = s->sink.incomplete,
 		.drops = drops,
 		.processes = (uint32_t)s->ntargets,	/* at most PBP_TARGETS_MAX */
 		.processes_seen = s->processes_seen,
@@ -771,8 +773,8 @@ void session__profile(const struct session *s, struct profile *p)
 	*p = (struct profile){
 		.agg = s->agg,
 		.strs = s->strs,
-		.timeline = s->timeline,
-		.ntimeline = s->ntimeline,
+		.timeline = s->sink.timeline,
+		.ntimeline = s->sink.ntimeline,
 		.target = s->name,
 		.start_unix_ns = s->start_unix_ns,
 		.duration_ns = (s->stopped ? s->start_ns + (uint64_t)(s->elapsed_s * 1e9)
@@ -797,19 +799,19 @@ void session__stats(const struct session *s, struct run_stats *st)
 	}
 	st->rate_hz = s->opts.rate_hz;
 	st->duration_s = s->elapsed_s;
-	st->samples_delivered = s->delivered;
-	st->ticks_delivered = s->ticks_delivered;
-	st->samples_filtered = s->filtered;
+	st->samples_delivered = s->sink.delivered;
+	st->ticks_delivered = s->sink.ticks_delivered;
+	st->samples_filtered = s->sink.filtered;
 	st->filtered_by = s->opts.gil ? "--gil" : "--mode";
-	st->samples_counted = s->cpu_periods;
+	st->samples_counted = s->sink.cpu_periods;
 	/* The profile's stacks, not the decoder's work: it also reads threads that end
 	 * up in no sample (open waits at the end) and stacks that are left out. */
-	st->samples = s->aggregated;
-	st->samples_decoded = s->aggregated - s->incomplete;
-	st->samples_incomplete = s->incomplete;
-	memcpy(st->samples_gaps, s->gaps, sizeof(st->samples_gaps));
-	st->samples_off_cpu = s->aggregated_off_cpu;
-	st->idle_ns = s->idle_ns;
+	st->samples = s->sink.aggregated;
+	st->samples_decoded = s->sink.aggregated - s->sink.incomplete;
+	st->samples_incomplete = s->sink.incomplete;
+	memcpy(st->samples_gaps, s->sink.gaps, sizeof(st->samples_gaps));
+	st->samples_off_cpu = s->sink.aggregated_off_cpu;
+	st->idle_ns = s->sink.idle_ns;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
 	st->processes = s->processes_seen;
 	st->processes_skipped = s->processes_skipped;
@@ -822,15 +824,15 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->string_bytes = s->strs ? strtab__bytes(s->strs) : 0;
 	st->string_rebuilds = s->strs_rebuilds;
 	st->profile_mode = session__mode_name(s->opts.mode);
-	st->on_cpu_ns = s->on_cpu_ns;
-	memcpy(st->off_cpu_ns, s->off_cpu_ns, sizeof(st->off_cpu_ns));
-	st->off_cpu_records = s->off_cpu_records;
+	st->on_cpu_ns = s->sink.on_cpu_ns;
+	memcpy(st->off_cpu_ns, s->sink.off_cpu_ns, sizeof(st->off_cpu_ns));
+	st->off_cpu_records = s->sink.off_cpu_records;
 	st->off_cpu_open_waits = s->open_waits;
 	st->off_cpu_open_waits_lost = s->open_waits_lost;
 	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
-	st->async_task_samples = s->tasks_placed;
-	st->async_unplaced = s->tasks_unplaced;
-	st->async_suspended_ns = s->tasks_suspended_ns;
+	st->async_task_samples = s->tasks.placed;
+	st->async_unplaced = s->tasks.unplaced;
+	st->async_suspended_ns = s->tasks.suspended_ns;
 	session_native__stats(s, st);
 	if (s->live_mode) {
 		st->mode = "live";
@@ -843,7 +845,7 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->clock = st->tick_hz ? "tick" : s->opts.clock == SAMPLER_CLOCK_THREAD ? "thread" :
 		    "timer";
 	st->samples_expected = (uint64_t)(cpu_ns / 1e9 * s->opts.rate_hz + 0.5);
-	st->bpf_bytes_copied = s->bytes_copied;
+	st->bpf_bytes_copied = s->sink.bytes_copied;
 	sampler__counters(s->sampler, st->bpf);
 	sampler__prog_stats(s->sampler, &st->bpf_run_ns, &st->bpf_run_cnt);
 	sampler__switch_stats(s->sampler, &st->switch_run_ns, &st->switch_run_cnt);
@@ -916,13 +918,14 @@ void session__free(struct session *s)
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
 	thread_table__free(s->threads);
-	free(s->timeline);
-	free(s->pending);
+	free(s->sink.timeline);
+	free(s->sink.pending);
 	free(s->shared.scratch);
 	strtab__free(s->strs);
-	free(s->stack);
-	free(s->frames);
-	free(s->task_chain);
+	free(s->sink.stack);
+	free(s->sink.frames);
+	free(s->sink.chain);
+	free(s->tasks.chain);
 	session_native__free(s);
 	free(s);
 }

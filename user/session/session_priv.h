@@ -30,49 +30,22 @@
 #include "session/target.h"
 #include "profile/thread_table.h"
 
-struct session {
-	struct session_opts opts;
-	struct strtab *strs;
-	size_t strs_kept;	/* its size after the last rebuild */
-	struct code_budget codes;	/* every target's caches count against these */
-	struct frame_cache_budget fcaches;
-	struct target_shared shared;
-	int timeline_full;
-	uint64_t strs_rebuilds;
-	struct aggregate *agg;
-	struct thread_table *threads;
+/* session_sink.c's: where stacks go on their way to the aggregate and the timeline,
+ * and what it counted of them. Only the sink writes it; session.c reads the counts. */
+struct session_sink {
+	struct stack *stack;
+	struct agg_frame *frames;	/* one stack's, root first */
+	struct task_link *chain;	/* one sample's task chain, SESSION_TASK_CHAIN_MAX */
 	struct profile_sample *timeline;
 	size_t ntimeline, timeline_cap;
-	struct target **targets;	/* by pid */
-	size_t ntargets;
-	struct pbp_event *events;	/* taken in during a poll, handled after it */
-	size_t nevents, events_cap;
-	uint64_t swept_ns;
-	uint64_t processes_seen, processes_skipped;
-	struct descendants *children;	/* --subprocesses */
-	struct sampler *sampler;
-	int live_mode;
-	struct spawn spawn;
-	int spawned;
-	struct stack *stack;
-	struct agg_frame *frames;
+	int timeline_full;
 	uint32_t incomplete_name, no_python_name, idle_name;
 	struct offcpu_classifier offcpu;
 	uint64_t on_cpu_ns;			/* wall and off-CPU modes: what was kept */
 	uint64_t off_cpu_ns[OFFCPU_MAX];
 	uint64_t off_cpu_records;
-	uint64_t open_waits;		/* waits still open at a profile's end, charged */
-	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
-	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
 	uint64_t cpu_carry_ns;		/* cpu mode on the tick: CPU time short of a period */
 	uint64_t cpu_periods;		/* ... and the periods counted */
-	/* --async: samples in a task made the task's stack, and those that could not
-	 * be (the task had ended, or its coroutine was not in the stack) */
-	uint64_t tasks_placed, tasks_unplaced;
-	uint64_t tasks_swept_ns;	/* the last sweep of suspended tasks */
-	uint64_t tasks_suspended_ns;	/* the time charged to them */
-	struct task_link *task_chain;	/* SESSION_TASK_CHAIN_MAX of them */
-	struct session_native *native;	/* --native */
 	/* Preemptions whose stack is in the aggregate and whose length is owed by a
 	 * pbp_off_end: few at once, one per thread at most. */
 	struct pending_wait {
@@ -89,6 +62,45 @@ struct session {
 	uint64_t gaps[GAP_MAX], aggregated_off_cpu, idle_ns;
 	uint64_t ticks_delivered;	/* records of on-CPU ticks, against the expected */
 	uint64_t lost;		/* records of a process we no longer follow */
+};
+
+/* session_tasks.c's: --async. */
+struct session_tasks {
+	/* samples in a task made the task's stack, and those that could not be (the
+	 * task had ended, or its coroutine was not in the stack) */
+	uint64_t placed, unplaced;
+	uint64_t swept_ns;	/* the last sweep of suspended tasks */
+	uint64_t suspended_ns;	/* the time charged to them */
+	struct task_link *chain;	/* a sweep's chain, SESSION_TASK_CHAIN_MAX */
+};
+
+struct session {
+	struct session_opts opts;
+	struct strtab *strs;
+	size_t strs_kept;	/* its size after the last rebuild */
+	struct code_budget codes;	/* every target's caches count against these */
+	struct frame_cache_budget fcaches;
+	struct target_shared shared;
+	uint64_t strs_rebuilds;
+	struct aggregate *agg;
+	struct thread_table *threads;
+	struct target **targets;	/* by pid */
+	size_t ntargets;
+	struct pbp_event *events;	/* taken in during a poll, handled after it */
+	size_t nevents, events_cap;
+	uint64_t swept_ns;
+	uint64_t processes_seen, processes_skipped;
+	struct descendants *children;	/* --subprocesses */
+	struct sampler *sampler;
+	int live_mode;
+	struct spawn spawn;
+	int spawned;
+	uint64_t open_waits;		/* waits still open at a profile's end, charged */
+	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
+	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
+	struct session_sink sink;
+	struct session_tasks tasks;
+	struct session_native *native;	/* --native */
 	int fatal;		/* a negative errno that ends the run */
 	uint64_t start_ns, expired_ns, gone_cpu_ns;
 	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */

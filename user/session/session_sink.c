@@ -46,19 +46,19 @@ static int intern_fmt(struct session *s, uint32_t *id, const char *fmt, ...)
 
 static int add_to_timeline(struct session *s, uint64_t ts_ns, uint32_t index, uint64_t weight_ns)
 {
-	if (s->ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->timeline)) {
-		if (!s->timeline_full)
+	if (s->sink.ntimeline == TIMELINE_MAX_BYTES / sizeof(*s->sink.timeline)) {
+		if (!s->sink.timeline_full)
 			pr_warn("the timeline holds its first %zu samples (%u MiB): later ones "
-				"count in the profile but are not placed in time\n", s->ntimeline,
+				"count in the profile but are not placed in time\n", s->sink.ntimeline,
 				TIMELINE_MAX_BYTES >> 20);
-		s->timeline_full = 1;
+		s->sink.timeline_full = 1;
 		return 0;
 	}
-	if (vec__reserve((void **)&s->timeline, &s->timeline_cap, s->ntimeline + 1,
-			 sizeof(*s->timeline), 4096))
+	if (vec__reserve((void **)&s->sink.timeline, &s->sink.timeline_cap, s->sink.ntimeline + 1,
+			 sizeof(*s->sink.timeline), 4096))
 		return -ENOMEM;
 	/* A record decoded late may predate the start by a tick: clamp, keep order. */
-	s->timeline[s->ntimeline++] = (struct profile_sample){
+	s->sink.timeline[s->sink.ntimeline++] = (struct profile_sample){
 		.t_ns = ts_ns > s->profile_ns ? ts_ns - s->profile_ns : 0,
 		.weight_ns = weight_ns,
 		.stack = index,
@@ -147,7 +147,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	int err, idle = 0;
 
 	if (left_out(s, st, !!wait)) {
-		s->filtered++;
+		s->sink.filtered++;
 		return 0;
 	}
 	/* Before the task chain, which may decode more: the frames' addresses are those
@@ -159,58 +159,58 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 		goto fail;
 	/* Live sampling cannot tell why a thread is off a CPU, only that it is. */
 	if (!wait && s->opts.mode != SESSION_CPU && !(st->flags & PBP_TS_ON_CPU)) {
-		wait = s->idle_name;
+		wait = s->sink.idle_name;
 		idle = 1;
 	}
 	if (s->opts.subprocesses || s->opts.system_wide)
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
+		s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
-		err = thread_frame(s, st->tid, slot, &s->frames[n++]);
+		err = thread_frame(s, st->tid, slot, &s->sink.frames[n++]);
 		if (err)
 			goto fail;
 	}
-	if (s->opts.async_tasks && !session_tasks__chain(t, st, s->task_chain, &nlinks, &depth)) {
+	if (s->opts.async_tasks && !session_tasks__chain(t, st, s->sink.chain, &nlinks, &depth)) {
 		/* The tasks awaiting it, root first, in place of the event loop's frames. */
 		for (uint32_t k = nlinks; k-- > 0;) {
-			const struct task_link *l = &s->task_chain[k];
+			const struct task_link *l = &s->sink.chain[k];
 
-			s->frames[n++] = (struct agg_frame){ .kind = AGG_TASK, .name = l->name };
+			s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_TASK, .name = l->name };
 			for (uint32_t i = 0; i < l->nframes; i++)
-				s->frames[n++] = session_frame__python(&s->opts, &l->frames[i]);
+				s->sink.frames[n++] = session_frame__python(&s->opts, &l->frames[i]);
 		}
 	} else if (st->gap != GAP_NONE) {
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
-						     .name = s->incomplete_name };
+		s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = s->sink.incomplete_name };
 	} else if (!st->depth) {	/* only entry frames: the interpreter runs no Python code */
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
-						     .name = s->no_python_name };
+		s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_MARKER,
+						     .name = s->sink.no_python_name };
 	}
-	err = session_native__frames(t, st, depth, s->frames, &n);
+	err = session_native__frames(t, st, depth, s->sink.frames, &n);
 	if (err == -ENOMEM)
 		goto fail;
 	for (uint32_t i = depth; err && i-- > 0;)
-		s->frames[n++] = session_frame__python(&s->opts, &st->frames[i]);
+		s->sink.frames[n++] = session_frame__python(&s->opts, &st->frames[i]);
 	if (wait)
-		s->frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
-	err = aggregate__add(s->agg, st->pid, st->tid, s->frames, n, weight, &index);
+		s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = wait };
+	err = aggregate__add(s->agg, st->pid, st->tid, s->sink.frames, n, weight, &index);
 	if (!err && s->opts.timeline) {
-		tl = s->ntimeline;
+		tl = s->sink.ntimeline;
 		err = add_to_timeline(s, timeline_start(s, st, weight, wait), index,
 				      weight_ns(s, weight));
 	}
 	if (err)
 		goto fail;
-	s->aggregated++;
-	s->incomplete += st->gap != GAP_NONE;
-	s->gaps[st->gap < GAP_MAX ? st->gap : GAP_NONE]++;
-	s->aggregated_off_cpu += !!wait;
+	s->sink.aggregated++;
+	s->sink.incomplete += st->gap != GAP_NONE;
+	s->sink.gaps[st->gap < GAP_MAX ? st->gap : GAP_NONE]++;
+	s->sink.aggregated_off_cpu += !!wait;
 	if (idle)
-		s->idle_ns += weight;
+		s->sink.idle_ns += weight;
 	if (!wait && s->opts.mode != SESSION_CPU)
-		s->on_cpu_ns += weight;
+		s->sink.on_cpu_ns += weight;
 	/* Where an exiting thread's last CPU time goes (session_sink__add_cpu_rest). */
 	if (!wait)
-		thread_table__set_tick(s->threads, slot, index, s->ntimeline > tl ? tl : SIZE_MAX);
+		thread_table__set_tick(s->threads, slot, index, s->sink.ntimeline > tl ? tl : SIZE_MAX);
 	if (index_out)
 		*index_out = index;
 	return 0;
@@ -238,19 +238,19 @@ static uint64_t cpu_weight(struct session *s, uint64_t ns)
 
 	if (s->opts.mode != SESSION_CPU)
 		return ns;
-	s->cpu_carry_ns += ns;
-	n = s->cpu_carry_ns / period;
-	s->cpu_carry_ns -= n * period;
-	s->cpu_periods += n;
+	s->sink.cpu_carry_ns += ns;
+	n = s->sink.cpu_carry_ns / period;
+	s->sink.cpu_carry_ns -= n * period;
+	s->sink.cpu_periods += n;
 	return n;
 }
 
 /* The preemption of thread @tid still owed a length, or NULL. */
 static struct pending_wait *pending_of(struct session *s, uint32_t tid)
 {
-	for (size_t i = 0; i < s->npending; i++)
-		if (s->pending[i].tid == tid)
-			return &s->pending[i];
+	for (size_t i = 0; i < s->sink.npending; i++)
+		if (s->sink.pending[i].tid == tid)
+			return &s->sink.pending[i];
 	return NULL;
 }
 
@@ -263,10 +263,10 @@ static int expect_length(struct session *s, uint32_t tid, uint32_t index, enum o
 	/* An end lost with a full ring buffer leaves the entry behind; the thread's
 	 * next preemption takes its place. */
 	if (!p) {
-		if (vec__reserve((void **)&s->pending, &s->pending_cap, s->npending + 1,
-				 sizeof(*s->pending), 16))
+		if (vec__reserve((void **)&s->sink.pending, &s->sink.pending_cap, s->sink.npending + 1,
+				 sizeof(*s->sink.pending), 16))
 			return -ENOMEM;
-		p = &s->pending[s->npending++];
+		p = &s->sink.pending[s->sink.npending++];
 	}
 	*p = (struct pending_wait){ .tid = tid, .index = index, .k = k, .timeline = timeline };
 	return 0;
@@ -280,19 +280,19 @@ int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 	enum offcpu_class k = offcpu_class__of(hdr);
 	char name[64];
 	uint32_t id, index = UINT32_MAX;	/* stays so when the stack is left out */
-	size_t tl = s->ntimeline;
+	size_t tl = s->sink.ntimeline;
 	int err;
 
-	offcpu_class__name(&s->offcpu, hdr, name, sizeof(name));
+	offcpu_class__name(&s->sink.offcpu, hdr, name, sizeof(name));
 	err = intern_fmt(s, &id, "%s", name);
 	if (err)
 		goto fail;
-	s->off_cpu_records++;
-	s->off_cpu_ns[k] += hdr->off_ns;
+	s->sink.off_cpu_records++;
+	s->sink.off_cpu_ns[k] += hdr->off_ns;
 	err = add_stack(t, st, hdr->off_ns, id, &index);
 	if (err || !(hdr->flags & PBP_SF_OFF_PENDING) || index == UINT32_MAX)
 		return err;
-	err = expect_length(s, st->tid, index, k, s->ntimeline > tl ? tl : SIZE_MAX);
+	err = expect_length(s, st->tid, index, k, s->sink.ntimeline > tl ? tl : SIZE_MAX);
 	if (!err)
 		return 0;
 fail:
@@ -308,10 +308,10 @@ static void add_length(struct session *s, const struct pbp_off_end *end)
 	if (!p)
 		return;
 	aggregate__add_to(s->agg, p->index, end->off_ns);
-	if (p->timeline < s->ntimeline)
-		s->timeline[p->timeline].weight_ns = end->off_ns;
-	s->off_cpu_ns[p->k] += end->off_ns;
-	*p = s->pending[--s->npending];
+	if (p->timeline < s->sink.ntimeline)
+		s->sink.timeline[p->timeline].weight_ns = end->off_ns;
+	s->sink.off_cpu_ns[p->k] += end->off_ns;
+	*p = s->sink.pending[--s->sink.npending];
 }
 
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns)
@@ -324,10 +324,10 @@ int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, ui
 		return -ENOENT;
 	w = cpu_weight(s, ns);
 	aggregate__add_to(s->agg, index, w);
-	if (tl < s->ntimeline)
-		s->timeline[tl].weight_ns += weight_ns(s, w);
+	if (tl < s->sink.ntimeline)
+		s->sink.timeline[tl].weight_ns += weight_ns(s, w);
 	if (s->opts.mode != SESSION_CPU)
-		s->on_cpu_ns += ns;
+		s->sink.on_cpu_ns += ns;
 	return 0;
 }
 
@@ -350,25 +350,25 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 			s->cpu_rest_lost_ns += r->cpu_ns;
 		return 0;
 	}
-	s->delivered++;
-	s->ticks_delivered += len >= sizeof(*hdr) && !(hdr->flags & PBP_SF_OFF_CPU);
-	s->bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
+	s->sink.delivered++;
+	s->sink.ticks_delivered += len >= sizeof(*hdr) && !(hdr->flags & PBP_SF_OFF_CPU);
+	s->sink.bytes_copied += len > sizeof(*hdr) ? len - sizeof(*hdr) : 0;
 	t = len >= sizeof(*hdr) ? session_targets__of(s, hdr->pid) : NULL;
 	if (!t) {
-		s->lost++;
+		s->sink.lost++;
 		return 0;
 	}
-	if (decoder__decode(t->dec, rec, len, s->stack))
+	if (decoder__decode(t->dec, rec, len, s->sink.stack))
 		return 0;
 	if (hdr->flags & PBP_SF_OFF_CPU)
-		return session_sink__add_wait(t, hdr, s->stack);
+		return session_sink__add_wait(t, hdr, s->sink.stack);
 	if (!(hdr->flags & PBP_SF_CPU_TIMED))
-		return add_stack(t, s->stack, tick_weight(s), 0, NULL);
+		return add_stack(t, s->sink.stack, tick_weight(s), 0, NULL);
 	weight = cpu_weight(s, hdr->off_ns);
 	/* Cpu mode, less than a period so far: it counts with the next sample. */
 	if (!weight && s->opts.mode == SESSION_CPU)
 		return 0;
-	return add_stack(t, s->stack, weight, 0, NULL);
+	return add_stack(t, s->sink.stack, weight, 0, NULL);
 }
 
 /* Live sampler callback. */
@@ -376,7 +376,7 @@ int session_sink__on_live_stack(void *arg, struct stack *st)
 {
 	struct target *t = arg;
 
-	t->session->delivered++;
+	t->session->sink.delivered++;
 	return add_stack(t, st, tick_weight(t->session), 0, NULL);
 }
 
@@ -397,19 +397,19 @@ int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct tas
 	if (err)
 		goto fail;
 	if (s->opts.subprocesses || s->opts.system_wide)
-		s->frames[depth++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
+		s->sink.frames[depth++] = (struct agg_frame){ .kind = AGG_PROCESS, .name = t->root_name };
 	if (s->opts.threads) {
-		err = thread_frame(s, tid, slot, &s->frames[depth++]);
+		err = thread_frame(s, tid, slot, &s->sink.frames[depth++]);
 		if (err)
 			goto fail;
 	}
 	for (uint32_t k = n; k-- > 0;) {
-		s->frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
+		s->sink.frames[depth++] = (struct agg_frame){ .kind = AGG_TASK, .name = chain[k].name };
 		for (uint32_t i = 0; i < chain[k].nframes; i++)
-			s->frames[depth++] = session_frame__python(&s->opts, &chain[k].frames[i]);
+			s->sink.frames[depth++] = session_frame__python(&s->opts, &chain[k].frames[i]);
 	}
-	s->frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
-	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->frames, depth, ns, &index);
+	s->sink.frames[depth++] = (struct agg_frame){ .kind = AGG_WAIT, .name = (uint32_t)leaf };
+	err = aggregate__add(s->agg, (uint32_t)t->interp.pid, tid, s->sink.frames, depth, ns, &index);
 	if (!err)
 		return 0;
 fail:

@@ -514,7 +514,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		copied = 0;
 		err = module_root(t, &live.base, st, &task, &root, &copied);
 		if (err == -ESRCH)
-			s->tasks_unplaced++;
+			s->tasks.unplaced++;
 		if (err)
 			return -ENOENT;
 		fp = st->frames[root].code_fp;
@@ -525,7 +525,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			return -ENOENT;
 		root = task_root(st, fp);
 		if (root < 0) {
-			s->tasks_unplaced++;
+			s->tasks.unplaced++;
 			return -ENOENT;
 		}
 	}
@@ -545,7 +545,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			err = -ESTALE;
 		if (err) {
 			if (!*n || err == -ESTALE) {
-				s->tasks_unplaced++;
+				s->tasks.unplaced++;
 				return err;
 			}
 			break;
@@ -553,7 +553,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		(*n)++;
 		if (*n == 1 && copied && !pt.nawaited_by && t->asyncio.route == PY_ASYNCIO_MODULE &&
 		    callbacks_ran(t, first, &live.base, task)) {
-			s->tasks_unplaced++;
+			s->tasks.unplaced++;
 			return -ESTALE;
 		}
 		while (!pt.nawaited_by && low >= 0 && *n < SESSION_TASK_CHAIN_MAX &&
@@ -569,7 +569,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 			 * the chain would stop short. */
 			if (low >= 0 && t->asyncio.route == PY_ASYNCIO_MODULE &&
 			    coroutine_below(t, st, (uint32_t)low)) {
-				s->tasks_unplaced++;
+				s->tasks.unplaced++;
 				return -ESTALE;
 			}
 			break;
@@ -578,7 +578,7 @@ int session_tasks__chain(struct target *t, const struct stack *st, struct task_l
 		task = pt.awaited_by[0];
 	}
 	*keep = (uint32_t)root + 1;
-	s->tasks_placed++;
+	s->tasks.placed++;
 	return 0;
 }
 
@@ -641,7 +641,7 @@ static int sweep_task(uint64_t task, void *arg)
 	if (py_asyncio__is_running(w->run, w->nrun, task))
 		return 0;
 	while (n < SESSION_TASK_CHAIN_MAX) {
-		err = read_link(w->t, &w->mem.base, next, 0, 0, &pt, &s->task_chain[n]);
+		err = read_link(w->t, &w->mem.base, next, 0, 0, &pt, &s->tasks.chain[n]);
 		/* A task that has ended waits for nothing; one that cannot be read is
 		 * left for the next sweep; one of a loop no sample showed running has no
 		 * thread to wait in. */
@@ -657,8 +657,8 @@ static int sweep_task(uint64_t task, void *arg)
 		return 0;
 	if (!w->tid_mapped)
 		map_tid(w);
-	s->tasks_suspended_ns += w->ns;
-	return w->on_wait(w->t, w->tid, s->task_chain, n, w->ns);
+	s->tasks.suspended_ns += w->ns;
+	return w->on_wait(w->t, w->tid, s->tasks.chain, n, w->ns);
 }
 
 static int sweep_module_task(uint64_t task, uint64_t ref, void *arg)
@@ -689,15 +689,15 @@ void session_tasks__sweep(struct session *s, int now_anyway, session_task_wait_f
 
 	if (!s->opts.async_tasks || s->opts.mode == SESSION_CPU)
 		return;
-	if (!s->tasks_swept_ns)
-		s->tasks_swept_ns = s->profile_ns;
-	if (now < s->tasks_swept_ns) {
-		s->tasks_swept_ns = now;
+	if (!s->tasks.swept_ns)
+		s->tasks.swept_ns = s->profile_ns;
+	if (now < s->tasks.swept_ns) {
+		s->tasks.swept_ns = now;
 		return;
 	}
-	if (now - s->tasks_swept_ns < SESSION_TASK_SWEEP_NS && !now_anyway)
+	if (now - s->tasks.swept_ns < SESSION_TASK_SWEEP_NS && !now_anyway)
 		return;
-	s->tasks_swept_ns = now;
+	s->tasks.swept_ns = now;
 	for (size_t i = 0; i < s->ntargets; i++) {
 		struct target *t = s->targets[i];
 
