@@ -554,7 +554,7 @@ def test_dump_core_of_deleted_binary_exits_9_and_exe_recovers(harness, py311, tm
 
 
 def test_dump_core_of_unsupported_version_exits_5(harness, tmp_path):
-    from conftest import FIXTURES
+    from lib.paths import FIXTURES
     exe = tmp_path / "python3.10"
     cc = subprocess.run(["gcc", "-O0", "-rdynamic", "-o", str(exe),
                          str(FIXTURES / "fake_python.c")], capture_output=True, text=True)

@@ -27,7 +27,7 @@ RATE = 199
 
 @pytest.fixture(scope="module", params=["3.11", "3.15"], ids=lambda v: f"py{v}")
 def interp(request, sid_root, workloads_installed):
-    from conftest import make_interp
+    from lib.interpreters import make_interp
     return make_interp(request.param, sid_root)
 
 

@@ -222,7 +222,7 @@ def test_late_short_lived_processes_appear_and_leave_nothing(three, tmp_path, pr
         h.close()
     stderr = err.read_text(errors="replace")
     assert rc == 0, f"profiler failed ({rc}):\n{stderr[-3000:]}"
-    from conftest import parse_collapsed
+    from lib.collapsed import parse_collapsed
     prof = parse_collapsed(out.read_text())
     funcs = {w.truth["func"] for w in ws}
     for w in ws:
@@ -430,7 +430,7 @@ def test_usage_errors(tmp_path, profiler_bin, args, msg):
 
 
 def test_unprivileged_all_is_refused(tmp_path, profiler_bin):
-    from conftest import UNPRIV_USER
+    from lib.paths import UNPRIV_USER
     h = Harness(tmp_path, profiler_bin)
     try:
         run = h.run_profiler(["-a", "-d", "1", "-o", "/dev/null"], timeout=20,
