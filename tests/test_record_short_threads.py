@@ -14,7 +14,8 @@ on an idle machine and beside two busy loops:
 
 The default clocks (per CPU, while the target's cgroup runs) meet both; --clock thread
 (a clock per thread, which starts each new thread at the beginning of a period) is the
-control that shows the test can fail: at 100 Hz it must miss most of the handlers.
+control that shows the test can fail: at 100 Hz it must leave the handlers short of
+their CPU share by more than the bound the default clocks meet.
 """
 
 import math
@@ -123,14 +124,17 @@ def test_short_threads_are_sampled_as_their_cpu_says(servers, version, rate, loa
 
 
 def test_a_clock_per_thread_misses_short_threads(servers):
-    """The control: clocks that start every thread afresh leave most of the handlers'
-    CPU unsampled at 100 Hz, so the test above can tell."""
+    """The control: clocks that start every thread afresh leave the handlers short of
+    their CPU share at 100 Hz by more than the test above allows, so it can tell. (They
+    miss 41-50 % of the handlers' CPU here: "most" held on some runs only.)"""
     run, prof, stats, before, after, script, _ = profile(servers, "3.11", 100, "idle",
                                                          clock=["--clock", "thread"])
     assert stats["clock"] == "thread", stats
-    handlers = next(sh for sh in shares(prof, before, after, script) if sh[0] == "handlers")
-    assert handlers[1] < handlers[2] / 2, \
-        f"handlers: {handlers[1]:.3f} of samples, {handlers[2]:.3f} of the CPU\n" \
+    _, got, want, bound = next(sh for sh in shares(prof, before, after, script)
+                               if sh[0] == "handlers")
+    assert want - got > bound, \
+        f"handlers: {got:.3f} of samples, {want:.3f} of the CPU, short by " \
+        f"{want - got:.3f}, no more than the {bound:.3f} the default clocks must meet\n" \
         f"{run.describe()}"
 
 
