@@ -773,9 +773,6 @@ int decoder__decode(struct decoder *d, const void *rec, size_t len, struct stack
 		st->flags = t.flags;
 		st->gap = s->flags & PBP_SF_NO_PYTHON ? GAP_NONE :
 			  s->flags & PBP_SF_STACK_MOVING ? GAP_MOVING : GAP_NOT_COPIED;
-		st->task = st->task_fp = 0;
-		st->task_mem = NULL;
-		st->task_copy = NULL;
 		st->native = native;
 		st->native_stack = native_stack;
 		st->native_fp = native_fp;
