@@ -14,6 +14,7 @@ enum pbp_exit {
 	EXIT_KERNEL = 7,	/* the kernel lacks BTF, BPF or perf events */
 	EXIT_BAD_CORE = 8,	/* the core file cannot be read, is truncated or is no core */
 	EXIT_NO_BINARY = 9,	/* the binary a core names is not on this host (or differs) */
+	EXIT_BAD_PROFILE = 10,	/* a profile file cannot be read, or is none, or is corrupt */
 	EXIT_CMD_NOEXEC = 126,	/* command after -- is not executable */
 	EXIT_CMD_NOTFOUND = 127,	/* command after -- does not exist */
 };

@@ -97,6 +97,11 @@ const char *strtab__second(const struct strtab *t, uint32_t id)
 	return nul ? nul + 1 : NULL;
 }
 
+size_t strtab__len(const struct strtab *t, uint32_t id)
+{
+	return id < t->n ? t->strs[id].len : 1;
+}
+
 size_t strtab__count(const struct strtab *t)
 {
 	return t->n;

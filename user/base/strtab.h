@@ -25,6 +25,8 @@ const char *strtab__get(const struct strtab *t, uint32_t id);
  * that a pair is one id: strtab__get() reads the first, this the second; NULL when
  * @id holds no NUL. */
 const char *strtab__second(const struct strtab *t, uint32_t id);
+/* The length of string @id, pairs whole (both parts and the NUL between them). */
+size_t strtab__len(const struct strtab *t, uint32_t id);
 size_t strtab__count(const struct strtab *t);
 /* What the table holds in memory: strings, index and hash slots. */
 size_t strtab__bytes(const struct strtab *t);

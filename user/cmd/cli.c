@@ -11,6 +11,7 @@
 #include "base/exitcodes.h"
 #include "base/log.h"
 #include "pbp_abi.h"
+#include "output/profile_file.h"
 #include "sample/perf_clock.h"
 
 int cli__usage_error(const char *cmd, const char *fmt, const char *arg)
@@ -195,4 +196,15 @@ int cli__parse_min_block(const char *cmd, const char *arg, uint32_t *us)
 					"microseconds", arg);
 	*us = (uint32_t)v;
 	return 0;
+}
+
+int cli__load_profile(const char *cmd, const char *path, struct profile_file *pf)
+{
+	char why[160];
+
+	if (!profile_file__load(path, pf, why, sizeof(why)))
+		return 0;
+	fprintf(stderr, "pybpfprof: %s: %s (see 'pybpfprof %s --help')\n",
+		path[0] == '-' && !path[1] ? "standard input" : path, why, cmd);
+	return EXIT_BAD_PROFILE;
 }

@@ -158,6 +158,34 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"  [runnable: waiting for a CPU]  preempted: ready, but the CPUs were busy\n" \
 	"  [off-CPU: other]             any other system call\n"
 
+/* -f FORMAT: the writers of record and convert. */
+#define CLI_FORMATS_HELP \
+	"  -f, --format FORMAT    collapsed (.txt, .folded, .collapsed; the default):\n" \
+	"                         one line per distinct stack, 'frame;frame;...;frame\n" \
+	"                         COUNT', root first, each Python frame 'QUALNAME\n" \
+	"                         (FILENAME:LINE)'; for flamegraph.pl, inferno or\n" \
+	"                         speedscope\n" \
+	"                         svg (.svg): an interactive flame graph in one file that\n" \
+	"                         works offline in any browser: hover, click to zoom,\n" \
+	"                         Ctrl-F to search; colours tell your code, the standard\n" \
+	"                         library and third-party packages apart\n" \
+	"                         html (.html, .htm): the same flame graph in a web\n" \
+	"                         page of its own, as interactive and as offline\n" \
+	"                         speedscope (.speedscope.json): speedscope's own format,\n" \
+	"                         one profile per thread, samples in time order\n" \
+	"                         pprof (.pb.gz): gzip-compressed profile.proto for go\n" \
+	"                         tool pprof, Pyroscope, Parca, Grafana; samples and CPU\n" \
+	"                         time, with thread id, thread name and pid labels\n" \
+	"                         chrome (.trace.json): Chrome trace events, a track per\n" \
+	"                         thread (Perfetto UI, chrome://tracing, speedscope)\n" \
+	"                         pbp (.pbp): everything the profile holds, stacks with\n" \
+	"                         their lines, each sample's time, threads, waits,\n" \
+	"                         tasks, native objects: 'pybpfprof convert' makes any\n" \
+	"                         format above from it, 'pybpfprof report' a table\n" \
+	"                         (docs/profile-format.md)\n" \
+	"                         Stacks whose walk did not reach the thread's first\n" \
+	"                         frame start with '[incomplete]'\n"
+
 /* -a and what narrows it: the same options for record and top. */
 enum { CLI_OPT_PID_FILTER = 512, CLI_OPT_CONTAINER, CLI_OPT_EXCLUDE, CLI_OPT_MAX_PROCESSES };
 #define CLI_SELECT_LONGOPTS \
@@ -178,11 +206,17 @@ int cli__select_option(const char *cmd, int opt, struct cli_select *sel);
 /* The narrowing options mean nothing without -a: 0, or EXIT_USAGE after a message. */
 int cli__select_check(const char *cmd, const struct cli_select *sel);
 
+struct profile_file;
+/* Reads the profile file @path for @cmd: 0, or EXIT_BAD_PROFILE after a one-line
+ * message saying why. */
+int cli__load_profile(const char *cmd, const char *path, struct profile_file *pf);
+
 /* The subcommands: each parses its arguments (argv[0] is the subcommand, or "-a"
  * for record), runs, and returns the exit status. */
 int record_cli__main(int argc, char **argv);
 int top_cli__main(int argc, char **argv);
 int dump_cli__main(int argc, char **argv);
 int agent_cli__main(int argc, char **argv);
+int convert_cli__main(int argc, char **argv);
 
 #endif

@@ -28,6 +28,7 @@ static const char main_help[] =
 	"  pybpfprof dump -p PID                      print every Python thread's stack\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"                                             the same from a core file\n"
+	"  pybpfprof convert PROFILE.pbp -o OUT       a saved profile in another format\n"
 	"  pybpfprof --help | --version\n"
 	"\n"
 	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
@@ -69,6 +70,8 @@ static const char main_help[] =
 	"  8    dump: the core file cannot be read, is truncated or is not a core\n"
 	"  9    dump: a binary the core names is not on this host, or is not the one the\n"
 	"       process ran (give --exe or --sysroot)\n"
+	"  10   convert, report, diff: a profile file cannot be read, is not a pybpfprof\n"
+	"       profile (.pbp), is corrupt or is of a later format version\n"
 	"  126  the command after -- is not executable\n"
 	"  127  the command after -- was not found\n";
 
@@ -97,6 +100,8 @@ int main(int argc, char **argv)
 		return top_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
 		return dump_cli__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "convert"))
+		return convert_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "agent"))
 		return agent_cli__main(argc - 1, argv + 1);
 	fprintf(stderr, "pybpfprof: unknown command '%s' (see 'pybpfprof --help')\n", argv[1]);

@@ -50,17 +50,15 @@ static void catch_signals(void)
 struct record_ctx {
 	const struct record_opts *opts;
 	struct session *session;
-	FILE *out;		/* the profile goes here: stdout, or the temporary of @file */
-	struct outfile file;	/* -o FILE or the default name */
+	struct outputs outs;	/* -o FILE..., or one of the default name */
+	char name[256];		/* the default name, once the target's pid is known */
 	struct outfile stats_file;
-	int named;		/* the default name is set (it needs the target's pid) */
-	int written;		/* the profile is in place under its final name */
 	struct run_stats stats;
 	uint64_t samples;
 };
 
 /* pybpfprof-COMM-PID-YYYYMMDD-HHMMSS.SUFFIX, or pybpfprof-all-... for -a. */
-static void default_name(struct record_ctx *c, pid_t pid, char *buf, size_t len)
+static void default_name(struct record_ctx *c, pid_t pid)
 {
 	char comm[32] = "python", who[64];
 	time_t t = time(NULL);
@@ -75,9 +73,9 @@ static void default_name(struct record_ctx *c, pid_t pid, char *buf, size_t len)
 	else
 		snprintf(who, sizeof(who), "all");
 	localtime_r(&t, &tm);
-	snprintf(buf, len, "pybpfprof-%s-%04d%02d%02d-%02d%02d%02d%s", who,
+	snprintf(c->name, sizeof(c->name), "pybpfprof-%s-%04d%02d%02d-%02d%02d%02d%s", who,
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		 tm.tm_sec, c->opts->writer->suffix);
+		 tm.tm_sec, c->outs.v[0].writer->suffix);
 }
 
 /*
@@ -90,21 +88,17 @@ static void default_name(struct record_ctx *c, pid_t pid, char *buf, size_t len)
 static int open_outputs(struct record_ctx *c)
 {
 	const struct record_opts *o = c->opts;
-	char name[256];
 	int err;
 
-	if (o->output && !strcmp(o->output, "-")) {
-		c->out = stdout;
-	} else {
-		if (!o->output && (o->session.pid || o->session.system_wide)) {
-			default_name(c, o->session.pid, name, sizeof(name));
-			c->named = 1;
-		}
-		err = outfile__open(&c->file, o->output ? o->output : c->named ? name : NULL);
-		if (err)
-			return err;
-		c->out = c->file.f;
+	c->outs = o->outputs;
+	/* Without -o there is one output, of no path yet. */
+	if (!c->outs.v[0].path && (o->session.pid || o->session.system_wide)) {
+		default_name(c, o->session.pid);
+		c->outs.v[0].path = c->name;
 	}
+	err = outputs__open(&c->outs);
+	if (err)
+		return err;
 	if (o->stats_file) {
 		err = outfile__open(&c->stats_file, o->stats_file);
 		if (err)
@@ -115,13 +109,10 @@ static int open_outputs(struct record_ctx *c)
 
 static int name_output(struct record_ctx *c)
 {
-	char name[256];
-
-	if (c->out == stdout || c->opts->output || c->named)
+	if (c->outs.v[0].path)
 		return 0;
-	default_name(c, session__pid(c->session), name, sizeof(name));
-	c->named = 1;
-	return outfile__name(&c->file, name);
+	default_name(c, session__pid(c->session));
+	return outputs__name(&c->outs, c->name);
 }
 
 /* --stats-file, if asked for: written and put in place (0 or a negative errno). */
@@ -136,20 +127,10 @@ static int write_stats(struct record_ctx *c)
 static int write_results(struct record_ctx *c)
 {
 	struct profile p;
-	int err;
 
 	session__profile(c->session, &p);
-	err = c->opts->writer->write(c->out, &p);
-	if (!err && fflush(c->out))
-		err = -errno;
-	if (err) {
-		pr_warn("writing %s: %s\n", c->out == stdout ? "standard output" : c->file.path,
-			strerror(-err));
+	if (outputs__write(&c->outs, &p))
 		return EXIT_RUNTIME;
-	}
-	if (c->out != stdout && outfile__commit(&c->file, 0))
-		return EXIT_RUNTIME;
-	c->written = 1;
 	if (write_stats(c))
 		return EXIT_RUNTIME;
 	return EXIT_OK;
@@ -248,8 +229,7 @@ static void report_end(struct record_ctx *c)
 			(unsigned long long)s->bpf[PBP_C_NO_TSTATE],
 			(unsigned long long)s->bpf[PBP_C_NO_FRAME],
 			s->samples_filtered ? ", others left out by --gil" : "");
-	if (c->out != stdout && c->written)
-		pr_warn("wrote %s\n", c->file.path);
+	outputs__say_written(&c->outs);
 	session__report_command(s->command_status);
 }
 
@@ -266,7 +246,7 @@ int record__run(const struct record_opts *o)
 		return EXIT_RUNTIME;
 	}
 	c->opts = o;
-	c->file.dirfd = c->stats_file.dirfd = -1;
+	c->stats_file.dirfd = -1;
 	/* -d bounds the wait for a command's first Python code, counted from here;
 	 * the profile then lasts -d from its start, so the time BPF takes to load
 	 * under load is not taken off a short profile. */
@@ -329,7 +309,7 @@ out:
 	session__free(c->session);
 	/* After a commit these only close what is left; otherwise the final names keep
 	 * what they held. */
-	outfile__abort(&c->file);
+	outputs__abort(&c->outs);
 	outfile__abort(&c->stats_file);
 	free(c);
 	return code;

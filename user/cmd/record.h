@@ -3,14 +3,14 @@
 #ifndef PBP_RECORD_H
 #define PBP_RECORD_H
 
+#include "cmd/outputs.h"
 #include "session/session.h"
-#include "output/writers.h"
 
 struct record_opts {
 	struct session_opts session;	/* what to sample, and how */
 	double duration_s;	/* 0: until the target exits or a signal */
-	const char *output;	/* NULL: a name made from the target and the time */
-	const struct writer *writer;
+	/* -o files; one without a path gets a name made from the target and the time */
+	struct outputs outputs;
 	const char *stats_file;
 };
 

@@ -96,8 +96,11 @@ static const char record_help[] =
 	"Output:\n"
 	"  -o, --output FILE      where to write the profile ('-' = standard output);\n"
 	"                         default: pybpfprof-COMM-PID-DATE-TIME plus the format's\n"
-	"                         suffix. Without -f, the suffix of FILE picks the\n"
-	"                         format (in any case); FILE without one ('-',\n"
+	"                         suffix. Repeatable (up to 8): every file holds the\n"
+	"                         same samples, e.g. -o app.pbp -o app.svg, each in\n"
+	"                         the format its suffix names. Without -f, the suffix\n"
+	"                         of FILE picks the format (in any case); FILE without\n"
+	"                         one ('-',\n"
 	"                         /dev/stdout, 'profile') gets collapsed text, and a\n"
 	"                         suffix no format has (.json, .png) is refused (exit\n"
 	"                         2). The profile goes to a new hidden file beside\n"
@@ -106,26 +109,7 @@ static const char record_help[] =
 	"                         Another user's FILE (by real uid: under sudo, that is\n"
 	"                         root), a symbolic link or a directory that cannot be\n"
 	"                         written is refused (exit 2) before profiling\n"
-	"  -f, --format FORMAT    collapsed (.txt, .folded, .collapsed; the default):\n"
-	"                         one line per distinct stack, 'frame;frame;...;frame\n"
-	"                         COUNT', root first, each Python frame 'QUALNAME\n"
-	"                         (FILENAME:LINE)'; for flamegraph.pl, inferno or\n"
-	"                         speedscope\n"
-	"                         svg (.svg): an interactive flame graph in one file that\n"
-	"                         works offline in any browser: hover, click to zoom,\n"
-	"                         Ctrl-F to search; colours tell your code, the standard\n"
-	"                         library and third-party packages apart\n"
-	"                         html (.html, .htm): the same flame graph in a web\n"
-	"                         page of its own, as interactive and as offline\n"
-	"                         speedscope (.speedscope.json): speedscope's own format,\n"
-	"                         one profile per thread, samples in time order\n"
-	"                         pprof (.pb.gz): gzip-compressed profile.proto for go\n"
-	"                         tool pprof, Pyroscope, Parca, Grafana; samples and CPU\n"
-	"                         time, with thread id, thread name and pid labels\n"
-	"                         chrome (.trace.json): Chrome trace events, a track per\n"
-	"                         thread (Perfetto UI, chrome://tracing, speedscope)\n"
-	"                         Stacks whose walk did not reach the thread's first\n"
-	"                         frame start with '[incomplete]'\n"
+CLI_FORMATS_HELP
 	"      --threads          start each stack with a frame 'thread TID (NAME)', NAME\n"
 	"                         being Python's name for the thread (MainThread, ...)\n"
 	"      --nolineno         one frame per function, not per line: no line numbers\n"
@@ -216,7 +200,8 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 			return usage_error("invalid duration '%s': expected seconds > 0", optarg);
 		break;
 	case 'o':
-		o->output = optarg;
+		if (outputs__add(&o->outputs, "record", optarg))
+			return EXIT_USAGE;
 		break;
 	case 'f':
 		*format = optarg;
@@ -344,35 +329,6 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	return 0;
 }
 
-/*
- * -f wins; else the output's suffix says; else collapsed. A suffix that names no
- * format (profile.json, profile.png) is refused: writing collapsed text under it
- * would give the user something they did not ask for.
- */
-static int record_writer(struct record_opts *o, const char *format)
-{
-	char names[128], suffixes[128];
-
-	o->writer = format ? writers__find(format) : o->output ? writers__for_path(o->output) : NULL;
-	writers__names(names, sizeof(names));
-	if (format && !o->writer) {
-		fprintf(stderr, "pybpfprof: unknown format '%s': one of %s (see 'pybpfprof "
-			"record --help')\n", format, names);
-		return EXIT_USAGE;
-	}
-	if (!o->writer && o->output && writers__has_suffix(o->output)) {
-		writers__suffixes(suffixes, sizeof(suffixes));
-		fprintf(stderr, "pybpfprof: no format is known by the suffix of '%s': give -f "
-			"FORMAT (%s) or name the file %s (see 'pybpfprof record --help')\n",
-			o->output, names, suffixes);
-		return EXIT_USAGE;
-	}
-	if (!o->writer)
-		o->writer = writers__find("collapsed");
-	o->session.timeline = o->writer->timeline;
-	return 0;
-}
-
 static int record_with(int argc, char **argv, struct cli_select *sel)
 {
 	struct record_opts o = {
@@ -402,9 +358,10 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 	cli__set_verbosity(verbose);
 	code = record_target(argc, argv, sel, &o);
 	if (!code)
-		code = record_writer(&o, format);
+		code = outputs__choose(&o.outputs, "record", format, 0);
 	if (code)
 		return code;
+	o.session.timeline = outputs__timeline(&o.outputs);
 	if (o.session.nolineno && o.session.function_lines)
 		return usage_error("%s", "--nolineno and --function both say which line to "
 				   "show: give one");

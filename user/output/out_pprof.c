@@ -26,8 +26,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "base/gzip.h"
 #include "base/hash.h"
 #include "base/hashmap.h"
 #include "output/out_pprof.h"
@@ -575,46 +575,6 @@ static int encode(struct pprof_ctx *c, struct pb *head, struct pb *strs, struct 
 	return head->err ? head->err : strs->err ? strs->err : tail->err;
 }
 
-/* gzip with a zeroed header (no name, mtime 0): the same profile gives the same bytes. */
-static int gzip_write(FILE *f, const struct pb *parts, size_t nparts)
-{
-	unsigned char out[16384];
-	gz_header hdr = { .os = 255 };	/* "unknown": not the build host's */
-	z_stream zs = { 0 };
-	int err = 0, zerr;
-
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	if (deflateSetHeader(&zs, &hdr) != Z_OK) {
-		err = -EINVAL;
-		goto out;
-	}
-	for (size_t i = 0; i < nparts; i++) {
-		int last = i + 1 == nparts;
-
-		zs.next_in = parts[i].data;
-		zs.avail_in = (uInt)parts[i].len;
-		do {
-			zs.next_out = out;
-			zs.avail_out = sizeof(out);
-			zerr = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
-			if (zerr == Z_STREAM_ERROR) {
-				err = -EINVAL;
-				goto out;
-			}
-			if (fwrite(out, 1, sizeof(out) - zs.avail_out, f) !=
-			    sizeof(out) - zs.avail_out) {
-				err = -EIO;
-				goto out;
-			}
-		} while (zs.avail_out == 0 || (last && zerr != Z_STREAM_END));
-	}
-out:
-	deflateEnd(&zs);
-	return err;
-}
-
 int out_pprof__write(FILE *f, const struct profile *p)
 {
 	struct pprof_ctx c = { .p = p };
@@ -633,7 +593,7 @@ int out_pprof__write(FILE *f, const struct profile *p)
 	if (!err)
 		err = encode(&c, &parts[0], &parts[1], &parts[2]);
 	if (!err)
-		err = gzip_write(f, parts, 3);
+		err = gzip__write(f, parts, 3);
 	if (!err && ferror(f))
 		err = -EIO;
 	for (size_t i = 0; i < 3; i++)

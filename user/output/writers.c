@@ -10,6 +10,7 @@
 #include "output/out_svg.h"
 #include "output/out_pprof.h"
 #include "output/out_speedscope.h"
+#include "output/profile_file.h"
 #include "output/writers.h"
 
 /* Longer suffixes first: "x.speedscope.json" must not be taken for "x.json". */
@@ -21,6 +22,8 @@ static const struct writer writers[] = {
 	{ "speedscope", ".speedscope.json", { 0 }, 1, out_speedscope__write },
 	{ "pprof", ".pb.gz", { 0 }, 0, out_pprof__write },
 	{ "chrome", ".trace.json", { 0 }, 1, out_chrome__write },
+	/* everything the profile holds, for convert, report and diff (profile_file.h) */
+	{ "pbp", ".pbp", { 0 }, 1, profile_file__write },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))

@@ -266,6 +266,61 @@ int aggregate__native_func_rel(const struct aggregate *a, uint32_t object, uint3
 	return err;
 }
 
+size_t aggregate__native_procs(const struct aggregate *a)
+{
+	return a->procs.n;
+}
+
+struct agg_native_proc aggregate__native_proc_at(const struct aggregate *a, uint32_t i)
+{
+	const struct nat_entry *e = &a->procs.v[i];
+
+	return (struct agg_native_proc){ .pid = e->key[0], .file = e->key[1],
+					 .object = (uint32_t)e->value };
+}
+
+size_t aggregate__native_functions(const struct aggregate *a)
+{
+	return a->funcs.n;
+}
+
+struct agg_native_function aggregate__native_function_at(const struct aggregate *a, uint32_t i)
+{
+	const struct nat_entry *e = &a->funcs.v[i];
+
+	return (struct agg_native_function){ .object = e->key[0], .name = e->key[1],
+					     .func_rel = e->value };
+}
+
+/* Adds a new entry to @t: 0, -EEXIST if @key is there, -ENOMEM. */
+static int nat_put(struct nat_table *t, const uint32_t key[3], uint64_t value)
+{
+	size_t n = t->n;
+	uint32_t idx;
+	int err = nat_add(t, key, value, &idx);
+
+	return err ? err : t->n == n ? -EEXIST : 0;
+}
+
+int aggregate__put_native_object(struct aggregate *a, struct agg_native_object o)
+{
+	return nat_put(&a->objects, (const uint32_t[3]){ o.file, o.path, o.build_id }, 0);
+}
+
+int aggregate__put_native_proc(struct aggregate *a, struct agg_native_proc p)
+{
+	if (p.object >= a->objects.n)
+		return -ENOENT;
+	return nat_put(&a->procs, (const uint32_t[3]){ p.pid, p.file }, p.object);
+}
+
+int aggregate__put_native_function(struct aggregate *a, struct agg_native_function f)
+{
+	if (f.object >= a->objects.n)
+		return -ENOENT;
+	return nat_put(&a->funcs, (const uint32_t[3]){ f.object, f.name }, f.func_rel);
+}
+
 int aggregate__copy_natives(struct aggregate *to, const struct aggregate *from,
 			    uint32_t pid)
 {

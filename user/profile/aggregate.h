@@ -100,6 +100,29 @@ int aggregate__native_object_of(const struct aggregate *a, uint32_t pid, uint32_
 /* Where function @name of @object starts: 0 with *@func_rel, or -ENOENT. */
 int aggregate__native_func_rel(const struct aggregate *a, uint32_t object, uint32_t name,
 			       uint64_t *func_rel);
+/*
+ * The native tables entry by entry, for a profile written out and read back as it
+ * was: objects by index (aggregate__native_object_at()), which process maps which
+ * object under which base name, and where each function starts.
+ */
+struct agg_native_proc {
+	uint32_t pid, file, object;
+};
+
+struct agg_native_function {
+	uint32_t object, name;
+	uint64_t func_rel;
+};
+
+size_t aggregate__native_procs(const struct aggregate *a);
+struct agg_native_proc aggregate__native_proc_at(const struct aggregate *a, uint32_t i);
+size_t aggregate__native_functions(const struct aggregate *a);
+struct agg_native_function aggregate__native_function_at(const struct aggregate *a, uint32_t i);
+/* Each adds the next entry: 0; -EEXIST if its key is there already, -ENOENT if it
+ * names an object not yet added, -ENOMEM. */
+int aggregate__put_native_object(struct aggregate *a, struct agg_native_object o);
+int aggregate__put_native_proc(struct aggregate *a, struct agg_native_proc p);
+int aggregate__put_native_function(struct aggregate *a, struct agg_native_function f);
 /* Names in @to the objects and functions @from has for process @pid: for a copy of
  * one process's stacks. 0 or -ENOMEM. */
 int aggregate__copy_natives(struct aggregate *to, const struct aggregate *from,

@@ -43,6 +43,15 @@ enum profile_unit {
 	PROFILE_NS,	/* nanoseconds (wall and off-CPU modes); period_ns is 1 */
 };
 
+/* The text of a source file that sampled Python frames name, as it was when sampled:
+ * what a heatmap shades, kept with the profile so that a later edit shifts no line. */
+struct profile_source {
+	uint32_t pid;		/* whose file it is (paths are per mount namespace) */
+	uint32_t file;		/* strtab id of the co_filename the frames carry */
+	const char *text;
+	size_t len;
+};
+
 struct profile {
 	const struct aggregate *agg;
 	const struct strtab *strs;
@@ -57,10 +66,13 @@ struct profile {
 	uint32_t rate_hz;
 	uint64_t period_ns;	/* time one count stands for: 1e9 / rate_hz, or 1 */
 	enum profile_unit unit;
+	const char *mode;	/* "cpu", "wall" or "off-cpu" (--mode) */
 	/* Labels that apply to every sample; writers that have labels (pprof) add them
 	 * to each sample. None when nlabels is 0. */
 	const struct profile_label *labels;
 	size_t nlabels;
+	const struct profile_source *sources;
+	size_t nsources;
 };
 
 /* The clock's period: what one on-CPU sample stands for, in every unit. */

@@ -782,6 +782,7 @@ void session__profile(const struct session *s, struct profile *p)
 		.rate_hz = s->opts.rate_hz,
 		.period_ns = s->opts.mode == SESSION_CPU ? 1000000000ull / s->opts.rate_hz : 1,
 		.unit = s->opts.mode == SESSION_CPU ? PROFILE_TICKS : PROFILE_NS,
+		.mode = session__mode_name(s->opts.mode),
 	};
 	p->threads = thread_table__all(s->threads, &p->nthreads);
 }
