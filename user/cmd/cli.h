@@ -218,5 +218,17 @@ int top_cli__main(int argc, char **argv);
 int dump_cli__main(int argc, char **argv);
 int agent_cli__main(int argc, char **argv);
 int convert_cli__main(int argc, char **argv);
+int report_cli__main(int argc, char **argv);
+
+/* --by, --sort and -l of report, also record's with --report. */
+enum { CLI_OPT_REPORT_BY = 600, CLI_OPT_REPORT_SORT };
+#define CLI_REPORT_LONGOPTS \
+	{ "by", required_argument, NULL, CLI_OPT_REPORT_BY }, \
+	{ "sort", required_argument, NULL, CLI_OPT_REPORT_SORT }, \
+	{ "limit", required_argument, NULL, 'l' }
+#define REPORT_LIMIT_DEFAULT 20
+struct report_opts;
+/* CLI_GO_ON if @opt was one of CLI_REPORT_LONGOPTS (taken), 0 if not, or EXIT_USAGE. */
+int report_cli__parse_option(const char *cmd, int opt, struct report_opts *o);
 
 #endif

@@ -28,6 +28,7 @@ static const char main_help[] =
 	"  pybpfprof dump -p PID                      print every Python thread's stack\n"
 	"  pybpfprof dump --core CORE [--exe PYTHON] [--sysroot DIR]\n"
 	"                                             the same from a core file\n"
+	"  pybpfprof report PROFILE.pbp               a saved profile as a table\n"
 	"  pybpfprof convert PROFILE.pbp -o OUT       a saved profile in another format\n"
 	"  pybpfprof --help | --version\n"
 	"\n"
@@ -100,6 +101,8 @@ int main(int argc, char **argv)
 		return top_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "dump"))
 		return dump_cli__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return report_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "convert"))
 		return convert_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "agent"))
