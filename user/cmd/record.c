@@ -131,8 +131,25 @@ static int write_results(struct record_ctx *c)
 	session__profile(c->session, &p);
 	if (outputs__write(&c->outs, &p))
 		return EXIT_RUNTIME;
+
 	if (write_stats(c))
 		return EXIT_RUNTIME;
+	return EXIT_OK;
+}
+
+/* --report, last, under the run's summary: on standard output unless the profile is
+ * there. */
+static int print_report(struct record_ctx *c)
+{
+	FILE *f = outputs__to_stdout(&c->outs) ? stderr : stdout;
+	struct profile p;
+
+	session__profile(c->session, &p);
+	fputc('\n', f);
+	if (out_report__write(f, &p, &c->opts->report_opts) || fflush(f)) {
+		pr_warn("writing the report failed\n");
+		return EXIT_RUNTIME;
+	}
 	return EXIT_OK;
 }
 
@@ -299,6 +316,8 @@ int record__run(const struct record_opts *o)
 	} else {
 		code = write_results(c);
 		report_end(c);
+		if (!code && o->report)
+			code = print_report(c);
 	}
 	if (session__command_running(c->session)) {
 		/* The profile is safe on disk; now the command runs to its end, as

@@ -4,6 +4,7 @@
 #define PBP_RECORD_H
 
 #include "cmd/outputs.h"
+#include "output/out_report.h"
 #include "session/session.h"
 
 struct record_opts {
@@ -12,6 +13,8 @@ struct record_opts {
 	/* -o files; one without a path gets a name made from the target and the time */
 	struct outputs outputs;
 	const char *stats_file;
+	int report;		/* --report: the table, after the profile is written */
+	struct report_opts report_opts;
 };
 
 /* Runs the whole session; returns the process exit status (exitcodes.h). */

@@ -118,6 +118,10 @@ CLI_FORMATS_HELP
 	"      --stats-file FILE  write run statistics as JSON (samples expected,\n"
 	"                         delivered, decoded, incomplete, drops, costs, ...);\n"
 	"                         written as -o is\n"
+	"      --report           at the end, print the profile as a table by function\n"
+	"                         ('pybpfprof report --help' explains it), on standard\n"
+	"                         output (standard error with -o -); --by WHAT, --sort\n"
+	"                         KEY and -l/--limit N shape it as they do there\n"
 	"  -v, --verbose          more diagnostics (twice: debug, including libbpf)\n"
 	"  -h, --help             this help\n"
 	"\n"
@@ -136,7 +140,7 @@ CLI_FORMATS_HELP
 enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
        OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
        OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK,
-       OPT_NATIVE_UNWIND, OPT_CLOCK, OPT_NO_HOLD };
+       OPT_NATIVE_UNWIND, OPT_CLOCK, OPT_NO_HOLD, OPT_REPORT };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -149,6 +153,8 @@ static const struct option longopts[] = {
 	{ "function", no_argument, NULL, OPT_FUNCTION },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
 	{ "stats-file", required_argument, NULL, OPT_STATS },
+	{ "report", no_argument, NULL, OPT_REPORT },
+	CLI_REPORT_LONGOPTS,
 	{ "stack-bytes", required_argument, NULL, OPT_STACK },
 	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
 	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
@@ -221,6 +227,9 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 	case OPT_STATS:
 		o->stats_file = optarg;
 		break;
+	case OPT_REPORT:
+		o->report = 1;
+		break;
 	case OPT_STACK:
 		if (cli__parse_uint(optarg, 4096, PBP_STACK_MAX - 1, &v))
 			return usage_error("invalid --stack-bytes '%s': expected 4096 to 131071",
@@ -278,6 +287,9 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 			return EXIT_USAGE;
 		break;
 	default:
+		v = (unsigned long)report_cli__parse_option("record", opt, &o->report_opts);
+		if (v)
+			return (int)v;
 		return cli__common_option("record", record_help, opt, argv, verbose);
 	}
 	return CLI_GO_ON;
@@ -342,10 +354,12 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 	const char *format = NULL;
 	int opt, verbose = 0, code;
 
+	o.report_opts.limit = REPORT_LIMIT_DEFAULT;
+
 	/* '+': stop at the first non-option so the command's own options stay its own;
 	 * ':': report a missing argument apart from an unknown option. */
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+:ap:r:d:o:f:vh", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:ap:r:d:o:f:l:vh", longopts, NULL)) != -1) {
 		code = cli__select_option("record", opt, sel);
 		if (code > 1)
 			return code;
@@ -362,6 +376,10 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 	if (code)
 		return code;
 	o.session.timeline = outputs__timeline(&o.outputs);
+	if (!o.report && (o.report_opts.by || o.report_opts.sort ||
+			  o.report_opts.limit != REPORT_LIMIT_DEFAULT))
+		return usage_error("%s", "--by, --sort and --limit shape --report's table: give "
+				   "--report too");
 	if (o.session.nolineno && o.session.function_lines)
 		return usage_error("%s", "--nolineno and --function both say which line to "
 				   "show: give one");
