@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # `make demo`: installs what is missing, builds, profiles the bundled example program
-# into an interactive flame graph (build/demo.svg), then once more as text to print
-# its hottest stacks. Idempotent.
+# once into a profile file and an interactive flame graph, prints its report, then
+# reads the same recording again by line and converts it to another format.
+# Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,17 +19,19 @@ bash tools/install-deps.sh build
 step "building"
 make -j2
 
+pbp=build/demo.pbp
 svg=build/demo.svg
-step "profiling into a flame graph: build/pybpfprof record -r 500 -o $svg -- /usr/bin/python3 tools/demo/app.py 4"
-build/pybpfprof record -r 500 -o "$svg" --stats-file build/demo-stats.json -- \
-	/usr/bin/python3 tools/demo/app.py 4
+step "profiling, with its report: build/pybpfprof record -r 500 -o $pbp -o $svg --report -- /usr/bin/python3 tools/demo/app.py 4"
+build/pybpfprof record -r 500 -o "$pbp" -o "$svg" --stats-file build/demo-stats.json \
+	--report -l 8 -- /usr/bin/python3 tools/demo/app.py 4
 
-out=build/demo.txt
-step "profiling as text: build/pybpfprof record -r 500 -o $out -- /usr/bin/python3 tools/demo/app.py 2"
-build/pybpfprof record -r 500 -o "$out" -- /usr/bin/python3 tools/demo/app.py 2
+step "the same recording by line: build/pybpfprof report $pbp --by line -l 8"
+build/pybpfprof report "$pbp" --by line -l 8
 
-step "hottest stacks (samples, then the stack from the root; innermost frame last)"
-bash tools/hottest-stacks.sh "$out" 6
+step "and in speedscope's format: build/pybpfprof convert $pbp -o build/demo.speedscope.json"
+build/pybpfprof convert "$pbp" -o build/demo.speedscope.json
+
+echo
 echo "flame graph:  $svg (open it in a browser: hover, click to zoom, Ctrl-F to search)"
-echo "text profile: $out (collapsed stacks)"
+echo "recording:    $pbp ('pybpfprof report' and 'pybpfprof convert' read it)"
 echo "statistics:   build/demo-stats.json"
