@@ -209,7 +209,7 @@ container-load: all
 # libFuzzer targets, rebuilt every time (they track no header dependencies).
 FUZZ_CC = $(CLANG) -g -O1 -fsanitize=fuzzer,address,undefined $(CPPFLAGS)
 FUZZ_TARGETS := fuzz_linetable fuzz_core fuzz_decode fuzz_native_maps fuzz_native_ehhdr \
-	fuzz_worker_answer
+	fuzz_worker_answer fuzz_profile_file
 # $(call srcs,NAME...): where each named source lives in user/.
 srcs = $(foreach n,$(1),$(filter %/$(n).c,$(USER_SRCS)))
 FUZZ_DECODE_SRCS := $(call srcs,py_offsets code_cache py_obj strtab hashmap py_linetable \
@@ -243,6 +243,13 @@ $(OUT)/tests/fuzz_worker_answer: tests/fuzz/fuzz_worker_answer.c $(call srcs,nat
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
+FUZZ_PROFILE_SRCS := $(call srcs,profile_file pb_read pb gzip strtab hashmap aggregate writers \
+	out_collapsed out_svg out_pprof out_speedscope out_chrome out_report profile_index \
+	frame_class wait_class json log text_safe)
+$(OUT)/tests/fuzz_profile_file: tests/fuzz/fuzz_profile_file.c $(FUZZ_PROFILE_SRCS) FORCE | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lz
+
 # FUZZ_SECONDS each (default 60).
 fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_linetable -max_total_time=$${FUZZ_SECONDS:-60} -print_final_stats=1
@@ -260,6 +267,10 @@ fuzz: $(FUZZ_TARGETS:%=$(OUT)/tests/%)
 	$(Q)$(OUT)/tests/fuzz_worker_answer -max_total_time=$${FUZZ_SECONDS:-60} \
 		-print_final_stats=1 -max_len=65536 $(OUT)/fuzz-corpus/worker_answer \
 		tests/fuzz/seeds/worker_answer
+	$(Q)mkdir -p $(OUT)/fuzz-corpus/profile_file
+	$(Q)$(OUT)/tests/fuzz_profile_file -max_total_time=$${FUZZ_SECONDS:-60} \
+		-print_final_stats=1 -max_len=65536 $(OUT)/fuzz-corpus/profile_file \
+		tests/fuzz/seeds/profile_file
 
 # clang's -Wshorten-64-to-32 finds 64-bit values narrowed on the way (a capability mask
 # tested through an int once hid CAP_BPF); gcc has no equivalent.

@@ -17,4 +17,4 @@ def test_fuzz_targets_build_and_run_clean():
     assert "runtime error" not in out and "ERROR: " not in out, out[-4000:]
     runs = [int(n) for n in re.findall(r"^Done (\d+) runs", out, re.M)]
     targets = list((REPO / "tests" / "fuzz").glob("fuzz_*.c"))
-    assert len(runs) == len(targets) == 6 and all(n > 0 for n in runs), out[-4000:]
+    assert len(runs) == len(targets) == 7 and all(n > 0 for n in runs), out[-4000:]

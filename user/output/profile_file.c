@@ -608,9 +608,38 @@ static int open_input(const char *path, char *why, size_t whylen)
 	return fd;
 }
 
-int profile_file__load(const char *path, struct profile_file *pf, char *why, size_t whylen)
+int profile_file__parse(const uint8_t *data, size_t len, struct profile_file *pf, char *why,
+			size_t whylen)
 {
 	struct load l = { .pf = pf, .why = why, .whylen = whylen };
+	int err;
+
+	*pf = (struct profile_file){ 0 };
+	why[0] = 0;
+	pf->strs = strtab__new();
+	pf->agg = aggregate__new();
+	err = pf->strs && pf->agg ? read_magic(&l, data, len) : -ENOMEM;
+	for (int pass = 0; !err && pass < 3; pass++)
+		err = read_pass(&l, data, len, pass);
+	if (!err)
+		err = check_profile(&l);
+	if (err == -ENOMEM)
+		snprintf(why, whylen, "out of memory");
+	if (err) {
+		profile_file__free(pf);
+		return err;
+	}
+	pf->p.agg = pf->agg;
+	pf->p.strs = pf->strs;
+	pf->p.threads = pf->threads;
+	pf->p.timeline = pf->timeline;
+	pf->p.labels = pf->labels;
+	pf->p.sources = pf->sources;
+	return 0;
+}
+
+int profile_file__load(const char *path, struct profile_file *pf, char *why, size_t whylen)
+{
 	uint8_t *data = NULL;
 	size_t len = 0;
 	int fd, err;
@@ -629,29 +658,10 @@ int profile_file__load(const char *path, struct profile_file *pf, char *why, siz
 			 PROFILE_FILE_MAX >> 20);
 	else if (err)
 		snprintf(why, whylen, "%s", strerror(-err));
-	if (err)
-		return err;
-	pf->strs = strtab__new();
-	pf->agg = aggregate__new();
-	err = pf->strs && pf->agg ? read_magic(&l, data, len) : -ENOMEM;
-	for (int pass = 0; !err && pass < 3; pass++)
-		err = read_pass(&l, data, len, pass);
 	if (!err)
-		err = check_profile(&l);
+		err = profile_file__parse(data, len, pf, why, whylen);
 	free(data);
-	if (err == -ENOMEM)
-		snprintf(why, whylen, "out of memory");
-	if (err) {
-		profile_file__free(pf);
-		return err;
-	}
-	pf->p.agg = pf->agg;
-	pf->p.strs = pf->strs;
-	pf->p.threads = pf->threads;
-	pf->p.timeline = pf->timeline;
-	pf->p.labels = pf->labels;
-	pf->p.sources = pf->sources;
-	return 0;
+	return err;
 }
 
 void profile_file__free(struct profile_file *pf)

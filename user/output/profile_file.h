@@ -12,6 +12,8 @@
 #ifndef PBP_PROFILE_FILE_H
 #define PBP_PROFILE_FILE_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "profile/profile.h"
@@ -44,6 +46,9 @@ struct profile_file {
  * corrupt, -EFBIG past PROFILE_FILE_MAX, -EPROTO a later version, -ENOMEM.
  */
 int profile_file__load(const char *path, struct profile_file *pf, char *why, size_t whylen);
+/* The same from the inflated bytes @data (@why as above). */
+int profile_file__parse(const uint8_t *data, size_t len, struct profile_file *pf, char *why,
+			size_t whylen);
 void profile_file__free(struct profile_file *pf);
 
 #endif
