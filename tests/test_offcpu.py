@@ -17,7 +17,6 @@ import gzip
 import json
 import re
 import sys
-import time
 import uuid
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -27,13 +26,13 @@ import pytest
 from lib.paths import PROFILER_GRACE, REPO, RUN_DIR
 from lib.interpreters import make_interp
 from lib.harness import Harness, Once
+from lib.waits import profile_waits
 from test_writers_formats import speedscope_schema_errors
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
 
 VERSIONS = ["3.11", "3.13", "3.14", "3.15"]
-SECONDS = 2.5
 THREAD = re.compile(r"^thread (\d+)(?: \(.*\))?$")
 LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
@@ -79,39 +78,6 @@ class Waited:
         return (f"{name} (tid {t['tid']}): life {life / 1e6:.3f} s, CPU "
                 f"{100 * t['cpu'] * 1e6 / life:.1f}%, in its call "
                 f"{100 * t['waited'] * 1e6 / life:.1f}%\n{rows}")
-
-
-def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=()):
-    """waits.py profiled from before its threads start until it exits."""
-    h = Harness(tmpdir, profiler)
-    try:
-        go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-        w = h.start_workload(interp, "waits", "--go", go, seconds=SECONDS)
-        suffix = {"collapsed": ".txt", "pprof": ".pb.gz", "speedscope": ".speedscope.json"}
-        out = Path(tmpdir) / f"waits-{w.pid}{suffix[fmt]}"
-        st = Path(tmpdir) / f"waits-{w.pid}.json"
-        started = []
-
-        def start_threads(_stdout, stderr):
-            # The profiler says it samples; only then may the threads start.
-            if not started and "profiling pid" in stderr:
-                interp.host_path(go).touch()
-                started.append(time.monotonic())
-            return False
-
-        run = h.run_profiler(["record", "-p", w.pid, "--mode", "wall", "--threads", "-v",
-                              "-o", out, "-f", fmt, "--stats-file", st] + list(extra),
-                             SECONDS + PROFILER_GRACE, out=out, stats=st,
-                             signal_when=(start_threads, 0))
-        assert started, f"the profiler never said it was sampling:\n{run.describe()}"
-        assert run.rc == 0, run.describe()
-        done = Path(str(w.truth_path) + ".done")
-        assert done.exists(), f"the workload did not finish:\n{w.output()}"
-        truth = json.loads(done.read_text())
-    finally:
-        h.close()
-    stats = json.loads(st.read_text())
-    return truth, run, out, stats
 
 
 @pytest.fixture(scope="module", params=VERSIONS, ids=lambda v: f"py{v}")
