@@ -72,7 +72,7 @@ USES_cmd     := dump agent ui output $(USES_output)
 
 # Within a layer whose files share a private header, the order they may call in, first
 # the one called by the others: a file calls only those before it (make check-layers).
-ORDER_session := session_frame session_targets session_native session_tasks session_sink \
+ORDER_session := session_frame session_sources session_targets session_native session_tasks session_sink \
 	session_waits session_follow session_enrol session
 
 USER_SRCS := $(sort $(wildcard $(LAYERS:%=user/%/*.c)))

@@ -46,7 +46,9 @@ int hostile_file__open(int dirfd, const char *path, unsigned int flags,
 		oflags |= O_NOFOLLOW;
 	if (flags & HOSTILE_FILE_IN_ROOT) {
 		struct open_how how = { .flags = (uint64_t)oflags,
-					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS |
+						   (flags & HOSTILE_FILE_NO_LINKS ?
+						    RESOLVE_NO_SYMLINKS : 0) };
 
 		pfd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	} else {

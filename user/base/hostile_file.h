@@ -22,6 +22,9 @@ struct hostile_file_id {
  * symbolic link or ".." inside a target's root stays inside it, as it does for the
  * target, instead of leading into ours. No magic links (/proc/PID/...) are followed. */
 #define HOSTILE_FILE_IN_ROOT 2u
+/* With HOSTILE_FILE_IN_ROOT: no symbolic link at all, in any component (a source file
+ * a target names is read only at the path it names). */
+#define HOSTILE_FILE_NO_LINKS 4u
 
 /*
  * Opens @path (relative to @dirfd, or AT_FDCWD) for reading, close-on-exec. Magic

@@ -171,6 +171,10 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"                         library and third-party packages apart\n" \
 	"                         html (.html, .htm): the same flame graph in a web\n" \
 	"                         page of its own, as interactive and as offline\n" \
+	"                         heatmap (.heatmap.html): every sampled source file in\n" \
+	"                         one page, each line shaded by its share (self and\n" \
+	"                         total; in wall mode split into on-CPU time and each\n" \
+	"                         kind of wait), its text as it was when sampled\n" \
 	"                         speedscope (.speedscope.json): speedscope's own format,\n" \
 	"                         one profile per thread, samples in time order\n" \
 	"                         pprof (.pb.gz): gzip-compressed profile.proto for go\n" \

@@ -85,6 +85,14 @@ int outputs__timeline(const struct outputs *o)
 	return 0;
 }
 
+int outputs__sources(const struct outputs *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].writer->sources)
+			return 1;
+	return 0;
+}
+
 int outputs__to_stdout(const struct outputs *o)
 {
 	for (size_t i = 0; i < o->n; i++)

@@ -40,6 +40,8 @@ int outputs__add(struct outputs *o, const char *cmd, const char *path);
 int outputs__choose(struct outputs *o, const char *cmd, const char *format, int need_one);
 /* Whether a writer of @o needs the profile's timeline. */
 int outputs__timeline(const struct outputs *o);
+/* Whether a writer of @o shows or keeps the sources. */
+int outputs__sources(const struct outputs *o);
 /* Opens every temporary. 0, or a negative errno after a one-line message. */
 int outputs__open(struct outputs *o);
 /* Whether one output is standard output. */

@@ -128,6 +128,9 @@ static int write_results(struct record_ctx *c)
 {
 	struct profile p;
 
+	if (session__read_sources(c->session))
+		pr_warn("out of memory reading the sources: the profile is written without "
+			"some\n");
 	session__profile(c->session, &p);
 	if (outputs__write(&c->outs, &p))
 		return EXIT_RUNTIME;

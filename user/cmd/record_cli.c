@@ -376,6 +376,7 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 	if (code)
 		return code;
 	o.session.timeline = outputs__timeline(&o.outputs);
+	o.session.sources = outputs__sources(&o.outputs);
 	if (!o.report && (o.report_opts.by || o.report_opts.sort ||
 			  o.report_opts.limit != REPORT_LIMIT_DEFAULT))
 		return usage_error("%s", "--by, --sort and --limit shape --report's table: give "

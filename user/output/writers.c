@@ -7,6 +7,7 @@
 
 #include "output/out_chrome.h"
 #include "output/out_collapsed.h"
+#include "output/out_heatmap.h"
 #include "output/out_svg.h"
 #include "output/out_pprof.h"
 #include "output/out_speedscope.h"
@@ -18,12 +19,14 @@ static const struct writer writers[] = {
 	/* inferno and flamegraph.pl name collapsed stacks .folded or .collapsed */
 	{ "collapsed", ".txt", { ".folded", ".collapsed" }, 0, out_collapsed__write },
 	{ "svg", ".svg", { 0 }, 0, out_svg__write },
+	/* every sampled source file, each line shaded by its share */
+	{ "heatmap", ".heatmap.html", { 0 }, 0, out_heatmap__write, 1 },
 	{ "html", ".html", { ".htm" }, 0, out_svg__write_html },
 	{ "speedscope", ".speedscope.json", { 0 }, 1, out_speedscope__write },
 	{ "pprof", ".pb.gz", { 0 }, 0, out_pprof__write },
 	{ "chrome", ".trace.json", { 0 }, 1, out_chrome__write },
 	/* everything the profile holds, for convert, report and diff (profile_file.h) */
-	{ "pbp", ".pbp", { 0 }, 1, profile_file__write },
+	{ "pbp", ".pbp", { 0 }, 1, profile_file__write, 1 },
 };
 
 #define NWRITERS (sizeof(writers) / sizeof(writers[0]))

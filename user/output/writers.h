@@ -13,6 +13,7 @@ struct writer {
 	const char *also[3];	/* other suffixes that imply it */
 	int timeline;		/* needs profile.timeline */
 	int (*write)(FILE *f, const struct profile *p);
+	int sources;		/* shows or keeps the source files' text (profile.sources) */
 };
 
 /* The writer called @name, or NULL. */

@@ -785,6 +785,12 @@ void session__profile(const struct session *s, struct profile *p)
 		.mode = session__mode_name(s->opts.mode),
 	};
 	p->threads = thread_table__all(s->threads, &p->nthreads);
+	p->sources = session_sources__all(s, &p->nsources);
+}
+
+int session__read_sources(struct session *s)
+{
+	return session_sources__read(s);
 }
 
 void session__stats(const struct session *s, struct run_stats *st)
@@ -918,6 +924,7 @@ void session__free(struct session *s)
 	descendants__free(s->children);
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
+	session_sources__free(s);
 	thread_table__free(s->threads);
 	free(s->sink.timeline);
 	free(s->sink.pending);

@@ -130,6 +130,7 @@ struct session_opts {
 	int function_lines;	/* each frame at its function's first line */
 	int subprocesses;	/* also profile the Python processes the target starts */
 	int timeline;		/* keep every sample's time (chrome, speedscope) */
+	int sources;		/* read the sampled source files at the end (pbp, heatmap) */
 	int system_wide;	/* -a: every CPython process on the host (BPF only) */
 	const struct proc_filter *filter;	/* -a: which of them; NULL: all */
 	uint32_t max_processes;	/* -a: at most this many at once; 0: as many as fit */
@@ -182,6 +183,9 @@ double session__elapsed(const struct session *s);
 void session__status(const struct session *s, struct session_status *st);
 /* The profile so far; valid until the next session__poll(). */
 void session__profile(const struct session *s, struct profile *p);
+/* With opts.sources, once sampling has stopped: reads the source files the profile's
+ * Python frames name, which session__profile() then gives (0 or -ENOMEM). */
+int session__read_sources(struct session *s);
 /*
  * Starts a new profile: forgets the samples and threads so far (strings stay) and
  * restarts the profile's clock, as the agent does at every period.

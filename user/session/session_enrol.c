@@ -64,6 +64,7 @@ int session_enrol__target(struct session *s, struct target *t, uint64_t gil)
 	if (err)
 		return err;
 	session_tasks__look(s, t);
+	session_sources__target(s, t);
 	session_targets__insert(s, t);
 	return 0;
 }

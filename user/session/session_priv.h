@@ -101,6 +101,7 @@ struct session {
 	struct session_sink sink;
 	struct session_tasks tasks;
 	struct session_native *native;	/* --native */
+	struct session_sources *sources;	/* opts.sources */
 	int fatal;		/* a negative errno that ends the run */
 	uint64_t start_ns, expired_ns, gone_cpu_ns;
 	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
@@ -218,5 +219,17 @@ int session_follow__targets(struct session *s);
 int session_enrol__target(struct session *s, struct target *t, uint64_t gil);
 int session_enrol__adopt(pid_t pid, void *arg);
 int session_enrol__consider(pid_t pid, void *arg);
+
+/* session_sources.c's: the source files the profile's Python frames name, read from
+ * each target's root at the end (opts.sources). */
+struct session_sources;
+/* Keeps a way into @t's root, which outlives the process, for session_sources__read(). */
+void session_sources__target(struct session *s, const struct target *t);
+/* Reads the files the aggregate's Python frames name, once, within the caps; what
+ * cannot be read is left out (the heatmap says so). 0 or -ENOMEM. */
+int session_sources__read(struct session *s);
+/* What session_sources__read() kept, for the profile. */
+const struct profile_source *session_sources__all(const struct session *s, size_t *n);
+void session_sources__free(struct session *s);
 
 #endif
