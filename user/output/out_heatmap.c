@@ -283,6 +283,12 @@ static void put_index(FILE *f, const struct heatmap *h)
 	fputs("</table>\n", f);
 }
 
+/* Each class's data attribute: what a script (or a test) reads a row's split by. */
+static const char *const attr_names[WAIT_CLASSES] = {
+	[WAIT_ON_CPU] = "on-cpu", [WAIT_RUNNABLE] = "runnable", [WAIT_GIL] = "gil",
+	[WAIT_LOCK] = "lock", [WAIT_IO] = "io", [WAIT_SLEEP] = "sleep", [WAIT_OTHER] = "other",
+};
+
 /* The shade of a line with @self of the hottest line's @max. */
 static void put_row_start(FILE *f, const struct heatmap *h, size_t fi,
 			  const struct hline *l, int32_t line, uint64_t max)
@@ -296,8 +302,7 @@ static void put_row_start(FILE *f, const struct heatmap *h, size_t fi,
 		(unsigned long long)l->total);
 	for (int c = 0; nclasses(h) > 1 && c < WAIT_CLASSES; c++)
 		if (h->class_total[c])
-			fprintf(f, " data-%s=\"%llu\"", c == WAIT_ON_CPU ? "on-cpu" :
-				c == WAIT_IO ? "io" : wait_class__name((enum wait_class)c),
+			fprintf(f, " data-%s=\"%llu\"", attr_names[c],
 				(unsigned long long)l->self_by_class[c]);
 	if (l->self)
 		fprintf(f, " class=\"hot\" style=\"background:rgba(235,90,20,%.3f)\"",
