@@ -24,6 +24,9 @@ sampling profiler (python3.15 -m profiling.sampling), on python3.15 from the tes
  13. real programs: Django, aiohttp and the standard library's callbacks under load on
      3.11, 3.13, 3.14 and 3.15, complete stacks, costs per sample and CPU shares against
      each program's truth, beside the peer on 3.15 (real_programs.py)
+ 14. the reading side: one recording each, as many samples as 10 minutes at 100 Hz,
+     turned into every format and a terminal table, beside the peer's replay
+     (reading.py)
 
 Every comparison is interleaved in one run (A, B, C, A, B, C, ...; the order rotates
 from one repetition to the next) so that drift of the machine hits every configuration
@@ -55,6 +58,7 @@ import judge  # noqa: E402
 sys.modules.setdefault("run", sys.modules[__name__])
 import machine_cost  # noqa: E402
 import first_sample  # noqa: E402
+import reading  # noqa: E402
 import real_programs  # noqa: E402
 
 BIN = os.path.join(REPO, "build", "pybpfprof")
@@ -100,6 +104,7 @@ FULL = {
     **machine_cost.FULL,
     **first_sample.FULL,
     **real_programs.FULL,
+    **reading.FULL,
 }
 SMOKE = {
     "reps": 1,
@@ -135,6 +140,7 @@ SMOKE = {
     **machine_cost.SMOKE,
     **first_sample.SMOKE,
     **real_programs.SMOKE,
+    **reading.SMOKE,
 }
 
 
@@ -1340,7 +1346,7 @@ def goals(res, cfg):
                     "not measured" if rss is None else "met" if rss < 100 else "missed",
                     why))
     return out + machine_cost.goals(res, cfg) + first_sample.goals(res, cfg) + \
-        real_programs.goals(res, cfg)
+        real_programs.goals(res, cfg) + reading.goals(res, cfg)
 
 
 def write_report(res, cfg, path, meta):
@@ -1519,6 +1525,7 @@ def write_report(res, cfg, path, meta):
     machine_cost.report(w, res, cfg)
     first_sample.report(w, res, cfg)
     real_programs.report(w, res, cfg)
+    reading.report(w, res, cfg)
     with open(path, "w") as f:
         f.write("\n".join(L))
 
@@ -1683,7 +1690,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", default=os.environ.get(
         "PBP_BENCH_SMOKE") == "1")
     ap.add_argument("--out", default=os.path.join(REPO, "build", "bench"))
-    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10,12,13",
+    ap.add_argument("--parts", default="1,2,3,4,5,6,7,9,10,12,13,14",
                     help="comma-separated parts to run (8, the chart, and 11, the cost "
                     "breakdown, come from the others)")
     ap.add_argument("--from-results", metavar="JSON", help="write the report and chart "
@@ -1734,6 +1741,8 @@ def main():
             res["first_sample"] = first_sample.part_first_sample(env, cfg)
         if "13" in parts:
             res["real"] = real_programs.part_real(env, cfg)
+        if "14" in parts:
+            res["reading"] = reading.part_reading(env, cfg)
     finally:
         env.teardown()
     meta = {
