@@ -134,7 +134,6 @@ static int write_results(struct record_ctx *c)
 	session__profile(c->session, &p);
 	if (outputs__write(&c->outs, &p))
 		return EXIT_RUNTIME;
-
 	if (write_stats(c))
 		return EXIT_RUNTIME;
 	return EXIT_OK;
