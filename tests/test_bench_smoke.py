@@ -318,3 +318,18 @@ def test_bench_smoke_first_sample_part_times_every_profiler_idle_and_busy(smoke_
     report = (out / "report.md").read_text()
     assert "## 12. Time to first sample" in report
     assert any(g.startswith("record -p: first sample") for g, _, _ in res["goals"])
+
+
+def test_bench_smoke_reading_side_times_every_conversion_beside_the_peer(tmp_path_factory,
+                                                                          profiler_bin,
+                                                                          sid_root):
+    out, res, log = run_smoke(tmp_path_factory, sid_root, "14", FIRST_SAMPLE_TIMEOUT)
+    rd = res["reading"]
+    assert not rd["errors"], rd["errors"]
+    jobs = {(r["who"], r["what"]) for r in rd["rows"]}
+    assert ("pybpfprof", "report") in jobs and ("CPython 3.15", "replay --pstats") in jobs, jobs
+    assert len([j for j in jobs if j[0] == "pybpfprof"]) == 8, jobs
+    for r in rd["rows"]:
+        assert r["error"] is None and finite(r["seconds"], 0), f"{r}\n{log[-3000:]}"
+    assert "## 14. The reading side" in (out / "report.md").read_text()
+    assert any(g.startswith("reading side:") for g, _, _ in res["goals"])
