@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const formats[] = { "collapsed", "svg", "html", "speedscope", "pprof",
+static const char *const formats[] = { "collapsed", "svg", "html", "heatmap", "speedscope", "pprof",
 				       "chrome", "pbp" };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
