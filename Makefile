@@ -37,7 +37,7 @@ HARDEN    := -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPI
 LDHARDEN  := -pie -Wl,-z,relro,-z,now
 ALL_CFLAGS = -std=gnu11 $(CFLAGS) $(HARDEN) $(WARNFLAGS) $(CPPFLAGS) -MMD -MP
 LDFLAGS   += $(LDHARDEN)
-LDLIBS    := -lbpf -ldw -lelf -lz -lcurl -pthread
+LDLIBS    := -lbpf -ldw -lelf -lz -lcurl -lm -pthread
 SAN       ?=
 ifneq ($(SAN),)
 ALL_CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
