@@ -381,7 +381,7 @@ static double px(const struct layout *l, uint64_t n)
 }
 
 static int put_box(FILE *f, const struct profile *p, const struct layout *l,
-		   const struct box *b, struct text *t)
+		   const struct box *b, struct text *t, const struct svg_painter *pt)
 {
 	const char *file = b->fr ? profile__file(p, b->fr) : NULL;
 	enum frame_class c = !b->fr ? FRAME_OTHER :
@@ -391,19 +391,34 @@ static int put_box(FILE *f, const struct profile *p, const struct layout *l,
 	unsigned y = HEAD_H + (l->rows - 1 - b->depth) * FRAME_H;
 	double x = PAD + px(l, b->x), w = px(l, b->n);
 	int label = (int)((w - 6) / CHAR_W);
+	struct svg_mark m = { "" };
 	int err = frame_text(t, p, b->fr);
 
+	/* A box's frame is the one its first stack opened it with (layout__build()), so
+	 * the frames before it in that stack are the path to it. */
+	if (!err && pt)
+		err = pt->paint(pt->ctx, b->fr ? b->fr - (b->depth - 1) : NULL, b->depth, b->n,
+				&m);
 	if (err)
 		return err;
-	fprintf(f, "<g class=\"%s\"%s data-x=\"%llu\" data-n=\"%llu\"><title>", class_names[c],
+	fprintf(f, "<g class=\"%s\"%s data-x=\"%llu\" data-n=\"%llu\"", class_names[c],
 		b->fr ? "" : " id=\"root\"", (unsigned long long)b->x, (unsigned long long)b->n);
+	if (m.mark[0])
+		fprintf(f, " data-mark=\"%s\"", m.mark);
+	fputs("><title>", f);
 	put_xml(f, t->s, t->len, SIZE_MAX);
 	fputc('\n', f);
 	put_amount(f, p, b->n);
-	fprintf(f, " (%.2f%%)</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" "
-		"height=\"%d\" fill=\"",
-		l->total ? 100.0 * (double)b->n / (double)l->total : 100.0, x, y, w, FRAME_H - 1);
-	if (c == FRAME_NATIVE)
+	fprintf(f, " (%.2f%%)", l->total ? 100.0 * (double)b->n / (double)l->total : 100.0);
+	if (m.note[0]) {
+		fputc('\n', f);
+		put_xml_str(f, m.note);
+	}
+	fprintf(f, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"",
+		x, y, w, FRAME_H - 1);
+	if (pt)
+		put_xml_str(f, m.fill);
+	else if (c == FRAME_NATIVE)
 		put_native_fill(f, profile__lib(p, b->fr), profile__name(p, b->fr));
 	else
 		put_fill(f, c, b->fr ? profile__name(p, b->fr) : NULL);
@@ -562,6 +577,24 @@ static int has_kind(const struct profile *p, enum agg_frame_kind kind)
 	return 0;
 }
 
+/* A painter's own legend, in the place of the frame classes'. */
+static void put_painted_legend(FILE *f, const struct svg_painter *pt, unsigned y)
+{
+	unsigned x = 330;
+
+	fputs("<g id=\"legend\">", f);
+	for (size_t i = 0; i < pt->nlegend; i++) {
+		fprintf(f, "<rect x=\"%u\" y=\"%u\" width=\"12\" height=\"12\" fill=\"", x,
+			y - 10);
+		put_xml_str(f, pt->legend[i].fill);
+		fprintf(f, "\"/><text x=\"%u\" y=\"%u\">", x + 17, y);
+		put_xml_str(f, pt->legend[i].label);
+		fputs("</text>", f);
+		x += 17 + (unsigned)(CHAR_W * (double)strlen(pt->legend[i].label)) + 28;
+	}
+	fputs("</g>\n", f);
+}
+
 static void put_legend(FILE *f, const struct profile *p, unsigned y)
 {
 	static const struct { enum frame_class c; const char *label; } items[] = {
@@ -594,7 +627,7 @@ static void put_legend(FILE *f, const struct profile *p, unsigned y)
 
 /* The <svg> element's head: the XML declaration too when it is a document of its own. */
 static void put_head(FILE *f, const struct profile *p, const struct layout *l,
-		     unsigned height, int standalone)
+		     unsigned height, int standalone, const struct svg_painter *pt)
 {
 	const char *target = p->target ? p->target : "profile";
 	time_t start = (time_t)(p->start_unix_ns / 1000000000);
@@ -615,22 +648,37 @@ static void put_head(FILE *f, const struct profile *p, const struct layout *l,
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"#fcfcf7\"/>\n"
 		"<text id=\"title\" x=\"%d\" y=\"24\">pybpfprof: ", style, IMG_W / 2);
 	put_xml(f, target, strlen(target), TITLE_CHARS);
-	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">%.2f s at %u Hz, ",
-		IMG_W / 2, (double)p->duration_ns / 1e9, p->rate_hz);
-	put_amount(f, p, l->total);
-	fprintf(f, "%s%s</text>\n", p->unit == PROFILE_NS ? " of thread time" : "", when);
+	fprintf(f, "</text>\n<text id=\"subtitle\" x=\"%d\" y=\"44\">", IMG_W / 2);
+	if (pt && pt->subtitle) {
+		put_xml_str(f, pt->subtitle);
+	} else {
+		fprintf(f, "%.2f s at %u Hz, ", (double)p->duration_ns / 1e9, p->rate_hz);
+		put_amount(f, p, l->total);
+		fprintf(f, "%s%s", p->unit == PROFILE_NS ? " of thread time" : "", when);
+	}
+	fputs("</text>\n", f);
 	fprintf(f, "<text id=\"reset\" class=\"btn\" x=\"%d\" y=\"68\" "
 		"style=\"visibility:hidden\">Reset zoom</text>\n"
 		"<text id=\"search\" class=\"btn end\" x=\"%d\" y=\"68\">Search</text>\n",
 		PAD, IMG_W - PAD);
-	put_legend(f, p, 68);
+	if (pt && pt->legend)
+		put_painted_legend(f, pt, 68);
+	else
+		put_legend(f, p, 68);
+	if (!l->omitted && !(pt && pt->note && pt->note[0]))
+		return;
+	fprintf(f, "<text id=\"note\" x=\"%d\" y=\"88\">", IMG_W / 2);
+	if (pt && pt->note && pt->note[0])
+		put_xml_str(f, pt->note);
 	if (l->omitted)
-		fprintf(f, "<text id=\"note\" x=\"%d\" y=\"88\">%zu frame%s narrower than %.1f px "
-			"merged into their callers</text>\n", IMG_W / 2, l->omitted,
+		fprintf(f, "%s%zu frame%s narrower than %.1f px merged into their callers",
+			pt && pt->note && pt->note[0] ? "; " : "", l->omitted,
 			l->omitted == 1 ? "" : "s", MIN_PX);
+	fputs("</text>\n", f);
 }
 
-static int write_svg(FILE *f, const struct profile *p, int standalone)
+static int write_svg(FILE *f, const struct profile *p, int standalone,
+		     const struct svg_painter *pt)
 {
 	struct layout l = { 0 };
 	struct text t = { 0 };
@@ -640,10 +688,10 @@ static int write_svg(FILE *f, const struct profile *p, int standalone)
 	if (err)
 		goto out;
 	height = HEAD_H + l.rows * FRAME_H + FOOT_H;
-	put_head(f, p, &l, height, standalone);
+	put_head(f, p, &l, height, standalone, pt);
 	fputs("<g id=\"frames\">\n", f);
 	for (size_t i = 0; i < l.len && !err; i++)
-		err = put_box(f, p, &l, &l.v[i], &t);
+		err = put_box(f, p, &l, &l.v[i], &t, pt);
 	if (err)
 		goto out;
 	fprintf(f, "</g>\n<text id=\"details\" x=\"%d\" y=\"%u\"> </text>\n"
@@ -657,14 +705,14 @@ out:
 	return err;
 }
 
-int out_svg__write(FILE *f, const struct profile *p)
-{
-	return write_svg(f, p, 1);
-}
-
-int out_svg__write_html(FILE *f, const struct profile *p)
+/* The SVG alone, or inline in an HTML page of its own. */
+static int write_page(FILE *f, const struct profile *p, const struct svg_painter *pt,
+		      int html)
 {
 	int err;
+
+	if (!html)
+		return write_svg(f, p, 1, pt);
 
 	/* The margin is the SVG's own padding: the picture sits where it does alone. */
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -672,9 +720,25 @@ int out_svg__write_html(FILE *f, const struct profile *p)
 	put_xml_str(f, p->target ? p->target : "profile");
 	fputs("</title>\n<style>body{margin:0;background:#fcfcf7}svg{display:block}</style>\n"
 	      "</head>\n<body>\n", f);
-	err = write_svg(f, p, 0);
+	err = write_svg(f, p, 0, pt);
 	if (err)
 		return err;
 	fputs("</body>\n</html>\n", f);
 	return ferror(f) ? -EIO : 0;
+}
+
+int out_svg__write(FILE *f, const struct profile *p)
+{
+	return write_page(f, p, NULL, 0);
+}
+
+int out_svg__write_html(FILE *f, const struct profile *p)
+{
+	return write_page(f, p, NULL, 1);
+}
+
+int out_svg__write_painted(FILE *f, const struct profile *p, const struct svg_painter *pt,
+			   int html)
+{
+	return write_page(f, p, pt, html);
 }
