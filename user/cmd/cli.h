@@ -223,6 +223,7 @@ int dump_cli__main(int argc, char **argv);
 int agent_cli__main(int argc, char **argv);
 int convert_cli__main(int argc, char **argv);
 int report_cli__main(int argc, char **argv);
+int diff_cli__main(int argc, char **argv);
 
 /* --by, --sort and -l of report, also record's with --report. */
 enum { CLI_OPT_REPORT_BY = 600, CLI_OPT_REPORT_SORT };

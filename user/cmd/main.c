@@ -30,14 +30,16 @@ static const char main_help[] =
 	"                                             the same from a core file\n"
 	"  pybpfprof report PROFILE.pbp               a saved profile as a table\n"
 	"  pybpfprof convert PROFILE.pbp -o OUT       a saved profile in another format\n"
+	"  pybpfprof diff BASE.pbp NEW.pbp [-o D.svg] what changed beyond sampling noise:\n"
+	"                                             a table, a differential flame graph\n"
 	"  pybpfprof --help | --version\n"
 	"\n"
 	"Each sample is taken by a BPF program on the CPU the Python thread runs on, while\n"
 	"the thread is interrupted, so stacks are consistent without pausing the target.\n"
 	"With --mode wall it also follows each thread through the scheduler and charges\n"
 	"every wait to the Python stack it blocked in, naming why (record, top, agent).\n"
-	"See 'pybpfprof record --help', 'pybpfprof top --help' and 'pybpfprof dump\n"
-	"--help' for options.\n"
+	"See 'pybpfprof record --help', 'pybpfprof top --help', 'pybpfprof dump --help'\n"
+	"and 'pybpfprof diff --help' for options.\n"
 	"\n"
 	"Supported interpreters: CPython " PBP_SUPPORTED_VERSIONS " (GIL builds).\n"
 	"\n"
@@ -53,7 +55,8 @@ static const char main_help[] =
 	"       top: ended by q, Ctrl-C, SIGTERM or the target exiting\n"
 	"  1    unexpected failure while profiling\n"
 	"  2    bad command line, or an output file that cannot be written or may not be\n"
-	"       replaced (-o, --stats-file), found before profiling; agent: bad config\n"
+	"       replaced (-o, --stats-file), found before profiling; agent: bad config;\n"
+	"       diff: profiles that cannot compare (other modes or units)\n"
 	"  3    no such process, or it exited before profiling began; -a: no Python\n"
 	"       process ran, or none passed --pid-filter/--container/--exclude, during\n"
 	"       the whole run; --subprocesses: neither the target nor any process it\n"
@@ -103,6 +106,8 @@ int main(int argc, char **argv)
 		return dump_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return report_cli__main(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return diff_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "convert"))
 		return convert_cli__main(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "agent"))
