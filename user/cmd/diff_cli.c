@@ -32,12 +32,18 @@ static const char diff_help[] =
 	"  pybpfprof diff before.pbp after.pbp -o diff.svg\n"
 	"\n"
 	"The test, for each flame-graph node (and each function of the table), with a\n"
-	"samples in BASE and b in NEW: under the null hypothesis that it costs the same in\n"
-	"both, each of its a + b samples is NEW's with a probability p0 that the two\n"
-	"profiles' sampling rates give (and their durations, with --per-second), so\n"
-	"b ~ Binomial(a + b, p0) given a + b. The two-sided exact binomial test rejects it\n"
-	"when its p-value is below A divided by the number of nodes compared (Bonferroni:\n"
-	"noise alone colours any node at all with a chance below A). Wall and off-CPU\n"
+	"samples in BASE and b in NEW: under the null hypothesis that its cost changed\n"
+	"only as the whole program's speed did, each of its a + b samples is NEW's with\n"
+	"a probability p0 that the two profiles' sampling rates give (and their\n"
+	"durations, with --per-second) and that speed, so b ~ Binomial(a + b, p0) given\n"
+	"a + b. The two-sided exact binomial test rejects it when its p-value is below A\n"
+	"divided by the number of nodes compared (Bonferroni: noise alone colours any\n"
+	"node at all with a chance below A). The speed is what the code that did not\n"
+	"change took in NEW for its time in BASE: the same work takes more CPU time on a\n"
+	"busy machine (40% more between two identical runs, measured on a shared VM) in\n"
+	"every function alike. It is the median of the nodes' own times' ratios, refined\n"
+	"over the nodes it explains, so the functions that changed do not move it; the\n"
+	"table's header says it; --no-scale takes it as 1. Wall and off-CPU\n"
 	"counts are time: the test counts it in samples of the clock's period (time /\n"
 	"(1 / rate)); a wait is measured, not sampled, so there the test is conservative.\n"
 	"Shares of each profile (normalised to 100%) are not compared: making one function\n"
@@ -51,6 +57,8 @@ static const char diff_help[] =
 	"                         profiled twice for different lengths; by default totals\n"
 	"                         are compared, for the same work run to its end (a\n"
 	"                         command, a benchmark)\n"
+	"      --no-scale         compare times as they are, with no correction for the\n"
+	"                         program's speed: for runs on one quiet machine\n"
 	"      --alpha A          the chance of any false alarm, 0 < A < 1 (default 0.01)\n"
 	"  -l, --limit N          print the first N functions (default 20; 0: all)\n"
 	"  -v, --verbose          more diagnostics\n"
@@ -61,7 +69,7 @@ static const char diff_help[] =
 	"modes: cpu, wall, off-cpu; different units); 10 BASE or NEW cannot be read, is\n"
 	"not a pybpfprof profile file, is corrupt or is of a later format version.\n";
 
-enum { DIFF_OPT_PER_SECOND = 700, DIFF_OPT_ALPHA };
+enum { DIFF_OPT_PER_SECOND = 700, DIFF_OPT_ALPHA, DIFF_OPT_NO_SCALE };
 
 struct diff_args {
 	const char *base, *new, *out;
@@ -93,6 +101,9 @@ static int parse_option(int opt, struct diff_args *a)
 	case DIFF_OPT_PER_SECOND:
 		a->o.basis = DIFF_PER_SECOND;
 		return CLI_GO_ON;
+	case DIFF_OPT_NO_SCALE:
+		a->o.raw = 1;
+		return CLI_GO_ON;
 	case DIFF_OPT_ALPHA:
 		errno = 0;
 		a->o.alpha = strtod(optarg, &end);
@@ -117,6 +128,7 @@ static int parse_args(int argc, char **argv, struct diff_args *a)
 		{ "output", required_argument, NULL, 'o' },
 		{ "per-second", no_argument, NULL, DIFF_OPT_PER_SECOND },
 		{ "alpha", required_argument, NULL, DIFF_OPT_ALPHA },
+		{ "no-scale", no_argument, NULL, DIFF_OPT_NO_SCALE },
 		{ "limit", required_argument, NULL, 'l' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },

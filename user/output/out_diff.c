@@ -25,16 +25,17 @@ static const char *basis_name(const struct profile_diff *d)
 
 /* ---- the table -------------------------------------------------------------------- */
 
-static double change_of(const struct diff_item *it)
+/* What NEW took beyond what the program's speed explains. */
+static double excess(const struct diff_item *it, double speed)
 {
-	return it->c.new_s - it->c.base_s;
+	return it->c.new_s - it->c.base_s * speed;
 }
 
-static int by_change(const void *a, const void *b)
+static int by_change(const void *a, const void *b, void *speed)
 {
 	const struct diff_item *x = *(const struct diff_item *const *)a;
 	const struct diff_item *y = *(const struct diff_item *const *)b;
-	double cx = fabs(change_of(x)), cy = fabs(change_of(y));
+	double cx = fabs(excess(x, *(double *)speed)), cy = fabs(excess(y, *(double *)speed));
 	int c;
 
 	/* Changes beyond noise first: a large change within it says less. */
@@ -77,12 +78,14 @@ int out_diff__write_table(FILE *f, const struct profile_diff *d, size_t limit)
 	}
 	for (size_t i = 0; i < d->nodes.n; i++)
 		nodes_changed += d->nodes.v[i].c.change != 0;
-	qsort(order, t->n, sizeof(*order), by_change);
+	qsort_r(order, t->n, sizeof(*order), by_change, (void *)&d->speed);
 	put_side(f, "BASE", d->base);
 	put_side(f, "NEW ", d->new);
-	fprintf(f, "compared: %s; a change is beyond noise when the exact binomial test of\n"
-		"NEW's share of a function's samples (H0: p0 = %.4f, its cost unchanged) gives\n"
-		"p < %g / %zu functions (Bonferroni)\n", basis_name(d), d->p0, d->o.alpha, t->n);
+	fprintf(f, "compared: %s; NEW's unchanged code took %.3fx BASE's time%s\n"
+		"a change is beyond noise when the exact binomial test of NEW's share of a\n"
+		"function's samples (H0: p0 = %.4f, changed only by that speed) gives\n"
+		"p < %g / %zu functions (Bonferroni)\n", basis_name(d), d->speed,
+		d->o.raw ? " (--no-scale: taken as 1)" : "", d->p0, d->o.alpha, t->n);
 	fprintf(f, "%zu of %zu functions and %zu of %zu flame-graph nodes changed beyond noise; "
 		"%zu of %zu rows%s\n\n", changed, t->n, nodes_changed, d->nodes.n, shown, t->n,
 		shown < t->n ? " (-l 0 shows all)" : "");
@@ -144,8 +147,9 @@ static int paint(void *ctx, const struct agg_frame *path, uint32_t depth, uint64
 		snprintf(m->fill, sizeof(m->fill), NEUTRAL);
 	snprintf(m->mark, sizeof(m->mark), "%s", c->change > 0 ? "grew" :
 		 c->change < 0 ? "shrank" : "same");
-	snprintf(m->note, sizeof(m->note), "base %.3f %s, new %.3f %s (%+.3f), p %.2g: %s",
-		 c->base_s, unit_of(d), c->new_s, unit_of(d), c->new_s - c->base_s, c->p,
+	snprintf(m->note, sizeof(m->note), "base %.3f %s, new %.3f %s (%+.1f%%), p %.2g: %s",
+		 c->base_s, unit_of(d), c->new_s, unit_of(d),
+		 c->base_s > 0 ? 100 * (c->new_s - c->base_s) / c->base_s : 100.0, c->p,
 		 c->change > 0 ? "grew beyond noise" : c->change < 0 ? "shrank beyond noise" :
 		 "within noise");
 	return 0;
@@ -164,7 +168,8 @@ int out_diff__write_svg(FILE *f, const struct profile_diff *d, int html)
 		 (double)n->duration_ns / 1e9, n->rate_hz, b->target ? b->target : "profile",
 		 (double)b->duration_ns / 1e9, b->rate_hz, basis_name(d));
 	snprintf(note, sizeof(note), "coloured only beyond noise: exact binomial test, p < %g / "
-		 "%zu nodes", d->o.alpha, d->nodes.n);
+		 "%zu nodes, NEW's unchanged code taking %.3fx BASE's time", d->o.alpha,
+		 d->nodes.n, d->speed);
 	if (d->base_only)
 		snprintf(note + strlen(note), sizeof(note) - strlen(note), "; %zu node%s only in "
 			 "BASE shrank (see the table)", d->base_only, d->base_only == 1 ? "" : "s");

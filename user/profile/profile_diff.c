@@ -178,6 +178,12 @@ static double seconds(const struct profile_diff *d, const struct profile *p, uin
 	return d->o.basis == DIFF_PER_SECOND ? s / ((double)p->duration_ns / 1e9) : s;
 }
 
+/* P(a sample of work is NEW's) if it changed by @speed. */
+static double p0_at(const struct profile_diff *d, double speed)
+{
+	return d->ratio * speed / (1 + d->ratio * speed);
+}
+
 static void judge(const struct profile_diff *d, struct diff_count *c, double threshold)
 {
 	double expected;
@@ -187,7 +193,7 @@ static void judge(const struct profile_diff *d, struct diff_count *c, double thr
 	c->base_s = seconds(d, d->base, c->base);
 	c->new_s = seconds(d, d->new, c->new);
 	c->p = binom__p_two_sided(c->new_eq, c->base_eq + c->new_eq, d->p0);
-	expected = (double)c->base_eq * d->ratio;
+	expected = (double)c->base_eq * d->ratio * d->speed;
 	c->size = (double)c->new_eq == expected ? 0 :
 		  ((double)c->new_eq - expected) / fmax((double)c->new_eq, expected);
 	c->change = c->p >= threshold ? 0 : (double)c->new_eq > expected ? 1 : -1;
@@ -213,6 +219,85 @@ static double weight(const struct profile_diff *d, const struct profile *p)
 	return d->o.basis == DIFF_PER_SECOND ? w * ((double)p->duration_ns / 1e9) : w;
 }
 
+/* A node's own samples (not its callees'), in sample-equivalents, and their ratio. */
+struct self_time {
+	uint64_t a, b;
+	double r;		/* b / (a ratio): NEW's time for BASE's */
+};
+
+static int by_ratio(const void *x, const void *y)
+{
+	double a = ((const struct self_time *)x)->r, b = ((const struct self_time *)y)->r;
+
+	return (a > b) - (a < b);
+}
+
+/* The weighted median of the ratios (by samples, a + b), or 1 if it is no number. */
+static double weighted_median(struct self_time *v, size_t n)
+{
+	uint64_t total = 0, sum = 0;
+
+	qsort(v, n, sizeof(*v), by_ratio);
+	for (size_t i = 0; i < n; i++)
+		total += v[i].a + v[i].b;
+	for (size_t i = 0; i < n; i++) {
+		sum += v[i].a + v[i].b;
+		if (2 * sum >= total)
+			return isfinite(v[i].r) && v[i].r > 0 ? v[i].r : 1;
+	}
+	return 1;
+}
+
+/*
+ * d->speed (profile_diff.h): the median first, robust to the nodes that changed but
+ * as noisy as the one node it picks; then the pooled ratio of every node whose own
+ * time the median explains, which is as precise as all of them together.
+ */
+static int estimate_speed(struct profile_diff *d)
+{
+	const struct diff_table *t = &d->nodes;
+	uint64_t *own = calloc(2 * (t->n ? t->n : 1), sizeof(*own));
+	struct self_time *v = calloc(t->n ? t->n : 1, sizeof(*v));
+	size_t n = 0;
+	int err = -ENOMEM;
+
+	if (!own || !v)
+		goto cleanup;
+	for (size_t i = 0; i < t->n; i++) {
+		own[2 * i] += t->v[i].c.base;
+		own[2 * i + 1] += t->v[i].c.new;
+		if (i != DIFF_ROOT) {
+			own[2 * t->v[i].key.parent] -= t->v[i].c.base;
+			own[2 * t->v[i].key.parent + 1] -= t->v[i].c.new;
+		}
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		struct self_time st = { sample_eq(d->base, own[2 * i]),
+					sample_eq(d->new, own[2 * i + 1]) };
+
+		if (!st.a && !st.b)
+			continue;
+		st.r = st.a ? (double)st.b / ((double)st.a * d->ratio) : INFINITY;
+		v[n++] = st;
+	}
+	d->speed = weighted_median(v, n);
+	for (int round = 0; round < 3; round++) {
+		uint64_t a = 0, b = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (binom__p_two_sided(v[i].b, v[i].a + v[i].b, p0_at(d, d->speed)) >=
+			    d->o.alpha / (double)n)
+				a += v[i].a, b += v[i].b;
+		if (a && b)
+			d->speed = (double)b / ((double)a * d->ratio);
+	}
+	err = 0;
+cleanup:
+	free(own);
+	free(v);
+	return err;
+}
+
 int profile_diff__build(struct profile_diff *d, const struct profile *base,
 			const struct profile *new, const struct diff_opts *o)
 {
@@ -221,16 +306,18 @@ int profile_diff__build(struct profile_diff *d, const struct profile *base,
 	uint32_t idx;
 	int err;
 
-	*d = (struct profile_diff){ .base = base, .new = new, .o = *o };
-	d->p0 = weight(d, new) / (weight(d, base) + weight(d, new));
+	*d = (struct profile_diff){ .base = base, .new = new, .o = *o, .speed = 1 };
 	d->ratio = weight(d, new) / weight(d, base);
 	err = table__get(&d->nodes, &root, &idx);
 	for (size_t i = 0; !err && i < aggregate__count(base->agg); i++)
 		err = add_stack(d, base, 0, i, 0);
 	for (size_t i = 0; !err && i < aggregate__count(new->agg); i++)
 		err = add_stack(d, new, 1, i, aggregate__count(base->agg));
+	if (!err && !o->raw)
+		err = estimate_speed(d);
 	if (err)
 		goto cleanup;
+	d->p0 = p0_at(d, d->speed);
 	judge_all(d, &d->nodes);
 	judge_all(d, &d->funcs);
 	for (size_t i = 0; i < d->nodes.n; i++)

@@ -5,13 +5,23 @@
  * (out_diff.h) and paints NEW's flame graph with the nodes (out_svg.h).
  *
  * The test, per node (and per function) with a samples in BASE and b in NEW: if the
- * node costs the same in both (H0), each of its a + b samples fell in NEW with the
- * probability p0 that the two profiles' sampling gives any sample of equal work, so
- * b ~ Binomial(a + b, p0) given a + b; the two-sided exact binomial test (binom.h)
- * rejects H0 when its p-value is below alpha / m, m being the number of nodes
- * compared (Bonferroni: the chance that any one of them is flagged by noise alone
- * stays below alpha). p0 = w_new / (w_base + w_new), w = 1 / tick (samples per
- * second of work), times the profile's duration with DIFF_PER_SECOND.
+ * node's cost changed only as the whole program's speed did (H0), each of its a + b
+ * samples fell in NEW with the probability p0 that the two profiles' sampling and that
+ * speed give any sample of its work, so b ~ Binomial(a + b, p0) given a + b; the
+ * two-sided exact binomial test (binom.h) rejects H0 when its p-value is below
+ * alpha / m, m being the number of nodes compared (Bonferroni: the chance that any
+ * one of them is flagged by noise alone stays below alpha).
+ * p0 = s w_new / (w_base + s w_new): w = 1 / tick (samples per second of work), times
+ * the profile's duration with DIFF_PER_SECOND; s the program's speed (below).
+ *
+ * The speed s: one run of the same code on a busy or throttled machine (a shared
+ * host, a VM whose neighbours are busy, another CPU frequency) takes more CPU time in
+ * every function alike; measured here, identical runs differed by 40 %. Comparing
+ * totals as they are would call each function grown. s is the factor by which the
+ * code that did not change changed: the weighted median of the nodes' self-time ratios
+ * (robust to the minority that changed), refined by pooling the nodes whose self time
+ * it explains. A change in one function leaves the rest to say what s is; a uniform
+ * slowdown is s. With raw set, s = 1: totals as they are.
  *
  * Counts of time (wall and off-CPU profiles, nanoseconds) become sample-equivalents
  * first: time / the clock's period (profile__tick_ns()), what the same time on a CPU
@@ -39,6 +49,7 @@ enum diff_basis {
 struct diff_opts {
 	enum diff_basis basis;
 	double alpha;		/* the chance of any false alarm, before Bonferroni */
+	int raw;		/* s = 1: no correction for the program's speed */
 };
 
 #define DIFF_ALPHA_DEFAULT 0.01
@@ -79,6 +90,7 @@ struct profile_diff {
 	struct diff_opts o;
 	double p0;			/* P(a sample of equal work is NEW's) */
 	double ratio;			/* expected new_eq per base_eq under H0 */
+	double speed;			/* s: NEW's time for BASE's, of unchanged code */
 	struct diff_table nodes;	/* the merged flame-graph trees; 0 is the root */
 	struct diff_table funcs;	/* code frames (Python, C) by function */
 	size_t base_only;		/* nodes in BASE only that shrank beyond noise */
