@@ -260,8 +260,6 @@ def test_slow_me_made_twice_as_slow_colours_it_and_its_callers_only(runs, profil
     rows, text = run_diff(profiler_bin, runs["base"], runs["slow"], tmp_path / "d.html")
     by_name = {function_name(k): v for k, v in rows.items()}
     assert by_name["slow_me"][3] == "grew", text
-    # Twice the iterations: its time about doubles (the bound is loose, not a timing).
-    assert 1.5 < by_name["slow_me"][1] / by_name["slow_me"][0] < 2.7, text
     for fn in FAST:
         assert by_name[fn][3] == "-", f"{fn} did not change\n{text}"
     grown = {function_name(k) for k, v in rows.items() if v[3] != "-"}
