@@ -163,10 +163,13 @@ int out_diff__write_svg(FILE *f, const struct profile_diff *d, int html)
 	char subtitle[512], note[256];
 	const struct profile *b = d->base, *n = d->new;
 
-	snprintf(subtitle, sizeof(subtitle), "diff of %s (%.1f s at %u Hz) against BASE %s "
-		 "(%.1f s at %u Hz), %s compared", n->target ? n->target : "NEW",
-		 (double)n->duration_ns / 1e9, n->rate_hz, b->target ? b->target : "profile",
-		 (double)b->duration_ns / 1e9, b->rate_hz, basis_name(d));
+	const char *bt = b->target ? b->target : "profile", *cut = strstr(bt, " (");
+
+	/* The title names NEW in full; BASE's command line would not fit beside it. */
+	snprintf(subtitle, sizeof(subtitle), "diff of NEW (%.1f s at %u Hz) against BASE %.*s "
+		 "(%.1f s at %u Hz), %s compared", (double)n->duration_ns / 1e9, n->rate_hz,
+		 (int)(cut ? (size_t)(cut - bt) : strlen(bt)), bt, (double)b->duration_ns / 1e9,
+		 b->rate_hz, basis_name(d));
 	snprintf(note, sizeof(note), "coloured only beyond noise: exact binomial test, p < %g / "
 		 "%zu nodes, NEW's unchanged code taking %.3fx BASE's time", d->o.alpha,
 		 d->nodes.n, d->speed);
