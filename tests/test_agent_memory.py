@@ -5,9 +5,8 @@
 Short-lived Python processes keep starting, each with a unique command line and a few
 hundred functions whose long names, file names and line tables no other process has.
 An agent that keeps any of it after the process is gone grows by about half a MiB per
-process, which the rule (no growth over the second half beyond a few % of the mean,
-and at most 3 MiB) catches many times over; a bounded one levels off in the first
-half. The run must churn enough processes for such growth to show, or it proves
+process, which the rule (no growth over the second half beyond 15 % of the mean, and at
+most 8 MiB: TOLERANCE says why) catches several times over; a bounded one levels off. The run must churn enough processes for such growth to show, or it proves
 nothing and fails. The caches' byte budgets are the units test_code_cache and
 test_frame_cache (test_unit_binaries.py)."""
 
@@ -24,6 +23,14 @@ import agent_churn  # noqa: E402
 SECONDS = 90
 # Below this many processes over the run, per-process growth could hide in the noise.
 MIN_PROCESSES = 30
+# What the second half may grow by. glibc's heap grows in steps of 1-2 MiB to hold the
+# largest set of processes alive at once, and keeps them: in runs of 5 and 10 minutes
+# the last step came 100-180 s in, on builds months apart, with the memory in use flat
+# (malloc_stats); a 90 s run ends inside that, and one on a loaded machine rose 3.5 MiB
+# from its second quarter to its last. A leak of half a MiB per process grows by 30 MiB
+# or more over the second half of even the slowest run allowed (30 processes), so the
+# bound stays far below what it is for. `make soak` holds 10 minutes to 3 % and 2 MiB.
+TOLERANCE, TOLERANCE_MB = 0.15, 8.0
 
 
 def python311():
@@ -35,8 +42,8 @@ def python311():
 
 def churn(binary, workdir):
     res = agent_churn.run([binary], SECONDS, str(workdir), python=python311())
-    ok, nums, reasons = agent_churn.verdict(res["samples"], limit_mb=256, tolerance=0.05,
-                                            tolerance_mb=3.0)
+    ok, nums, reasons = agent_churn.verdict(res["samples"], limit_mb=256, tolerance=TOLERANCE,
+                                            tolerance_mb=TOLERANCE_MB)
     return res, ok, nums, reasons
 
 

@@ -162,6 +162,7 @@ def hostile_files(tmp_path):
     add("repeated-string", inflated=profile(STRINGS + ["main"]), says="repeats string 1")
     add("repeated-stack", inflated=profile(STRINGS, stack(1, 1, 1, [(MARKER, 0, 0, -1)]) * 2),
         says="repeats stack 0")
+    add("no-frames", inflated=profile(STRINGS, stack(1, 1, 1, [])), says="has no frames")
     add("frame-kind", inflated=profile(STRINGS, stack(1, 1, 1, [(77, 1, 2, 1)])),
         says="unknown kind 77")
     add("frames-cut", inflated=profile(STRINGS, data(13, num(1, 1) + packed(4, [0, 1, 2]))),

@@ -217,7 +217,8 @@ static int put_events(FILE *f, struct chrome_ctx *c, const struct pi_thread *t)
 
 	if (err)
 		return err;
-	qsort(c->spans, c->nspans, sizeof(*c->spans), by_start);
+	if (c->nspans)	/* qsort's array may not be NULL, even when empty */
+		qsort(c->spans, c->nspans, sizeof(*c->spans), by_start);
 	for (size_t i = 0; i < c->nspans; i++) {
 		const struct span *s = &c->spans[i];
 

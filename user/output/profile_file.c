@@ -405,6 +405,8 @@ static int read_stack(struct load *l, struct pb_reader *r, struct agg_frame **fr
 	err = fits_u32(l, v + 1, 2, "stack");
 	if (!err)
 		err = read_frames(l, &fr, frames, cap, &depth);
+	if (!err && !depth)
+		err = bad(l, "stack %zu has no frames", want);
 	if (!err)
 		err = aggregate__add(agg, (uint32_t)v[1], (uint32_t)v[2], *frames, depth, v[0],
 				     &index);

@@ -117,7 +117,8 @@ int aggregate__add(struct aggregate *a, uint32_t pid, uint32_t tid,
 	s->frames = malloc(bytes ? bytes : 1);
 	if (!s->frames)
 		return -ENOMEM;
-	memcpy(s->frames, frames, bytes);
+	if (bytes)	/* no frames: @frames may be NULL */
+		memcpy(s->frames, frames, bytes);
 	s->depth = depth;
 	s->count = count;
 	s->pid = pid;
