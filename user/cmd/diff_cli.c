@@ -17,7 +17,7 @@
 
 static const char diff_help[] =
 	"Usage:\n"
-	"  pybpfprof diff BASE.pbp NEW.pbp [-o DIFF.svg|DIFF.html] [--per-second]\n"
+	"  pybpfprof diff BASE.pbp NEW.pbp [-o DIFF.svg|DIFF.html] [--per-second] [--no-scale]\n"
 	"                 [--alpha A] [-l N]\n"
 	"\n"
 	"Compares two saved profiles (record -o FILE.pbp) of one program, before and after\n"
