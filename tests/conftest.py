@@ -17,7 +17,14 @@ import pytest
 from lib.paths import BIN, REPO, UNPRIV_USER
 from lib.interpreters import (MODES, OLD_PYTHONS, PY310_EXE, PY312_COPY, PY312_EXE, PYENV_ROOT,
                               VERSIONS, copy_workloads, make_interp, run_test_interpreters)
+from lib.browser import open_browser
 from lib.harness import Harness
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium, one per test module (lib/browser.py)."""
+    yield from open_browser()
 
 
 @pytest.fixture(scope="session")

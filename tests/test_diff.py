@@ -299,7 +299,7 @@ def test_a_wall_profile_against_a_cpu_one_is_refused(runs, profiler_bin, tmp_pat
 # ---- in a browser ---------------------------------------------------------------------------
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
-from test_out_svg_browser import browser, open_svg  # noqa: E402,F401
+from lib.browser import open_svg  # noqa: E402
 
 
 @pytest.mark.browser

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -20,11 +19,8 @@ import pytest
 from lib.collapsed import parse_collapsed
 from lib.harness import Harness, Once, unpriv_prefix
 from lib.interpreters import make_interp
-from lib.paths import REPO
 from lib.waits import profile_waits, sibling
 
-sys.path.insert(0, str(REPO / "tests" / "tools"))
-from cdp import Browser, find_chromium  # noqa: E402
 
 SECTION = re.compile(r'<section class="file" id="f\d+">\n<h2>(?P<file>.*?)</h2>(?P<body>.*?)'
                      r'</section>', re.S)
@@ -200,17 +196,6 @@ def test_sources_are_read_only_as_the_target_may(request, tmp_path, unpriv_user,
     assert "SECRET-ROOT-ONLY" not in page and "BIG-FILE-TEXT" not in page, \
         "a file the target may not read, or over the cap, was shown"
     assert rows[(str(good), 2)]["text"] == "GOOD-LINE-2", rows[(str(good), 2)]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not find_chromium():
-        pytest.fail("no Chromium: apt-get install chromium (tools/install-deps.sh test)")
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 @pytest.mark.browser

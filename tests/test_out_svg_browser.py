@@ -13,20 +13,15 @@ HTML page that fetches nothing and shows fa and fb.
 Every test leaves a screenshot in build/test-artifacts/svg/.
 """
 
-import re
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from lib.paths import PROFILER_GRACE, REPO
+from lib.browser import open_svg
 from lib.harness import BAD_OUTPUT, Harness, fraction, spent_fa_share
 from test_writers_golden import GOLDEN, _build_plain
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
-from cdp import Browser, CDPError, find_chromium  # noqa: E402
 
 # Pages opened in headless Chromium.
 pytestmark = pytest.mark.browser
@@ -51,17 +46,6 @@ Array.from(document.querySelectorAll('#frames > g')).map(function (g) {
 
 
 @pytest.fixture(scope="module")
-def browser():
-    if not find_chromium():
-        pytest.fail("no Chromium: apt-get install chromium (tools/install-deps.sh test)")
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
-
-
-@pytest.fixture(scope="module")
 def artifacts():
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
@@ -72,28 +56,6 @@ def screenshot(page, artifacts, name):
     page.screenshot(path)
     print(f"screenshot: {path}")
     return path
-
-
-def open_svg(browser, path, timeout=None):
-    """A new page showing the SVG file at path (or the HTML page holding one, by its
-    suffix); fails if it is not a parsed SVG, or an HTML page with exactly one."""
-    page = browser.new_page()
-    page.navigate(Path(path).resolve().as_uri(), timeout=timeout)
-    if Path(path).suffix.lower() in (".html", ".htm"):
-        root = page.evaluate("document.documentElement.tagName + ' ' + "
-                             "document.querySelectorAll('svg').length + ' ' + "
-                             "document.querySelector('#frames').ownerSVGElement.namespaceURI")
-        assert root == "HTML 1 http://www.w3.org/2000/svg", \
-            f"{path} did not load as an HTML page with one SVG: {root!r}\n{page.errors()}"
-        # Offline: nothing but the namespace names is a URL.
-        text = Path(path).read_text()
-        assert not re.search(r"(src|href)\s*=|@import|url\(", text), f"{path} refers out"
-        return page
-    root = page.evaluate("document.documentElement.namespaceURI + ' ' + "
-                         "document.getElementsByTagName('parsererror').length")
-    assert root == "http://www.w3.org/2000/svg 0", \
-        f"{path} did not load as an SVG document: {root!r}\n{page.errors()}"
-    return page
 
 
 def frames(page):
