@@ -344,18 +344,49 @@ static void put_name(FILE *f, const struct report *r, const struct row *row)
 		fprintf(f, " (%s)", file);
 }
 
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The threads sampled: those the stacks are of (the thread table also holds threads
+ * seen in no stack kept). 0 when out of memory: the header then leaves it out. */
+static size_t threads_sampled(const struct profile *p)
+{
+	size_t n = aggregate__count(p->agg), distinct = 0;
+	uint64_t *pairs = malloc((n ? n : 1) * sizeof(*pairs));
+
+	if (!pairs)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct agg_stack *st = aggregate__stack(p->agg, i);
+
+		pairs[i] = (uint64_t)st->pid << 32 | st->tid;
+	}
+	if (n)
+		qsort(pairs, n, sizeof(*pairs), by_u64);
+	for (size_t i = 0; i < n; i++)
+		distinct += !i || pairs[i] != pairs[i - 1];
+	free(pairs);
+	return distinct;
+}
+
 static void put_header(FILE *f, const struct report *r, size_t shown)
 {
 	const struct profile *p = r->p;
 	uint64_t total = aggregate__total(p->agg);
+	size_t threads = threads_sampled(p);
 
 	fprintf(f, "%s: %s mode, ", p->target ? p->target : "profile", p->mode ? p->mode : "cpu");
 	if (is_time(p))
 		fprintf(f, "%.3f s of thread time", (double)total / 1e9);
 	else
 		fprintf(f, "%llu samples", (unsigned long long)total);
-	fprintf(f, " at %u Hz over %.1f s, %zu thread%s", p->rate_hz,
-		(double)p->duration_ns / 1e9, p->nthreads, p->nthreads == 1 ? "" : "s");
+	fprintf(f, " at %u Hz over %.1f s", p->rate_hz, (double)p->duration_ns / 1e9);
+	if (threads)
+		fprintf(f, ", %zu thread%s", threads, threads == 1 ? "" : "s");
 	if (r->incomplete)
 		fprintf(f, ", %.1f%% incomplete", share(r->incomplete, total));
 	fprintf(f, "\nby %s, sorted by %s: %zu of %zu rows%s\n", by_names[r->o->by],

@@ -61,13 +61,120 @@ static void put_text(struct pb *b, uint32_t field, const char *s)
 		pb__bytes(b, field, s, strlen(s));
 }
 
-/* Ids that may be PROFILE_NO_NAME go out as id + 1, 0 meaning none. */
-static uint64_t opt_id(uint32_t id)
+/*
+ * What is written of the string table and the threads: only what the profile uses,
+ * renumbered in the order it had. A profile cut from a session that profiled many
+ * processes (the agent's, one per process) then carries none of the others' names, and
+ * a profile read back has the same order of ids, which is all a writer can see of them.
+ */
+struct keep {
+	uint32_t *str;		/* old id -> new id + 1; 0: not written */
+	size_t nstr;
+	uint32_t *thread;	/* old slot -> new slot + 1 */
+	size_t nthread;
+};
+
+static void mark_str(struct keep *k, uint32_t id)
 {
-	return id == PROFILE_NO_NAME ? 0 : (uint64_t)id + 1;
+	if (id < k->nstr)
+		k->str[id] = 1;
 }
 
-static void put_stacks(struct pb *b, const struct aggregate *agg)
+static uint32_t str_id(const struct keep *k, uint32_t id)
+{
+	return id < k->nstr && k->str[id] ? k->str[id] - 1 : 0;
+}
+
+/* Ids that may be PROFILE_NO_NAME go out as id + 1, 0 meaning none. */
+static uint64_t opt_str_id(const struct keep *k, uint32_t id)
+{
+	return id == PROFILE_NO_NAME ? 0 : (uint64_t)str_id(k, id) + 1;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The threads the stacks are of, and those thread frames name. */
+static int mark_threads(struct keep *k, const struct profile *p)
+{
+	size_t n = aggregate__count(p->agg);
+	uint64_t *pairs = malloc((n ? n : 1) * sizeof(*pairs));
+
+	if (!pairs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct agg_stack *st = aggregate__stack(p->agg, i);
+
+		pairs[i] = (uint64_t)st->pid << 32 | st->tid;
+		for (uint32_t f = 0; f < st->depth; f++)
+			if (st->frames[f].kind == AGG_THREAD && st->frames[f].line >= 0 &&
+			    (size_t)st->frames[f].line < k->nthread)
+				k->thread[st->frames[f].line] = 1;
+	}
+	if (n)
+		qsort(pairs, n, sizeof(*pairs), by_u64);
+	for (size_t i = 0; i < k->nthread; i++) {
+		uint64_t key = (uint64_t)p->threads[i].pid << 32 | p->threads[i].tid;
+
+		if (n && bsearch(&key, pairs, n, sizeof(*pairs), by_u64))
+			k->thread[i] = 1;
+	}
+	free(pairs);
+	return 0;
+}
+
+static int keep_used(struct keep *k, const struct profile *p)
+{
+	const struct aggregate *agg = p->agg;
+	uint32_t next = 0;
+
+	k->nstr = strtab__count(p->strs);
+	k->nthread = p->nthreads;
+	k->str = calloc(k->nstr ? k->nstr : 1, sizeof(*k->str));
+	k->thread = calloc(k->nthread ? k->nthread : 1, sizeof(*k->thread));
+	if (!k->str || !k->thread || mark_threads(k, p))
+		return -ENOMEM;
+	for (size_t i = 0; i < aggregate__count(agg); i++) {
+		const struct agg_stack *st = aggregate__stack(agg, i);
+
+		for (uint32_t f = 0; f < st->depth; f++) {
+			mark_str(k, st->frames[f].name);
+			mark_str(k, st->frames[f].file);
+		}
+	}
+	for (size_t i = 0; i < k->nthread; i++)
+		if (k->thread[i]) {
+			if (p->threads[i].name != PROFILE_NO_NAME)
+				mark_str(k, p->threads[i].name);
+			if (p->threads[i].label != PROFILE_NO_NAME)
+				mark_str(k, p->threads[i].label);
+			k->thread[i] = ++next;
+		}
+	for (uint32_t i = 0; i < aggregate__native_objects(agg); i++) {
+		struct agg_native_object o = aggregate__native_object_at(agg, i);
+
+		mark_str(k, o.file);
+		mark_str(k, o.path);
+		mark_str(k, o.build_id);
+	}
+	for (uint32_t i = 0; i < aggregate__native_procs(agg); i++)
+		mark_str(k, aggregate__native_proc_at(agg, i).file);
+	for (uint32_t i = 0; i < aggregate__native_functions(agg); i++)
+		mark_str(k, aggregate__native_function_at(agg, i).name);
+	for (size_t i = 0; i < p->nsources; i++)
+		mark_str(k, p->sources[i].file);
+	next = 0;
+	for (size_t i = 0; i < k->nstr; i++)
+		if (k->str[i])
+			k->str[i] = ++next;
+	return 0;
+}
+
+static void put_stacks(struct pb *b, const struct aggregate *agg, const struct keep *k)
 {
 	for (size_t i = 0; i < aggregate__count(agg); i++) {
 		const struct agg_stack *st = aggregate__stack(agg, i);
@@ -77,28 +184,33 @@ static void put_stacks(struct pb *b, const struct aggregate *agg)
 		pb__uint(b, S2, st->pid);
 		pb__uint(b, S3, st->tid);
 		frames = pb__open(b);
-		for (uint32_t k = 0; k < st->depth; k++) {
-			const struct agg_frame *fr = &st->frames[k];
+		for (uint32_t f = 0; f < st->depth; f++) {
+			const struct agg_frame *fr = &st->frames[f];
+			int64_t line = fr->line;
 
+			/* A thread frame's line is its thread's slot, renumbered too. */
+			if (fr->kind == AGG_THREAD && line >= 0 && (size_t)line < k->nthread &&
+			    k->thread[line])
+				line = k->thread[line] - 1;
 			pb__varint(b, fr->kind);
-			pb__varint(b, fr->name);
-			pb__varint(b, fr->file);
-			pb__varint(b, (uint64_t)((int64_t)fr->line + 1));
+			pb__varint(b, str_id(k, fr->name));
+			pb__varint(b, str_id(k, fr->file));
+			pb__varint(b, (uint64_t)(line + 1));
 		}
 		pb__close(b, S4, frames);
 		pb__close(b, F_STACK, m);
 	}
 }
 
-static void put_natives(struct pb *b, const struct aggregate *agg)
+static void put_natives(struct pb *b, const struct aggregate *agg, const struct keep *k)
 {
 	for (uint32_t i = 0; i < aggregate__native_objects(agg); i++) {
 		struct agg_native_object o = aggregate__native_object_at(agg, i);
 		size_t m = pb__open(b);
 
-		pb__uint(b, S1, o.file);
-		pb__uint(b, S2, o.path);
-		pb__uint(b, S3, o.build_id);
+		pb__uint(b, S1, str_id(k, o.file));
+		pb__uint(b, S2, str_id(k, o.path));
+		pb__uint(b, S3, str_id(k, o.build_id));
 		pb__close(b, F_NATIVE_OBJECT, m);
 	}
 	for (uint32_t i = 0; i < aggregate__native_procs(agg); i++) {
@@ -106,7 +218,7 @@ static void put_natives(struct pb *b, const struct aggregate *agg)
 		size_t m = pb__open(b);
 
 		pb__uint(b, S1, np.pid);
-		pb__uint(b, S2, np.file);
+		pb__uint(b, S2, str_id(k, np.file));
 		pb__uint(b, S3, np.object);
 		pb__close(b, F_NATIVE_PROC, m);
 	}
@@ -115,20 +227,21 @@ static void put_natives(struct pb *b, const struct aggregate *agg)
 		size_t m = pb__open(b);
 
 		pb__uint(b, S1, nf.object);
-		pb__uint(b, S2, nf.name);
+		pb__uint(b, S2, str_id(k, nf.name));
 		pb__uint(b, S3, nf.func_rel);
 		pb__close(b, F_NATIVE_FUNCTION, m);
 	}
 }
 
-static void put_profile(struct pb *b, const struct profile *p)
+static void put_profile(struct pb *b, const struct profile *p, const struct keep *k)
 {
 	size_t m;
 
 	pb__bytes(b, F_MAGIC, MAGIC, sizeof(MAGIC) - 1);
 	pb__uint(b, F_VERSION, PROFILE_FILE_VERSION);
-	for (uint32_t i = 0; i < strtab__count(p->strs); i++)
-		pb__bytes(b, F_STRING, strtab__get(p->strs, i), strtab__len(p->strs, i));
+	for (uint32_t i = 0; i < k->nstr; i++)
+		if (k->str[i])
+			pb__bytes(b, F_STRING, strtab__get(p->strs, i), strtab__len(p->strs, i));
 	put_text(b, F_TARGET, p->target);
 	pb__uint(b, F_START_UNIX_NS, (uint64_t)p->start_unix_ns);
 	pb__uint(b, F_DURATION_NS, p->duration_ns);
@@ -143,14 +256,16 @@ static void put_profile(struct pb *b, const struct profile *p)
 		pb__close(b, F_LABEL, m);
 	}
 	for (size_t i = 0; i < p->nthreads; i++) {
+		if (!k->thread[i])
+			continue;
 		m = pb__open(b);
 		pb__uint(b, S1, p->threads[i].pid);
 		pb__uint(b, S2, p->threads[i].tid);
-		pb__uint(b, S3, opt_id(p->threads[i].name));
-		pb__uint(b, S4, opt_id(p->threads[i].label));
+		pb__uint(b, S3, opt_str_id(k, p->threads[i].name));
+		pb__uint(b, S4, opt_str_id(k, p->threads[i].label));
 		pb__close(b, F_THREAD, m);
 	}
-	put_stacks(b, p->agg);
+	put_stacks(b, p->agg, k);
 	if (p->ntimeline) {
 		m = pb__open(b);
 		for (size_t i = 0; i < p->ntimeline; i++) {
@@ -160,11 +275,11 @@ static void put_profile(struct pb *b, const struct profile *p)
 		}
 		pb__close(b, F_TIMELINE, m);
 	}
-	put_natives(b, p->agg);
+	put_natives(b, p->agg, k);
 	for (size_t i = 0; i < p->nsources; i++) {
 		m = pb__open(b);
 		pb__uint(b, S1, p->sources[i].pid);
-		pb__uint(b, S2, p->sources[i].file);
+		pb__uint(b, S2, str_id(k, p->sources[i].file));
 		pb__bytes(b, S3, p->sources[i].text, p->sources[i].len);
 		pb__close(b, F_SOURCE, m);
 	}
@@ -172,14 +287,19 @@ static void put_profile(struct pb *b, const struct profile *p)
 
 int profile_file__write(FILE *f, const struct profile *p)
 {
+	struct keep k = { 0 };
 	struct pb b = { 0 };
-	int err;
+	int err = keep_used(&k, p);
 
-	put_profile(&b, p);
-	err = b.err ? b.err : gzip__write(f, &b, 1);
+	if (!err) {
+		put_profile(&b, p, &k);
+		err = b.err ? b.err : gzip__write(f, &b, 1);
+	}
 	if (!err && ferror(f))
 		err = -EIO;
 	pb__free(&b);
+	free(k.str);
+	free(k.thread);
 	return err;
 }
 
