@@ -306,6 +306,43 @@ def test_process_table_and_maps_return_after_exits(py315, tmp_path, profiler_bin
     assert not missing, f"no profile file for {missing}: {sorted(written)}"
 
 
+def test_output_format_pbp_writes_profile_files_of_one_process_each(py315, tmp_path,
+                                                                   profiler_bin):
+    """--output-format pbp: each process's files are profile files that report and
+    convert read, and none carries another process's names."""
+    h = Harness(tmp_path, profiler_bin)
+    out_dir = tmp_path / "agent"
+    try:
+        a = sysburn(h, py315, fname("agent_pbp_a"), 120)
+        b = sysburn(h, py315, fname("agent_pbp_b"), 120)
+        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--output-format", "pbp",
+                                    "--period", "1s"])
+
+        def files(w):
+            return [p for p in out_dir.iterdir() if f"-{w.truth['pid']}-" in p.name
+                    and p.name.endswith(".pbp")]
+        agent.wait(lambda: files(a) and files(b), 60, "a profile file of each process")
+        rc, _ = agent.stop()
+        bad = h.run_profiler(["agent", "--output-format", "pbp", "--pyroscope-url",
+                              "http://127.0.0.1:9"], timeout=20)
+    finally:
+        h.close()
+    assert rc == 0, agent.stderr()
+    assert bad.rc == 2 and "no --output-dir" in bad.stderr, bad.describe()
+    assert not [p for p in out_dir.iterdir() if p.name.endswith(".pb.gz")]
+    for mine, other in ((a, b), (b, a)):
+        for f in files(mine):
+            assert other.truth["func"].encode() not in gzip.decompress(f.read_bytes()), \
+                f"{f.name} names {other.truth['func']}"
+            p = subprocess.run([profiler_bin, "report", f, "-l", "3"], capture_output=True,
+                               text=True, timeout=60)
+            assert p.returncode == 0 and f"pid {mine.truth['pid']} " in p.stdout, p.stderr
+        f = files(mine)[-1]
+        p = subprocess.run([profiler_bin, "convert", f, "-o", "-"], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0 and mine.truth["func"] in p.stdout, p.stderr
+
+
 def test_agent_creates_a_missing_output_dir(tmp_path, profiler_bin):
     """As a daemon does: the directory and its missing parents are made, mode 0750."""
     out_dir = tmp_path / "new" / "profiles"

@@ -45,6 +45,7 @@ static const char good[] =
 	"native-stack = 20K\n"
 	"native-unwind = fp\n"
 	"clock = tick\n"
+	"output-format = pbp\n"
 	"container = defg";	/* no newline at the end */
 
 static void periods(void)
@@ -88,6 +89,7 @@ static void parses_every_key(void)
 	CHECK(c.native == 1 && c.native_stack == 20 * 1024);
 	CHECK(c.native_unwind == SESSION_UNWIND_FP);
 	CHECK(c.clock == SAMPLER_CLOCK_TICK);
+	CHECK(c.output_pbp == 1);
 	CHECK(c.set == (1u << AK_COUNT) - 1);
 	agent_config__free(&c);
 	CHECK(!agent_config__init(&c));
@@ -124,6 +126,7 @@ static void refuses_bad_lines(void)
 		"native-stack = -16K\n",
 		"native-unwind = frames\n",
 		"clock = jiffies\n",
+		"output-format = json\n",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "agent/metrics_http.h"
 #include "output/out_pprof.h"
+#include "output/profile_file.h"
 #include "session/proc_filter.h"
 #include "session/session.h"
 
@@ -311,6 +312,21 @@ static int copy_stacks(const struct aggregate *from, const struct stack_ref *ref
 	return err;
 }
 
+/* @p in memory by @write: 0 with *@buf (free()) and *@len, or a negative errno. */
+static int encode(const struct profile *p, int (*write)(FILE *f, const struct profile *p),
+		  char **buf, size_t *len)
+{
+	FILE *f = open_memstream(buf, len);
+	int err;
+
+	if (!f)
+		return -ENOMEM;
+	err = write(f, p);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	return err;
+}
+
 static int export_one(struct agent_ctx *c, const struct profile *all,
 		      const struct stack_ref *refs, size_t n)
 {
@@ -318,10 +334,9 @@ static int export_one(struct agent_ctx *c, const struct profile *all,
 	const struct agent_proc *proc = agent_procs__find(&c->procs, refs[0].pid);
 	struct aggregate *agg = aggregate__new();
 	struct profile one = *all;
-	char *buf = NULL, name[192];
-	size_t len = 0, nl;
-	FILE *f = NULL;
-	int err;
+	char *buf = NULL, *file_buf = NULL, name[192];
+	size_t len = 0, file_len = 0, nl;
+	int pbp = c->cfg.output_pbp && c->cfg.output_dir, err;
 
 	if (!agg)
 		return -ENOMEM;
@@ -341,18 +356,17 @@ static int export_one(struct agent_ctx *c, const struct profile *all,
 	one.ntimeline = 0;
 	one.labels = labels;
 	one.nlabels = nl;
-	f = open_memstream(&buf, &len);
-	if (!f) {
-		err = -ENOMEM;
-		goto out;
-	}
-	err = out_pprof__write(f, &one);
-	if (fclose(f) && !err)
-		err = -ENOMEM;
+	/* Pyroscope takes pprof; the files are profile files with output-format = pbp,
+	 * which carry only this process's strings and threads (profile_file.c). */
+	err = !pbp || c->cfg.pyroscope_url ? encode(&one, out_pprof__write, &buf, &len) : 0;
+	if (!err && pbp)
+		err = encode(&one, profile_file__write, &file_buf, &file_len);
 	if (!err)
 		err = export__submit(c->exporter, &(struct export_profile){
 			.data = buf,
 			.len = len,
+			.file_data = file_buf,
+			.file_len = file_len,
 			.labels = labels,
 			.nlabels = nl,
 			.start_unix_ns = all->start_unix_ns,
@@ -362,6 +376,7 @@ static int export_one(struct agent_ctx *c, const struct profile *all,
 		});
 out:
 	free(buf);
+	free(file_buf);
 	aggregate__free(agg);
 	return err;
 }
@@ -537,6 +552,12 @@ static int start(struct agent_ctx *c)
 		agent_config__free(&a);
 		pr_warn("nowhere to send profiles: give --pyroscope-url or --output-dir (or set "
 			"them in --config)\n");
+		return EXIT_USAGE;
+	}
+	if (a.output_pbp && !a.output_dir) {
+		agent_config__free(&a);
+		pr_warn("output-format pbp is the format of --output-dir's files, and there is "
+			"no --output-dir (Pyroscope takes pprof)\n");
 		return EXIT_USAGE;
 	}
 	err = apply_config(c, &a);

@@ -30,6 +30,7 @@ static const char *const key_names[AK_COUNT] = {
 	[AK_MODE] = "mode", [AK_MIN_BLOCK] = "min-block", [AK_ASYNC] = "async",
 	[AK_NATIVE] = "native", [AK_NATIVE_STACK] = "native-stack",
 	[AK_NATIVE_UNWIND] = "native-unwind", [AK_CLOCK] = "clock",
+	[AK_OUTPUT_FORMAT] = "output-format",
 };
 
 #define SECRET_MAX_BYTES 16384
@@ -319,6 +320,12 @@ int agent_config__set(struct agent_config *c, const char *key, const char *value
 			rc = set_str(k == AK_PYROSCOPE_TOKEN_FILE ? &c->pyroscope_token_file :
 				     &c->pyroscope_password_file, value);
 		break;
+	case AK_OUTPUT_FORMAT:
+		if (strcmp(value, "pprof") && strcmp(value, "pbp"))
+			why = "is not pprof or pbp";
+		else
+			c->output_pbp = !strcmp(value, "pbp");
+		break;
 	case AK_OUTPUT_DIR:
 		if (!*value)
 			why = "is empty";
@@ -565,6 +572,7 @@ int agent_config__merge(struct agent_config *out, const struct agent_config *fil
 	out->native_unwind = PICK(AK_NATIVE_UNWIND)->native_unwind;
 	out->clock = PICK(AK_CLOCK)->clock;
 	out->output_max_mb = PICK(AK_OUTPUT_MAX_MB)->output_max_mb;
+	out->output_pbp = PICK(AK_OUTPUT_FORMAT)->output_pbp;
 	out->queue_max = PICK(AK_QUEUE_MAX)->queue_max;
 	out->queue_max_mb = PICK(AK_QUEUE_MAX_MB)->queue_max_mb;
 	err = merge_keyed(&out->labels, &file->labels, &cli->labels, '=');

@@ -33,7 +33,7 @@ enum agent_key {
 	AK_OUTPUT_MAX_MB, AK_QUEUE_MAX, AK_QUEUE_MAX_MB, AK_METRICS_ADDR, AK_LABEL,
 	AK_EXCLUDE, AK_CONTAINER, AK_HOST_NAME, AK_PYROSCOPE_TOKEN_FILE,
 	AK_PYROSCOPE_PASSWORD_FILE, AK_MODE, AK_MIN_BLOCK, AK_ASYNC, AK_NATIVE, AK_NATIVE_STACK,
-	AK_NATIVE_UNWIND, AK_CLOCK, AK_COUNT,
+	AK_NATIVE_UNWIND, AK_CLOCK, AK_OUTPUT_FORMAT, AK_COUNT,
 };
 
 /* native = all: --native-all */
@@ -57,6 +57,7 @@ struct agent_config {
 	struct strlist pyroscope_headers;	/* "Name: value" */
 	char *output_dir;
 	uint64_t output_max_mb;		/* default 1024 */
+	int output_pbp;			/* output-format = pbp: profile files, not pprof */
 	uint32_t queue_max;		/* items; default 64 */
 	uint64_t queue_max_mb;		/* default 256 */
 	char *metrics_addr;		/* default "127.0.0.1:9464" */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-/* Rotated pprof files in a directory; see export_files.h. */
+/* Rotated profile files (pprof, or pybpfprof's own) in a directory; see export_files.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,8 +16,8 @@
 #include "base/vec.h"
 
 #define SUFFIX ".pb.gz"
+#define SUFFIX_PBP ".pbp"	/* output-format = pbp: the item's file_data */
 #define STAMP_LEN 20		/* "YYYYMMDDTHHMMSS.mmmZ" */
-#define TAIL_LEN (STAMP_LEN + sizeof(SUFFIX) - 1)
 
 struct export_files {
 	char *dir;
@@ -114,15 +114,34 @@ static int digits(const char *s, size_t n)
 	return 1;
 }
 
-/* APP-PID-YYYYMMDDTHHMMSS.mmmZ.pb.gz, APP made of [A-Za-z0-9_.-], not starting with '.' */
+static int ends_with(const char *name, size_t len, const char *suffix)
+{
+	size_t s = strlen(suffix);
+
+	return len >= s && !strcmp(name + len - s, suffix);
+}
+
+/* Where the UTC stamp of one of our names starts. */
+static const char *stamp_of(const char *name)
+{
+	size_t len = strlen(name);
+	size_t s = ends_with(name, len, SUFFIX) ? sizeof(SUFFIX) - 1 : sizeof(SUFFIX_PBP) - 1;
+
+	return name + len - s - STAMP_LEN;
+}
+
+/* APP-PID-YYYYMMDDTHHMMSS.mmmZ.pb.gz (or .pbp), APP made of [A-Za-z0-9_.-], not starting
+ * with '.': files of either format count against the cap, whichever is written now. */
 int export_files__is_ours(const char *name)
 {
-	size_t len = strlen(name), s = sizeof(SUFFIX) - 1;
+	size_t len = strlen(name), s;
 	const char *stamp, *pid_end, *pid;
 
-	if (len < 1 + 1 + 1 + 1 + STAMP_LEN + s || strcmp(name + len - s, SUFFIX))
+	s = ends_with(name, len, SUFFIX) ? sizeof(SUFFIX) - 1 :
+	    ends_with(name, len, SUFFIX_PBP) ? sizeof(SUFFIX_PBP) - 1 : 0;
+	if (!s || len < 1 + 1 + 1 + 1 + STAMP_LEN + s)
 		return 0;
-	stamp = name + len - s - STAMP_LEN;
+	stamp = stamp_of(name);
 	if (!digits(stamp, 8) || stamp[8] != 'T' || !digits(stamp + 9, 6) || stamp[15] != '.' ||
 	    !digits(stamp + 16, 3) || stamp[19] != 'Z' || stamp[-1] != '-')
 		return 0;
@@ -153,7 +172,7 @@ static int older(const void *a, const void *b)
 	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
 		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
 	/* Same time: the name's own UTC stamp decides, then the name. */
-	int c = strcmp(x->name + strlen(x->name) - TAIL_LEN, y->name + strlen(y->name) - TAIL_LEN);
+	int c = strncmp(stamp_of(x->name), stamp_of(y->name), STAMP_LEN);
 
 	return c ? c : strcmp(x->name, y->name);
 }
@@ -235,15 +254,17 @@ int export_files__write(struct export_files *f, const struct export_item *it, ch
 	if (name[0] == '.')
 		name[0] = '_';
 	gmtime_r(&secs, &tm);
-	snprintf(name + n, sizeof(name) - n, "-%u-%04d%02d%02dT%02d%02d%02d.%03dZ" SUFFIX,
+	snprintf(name + n, sizeof(name) - n, "-%u-%04d%02d%02dT%02d%02d%02d.%03dZ%s",
 		 it->pid, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		 tm.tm_sec, (int)(ns / 1000000 % 1000));
+		 tm.tm_sec, (int)(ns / 1000000 % 1000), it->file_data ? SUFFIX_PBP : SUFFIX);
 	/* A hidden temporary (never one of ours, so the cap never counts or deletes
 	 * it), renamed into place: readers never see half a file. */
 	err = outfile__openat(&of, f->dirfd, f->dir, name);
 	if (err)
 		return err;
-	if (fwrite(it->data, 1, it->len, of.f) != it->len) {
+	if (fwrite(it->file_data ? it->file_data : it->data, 1,
+		   it->file_data ? it->file_len : it->len, of.f) !=
+	    (it->file_data ? it->file_len : it->len)) {
 		err = -EIO;
 		pr_warn("output directory %s: writing %s: %s\n", f->dir, name, strerror(-err));
 		outfile__abort(&of);

@@ -36,7 +36,7 @@ static char *put_str(char **cursor, const char *s)
 struct export_item *export_queue__item_new(const struct export_profile *p)
 {
 	size_t size = sizeof(struct export_item) + p->nlabels * sizeof(struct profile_label) +
-		      str_size(p->app_name) + p->len;
+		      str_size(p->app_name) + p->len + (p->file_data ? p->file_len : 0);
 	struct export_item *it;
 	char *cursor;
 
@@ -61,6 +61,12 @@ struct export_item *export_queue__item_new(const struct export_profile *p)
 	it->len = p->len;
 	if (p->len)
 		memcpy(it->data, p->data, p->len);
+	if (p->file_data) {
+		it->file_data = it->data + p->len;
+		it->file_len = p->file_len;
+		if (p->file_len)
+			memcpy(it->file_data, p->file_data, p->file_len);
+	}
 	it->start_unix_ns = p->start_unix_ns;
 	it->end_unix_ns = p->end_unix_ns;
 	it->rate_hz = p->rate_hz;

@@ -18,6 +18,9 @@
 struct export_profile {
 	const void *data;	/* gzip-compressed pprof (out_pprof__write) */
 	size_t len;
+	/* What the files sink writes instead (a profile file, profile_file.h); NULL: data */
+	const void *file_data;
+	size_t file_len;
 	const struct profile_label *labels;	/* the series' labels (pod, container...) */
 	size_t nlabels;
 	int64_t start_unix_ns, end_unix_ns;
@@ -31,6 +34,8 @@ struct export_item {
 	struct export_item *next;
 	uint8_t *data;
 	size_t len;
+	uint8_t *file_data;	/* NULL: the files sink writes data */
+	size_t file_len;
 	struct profile_label *labels;
 	size_t nlabels;
 	int64_t start_unix_ns, end_unix_ns;
