@@ -63,7 +63,15 @@ def check_process(prof, truth, others=()):
     hot = [s for s in samples if not s.incomplete and s.leaf and s.leaf.name == truth["func"]]
     assert fraction(total(hot), total(samples)) >= 0.5, \
         f"pid {pid}: {truth['func']} is not where it spends its time:\n{show(samples)}"
+    # The loop ends once, into its return line: a sample there is the function's real
+    # last moment (its frame is cleared, its objects freed, which may hand memory back
+    # to the kernel), seen once in a CI run. Once, not a share: a decoder that slips a
+    # line would put many samples there.
     wrong = [s for s in hot if s.leaf.line != truth["line"] or s.leaf.file != truth["file"]]
+    last = [s for s in wrong if s.leaf.line == truth["return_line"] and
+            s.leaf.file == truth["file"]]
+    if total(last) <= 1:
+        wrong = [s for s in wrong if s not in last]
     assert not wrong, f"pid {pid}: burn line {truth['line']} expected:\n{show(wrong)}"
     strays = [s for s in samples if any(f.name in others for f in s.frames)]
     assert not strays, f"pid {pid} holds another process's function:\n{show(strays)}"

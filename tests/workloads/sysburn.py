@@ -44,6 +44,7 @@ def main():
     truth["func"] = args.name
     truth["file"] = code.co_filename
     truth["line"] = burn_line(burn, "sys")
+    truth["return_line"] = max(ln for _, _, ln in code.co_lines() if ln is not None)
     truth.write()
     (doze if args.idle else hot)(until)
 
