@@ -217,17 +217,21 @@ def test_report_splits_each_thread_by_what_it_waited_for(version, sid_root,
             continue
         life = t["end"] - t["start"]
         if name in WAITED_IN:
-            # The call ends by taking the GIL back from the two burners: that counts
-            # with it, as the thread timed it.
-            got = (row.get(WAITED_IN[name], 0) + row.get("GIL", 0)) / life
+            # The call ends by taking the GIL back from the two burners, inside the span
+            # the thread timed; the thread's GIL column also holds the GIL it took back
+            # after its other calls (locker's short sleep), which it did not time. So the
+            # timed call lies between the named wait and the named wait with all the GIL.
+            low = row.get(WAITED_IN[name], 0) / life
+            high = low + row.get("GIL", 0) / life
             want = t["waited"] / life
         elif name.startswith("gil_"):
-            got, want = row.get("on-CPU", 0) / life, t["cpu"] / life
+            low = high = row.get("on-CPU", 0) / life
+            want = t["cpu"] / life
         else:
             continue
-        if abs(got - want) * 100 > SHARE_POINTS:
-            bad.append(f"{name}: {100 * got:.1f}% in the report, {100 * want:.1f}% "
-                       f"measured: {row}")
+        if not low - SHARE_POINTS / 100 <= want <= high + SHARE_POINTS / 100:
+            bad.append(f"{name}: {100 * low:.1f}-{100 * high:.1f}% in the report, "
+                       f"{100 * want:.1f}% measured: {row}")
     assert not bad, "\n".join(bad) + "\n" + text
 
 

@@ -6,6 +6,7 @@
 
 #include <zlib.h>
 
+#include "base/fd.h"
 #include "base/gzip.h"
 #include "base/vec.h"
 
@@ -63,11 +64,9 @@ int gzip__read(int fd, size_t max, uint8_t **out, size_t *len)
 	for (;;) {
 		/* More input only once zlib has written out all it holds. */
 		if (!zs.avail_in && !pending) {
-			got = read(fd, in, sizeof(in));
-			if (got < 0 && errno == EINTR)
-				continue;
+			got = fd__read(fd, in, sizeof(in));
 			if (got < 0) {
-				err = -errno;
+				err = (int)got;
 				goto out;
 			}
 			if (!got)

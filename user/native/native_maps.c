@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/hostile_file.h"
@@ -359,12 +360,10 @@ static int read_maps_text(pid_t pid, const struct native_files *files, char **ou
 			buf = nb;
 			cap *= 2;
 		}
-		r = read(fd, buf + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
+		r = fd__read(fd, buf + n, cap - n);
 		if (r < 0) {
 			/* A process that exits while we read: its maps read empty or ESRCH. */
-			err = errno == ESRCH ? -ESRCH : -errno;
+			err = (int)r;
 			goto cleanup;
 		}
 		if (r == 0)

@@ -15,6 +15,7 @@
 #include "base/hashmap.h"
 #include "base/vec.h"
 #include "output/out_report.h"
+#include "profile/profile_index.h"
 #include "profile/wait_class.h"
 
 struct row_key {
@@ -344,33 +345,18 @@ static void put_name(FILE *f, const struct report *r, const struct row *row)
 		fprintf(f, " (%s)", file);
 }
 
-static int by_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The threads sampled: those the stacks are of (the thread table also holds threads
  * seen in no stack kept). 0 when out of memory: the header then leaves it out. */
 static size_t threads_sampled(const struct profile *p)
 {
-	size_t n = aggregate__count(p->agg), distinct = 0;
-	uint64_t *pairs = malloc((n ? n : 1) * sizeof(*pairs));
+	struct profile_index ix;
+	size_t n;
 
-	if (!pairs)
+	if (profile_index__build_threads(&ix, p))
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		const struct agg_stack *st = aggregate__stack(p->agg, i);
-
-		pairs[i] = (uint64_t)st->pid << 32 | st->tid;
-	}
-	if (n)
-		qsort(pairs, n, sizeof(*pairs), by_u64);
-	for (size_t i = 0; i < n; i++)
-		distinct += !i || pairs[i] != pairs[i - 1];
-	free(pairs);
-	return distinct;
+	n = ix.nthreads;
+	profile_index__free(&ix);
+	return n;
 }
 
 static void put_header(FILE *f, const struct report *r, size_t shown)

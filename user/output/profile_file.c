@@ -22,6 +22,7 @@
 #include "base/strtab.h"
 #include "base/vec.h"
 #include "output/profile_file.h"
+#include "profile/profile_index.h"
 
 static const char MAGIC[] = "pybpfprof profile";
 
@@ -91,39 +92,25 @@ static uint64_t opt_str_id(const struct keep *k, uint32_t id)
 	return id == PROFILE_NO_NAME ? 0 : (uint64_t)str_id(k, id) + 1;
 }
 
-static int by_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* The threads the stacks are of, and those thread frames name. */
 static int mark_threads(struct keep *k, const struct profile *p)
 {
-	size_t n = aggregate__count(p->agg);
-	uint64_t *pairs = malloc((n ? n : 1) * sizeof(*pairs));
+	struct profile_index ix;
 
-	if (!pairs)
+	if (profile_index__build_threads(&ix, p))
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < aggregate__count(p->agg); i++) {
 		const struct agg_stack *st = aggregate__stack(p->agg, i);
 
-		pairs[i] = (uint64_t)st->pid << 32 | st->tid;
 		for (uint32_t f = 0; f < st->depth; f++)
 			if (st->frames[f].kind == AGG_THREAD && st->frames[f].line >= 0 &&
 			    (size_t)st->frames[f].line < k->nthread)
 				k->thread[st->frames[f].line] = 1;
 	}
-	if (n)
-		qsort(pairs, n, sizeof(*pairs), by_u64);
-	for (size_t i = 0; i < k->nthread; i++) {
-		uint64_t key = (uint64_t)p->threads[i].pid << 32 | p->threads[i].tid;
-
-		if (n && bsearch(&key, pairs, n, sizeof(*pairs), by_u64))
+	for (size_t i = 0; i < k->nthread; i++)
+		if (profile_index__thread(&ix, p->threads[i].pid, p->threads[i].tid))
 			k->thread[i] = 1;
-	}
-	free(pairs);
+	profile_index__free(&ix);
 	return 0;
 }
 

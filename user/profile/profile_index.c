@@ -156,6 +156,17 @@ static int index_frames(struct profile_index *ix, const struct profile *p)
 	return 0;
 }
 
+int profile_index__build_threads(struct profile_index *ix, const struct profile *p)
+{
+	int err;
+
+	*ix = (struct profile_index){ 0 };
+	err = index_threads(ix, p);
+	if (err)
+		profile_index__free(ix);
+	return err;
+}
+
 int profile_index__build(struct profile_index *ix, const struct profile *p)
 {
 	int err;
@@ -169,6 +180,12 @@ int profile_index__build(struct profile_index *ix, const struct profile *p)
 	if (err)
 		profile_index__free(ix);
 	return err;
+}
+
+const struct pi_thread *profile_index__thread(const struct profile_index *ix, uint32_t pid,
+					     uint32_t tid)
+{
+	return find_thread(ix, pid, tid);
 }
 
 void profile_index__free(struct profile_index *ix)

@@ -45,7 +45,13 @@ struct profile_index {
 
 /* 0, -ENOMEM, or -EINVAL for a timeline that refers to a stack the aggregate lacks. */
 int profile_index__build(struct profile_index *ix, const struct profile *p);
+/* Only threads and thread_of, for a writer that needs no more: the rest stays empty. */
+int profile_index__build_threads(struct profile_index *ix, const struct profile *p);
 void profile_index__free(struct profile_index *ix);
+
+/* The thread of pid/tid, NULL if no stack is of it. */
+const struct pi_thread *profile_index__thread(const struct profile_index *ix, uint32_t pid,
+					     uint32_t tid);
 
 /* Distinct frames are numbered 0 .. nframes - 1, in the order first seen. */
 static inline size_t profile_index__nframes(const struct profile_index *ix)

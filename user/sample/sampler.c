@@ -20,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "base/clock.h"
+#include "base/fd.h"
 #include "base/log.h"
 #include "pbp_abi.h"
 #include "sample/perf_clock.h"
@@ -815,11 +816,9 @@ int sampler__open_waits(struct sampler *s, struct pbp_open_wait **out, size_t *n
 			}
 			buf = grown;
 		}
-		got = read(fd, buf + bytes, cap - bytes);
-		if (got < 0 && errno == EINTR)
-			continue;
+		got = fd__read(fd, buf + bytes, cap - bytes);
 		if (got < 0) {
-			err = -errno;
+			err = (int)got;
 			goto out;
 		}
 		if (!got)

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "base/hash.h"
 #include "base/hashmap.h"
 #include "base/hostile_file.h"
@@ -158,10 +159,8 @@ static char *read_source(const struct source_root *root, const char *path, size_
 	/* One byte more than the size said: a file that grew is read to its cap only. */
 	text = malloc((size_t)st.st_size + 1);
 	while (text && n <= (size_t)st.st_size) {
-		ssize_t got = read(fd, text + n, (size_t)st.st_size + 1 - n);
+		ssize_t got = fd__read(fd, text + n, (size_t)st.st_size + 1 - n);
 
-		if (got < 0 && errno == EINTR)
-			continue;
 		if (got <= 0)
 			break;
 		n += (size_t)got;

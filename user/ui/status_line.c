@@ -6,25 +6,11 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/fd.h"
 #include "base/log.h"
 #include "ui/status_line.h"
 
 #define REDRAW_NS 250000000ull
-
-/* Whole writes: a line cut short by a signal would leave the cursor mid-line. */
-static void write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= n;
-	}
-}
 
 static int erase_before_message(void *ctx, const char *msg)
 {
@@ -73,7 +59,8 @@ void status_line__show(struct status_line *sl, const struct session_status *st)
 	if ((size_t)n > sizeof(line) - 4)
 		n = sizeof(line) - 4;
 	n += snprintf(line + n, sizeof(line) - n, "\033[K");
-	write_all(sl->fd, line, n);
+	/* Whole writes: a line cut short by a signal would leave the cursor mid-line. */
+	(void)fd__write_all(sl->fd, line, n);
 	sl->shown = 1;
 }
 
@@ -81,7 +68,7 @@ void status_line__clear(struct status_line *sl)
 {
 	if (sl->fd < 0 || !sl->shown)
 		return;
-	write_all(sl->fd, "\r\033[K", 4);
+	(void)fd__write_all(sl->fd, "\r\033[K", 4);
 	sl->shown = 0;
 	sl->drawn_ns = 0;
 }

@@ -8,6 +8,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "base/fd.h"
 #include "ui/term.h"
 
 /* Alternate screen, cursor hidden, no line wrap (a line drawn too wide is cut, never
@@ -54,17 +55,7 @@ static void on_fatal(int sig)
 
 int term__write(const char *buf, size_t len)
 {
-	while (len) {
-		ssize_t n = write(term_ctx.out_fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		buf += n;
-		len -= n;
-	}
-	return 0;
+	return fd__write_all(term_ctx.out_fd, buf, len);
 }
 
 static int make_raw(void)
