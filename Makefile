@@ -72,6 +72,11 @@ USES_cmd     := dump agent ui output $(USES_output)
 
 # Within a layer whose files share a private header, the order they may call in, first
 # the one called by the others: a file calls only those before it (make check-layers).
+# native: the process's maps below both walks, the CFI walk (native_unwind) below the
+# frame-pointer walk that starts with it, native_proc choosing between them per sample.
+ORDER_native := native_regs native_maps native_core native_demangle native_ehhdr native_line \
+	native_unwind native_fp native_fpcheck native_merge native_proc native_sym \
+	native_worker_answer native_worker sandbox native_worker_serve
 ORDER_session := session_frame session_sources session_targets session_native session_tasks session_sink \
 	session_waits session_follow session_enrol session
 
