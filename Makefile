@@ -235,7 +235,7 @@ $(OUT)/tests/fuzz_decode: tests/fuzz/fuzz_decode.c $(FUZZ_DECODE_SRCS) FORCE | $
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^)
 
 $(OUT)/tests/fuzz_native_maps: tests/fuzz/fuzz_native_maps.c $(call srcs,native_maps hostile_file \
-		proc text_safe hashmap) FORCE | $(OUT)/tests
+		proc text_safe hashmap fd) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -ldw -lelf
 
@@ -250,7 +250,7 @@ $(OUT)/tests/fuzz_worker_answer: tests/fuzz/fuzz_worker_answer.c $(call srcs,nat
 
 FUZZ_PROFILE_SRCS := $(call srcs,profile_file pb_read pb gzip strtab hashmap aggregate writers \
 	out_collapsed out_svg out_pprof out_speedscope out_chrome out_report profile_index \
-	frame_class wait_class out_heatmap xml_text json log text_safe)
+	frame_class wait_class out_heatmap xml_text json log text_safe fd)
 $(OUT)/tests/fuzz_profile_file: tests/fuzz/fuzz_profile_file.c $(FUZZ_PROFILE_SRCS) FORCE | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(FUZZ_CC) -o $@ $(filter %.c,$^) -lz
