@@ -357,7 +357,7 @@ static int start_parent(struct session *s)
 				"with --no-bpf\n", why);
 	}
 	s->live_mode = !s->sampler;
-	err = descendants__watch(s->children, pid);
+	err = descendants__watch(s->follow.children, pid);
 	if (err) {
 		pr_warn("following child processes: %s\n", strerror(-err));
 		return EXIT_RUNTIME;
@@ -406,11 +406,11 @@ static int setup(struct session *s)
 	    !s->shared.scratch || (s->opts.async_tasks && (!s->sink.chain || !s->tasks.chain)))
 		return -ENOMEM;
 	/* Without --subprocesses it watches only a target that exec'd. */
-	s->children = s->opts.system_wide ?
+	s->follow.children = s->opts.system_wide ?
 		descendants__new(session_targets__is_target, session_enrol__consider, s, 0) :
 		descendants__new(session_targets__is_target, session_enrol__adopt, s,
 				 s->opts.subprocesses);
-	if (!s->children)
+	if (!s->follow.children)
 		return -ENOMEM;
 	if (strtab__intern(s->strs, "[incomplete]", 12) != 0 ||
 	    strtab__intern(s->strs, "[no Python frame]", 17) != 1 ||
@@ -460,7 +460,7 @@ static int start_system_wide(struct session *s)
 	host[sizeof(host) - 1] = '\0';
 	snprintf(s->name, sizeof(s->name), "all processes on %s", host);
 	pr_info("profiling %zu Python process%s, and those that start, at %u Hz\n",
-		s->ntargets, s->ntargets == 1 ? "" : "es", s->opts.rate_hz);
+		s->targets.n, s->targets.n == 1 ? "" : "es", s->opts.rate_hz);
 	return 0;
 }
 
@@ -547,19 +547,19 @@ int session__start(const struct session_opts *o, struct session **out)
 		goto fail;
 	first = NULL;	/* the session's now */
 	/* The run is named after the process asked for, even once it has gone. */
-	py_interp__version_str(s->targets[0]->interp.version_hex, s->totals.python_version,
+	py_interp__version_str(s->targets.v[0]->interp.version_hex, s->totals.python_version,
 			    sizeof(s->totals.python_version));
-	s->totals.pid = s->targets[0]->interp.pid;
-	snprintf(s->name, sizeof(s->name), "pid %d (%s)", (int)s->targets[0]->interp.pid,
-		 s->targets[0]->cmd);
-	pr_info("profiling pid %d (%s) at %u Hz%s\n", (int)s->targets[0]->interp.pid,
-		s->targets[0]->interp.path, o->rate_hz, s->live_mode ? " from user space" : "");
+	s->totals.pid = s->targets.v[0]->interp.pid;
+	snprintf(s->name, sizeof(s->name), "pid %d (%s)", (int)s->targets.v[0]->interp.pid,
+		 s->targets.v[0]->cmd);
+	pr_info("profiling pid %d (%s) at %u Hz%s\n", (int)s->targets.v[0]->interp.pid,
+		s->targets.v[0]->interp.path, o->rate_hz, s->live_mode ? " from user space" : "");
 	if (s->spawned)
 		spawn__release(&s->spawn);
 started:
 	target__free(first);	/* NULL once the session holds it; unused by -a */
 	s->decode_delay_ms = test_decode_delay_ms();
-	s->start_ns = s->expired_ns = s->swept_ns = s->profile_ns = clock__mono_ns();
+	s->start_ns = s->expired_ns = s->follow.swept_ns = s->profile_ns = clock__mono_ns();
 	s->start_unix_ns = clock__real_ns();
 	*out = s;
 	return 0;
@@ -576,11 +576,11 @@ static int poll_live(struct session *s, int timeout_ms)
 	struct timespec ts;
 	int err = 0, r;
 
-	if (s->ntargets == 1)
-		return sampler_live__poll(s->targets[0]->sampler_live, timeout_ms);
+	if (s->targets.n == 1)
+		return sampler_live__poll(s->targets.v[0]->sampler_live, timeout_ms);
 	/* Several processes: take each one's due ticks, then sleep about half a tick. */
-	for (size_t i = 0; i < s->ntargets; i++) {
-		r = sampler_live__poll(s->targets[i]->sampler_live, 0);
+	for (size_t i = 0; i < s->targets.n; i++) {
+		r = sampler_live__poll(s->targets.v[i]->sampler_live, 0);
 		if (r < 0 && r != -ESRCH && !err)
 			err = r;
 	}
@@ -599,8 +599,8 @@ int session__poll(struct session *s, int timeout_ms)
 
 	test_delay(s);
 	/* With no target left but one being watched, the poll is the loop's sleep. */
-	if (s->ntargets || s->opts.system_wide || s->parent_pid ||
-	    descendants__pending(s->children))
+	if (s->targets.n || s->opts.system_wide || s->parent_pid ||
+	    descendants__pending(s->follow.children))
 		err = s->live_mode ? poll_live(s, timeout_ms) : sampler__poll(s->sampler, timeout_ms);
 	if (s->fatal) {
 		pr_warn("aggregating samples: %s\n", strerror(-s->fatal));
@@ -621,17 +621,17 @@ int session__poll(struct session *s, int timeout_ms)
 	if (err)
 		return err;
 	session_native__refresh(s);
-	for (size_t i = 0; s->opts.async_tasks && i < s->ntargets; i++)
-		session_tasks__look(s, s->targets[i]);
+	for (size_t i = 0; s->opts.async_tasks && i < s->targets.n; i++)
+		session_tasks__look(s, s->targets.v[i]);
 	session_tasks__sweep(s, 0, session_sink__add_task_wait);
 	if (s->fatal)
 		return s->fatal;
 	/* Threads come and go in long runs: forget those gone quiet. */
 	if (clock__mono_ns() - s->expired_ns > FCACHE_EXPIRE_S * 1e9) {
 		s->expired_ns = clock__mono_ns();
-		for (size_t i = 0; i < s->ntargets; i++)
-			if (s->targets[i]->fcache)
-				frame_cache__expire(s->targets[i]->fcache,
+		for (size_t i = 0; i < s->targets.n; i++)
+			if (s->targets.v[i]->fcache)
+				frame_cache__expire(s->targets.v[i]->fcache,
 						    s->expired_ns - (uint64_t)(FCACHE_EXPIRE_S * 1e9));
 	}
 	return 0;
@@ -661,9 +661,9 @@ void session__stop(struct session *s)
 		sampler__stop(s->sampler);
 		sampler__drain(s->sampler);
 	}
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (!session_targets__gone(s, s->targets[i]))
-			target__clear_anchors(s->targets[i]);
+	for (size_t i = 0; i < s->targets.n; i++)
+		if (!session_targets__gone(s, s->targets.v[i]))
+			target__clear_anchors(s->targets.v[i]);
 	if (s->spawned && !s->spawn.exited && stop_signal(s))
 		spawn__stop(&s->spawn, stop_signal(s), 3000);
 }
@@ -690,8 +690,8 @@ static void compact_strings(struct session *s)
 	strtab_remap__id(&map, &s->sink.no_python_name);
 	strtab_remap__id(&map, &s->sink.idle_name);
 	session_native__remap(s, &map);
-	for (size_t i = 0; i < s->ntargets; i++)
-		target__remap_strings(s->targets[i], &map);
+	for (size_t i = 0; i < s->targets.n; i++)
+		target__remap_strings(s->targets.v[i], &map);
 	strtab_remap__finish(&map);
 	s->strs_kept = strtab__bytes(s->strs);
 	s->strs_rebuilds++;
@@ -719,10 +719,10 @@ int session__reset_profile(struct session *s)
 	/* The waits still open were charged up to the cut: the next profile begins
 	 * there, not after the last one was written out. */
 	now = clock__mono_ns();
-	s->profile_ns = s->waits_closed_ns > s->profile_ns && s->waits_closed_ns <= now ?
-			s->waits_closed_ns : now;
+	s->profile_ns = s->waits.closed_ns > s->profile_ns && s->waits.closed_ns <= now ?
+			s->waits.closed_ns : now;
 	s->start_unix_ns = clock__real_ns() - (int64_t)(now - s->profile_ns);
-	s->waits_closed_ns = 0;
+	s->waits.closed_ns = 0;
 	compact_strings(s);
 	return 0;
 }
@@ -760,9 +760,9 @@ void session__status(const struct session *s, struct session_status *st)
 		.samples = s->sink.aggregated,
 		.incomplete = s->sink.incomplete,
 		.drops = drops,
-		.processes = (uint32_t)s->ntargets,	/* at most PBP_TARGETS_MAX */
-		.processes_seen = s->processes_seen,
-		.processes_skipped = s->processes_skipped,
+		.processes = (uint32_t)s->targets.n,	/* at most PBP_TARGETS_MAX */
+		.processes_seen = s->targets.processes_seen,
+		.processes_skipped = s->enrol.processes_skipped,
 	};
 	thread_table__all(s->threads, &nthreads);
 	st->threads = (uint32_t)nthreads;
@@ -795,14 +795,14 @@ int session__read_sources(struct session *s)
 
 void session__stats(const struct session *s, struct run_stats *st)
 {
-	uint64_t cpu_ns = s->gone_cpu_ns;
+	uint64_t cpu_ns = s->targets.gone_cpu_ns;
 	uint32_t late, held;
 
 	*st = s->totals;
-	for (size_t i = 0; i < s->ntargets; i++) {
-		target__add_stats(s->targets[i], st);
-		cpu_ns += s->targets[i]->cpu > s->targets[i]->cpu0 ?
-			  s->targets[i]->cpu - s->targets[i]->cpu0 : 0;
+	for (size_t i = 0; i < s->targets.n; i++) {
+		target__add_stats(s->targets.v[i], st);
+		cpu_ns += s->targets.v[i]->cpu > s->targets.v[i]->cpu0 ?
+			  s->targets.v[i]->cpu - s->targets.v[i]->cpu0 : 0;
 	}
 	st->rate_hz = s->opts.rate_hz;
 	st->duration_s = s->elapsed_s;
@@ -820,10 +820,11 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->samples_off_cpu = s->sink.aggregated_off_cpu;
 	st->idle_ns = s->sink.idle_ns;
 	st->command_status = s->spawned && s->spawn.exited ? s->spawn.status : -1;
-	st->processes = s->processes_seen;
-	st->processes_skipped = s->processes_skipped;
-	if (s->children)
-		descendants__counts(s->children, &st->process_looks, &st->process_looks_deferred);
+	st->processes = s->targets.processes_seen;
+	st->processes_skipped = s->enrol.processes_skipped;
+	if (s->follow.children)
+		descendants__counts(s->follow.children, &st->process_looks,
+				    &st->process_looks_deferred);
 	st->code_cache_bytes = s->codes.bytes;
 	st->code_cache_entries = s->codes.entries;
 	st->frame_cache_bytes = s->fcaches.bytes;
@@ -834,8 +835,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->on_cpu_ns = s->sink.on_cpu_ns;
 	memcpy(st->off_cpu_ns, s->sink.off_cpu_ns, sizeof(st->off_cpu_ns));
 	st->off_cpu_records = s->sink.off_cpu_records;
-	st->off_cpu_open_waits = s->open_waits;
-	st->off_cpu_open_waits_lost = s->open_waits_lost;
+	st->off_cpu_open_waits = s->waits.open_waits;
+	st->off_cpu_open_waits_lost = s->waits.open_waits_lost;
 	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
 	st->async_task_samples = s->tasks.placed;
 	st->async_unplaced = s->tasks.unplaced;
@@ -866,9 +867,9 @@ static int live_late(struct session *s)
 {
 	int late = 0;
 
-	for (size_t i = 0; i < s->ntargets; i++)
-		if (s->targets[i]->sampler_live)
-			late |= sampler_live__let_go_late(s->targets[i]->sampler_live);
+	for (size_t i = 0; i < s->targets.n; i++)
+		if (s->targets.v[i]->sampler_live)
+			late |= sampler_live__let_go_late(s->targets.v[i]->sampler_live);
 	return late;
 }
 
@@ -917,11 +918,11 @@ void session__free(struct session *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->ntargets; i++)
-		target__free(s->targets[i]);
-	free(s->targets);
-	free(s->events);
-	descendants__free(s->children);
+	for (size_t i = 0; i < s->targets.n; i++)
+		target__free(s->targets.v[i]);
+	free(s->targets.v);
+	free(s->follow.events);
+	descendants__free(s->follow.children);
 	sampler__free(s->sampler);
 	aggregate__free(s->agg);
 	session_sources__free(s);

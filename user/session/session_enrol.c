@@ -75,9 +75,9 @@ static int room_for(struct session *s, pid_t pid)
 	uint32_t max = s->opts.max_processes ? s->opts.max_processes : PBP_TARGETS_MAX;
 	char cmd[128];
 
-	if (s->ntargets < max)
+	if (s->targets.n < max)
 		return 1;
-	if (!s->processes_skipped++) {
+	if (!s->enrol.processes_skipped++) {
 		if (proc__cmdline(pid, cmd, sizeof(cmd)))
 			snprintf(cmd, sizeof(cmd), "?");
 		pr_warn("%u processes are being profiled, the most %s: pid %d (%s) and "
@@ -143,9 +143,10 @@ int session_enrol__adopt(pid_t pid, void *arg)
 		return err == -ENOMEM ? err : 1;	/* 1: not to be tried again */
 	}
 	pr_info("following pid %d (%s)\n", (int)pid, t->cmd);
-	if (pid == s->exec_pid) {
-		pr_warn("pid %d exec'd %s, a Python: profiling it on\n", (int)pid, s->exec_prog);
-		s->exec_pid = 0;
+	if (pid == s->follow.exec_pid) {
+		pr_warn("pid %d exec'd %s, a Python: profiling it on\n", (int)pid,
+			s->follow.exec_prog);
+		s->follow.exec_pid = 0;
 	}
 	if (s->opts.system_wide || s->parent_pid) {
 		py_interp__version_str(t->interp.version_hex, version, sizeof(version));

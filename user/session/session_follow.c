@@ -30,12 +30,12 @@ int session_follow__on_event(void *arg, const struct pbp_event *ev)
 {
 	struct session *s = arg;
 
-	if (vec__reserve((void **)&s->events, &s->events_cap, s->nevents + 1, sizeof(*s->events),
-			 256)) {
+	if (vec__reserve((void **)&s->follow.events, &s->follow.events_cap, s->follow.nevents + 1,
+			 sizeof(*s->follow.events), 256)) {
 		s->fatal = -ENOMEM;
 		return -ENOMEM;
 	}
-	s->events[s->nevents++] = *ev;
+	s->follow.events[s->follow.nevents++] = *ev;
 	return 0;
 }
 
@@ -54,10 +54,10 @@ static int watch_children(struct session *s)
 	int err = 0;
 
 	if (s->spawned && !s->spawn.exited)
-		err = descendants__scan(s->children, s->spawn.pid);
-	for (size_t i = 0; !err && i < s->ntargets; i++)
-		err = descendants__scan(s->children, s->targets[i]->interp.pid);
-	return err ? err : descendants__step(s->children);
+		err = descendants__scan(s->follow.children, s->spawn.pid);
+	for (size_t i = 0; !err && i < s->targets.n; i++)
+		err = descendants__scan(s->follow.children, s->targets.v[i]->interp.pid);
+	return err ? err : descendants__step(s->follow.children);
 }
 
 /*
@@ -68,19 +68,19 @@ static int watch_children(struct session *s)
  */
 static int follow_exec(struct session *s, size_t i)
 {
-	pid_t pid = s->targets[i]->interp.pid;
+	pid_t pid = s->targets.v[i]->interp.pid;
 	char path[64];
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, s->exec_prog, sizeof(s->exec_prog) - 1);
-	s->exec_prog[n > 0 ? n : 0] = '\0';
+	n = readlink(path, s->follow.exec_prog, sizeof(s->follow.exec_prog) - 1);
+	s->follow.exec_prog[n > 0 ? n : 0] = '\0';
 	if (n <= 0)
-		snprintf(s->exec_prog, sizeof(s->exec_prog), "another program");
-	pr_info("pid %d exec'd %s\n", (int)pid, s->exec_prog);
+		snprintf(s->follow.exec_prog, sizeof(s->follow.exec_prog), "another program");
+	pr_info("pid %d exec'd %s\n", (int)pid, s->follow.exec_prog);
 	session_targets__detach(s, i);
-	s->exec_pid = pid;
-	return descendants__watch(s->children, pid);
+	s->follow.exec_pid = pid;
+	return descendants__watch(s->follow.children, pid);
 }
 
 /*
@@ -107,13 +107,13 @@ int session_follow__host(struct session *s)
 	int err = 0;
 
 	/* Detaching drains the ring buffer, which may add events: index, don't point. */
-	for (size_t i = 0; !err && i < s->nevents; i++) {
-		struct pbp_event ev = s->events[i];
+	for (size_t i = 0; !err && i < s->follow.nevents; i++) {
+		struct pbp_event ev = s->follow.events[i];
 		size_t at = session_targets__slot(s, ev.pid);
-		int known = at < s->ntargets && (uint32_t)s->targets[at]->interp.pid == ev.pid;
+		int known = at < s->targets.n && (uint32_t)s->targets.v[at]->interp.pid == ev.pid;
 
 		if (ev.type == PBP_EV_EXIT) {
-			if (known && session_targets__gone(s, s->targets[at]))
+			if (known && session_targets__gone(s, s->targets.v[at]))
 				session_targets__detach(s, at);
 			continue;
 		}
@@ -121,29 +121,29 @@ int session_follow__host(struct session *s)
 		 * But the watch may have found that image's interpreter already, before
 		 * the event was read: the exec that made it changes nothing. */
 		if (known && ev.type == PBP_EV_EXEC) {
-			if (!exec_replaced(s->targets[at], &ev))
+			if (!exec_replaced(s->targets.v[at], &ev))
 				continue;
 			session_targets__detach(s, at);
 		}
-		err = descendants__watch(s->children, ev.pid);
+		err = descendants__watch(s->follow.children, ev.pid);
 	}
-	s->nevents = 0;
-	if (s->events_cap > EVENTS_KEEP) {
-		free(s->events);
-		s->events = NULL;
-		s->events_cap = 0;
+	s->follow.nevents = 0;
+	if (s->follow.events_cap > EVENTS_KEEP) {
+		free(s->follow.events);
+		s->follow.events = NULL;
+		s->follow.events_cap = 0;
 	}
 	if (!err)
-		err = descendants__step(s->children);
+		err = descendants__step(s->follow.children);
 	now = clock__mono_ns();
-	if (err || now - s->swept_ns < SWEEP_NS)
+	if (err || now - s->follow.swept_ns < SWEEP_NS)
 		return err;
-	s->swept_ns = now;
-	for (size_t i = s->ntargets; i-- > 0;) {
-		if (session_targets__gone(s, s->targets[i]))
+	s->follow.swept_ns = now;
+	for (size_t i = s->targets.n; i-- > 0;) {
+		if (session_targets__gone(s, s->targets.v[i]))
 			session_targets__detach(s, i);
 		else
-			proc__cpu_ns(s->targets[i]->interp.pid, &s->targets[i]->cpu);
+			proc__cpu_ns(s->targets.v[i]->interp.pid, &s->targets.v[i]->cpu);
 	}
 	return 0;
 }
@@ -157,25 +157,25 @@ int session_follow__targets(struct session *s)
 {
 	int err;
 
-	for (size_t i = 0; !s->opts.system_wide && i < s->nevents; i++) {
+	for (size_t i = 0; !s->opts.system_wide && i < s->follow.nevents; i++) {
 		/* Detaching drains the ring buffer, which may add events: copy, don't point. */
-		struct pbp_event ev = s->events[i];
+		struct pbp_event ev = s->follow.events[i];
 		size_t at = session_targets__slot(s, ev.pid);
 
 		/* A target's exec: its addresses are gone (unless it is the exec that
 		 * made the image adopted). */
-		if (ev.type == PBP_EV_EXEC && at < s->ntargets &&
-		    (uint32_t)s->targets[at]->interp.pid == ev.pid &&
-		    exec_replaced(s->targets[at], &ev)) {
+		if (ev.type == PBP_EV_EXEC && at < s->targets.n &&
+		    (uint32_t)s->targets.v[at]->interp.pid == ev.pid &&
+		    exec_replaced(s->targets.v[at], &ev)) {
 			err = follow_exec(s, at);
 			if (err)
 				return err;
 		}
 	}
 	if (!s->opts.system_wide)
-		s->nevents = 0;
-	for (size_t i = 0; !s->opts.system_wide && i < s->ntargets;) {
-		struct target *t = s->targets[i];
+		s->follow.nevents = 0;
+	for (size_t i = 0; !s->opts.system_wide && i < s->targets.n;) {
+		struct target *t = s->targets.v[i];
 
 		if (!session_targets__gone(s, t)) {
 			if (target__same(t) == -ENOEXEC) {
@@ -200,19 +200,20 @@ int session_follow__targets(struct session *s)
 			pr_warn("following child processes: %s\n", strerror(-err));
 			return err;
 		}
-		if (!s->ntargets && !descendants__pending(s->children) && !parent_alive(s))
+		if (!s->targets.n && !descendants__pending(s->follow.children) && !parent_alive(s))
 			return 1;
-	} else if (s->exec_pid) {
-		err = descendants__step(s->children);
+	} else if (s->follow.exec_pid) {
+		err = descendants__step(s->follow.children);
 		if (err)
 			return err;
-		if (!s->ntargets && !descendants__pending(s->children)) {
-			if (proc__alive(s->exec_pid) != 0)
+		if (!s->targets.n && !descendants__pending(s->follow.children)) {
+			if (proc__alive(s->follow.exec_pid) != 0)
 				pr_warn("pid %d exec'd %s and exited before any Python showed in "
-					"it\n", (int)s->exec_pid, s->exec_prog);
+					"it\n", (int)s->follow.exec_pid, s->follow.exec_prog);
 			else
 				pr_warn("pid %d exec'd %s, which is not a Python pybpfprof "
-					"reads: stopping\n", (int)s->exec_pid, s->exec_prog);
+					"reads: stopping\n", (int)s->follow.exec_pid,
+					s->follow.exec_prog);
 			return 1;
 		}
 	}

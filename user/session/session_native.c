@@ -133,9 +133,9 @@ void session_native__refresh(struct session *s)
 {
 	uint64_t now = clock__mono_ns();
 
-	for (size_t i = 0; s->native && i < s->ntargets; i++)
-		if (s->targets[i]->native)
-			native_worker__refresh(s->targets[i]->native, now);
+	for (size_t i = 0; s->native && i < s->targets.n; i++)
+		if (s->targets.v[i]->native)
+			native_worker__refresh(s->targets.v[i]->native, now);
 }
 
 void session_native__remap(struct session *s, struct strtab_remap *map)

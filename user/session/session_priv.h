@@ -74,49 +74,89 @@ struct session_tasks {
 	struct task_link *chain;	/* a sweep's chain, SESSION_TASK_CHAIN_MAX */
 };
 
+/* session_targets.c's: the table of targets, and what it keeps of those that left it. */
+struct session_targets {
+	struct target **v;	/* by pid */
+	size_t n;
+	uint64_t processes_seen;	/* every target it has held */
+	uint64_t gone_cpu_ns;	/* the CPU time of those gone, for the samples expected */
+};
+
+/* session_waits.c's: the waits open at a profile's end. */
+struct session_waits {
+	uint64_t open_waits;		/* waits still open at a profile's end, charged */
+	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
+	/* When they were last charged: session__reset_profile() begins the next profile
+	 * there, and clears it. */
+	uint64_t closed_ns;
+};
+
+/* session_follow.c's: the processes followed as they come, exec and go. */
+struct session_follow {
+	struct pbp_event *events;	/* taken in during a poll, handled after it */
+	size_t nevents, events_cap;
+	uint64_t swept_ns;	/* -a: the last sweep for exits whose event was lost */
+	/* --subprocesses, -a, a target's exec; session.c makes it, with session_enrol.c's
+	 * callbacks, which this file may not call. */
+	struct descendants *children;
+	/* The target asked for exec'd: watched for a new Python; session_enrol.c clears it
+	 * once it adopts one. */
+	pid_t exec_pid;
+	char exec_prog[128];	/* what it exec'd, for the notices */
+};
+
+/* session_enrol.c's. */
+struct session_enrol {
+	uint64_t processes_skipped;	/* -a: left out for want of room */
+};
+
+/*
+ * What several files write, or every file reads, is here at the top; what one file
+ * writes is in that file's own struct below it, and what only session.c uses is last.
+ */
 struct session {
 	struct session_opts opts;
 	struct strtab *strs;
-	size_t strs_kept;	/* its size after the last rebuild */
 	struct code_budget codes;	/* every target's caches count against these */
 	struct frame_cache_budget fcaches;
 	struct target_shared shared;
-	uint64_t strs_rebuilds;
 	struct aggregate *agg;
 	struct thread_table *threads;
-	struct target **targets;	/* by pid */
-	size_t ntargets;
-	struct pbp_event *events;	/* taken in during a poll, handled after it */
-	size_t nevents, events_cap;
-	uint64_t swept_ns;
-	uint64_t processes_seen, processes_skipped;
-	struct descendants *children;	/* --subprocesses */
 	struct sampler *sampler;
 	int live_mode;
+	int fatal;		/* a negative errno that ends the run */
+	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
+	/* The command; reaped by whichever file sees it end (session_targets.c,
+	 * session_follow.c). */
 	struct spawn spawn;
 	int spawned;
-	uint64_t open_waits;		/* waits still open at a profile's end, charged */
-	uint64_t open_waits_lost;	/* ... and those whose thread could not be read */
-	uint64_t cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
-	struct session_sink sink;
-	struct session_tasks tasks;
-	struct session_native *native;	/* --native */
+	/* --subprocesses: the process asked for (or the command), which is no Python: a
+	 * parent whose Python descendants are the targets; the run lasts while it lives. */
+	pid_t parent_pid;
+	/* CPU after a thread's last tick, with no tick: counted by the sink as records
+	 * come and by the waits at a profile's end. */
+	uint64_t cpu_rest_lost_ns;
+	char name[160];		/* "pid 123 (python3 app.py)" */
+	/* Of targets already gone (session_targets.c); session.c and session_enrol.c name
+	 * the run's pid and Python in it. */
+	struct run_stats totals;
+
 	struct session_sources *sources;	/* opts.sources */
-	int fatal;		/* a negative errno that ends the run */
-	uint64_t start_ns, expired_ns, gone_cpu_ns;
-	uint64_t profile_ns;	/* when the current profile began: the start, or a reset */
-	uint64_t waits_closed_ns;	/* when open waits were last charged, if since then */
+	struct session_targets targets;
+	struct session_native *native;	/* --native */
+	struct session_tasks tasks;
+	struct session_sink sink;
+	struct session_waits waits;
+	struct session_follow follow;
+	struct session_enrol enrol;
+
+	size_t strs_kept;	/* the string table's size after its last rebuild */
+	uint64_t strs_rebuilds;
+	uint64_t start_ns, expired_ns;
 	int64_t start_unix_ns;
 	double elapsed_s;	/* fixed at session__stop */
 	int stopped;
 	uint32_t decode_delay_ms;	/* PBP_TEST_DECODE_DELAY_MS, for tests only */
-	pid_t exec_pid;		/* the target asked for exec'd: watched for a new Python */
-	/* --subprocesses: the process asked for (or the command), which is no Python: a
-	 * parent whose Python descendants are the targets; the run lasts while it lives. */
-	pid_t parent_pid;
-	char exec_prog[128];	/* what it exec'd, for the notices */
-	char name[160];		/* "pid 123 (python3 app.py)" */
-	struct run_stats totals;	/* of targets already gone */
 };
 
 /*

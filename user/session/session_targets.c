@@ -17,15 +17,15 @@
 #include "session/spawn.h"
 #include "session/target.h"
 
-/* Where target @pid is in s->targets, or where it would go. */
+/* Where target @pid is in s->targets.v, or where it would go. */
 size_t session_targets__slot(const struct session *s, uint32_t pid)
 {
-	size_t lo = 0, hi = s->ntargets;
+	size_t lo = 0, hi = s->targets.n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if ((uint32_t)s->targets[mid]->interp.pid < pid)
+		if ((uint32_t)s->targets.v[mid]->interp.pid < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -38,7 +38,9 @@ struct target *session_targets__of(const struct session *s, uint32_t pid)
 {
 	size_t i = session_targets__slot(s, pid);
 
-	return i < s->ntargets && (uint32_t)s->targets[i]->interp.pid == pid ? s->targets[i] : NULL;
+	if (i < s->targets.n && (uint32_t)s->targets.v[i]->interp.pid == pid)
+		return s->targets.v[i];
+	return NULL;
 }
 
 /* The frame cache's entries go to the BPF map, where the sampler copies by them. */
@@ -82,12 +84,12 @@ int session_targets__reserve(struct session *s)
 {
 	struct target **targets;
 
-	if (s->ntargets == PBP_TARGETS_MAX)
+	if (s->targets.n == PBP_TARGETS_MAX)
 		return -ENOSPC;
-	targets = realloc(s->targets, (s->ntargets + 1) * sizeof(*targets));
+	targets = realloc(s->targets.v, (s->targets.n + 1) * sizeof(*targets));
 	if (!targets)
 		return -ENOMEM;
-	s->targets = targets;
+	s->targets.v = targets;
 	return 0;
 }
 
@@ -96,17 +98,18 @@ void session_targets__insert(struct session *s, struct target *t)
 {
 	size_t at = session_targets__slot(s, t->interp.pid);
 
-	memmove(&s->targets[at + 1], &s->targets[at], (s->ntargets - at) * sizeof(*s->targets));
-	s->targets[at] = t;
-	s->ntargets++;
-	s->processes_seen++;
+	memmove(&s->targets.v[at + 1], &s->targets.v[at],
+		(s->targets.n - at) * sizeof(*s->targets.v));
+	s->targets.v[at] = t;
+	s->targets.n++;
+	s->targets.processes_seen++;
 	tell(s, t, 0);
 }
 
 /* Stops following target @i, which has exited: what it sampled stays. */
 void session_targets__detach(struct session *s, size_t i)
 {
-	struct target *t = s->targets[i];
+	struct target *t = s->targets.v[i];
 
 	if (s->sampler) {
 		sampler__remove_target(s->sampler, t->interp.pid);
@@ -115,11 +118,12 @@ void session_targets__detach(struct session *s, size_t i)
 	}
 	tell(s, t, 1);
 	target__add_stats(t, &s->totals);
-	s->gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
-	memmove(&s->targets[i], &s->targets[i + 1], (s->ntargets - i - 1) * sizeof(*s->targets));
-	s->ntargets--;
+	s->targets.gone_cpu_ns += t->cpu > t->cpu0 ? t->cpu - t->cpu0 : 0;
+	memmove(&s->targets.v[i], &s->targets.v[i + 1],
+		(s->targets.n - i - 1) * sizeof(*s->targets.v));
+	s->targets.n--;
 	pr_info("stopped following pid %d: %zu process%s profiled now\n", (int)t->interp.pid,
-		s->ntargets, s->ntargets == 1 ? "" : "es");
+		s->targets.n, s->targets.n == 1 ? "" : "es");
 	target__free(t);
 }
 

@@ -698,8 +698,8 @@ void session_tasks__sweep(struct session *s, int now_anyway, session_task_wait_f
 	if (now - s->tasks.swept_ns < SESSION_TASK_SWEEP_NS && !now_anyway)
 		return;
 	s->tasks.swept_ns = now;
-	for (size_t i = 0; i < s->ntargets; i++) {
-		struct target *t = s->targets[i];
+	for (size_t i = 0; i < s->targets.n; i++) {
+		struct target *t = s->targets.v[i];
 
 		if (t->asyncio_state != TARGET_ASYNCIO_FOUND)
 			continue;

@@ -103,8 +103,8 @@ static int charge_target(struct target *t, struct pbp_open_wait *w, size_t n)
 		return err;
 	err = sampler_live__sample_now(ls);
 	sampler_live__free(ls);
-	t->session->open_waits += c.charged;
-	t->session->open_waits_lost += waits - c.charged;
+	t->session->waits.open_waits += c.charged;
+	t->session->waits.open_waits_lost += waits - c.charged;
 	for (size_t i = 0; i < n; i++)
 		t->session->cpu_rest_lost_ns += w[i].cpu_ns;
 	/* The process ended meanwhile: its waits end with it. */
@@ -126,7 +126,7 @@ int session_waits__close(struct session *s)
 
 	if (!s->sampler || s->opts.mode == SESSION_CPU)
 		return 0;
-	s->waits_closed_ns = clock__mono_ns();
+	s->waits.closed_ns = clock__mono_ns();
 	err = sampler__open_waits(s->sampler, &w, &n);
 	if (err) {
 		pr_warn("reading the waits still open: %s\n", strerror(-err));
@@ -144,7 +144,7 @@ int session_waits__close(struct session *s)
 			continue;
 		}
 		for (size_t k = i; k < j; k++) {
-			s->open_waits_lost += !!w[k].off_ns;
+			s->waits.open_waits_lost += !!w[k].off_ns;
 			s->cpu_rest_lost_ns += w[k].cpu_ns;
 		}
 	}
