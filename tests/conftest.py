@@ -14,6 +14,10 @@ import subprocess
 
 import pytest
 
+# lib/'s helpers check with assert as the test files do; rewritten the way pytest
+# rewrites a test file's, a failing one shows its values. Before lib is first imported.
+pytest.register_assert_rewrite("lib")
+
 from lib.paths import BIN, REPO, UNPRIV_USER
 from lib.interpreters import (MODES, OLD_PYTHONS, PY310_EXE, PY312_COPY, PY312_EXE, PYENV_ROOT,
                               VERSIONS, copy_workloads, make_interp, run_test_interpreters)

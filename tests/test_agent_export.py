@@ -2,7 +2,7 @@
 """The agent's export side, piece by piece: cgroup labels, per-profile labels in pprof,
 the bounded export queue, rotated files, the config file, the Pyroscope push and the
 Prometheus endpoint. The C unit test binaries (tests/unit/test_*.c) do the work; the
-HTTP ones talk to a real server on 127.0.0.1 that this file runs (Python's
+HTTP ones talk to a real server on 127.0.0.1 that lib/ingest.py runs (Python's
 http.server), or are scraped by a real client, and what crossed the wire is checked
 here: the request line, the query, the multipart body decoded with protoc.
 
@@ -10,20 +10,17 @@ Both the plain and the sanitizer builds run.
 """
 
 import gzip
-import http.server
 import select
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
-from email.parser import BytesParser
-from email.policy import HTTP
 
 import pytest
 
 from lib.paths import REPO
+from lib.ingest import Ingest, free_port, http_get, multipart_fields
 from lib.units import BUILDS, assert_clean, env_for, run_unit, unit_binary
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
@@ -61,58 +58,7 @@ def test_config_errors_name_file_and_line():
 
 
 # --------------------------------------------------------------------------------------
-# A Pyroscope stand-in: records every request, answers 200
-
-class Ingest(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, port=0):
-        self.requests = []
-        self.lock = threading.Lock()
-        super().__init__(("127.0.0.1", port), IngestHandler)
-        self.thread = threading.Thread(target=self.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def stop(self):
-        self.shutdown()
-        self.server_close()
-
-
-class IngestHandler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        with self.server.lock:
-            self.server.requests.append((self.path, dict(self.headers), body))
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-def multipart_fields(headers, body):
-    """{field name: (filename, bytes)} of a multipart/form-data body, read by Python's
-    email package, which shares nothing with curl."""
-    msg = BytesParser(policy=HTTP).parsebytes(
-        b"Content-Type: " + headers["Content-Type"].encode() + b"\r\n\r\n" + body)
-    assert msg.is_multipart(), headers["Content-Type"]
-    return {part.get_param("name", header="content-disposition"):
-            (part.get_filename(), part.get_payload(decode=True))
-            for part in msg.iter_parts()}
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+# The Pyroscope push, to a stand-in that records every request (lib/ingest.py)
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_pyroscope_push_request(build, tmp_path):
@@ -199,20 +145,6 @@ def test_exporter_flush_gives_up_in_time(build):
 
 # --------------------------------------------------------------------------------------
 # The metrics endpoint, scraped by a plain client
-
-def http_get(port, path, timeout=10):
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        data = b""
-        while chunk := s.recv(65536):
-            data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    status = int(lines[0].split()[1])
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    assert int(headers["Content-Length"]) == len(body)
-    return status, headers, body.decode()
-
 
 @pytest.mark.parametrize("build", BUILDS)
 def test_metrics_endpoint(build):

@@ -24,10 +24,10 @@ import pytest
 
 from lib.paths import PROFILER_GRACE
 from lib.collapsed import show, total
-from lib.harness import Harness, fraction
-from test_agent_export import free_port
-from test_record_clocks import perf_event_fds_of
-from test_system_wide import fname, sysburn, wait_for
+from lib.harness import Harness, fraction, wait_for
+from lib.ingest import free_port
+from lib.procfs import field, perf_event_fds_of, worker_of
+from lib.system_wide import fname, sysburn
 
 CAPS = "+bpf,+perfmon,+sys_ptrace,+dac_read_search"
 # CapEff of the shipped deployments: DAC_READ_SEARCH (2), SYS_PTRACE (19), PERFMON
@@ -149,7 +149,6 @@ def test_record_native_parses_in_a_confined_worker(burner, tmp_path):
     """--native with the deployment's capabilities: no CAP_SETUID, so the parsing worker
     keeps uid 0, but with no capability left, no_new_privs and its seccomp filter; and
     it unwinds (the profile has native frames under the workload's Python ones)."""
-    from test_native_worker import field, worker_of
     h, w = burner
     out = tmp_path / "native.txt"
     st = tmp_path / "native.json"

@@ -59,10 +59,10 @@ import pytest
 
 from lib.paths import PROFILER_GRACE, REPO, TRUTH_TIMEOUT
 from lib.collapsed import show, total
-from lib.harness import Harness, fraction
-from test_agent import Agent, pushes_for
-from test_agent_export import Ingest
-from test_system_wide import by_process, wait_for
+from lib.harness import Harness, fraction, wait_for
+from lib.agent import Agent, pushes_for
+from lib.ingest import Ingest
+from lib.system_wide import by_process
 
 import sys
 sys.path.insert(0, str(REPO / "tests" / "tools"))

@@ -25,16 +25,15 @@ import signal
 import struct
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
 
 import pytest
 
 from lib.collapsed import Frame, truth_frames
 from lib.harness import Harness, Once, OpenWatch, program_headers, wait_asleep
+from lib.dump import QUICK, check_dump, parse_native_dump
 
-QUICK = 60           # seconds a dump may take before we call it a hang
 GCORE_TIMEOUT = 120
 
 EXIT_NOT_PYTHON = 4
@@ -43,67 +42,11 @@ EXIT_PRIVILEGES = 6
 EXIT_BAD_CORE = 8
 EXIT_NO_BINARY = 9
 
-# TID, STATE, ", holds the GIL", then Python's name for the thread if it has one.
-THREAD_RE = re.compile(
-    r'^Thread (\d+) (?:"(?P<name>.*)" )?\((on CPU|idle|on-CPU state unknown)(, holds the GIL)?\):$')
-FRAME_RE = re.compile(r'^  File "(.*)", line (\d+|\?), in (.*)$')
 NT_FILE = 0x46494C45
 
 
 # --------------------------------------------------------------------------------------
-# Parsing the dump
-
-@dataclass
-class DumpThread:
-    tid: int
-    state: str
-    gil: bool
-    frames: List[Frame] = field(default_factory=list)   # innermost first
-    incomplete: Optional[str] = None
-    no_python: bool = False
-    name: Optional[str] = None
-
-    def root_first(self):
-        return tuple(reversed(self.frames))
-
-
-def parse_dump(text):
-    """{tid: DumpThread}; fails on any line that is not part of the format."""
-    lines = text.splitlines()
-    assert len(lines) >= 2, f"dump too short:\n{text}"
-    assert lines[1] == "Stacks are most recent call first.", f"bad header:\n{text}"
-    threads: Dict[int, DumpThread] = {}
-    cur = None
-    for raw in lines[2:]:
-        if not raw:
-            cur = None
-            continue
-        m = THREAD_RE.match(raw)
-        if m:
-            cur = DumpThread(int(m.group(1)), m.group(3), bool(m.group(4)), name=m["name"])
-            assert cur.tid not in threads, f"thread {cur.tid} twice:\n{text}"
-            threads[cur.tid] = cur
-            continue
-        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
-        m = FRAME_RE.match(raw)
-        if m:
-            line = None if m.group(2) == "?" else int(m.group(2))
-            cur.frames.append(Frame(m.group(3), m.group(1), line))
-        elif raw == "  (no Python frames)":
-            cur.no_python = True
-        elif raw.startswith("  [incomplete: ") and raw.endswith("]"):
-            cur.incomplete = raw[len("  [incomplete: "):-1]
-        else:
-            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
-    return threads
-
-
-def check_dump(run):
-    """Exit 0, nothing on stderr; returns (header line, {tid: DumpThread})."""
-    assert run.rc == 0, f"dump failed\n{run.describe()}"
-    assert not run.stderr.strip(), f"dump wrote to stderr\n{run.describe()}"
-    return run.stdout.splitlines()[0], parse_dump(run.stdout)
-
+# The dump (read by lib/dump.py) against the truth
 
 def check_matches_truth(threads, truth, text, may_be_incomplete=()):
     """Every truth thread is in the dump with exactly its stack. A thread named in
@@ -291,13 +234,11 @@ def test_dump_kernel_core_native_stacks(py, dumped, harness, flag):
     thread's NT_PRSTATUS, objects from NT_FILE under --sysroot. The Python frames are
     the truth's; the sleepers show libc's nanosleep above them; with --native-all the
     main thread ends at _start."""
-    from test_dump_native import parse
-
     d = dumped.get()
     args = ["--core", d.kernel_core] + ([] if py.root == "/" else ["--sysroot", py.root])
     run = run_dump(harness, *args, flag)
     assert run.rc == 0 and not run.stderr.strip(), run.describe()
-    threads = parse(run.stdout)
+    threads = parse_native_dump(run.stdout)
     for key, tid in d.truth["threads"].items():
         t = threads[tid]
         assert t.python() == truth_frames(d.truth["stacks"][key]), run.stdout

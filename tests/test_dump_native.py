@@ -16,72 +16,24 @@ read while the process is held for an instant, on every version.
 """
 
 import os
-import re
 import subprocess
 import sys
 import time
 
 import pytest
 
-from lib.collapsed import Frame, truth_frames
+from lib.collapsed import truth_frames
 from lib.harness import Harness, Once, seize_by_another_tracer, wait_asleep
-from test_dump import FRAME_RE, QUICK, THREAD_RE
+from lib.dump import QUICK, parse_native_dump
 
-NATIVE_RE = re.compile(r"^  native: (?P<func>.+?)(?:\+0x[0-9a-f]+)?(?: \((?P<obj>[^()]+)\))?$")
-NOTE_RE = re.compile(r"^  \[native: (.*)\]$")
 EXIT_PRIVILEGES = 6
 QSORT_TRIES = 40
-
-
-class Thread:
-    def __init__(self, tid, state):
-        self.tid, self.state = tid, state
-        self.items = []          # innermost first: ("py", Frame) or ("c", func, obj)
-        self.note = None
-
-    def python(self):
-        """The Python frames, root first."""
-        return tuple(reversed([it[1] for it in self.items if it[0] == "py"]))
-
-    def natives_before_python(self):
-        """The native frames above the innermost Python frame."""
-        out = []
-        for it in self.items:
-            if it[0] == "py":
-                break
-            out.append(it[1:])
-        return out
-
-
-def parse(text):
-    """{tid: Thread}; fails on any line that is not part of the format."""
-    lines = text.splitlines()
-    assert len(lines) >= 2 and lines[1] == "Stacks are most recent call first.", text
-    threads, cur = {}, None
-    for raw in lines[2:]:
-        if not raw:
-            cur = None
-            continue
-        m = THREAD_RE.match(raw)
-        if m:
-            cur = threads[int(m[1])] = Thread(int(m[1]), m[3])
-            continue
-        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
-        if m := FRAME_RE.match(raw):
-            cur.items.append(("py", Frame(m[3], m[1], None if m[2] == "?" else int(m[2]))))
-        elif m := NATIVE_RE.match(raw):
-            cur.items.append(("c", m["func"], m["obj"]))
-        elif m := NOTE_RE.match(raw):
-            cur.note = m[1]
-        elif raw != "  (no Python frames)":
-            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
-    return threads
 
 
 def dump(h, pid, *extra):
     run = h.run_profiler(["dump", "-p", pid, *extra], timeout=QUICK)
     assert run.rc == 0 and not run.stderr.strip(), run.describe()
-    return parse(run.stdout), run.stdout
+    return parse_native_dump(run.stdout), run.stdout
 
 
 def task_states(pid):
@@ -298,7 +250,7 @@ def test_dump_native_holds_all_stack_copies_to_its_budget(tmp_path, profiler_bin
     out, err = (f.read_text() for f in outs)
     assert p.returncode == 0 and not err.strip(), f"exit {p.returncode}: {err}"
     peak = int(peak_file.read_text()) << 10
-    threads = parse(out)
+    threads = parse_native_dump(out)
     assert len(threads) == DEEP_THREADS + 1, out[:2000]
     others = [t for t in threads.values() if t.tid != w.pid]
     whole = [t for t in others if t.note is None and ("c", "deep_wait", "libdeep.so") in t.items]

@@ -20,10 +20,11 @@ import pytest
 
 from lib.paths import REPO, RUN_DIR, UNPRIV_USER
 from lib.interpreters import Interp
-from lib.harness import Harness, program_headers, unpriv_prefix
-from test_agent import Agent
-from test_agent_export import http_get
-from test_system_wide import cgroup2_root, fname, remove_cgroups, sysburn, wait_for
+from lib.harness import Harness, program_headers, unpriv_prefix, wait_for
+from lib.agent import Agent
+from lib.cgroups import cgroup2_root, remove_cgroups
+from lib.ingest import http_get
+from lib.system_wide import fname, sysburn
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402

@@ -18,6 +18,7 @@ import pytest
 
 from lib.collapsed import show
 from lib.harness import Harness
+from lib.procfs import field, worker_of
 
 FAULTS = ("hang", "crash", "socket")
 LIB_SRC = """
@@ -78,26 +79,6 @@ def start_workload(h, tmp_path, names, seconds):
         assert w.poll() is None and time.monotonic() < deadline, "the workload did not start"
         time.sleep(0.02)
     return w
-
-
-def worker_of(pid):
-    """The pid of the parsing worker that profiler @pid started, or None."""
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            status = (d / "status").read_text()
-            argv = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if f"\nPPid:\t{pid}\n" in status and argv[1:2] == [b"__native-worker"]:
-            return int(d.name)
-    return None
-
-
-def field(status, name):
-    return next(line.split(":", 1)[1].split() for line in status.splitlines()
-                if line.startswith(name + ":"))
 
 
 def test_the_parsing_worker_is_confined(tmp_path, profiler_bin):

@@ -27,7 +27,9 @@ from lib.paths import PROFILER_GRACE, REPO, RUN_DIR
 from lib.interpreters import make_interp
 from lib.harness import Harness, Once
 from lib.waits import profile_waits
-from test_writers_formats import speedscope_schema_errors
+from lib.agent import Agent
+from lib.cgroups import cgroup2_root, remove_cgroups
+from lib.writers import speedscope_schema_errors
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -393,9 +395,6 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
     stay out): every process's sleeper is seen sleeping where it sleeps. A thread
     asleep through the whole run shows in each of the agent's periods for that period,
     never piled up into one."""
-    from test_agent import Agent
-    from test_system_wide import cgroup2_root, remove_cgroups
-
     group = Path(cgroup2_root()) / f"pbp-wall-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     h = Harness(tmp_path, profiler_bin)

@@ -21,7 +21,7 @@ import pytest
 from lib.paths import PROFILER_GRACE, REPO
 from lib.browser import open_svg
 from lib.harness import BAD_OUTPUT, Harness, fraction, spent_fa_share
-from test_writers_golden import GOLDEN, _build_plain
+from lib.writers import GOLDEN, build_plain
 
 # Pages opened in headless Chromium.
 pytestmark = pytest.mark.browser
@@ -110,7 +110,7 @@ def collapsed_tree(text):
 def fixed_svg(tmp_path_factory, request):
     """The fixed profile as an SVG file, and as an HTML page."""
     out = tmp_path_factory.mktemp("svg") / f"fixed.{request.param}"
-    p = subprocess.run([_build_plain(), request.param], capture_output=True, timeout=60)
+    p = subprocess.run([build_plain(), request.param], capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     out.write_bytes(p.stdout)
     return out
@@ -215,7 +215,7 @@ def test_search_highlights_matches_and_counts_each_sample_once(browser, fixed_sv
 def test_large_profile_loads_and_says_frames_were_merged(browser, artifacts, tmp_path):
     out = tmp_path / "large.svg"
     with open(out, "wb") as f:
-        p = subprocess.run([_build_plain(), "svg", "--large", str(LARGE_STACKS)], stdout=f,
+        p = subprocess.run([build_plain(), "svg", "--large", str(LARGE_STACKS)], stdout=f,
                            stderr=subprocess.PIPE, timeout=300)
     assert p.returncode == 0, p.stderr
     start = time.monotonic()

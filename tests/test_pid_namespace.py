@@ -19,15 +19,10 @@ import pytest
 from lib.paths import RUN_DIR, TRUTH_TIMEOUT
 from lib.collapsed import total, truth_frames
 from lib.harness import Harness
-from test_dump import QUICK, check_dump
+from lib.dump import QUICK, check_dump
+from lib.procfs import host_child
 
 DURATION = 2
-
-
-def host_child(pid):
-    """The one child of @pid (unshare's forked child, which execs the target)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return int(children[0]) if children else None
 
 
 def start_in_namespace(h: Harness, interp, name):

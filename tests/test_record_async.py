@@ -30,6 +30,9 @@ import pytest
 from lib.paths import REPO, RUN_DIR
 from lib.interpreters import MODES, VERSIONS, make_interp
 from lib.harness import Harness, Once
+from lib.agent import agent_until_profiles
+from lib.cgroups import cgroup2_root, remove_cgroups
+from lib.procfs import host_child
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
@@ -280,8 +283,6 @@ def test_wall_async_in_its_own_pid_namespace_names_our_thread_ids(version, sid_r
     the BPF samples by our id. The suspended tasks' time must go under the thread as the
     samples name it, so --threads shows one thread with its running and its suspended
     tasks, not the same thread twice."""
-    from test_pid_namespace import host_child
-
     py = make_interp(version, sid_root)
     go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
     argv = ["unshare", "--pid", "--kill-child", "--mount-proc"] + py.argv + [
@@ -321,9 +322,6 @@ def test_all_and_agent_async_on_both_routes(sid_root, workloads_installed, tmp_p
     """-a --async and the agent with --async on, over 3.13, 3.14 and 3.15 at once
     (narrowed to a cgroup of this test's own): each process's burners appear as their
     tasks under their chains, in the collapsed output and in every process's pprof."""
-    from test_agent import agent_until_profiles
-    from test_system_wide import cgroup2_root, remove_cgroups
-
     group = Path(cgroup2_root()) / f"pbp-async-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     h = Harness(tmp_path, profiler_bin)

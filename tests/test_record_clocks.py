@@ -29,6 +29,7 @@ import pytest
 
 from lib.paths import RUN_DIR
 from lib.harness import Harness, Once, seize_by_another_tracer
+from lib.procfs import perf_event_fds_of
 
 RATE = 1000
 LATE = 3
@@ -51,18 +52,6 @@ def perf_event_fds(needle):
             continue
         return perf_event_fds_of(d)
     return None
-
-
-def perf_event_fds_of(pid):
-    """perf event descriptors process @pid holds. One closed between listing and reading
-    it is skipped: the profiler opens and closes files as it runs."""
-    n = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
-        except OSError:
-            pass
-    return n
 
 
 def profile_late(tmpdir, profiler, interp, before=None, rate=RATE, args=(), seen=None):

@@ -46,6 +46,8 @@ from lib.collapsed import (C_SOURCE, Frame, is_python_frame, same_except_leaf_li
                            total, truth_frames)
 from lib.interpreters import PY312_HOME, make_interp
 from lib.harness import Once, Harness, fraction, profile_workload
+from lib.agent import agent_until_profiles, pprofs_of
+from lib.cgroups import cgroup2_root, remove_cgroups
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -629,9 +631,6 @@ def test_all_and_agent_native_on_two_versions(sid_root, workloads_installed, tmp
     then pbpext_burn and pbpext_spin in its own pbpext, in the collapsed output and in
     every process's pprof, where pbpext_spin has an address in a Mapping that carries
     the build-id readelf reads."""
-    from test_agent import agent_until_profiles, pprofs_of
-    from test_system_wide import cgroup2_root, remove_cgroups
-
     group = Path(cgroup2_root()) / f"pbp-native-{uuid.uuid4().hex[:8]}"
     group.mkdir()
     h = Harness(tmp_path, profiler_bin)

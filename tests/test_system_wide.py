@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from lib.paths import PROFILER_GRACE, RUN_DIR, WORKLOADS_SRC
-from lib.collapsed import show, total
+from lib.collapsed import show
 from lib.interpreters import make_interp
-from lib.harness import Harness, fraction
-
-RATE = "199"
+from lib.harness import Harness, wait_for
+from lib.cgroups import make_pod_cgroup, remove_cgroups
+from lib.system_wide import RATE, by_process, check_process, fname, sysburn
 
 
 @pytest.fixture(scope="module")
@@ -35,46 +35,6 @@ def three(sid_root, workloads_installed):
     for py in interps:
         py.require()
     return interps
-
-
-def fname(prefix):
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def sysburn(h, py, name, seconds, wait=True, extra=()):
-    return h.start_workload(py, "sysburn", "--name", name, *extra, seconds=seconds,
-                            wait=wait)
-
-
-def by_process(prof):
-    out = {}
-    for s in prof:
-        out.setdefault(s.process, []).append(s)
-    return out
-
-
-def check_process(prof, truth, others=()):
-    """truth: a sysburn truth. Its samples sit under its own root, mostly in its own
-    function at its burn line, and hold no function of @others."""
-    pid = truth["pid"]
-    samples = by_process(prof).get(pid)
-    assert samples, (f"pid {pid} ({truth['func']}) never sampled; processes seen: "
-                     f"{sorted(p for p in by_process(prof) if p is not None)}")
-    hot = [s for s in samples if not s.incomplete and s.leaf and s.leaf.name == truth["func"]]
-    assert fraction(total(hot), total(samples)) >= 0.5, \
-        f"pid {pid}: {truth['func']} is not where it spends its time:\n{show(samples)}"
-    # The loop ends once, into its return line: a sample there is the function's real
-    # last moment (its frame is cleared, its objects freed, which may hand memory back
-    # to the kernel), seen once in a CI run. Once, not a share: a decoder that slips a
-    # line would put many samples there.
-    wrong = [s for s in hot if s.leaf.line != truth["line"] or s.leaf.file != truth["file"]]
-    last = [s for s in wrong if s.leaf.line == truth["return_line"] and
-            s.leaf.file == truth["file"]]
-    if total(last) <= 1:
-        wrong = [s for s in wrong if s not in last]
-    assert not wrong, f"pid {pid}: burn line {truth['line']} expected:\n{show(wrong)}"
-    strays = [s for s in samples if any(f.name in others for f in s.frames)]
-    assert not strays, f"pid {pid} holds another process's function:\n{show(strays)}"
 
 
 def record_all(h, tmp_path, seconds, extra=()):
@@ -145,18 +105,6 @@ def map_keys(map_id):
         elif isinstance(e.get("formatted"), dict):
             keys.add(int(e["formatted"]["key"]))
     return keys
-
-
-def wait_for(pred, timeout, what, detail=None):
-    """pred()'s first true value within @timeout s; else FAIL, with detail() if given."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}" +
-                (f"\n{detail()}" if detail else ""))
 
 
 def test_late_short_lived_processes_appear_and_leave_nothing(three, tmp_path, profiler_bin):
@@ -289,40 +237,6 @@ def test_own_mount_and_pid_namespace(three, tmp_path, profiler_bin):
 
 
 # ---- narrowing ---------------------------------------------------------------------------
-
-def cgroup2_root():
-    for line in Path("/proc/self/mounts").read_text().splitlines():
-        f = line.split()
-        if f[2] == "cgroup2":
-            return f[1]
-    pytest.fail("no cgroup2 hierarchy mounted (needed to make a kubelet-style cgroup)")
-
-
-def make_pod_cgroup(pod_uid, container_id):
-    """A kubelet (systemd driver) cgroup for a burstable pod's container."""
-    base = Path(cgroup2_root())
-    parts = ["kubepods.slice", "kubepods-burstable.slice",
-             f"kubepods-burstable-pod{pod_uid.replace('-', '_')}.slice",
-             f"cri-containerd-{container_id}.scope"]
-    made = []
-    d = base
-    for p in parts:
-        d = d / p
-        if not d.exists():
-            d.mkdir()
-            made.append(d)
-    return d, made
-
-
-def remove_cgroups(made):
-    for d in reversed(made):
-        for _ in range(50):
-            try:
-                d.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
-
 
 def test_container_pid_filter_and_exclude(three, tmp_path, profiler_bin):
     pod_uid = str(uuid.uuid4())

@@ -28,7 +28,7 @@ from pathlib import Path
 from lib.paths import PROFILER_GRACE
 from lib.interpreters import make_interp
 from lib.harness import Harness
-from test_system_wide import cgroup2_root, remove_cgroups
+from lib.cgroups import cgroup2_root, remove_cgroups
 
 CHAINS = 64             # Pythons started, one after another per lane
 LANES = 4               # chains running at once

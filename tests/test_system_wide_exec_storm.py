@@ -18,7 +18,7 @@ import subprocess
 from lib.paths import PROFILER_GRACE
 from lib.interpreters import make_interp
 from lib.harness import Harness
-from test_system_wide import RATE, check_process, fname, sysburn
+from lib.system_wide import RATE, check_process, fname, sysburn
 
 STORM_LOOPS = 4
 PER_LOOP = 150          # programs each storm loop starts

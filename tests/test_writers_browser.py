@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from lib.paths import REPO
-from test_writers_golden import _build_plain
-from test_writers_formats import record
+from lib.writers import build_plain, record
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from cdp import Browser  # noqa: E402
@@ -99,7 +98,7 @@ def open_in_speedscope(browser, app, name, data, expect):
 @pytest.fixture(scope="module")
 def fixed():
     """The fixed profile's files as written (pprof still gzip-compressed)."""
-    binary = _build_plain()
+    binary = build_plain()
     out = {}
     for fmt in ("speedscope", "pprof", "chrome"):
         p = subprocess.run([binary, fmt], capture_output=True, timeout=60)
@@ -147,7 +146,7 @@ def test_speedscope_app_shows_a_real_run(browser, app, py311, profiler_bin, tmp_
 def test_speedscope_app_shows_native_frames(browser, app, fmt, name):
     """--native: C frames with their objects (and pprof's mappings and addresses) are
     imported like any other frame."""
-    p = subprocess.run([_build_plain(), fmt, "--native"], capture_output=True, timeout=60)
+    p = subprocess.run([build_plain(), fmt, "--native"], capture_output=True, timeout=60)
     assert p.returncode == 0, p.stderr
     # pprof names a function without its file (the sandwich view shows no files); the
     # others name a frame as the collapsed format does.

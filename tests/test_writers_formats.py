@@ -16,45 +16,25 @@ import json
 import re
 import subprocess
 import sys
-import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass
-from pathlib import Path
+from collections import Counter
 
 import pytest
 
-from lib.paths import PROFILER_GRACE, REPO
-from lib.interpreters import MODES
-from lib.harness import (BAD_OUTPUT, RATIO_CLOCK, Harness, Once, Run, Workload, fraction,
-                         spent_fa_share)
+from lib.paths import REPO
+from lib.harness import RATIO_CLOCK, Once, fraction, spent_fa_share
 from lib.units import SAN_ENV, assert_clean, san_binary
-from test_writers_golden import _build_plain, _output
+from lib.writers import (DURATION, FIXED_PERIOD, RATE, build_plain, check_chrome,
+                         check_pprof_header, check_speedscope, collapsed_counts, record,
+                         writer_output)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
 
-SPEEDSCOPE_SCHEMA = (REPO / ".cache-npm" / "node_modules" / "speedscope" / "dist" /
-                     "release" / "file-format-schema.json")
-SUFFIX = {"speedscope": ".speedscope.json", "pprof": ".pb.gz", "chrome": ".trace.json"}
-RATE = 999
-DURATION = 3
 PERIOD = 10**9 // RATE
-FIXED_PERIOD = 10_000_000          # the fixed profile's: 100 Hz
-COLLAPSED_LINE = re.compile(r"^(?P<stack>.+) (?P<count>\d+)$")
 
 
 # --------------------------------------------------------------------------------------
-# Readers and rules shared by the fixed profile and the real runs
-
-def collapsed_counts(text):
-    """{stack string: count} of collapsed output."""
-    out = {}
-    for line in text.splitlines():
-        m = COLLAPSED_LINE.match(line)
-        assert m, f"malformed collapsed line {line!r}"
-        out[m["stack"]] = int(m["count"])
-    return out
-
+# Readers of the fixed profile and the real runs (lib/writers.py has the rules)
 
 def collapsed_name(name, file, line):
     """A frame as the collapsed writer prints it (';' and newlines made '_')."""
@@ -63,36 +43,6 @@ def collapsed_name(name, file, line):
     if not file:
         return clean(name)
     return f"{clean(name)} ({clean(file)}{f':{line}' if line else ''})"
-
-
-def speedscope_schema_errors(data):
-    import jsonschema
-    assert SPEEDSCOPE_SCHEMA.exists(), \
-        f"{SPEEDSCOPE_SCHEMA} missing: run tools/install-deps.sh test"
-    schema = json.loads(SPEEDSCOPE_SCHEMA.read_text())
-    validator = jsonschema.Draft7Validator(schema)
-    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator.iter_errors(data)][:10]
-
-
-def check_speedscope(data, period):
-    """Schema, then what the schema cannot say: indices in range, weights positive, a
-    sample's weight is one period, the time range is what the weights add up to."""
-    errors = speedscope_schema_errors(data)
-    assert not errors, "speedscope file fails the schema:\n" + "\n".join(errors)
-    assert data["exporter"] == "pybpfprof"
-    nframes = len(data["shared"]["frames"])
-    assert 0 <= data.get("activeProfileIndex", 0) < len(data["profiles"])
-    names = [p["name"] for p in data["profiles"]]
-    assert len(set(names)) == len(names), f"profile names repeat: {names}"
-    for p in data["profiles"]:
-        assert p["type"] == "sampled" and p["unit"] == "nanoseconds", p["name"]
-        assert len(p["samples"]) == len(p["weights"]), p["name"]
-        assert all(w > 0 for w in p["weights"]), f"{p['name']}: weights not positive"
-        assert all(0 <= i < nframes for s in p["samples"] for i in s), p["name"]
-        assert all(w == period for s, w in zip(p["samples"], p["weights"]) if s), \
-            f"{p['name']}: a sample weighs other than one period"
-        assert p["endValue"] - p["startValue"] == sum(p["weights"]), p["name"]
 
 
 def speedscope_counts(data, period):
@@ -106,42 +56,6 @@ def speedscope_counts(data, period):
                                frames[i].get("line")) for i in s)
                 out[(p["name"], stack)] += w // period
     return out
-
-
-def check_chrome(data):
-    """The rules trace viewers rely on; returns {(pid, tid): [X events]}."""
-    assert isinstance(data.get("traceEvents"), list)
-    threads = defaultdict(list)
-    thread_names = Counter()
-    for e in data["traceEvents"]:
-        for key in ("ph", "ts", "pid", "tid"):
-            assert key in e, f"event without {key}: {e}"
-        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
-        if e["ph"] == "M":
-            assert e["name"] in ("process_name", "thread_name"), e
-            assert isinstance(e["args"]["name"], str) and e["args"]["name"], e
-            if e["name"] == "thread_name":
-                thread_names[(e["pid"], e["tid"])] += 1
-            continue
-        assert e["ph"] == "X", f"unexpected event type: {e}"
-        assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0, e
-        assert isinstance(e["name"], str) and e["name"], e
-        threads[(e["pid"], e["tid"])].append(e)
-    assert all(n == 1 for n in thread_names.values()), f"thread_name repeats: {thread_names}"
-    for key, events in threads.items():
-        assert thread_names[key] == 1, f"thread {key} has events but no thread_name"
-        ts = [e["ts"] for e in events]
-        assert ts == sorted(ts), f"thread {key}: timestamps go back in time"
-        # Complete events on one thread must nest: each inside or after the open ones.
-        open_ends = []
-        for e in events:
-            while open_ends and e["ts"] >= open_ends[-1] - 1e-6:
-                open_ends.pop()
-            end = e["ts"] + e["dur"]
-            assert not open_ends or end <= open_ends[-1] + 1e-6, \
-                f"thread {key}: {e} overlaps its parent without nesting"
-            open_ends.append(end)
-    return threads
 
 
 def chrome_self_time(events):
@@ -158,28 +72,14 @@ def chrome_self_time(events):
     return +out
 
 
-def check_pprof_header(prof, period):
-    assert prof.strings and prof.strings[0] == "", "string_table[0] must be \"\""
-    assert prof.value_types() == [("samples", "count"), ("cpu", "nanoseconds")]
-    assert prof.value_types("period_type") == [("cpu", "nanoseconds")]
-    assert one(prof.msg, "period") == period
-    for kind in ("function", "location"):
-        ids = [one(m, "id") for m in prof.msg.get(kind, [])]
-        assert all(ids), f"a {kind} has id 0"
-        assert len(set(ids)) == len(ids), f"{kind} ids repeat"
-    for stack, values, labels in prof.samples():
-        assert len(values) == 2 and values[0] > 0 and values[1] == values[0] * period, values
-        assert stack, "a sample without locations"
-
-
 # --------------------------------------------------------------------------------------
 # The fixed profile: every format against the collapsed output of the same aggregate
 
 @pytest.fixture(scope="module")
 def fixed():
-    binary = _build_plain()
-    return {fmt: _output(binary, fmt) for fmt in ("collapsed", "speedscope", "pprof",
-                                                   "chrome")}
+    binary = build_plain()
+    return {fmt: writer_output(binary, fmt) for fmt in ("collapsed", "speedscope", "pprof",
+                                                         "chrome")}
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
@@ -273,39 +173,6 @@ def test_chrome_of_fixed_profile_follows_trace_rules(fixed):
 
 # --------------------------------------------------------------------------------------
 # Real runs
-
-@dataclass
-class Recorded:
-    truth: dict
-    run: Run
-    pid: int
-    wall: tuple
-    workload: Workload      # time.time_ns() before the profiler started and after it ended
-
-    def output(self):
-        run = self.run
-        assert run.rc == 0, f"profiler failed\n{run.describe()}"
-        assert not BAD_OUTPUT.search(run.stderr), f"crash output\n{run.describe()}"
-        assert run.out_path.exists(), f"{run.out_path} not written\n{run.describe()}"
-        return run.out_path
-
-
-def record(tmpdir, profiler, interp, workload, fmt, mode, *args):
-    h = Harness(tmpdir, profiler)
-    try:
-        w = h.start_workload(interp, workload, *args)
-        out = Path(tmpdir) / f"profile{SUFFIX[fmt]}"
-        start = time.time_ns()
-        run = h.run_profiler(["record", "-p", w.pid, "-o", out, "-f", fmt, "-r", RATE,
-                              "-d", DURATION] + MODES[mode], DURATION + PROFILER_GRACE,
-                             out=out)
-        end = time.time_ns()
-        if w.proc.poll() is not None:
-            pytest.fail(f"workload {workload} died while profiled:\n{w.output()}")
-    finally:
-        h.close()
-    return Recorded(w.truth, run, w.pid, (start, end), w)
-
 
 @pytest.fixture(scope="module")
 def ratio_pprof(py, mode, module_tmp, profiler_bin):

@@ -23,9 +23,8 @@ import pytest
 
 from lib.paths import REPO
 from lib.units import SAN_ENV, san_binary
-from test_writers_formats import (FIXED_PERIOD, check_chrome, check_pprof_header,
-                                  check_speedscope, collapsed_counts)
-from test_writers_golden import FORMATS, _build_plain, _output
+from lib.writers import (FIXED_PERIOD, FORMATS, build_plain, check_chrome, check_pprof_header,
+                         check_speedscope, collapsed_counts, writer_output)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -84,17 +83,17 @@ NATIVE_NAMES = {
 
 @pytest.fixture(scope="module")
 def native():
-    binary = _build_plain()
-    return {fmt: _output(binary, fmt, args=["--native"]) for fmt in FORMATS}
+    binary = build_plain()
+    return {fmt: writer_output(binary, fmt, args=["--native"]) for fmt in FORMATS}
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_native_writer_matches_golden_file(fmt, build):
     if build == "plain":
-        out = _output(_build_plain(), fmt, args=["--native"])
+        out = writer_output(build_plain(), fmt, args=["--native"])
     else:
-        out = _output(san_binary("tests/test_writers"), fmt, env=SAN_ENV, args=["--native"])
+        out = writer_output(san_binary("tests/test_writers"), fmt, env=SAN_ENV, args=["--native"])
     golden = GOLDEN / FORMATS[fmt]
     if os.environ.get("PBP_UPDATE_GOLDEN") == "1" and build == "plain":
         GOLDEN.mkdir(exist_ok=True)
@@ -281,7 +280,7 @@ def test_svg_native_frames_have_a_hue_per_object_apart_from_python(native):
 
 
 def test_svg_without_native_frames_has_no_native_legend():
-    out = _output(_build_plain(), "svg")
+    out = writer_output(build_plain(), "svg")
     assert b"native code" not in out and b'class="c"' not in out
 
 
@@ -309,8 +308,8 @@ LINES_SOURCED = {
 
 @pytest.fixture(scope="module")
 def native_lines():
-    binary = _build_plain()
-    return {fmt: _output(binary, fmt, args=["--native-lines"]) for fmt in FORMATS}
+    binary = build_plain()
+    return {fmt: writer_output(binary, fmt, args=["--native-lines"]) for fmt in FORMATS}
 
 
 def test_collapsed_names_lined_native_frames_function_source_line(native_lines):

@@ -412,6 +412,18 @@ def wait_asleep(pid, tid=None, timeout=TRUTH_TIMEOUT):
         time.sleep(0.02)
 
 
+def wait_for(pred, timeout, what, detail=None):
+    """pred()'s first true value within @timeout s; else FAIL, with detail() if given."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout}s waiting for {what}" +
+                (f"\n{detail()}" if detail else ""))
+
+
 def program_headers(data):
     """(type, offset, file size) of each program header of a 64-bit little-endian ELF
     file's bytes."""

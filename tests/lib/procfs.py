@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""What /proc says of a process the tests started: its perf event descriptors, its
+child, the parsing worker a profiler started, a field of its status file."""
+
+import os
+from pathlib import Path
+
+
+def perf_event_fds_of(pid):
+    """perf event descriptors process @pid holds. One closed between listing and reading
+    it is skipped: the profiler opens and closes files as it runs."""
+    n = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            n += os.readlink(f"/proc/{pid}/fd/{fd}") == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
+
+
+def host_child(pid):
+    """The one child of @pid (unshare's forked child, which execs the target)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(children[0]) if children else None
+
+
+def worker_of(pid):
+    """The pid of the parsing worker that profiler @pid started, or None."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            status = (d / "status").read_text()
+            argv = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in status and argv[1:2] == [b"__native-worker"]:
+            return int(d.name)
+    return None
+
+
+def field(status, name):
+    """The words after NAME: in the text of a /proc status file."""
+    return next(line.split(":", 1)[1].split() for line in status.splitlines()
+                if line.startswith(name + ":"))
