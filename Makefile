@@ -180,12 +180,12 @@ space := $(subst ,, )
 test:
 	$(Q)bash tools/run-tests.sh
 
-# tests/test_real_programs.py's full matrix; `make test` runs a shorter one.
+# tests/record/test_real_programs.py's full matrix; `make test` runs a shorter one.
 test-real: all
 	$(Q)bash tools/install-deps.sh test
 	$(Q)bash tools/test-interpreters.sh >/dev/null
 	$(Q)PBP_NO_BUILD=1 PBP_REAL_FULL=1 /usr/bin/python3 -m pytest -v -p no:cacheprovider \
-		--durations=10 tests/test_real_programs.py
+		--durations=10 tests/record/test_real_programs.py
 
 # The tests that load no BPF, start no container or browser and are not slow (markers in
 # tests/conftest.py); as root they include the chroot's interpreters (marker root).

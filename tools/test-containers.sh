@@ -4,7 +4,7 @@
 # base with python3 (debootstrap, imported into docker and podman), the sid chroot's
 # CPython 3.13-3.15 as a second image (docker), and the agent's image built from
 # deploy/Dockerfile on that base (docker, copied into podman). Needs a running dockerd
-# (tests/test_containers.py starts one). Idempotent: what is already there and current
+# (tests/containers/test_containers.py starts one). Idempotent: what is already there and current
 # is reused. Prints the image names, one per line, as NAME=IMAGE.
 set -euo pipefail
 cd "$(dirname "$0")/.."

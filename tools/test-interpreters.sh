@@ -11,7 +11,7 @@ set -euo pipefail
 root=${PBP_TEST_ROOT:-$(cd "$(dirname "$0")/.." && pwd)/.cache/sid}
 versions=(3.13 3.14 3.15)
 pkgs=python3.13,python3.14,python3.15,libpython3.13-dev,libpython3.14-dev,libpython3.15-dev
-# tests/test_real_programs.py: Django and sqlite3, aiohttp with Jinja2, and each
+# tests/record/test_real_programs.py: Django and sqlite3, aiohttp with Jinja2, and each
 # interpreter's own test suite (test.test_json...). Django, Jinja2 and the test suites
 # are pure Python; aiohttp and its helpers (multidict, yarl, frozenlist, propcache)
 # carry C extensions only for the versions sid builds them for and fall back to their

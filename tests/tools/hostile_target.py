@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """A process that sets a trap for whatever looks for its interpreter (run as an
-unprivileged user by tests/test_hostile_targets.py).
+unprivileged user by tests/hardening/test_hostile_targets.py).
 
 It maps a file named `python` in DIR, which makes the file a candidate for holding
 _PyRuntime, and then:

@@ -14,7 +14,7 @@
  *                                  of the time in the [vdso]: the test stops it with
  *                                  ptrace (tests/tools/native_snapshot.py)
  *
- * tests/test_native_unwind.py builds it with and without -fomit-frame-pointer. The
+ * tests/native/test_native_unwind.py builds it with and without -fomit-frame-pointer. The
  * functions are noipa (no inlining, cloning or tail calls across them) so that the
  * chain in the binary is the chain in the source; "LINE:NAME" marks the line each
  * frame of the chain stands at, which DWARF line info must give.

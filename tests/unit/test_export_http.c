@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The export side against real HTTP peers that tests/test_agent_export.py provides:
+ * The export side against real HTTP peers that tests/agent/test_agent_export.py provides:
  *
  *   test_export_http push URL PPROF_FILE
  *	one export_pyroscope__push() of PPROF_FILE with labels that need sanitising; prints

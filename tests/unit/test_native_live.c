@@ -4,7 +4,7 @@
  * its threads (registers and stack copy, tests/tools/native_snapshot.py), unwound
  * (native_unwind), its Python stack decoded from the live process with the snapshot's
  * stack copy as the native-stack view (decoder, decode_runs), and the two merged
- * (native_merge), in both modes. tests/test_native_merge.py runs it on CPython stopped
+ * (native_merge), in both modes. tests/native/test_native_merge.py runs it on CPython stopped
  * under C re-entries of the eval loop and checks what it prints against what the
  * workload knows; nothing is checked here but that each step works.
  *

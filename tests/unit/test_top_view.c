@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The function table of `top` on one fixed profile, for tests/test_top_view.py:
+ * The function table of `top` on one fixed profile, for tests/top/test_top_view.py:
  *   test_top_view check                         count invariants (exit 1 on failure)
  *   test_top_view screen own|total W H [ansi]   a W x H screen
  *   test_top_view text own|total N              a plain block of N rows

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Writes one fixed profile in the format named by argv[1] to standard output, for the
- * golden-file tests (tests/test_writers_golden.py). The profile has what writers must
+ * golden-file tests (tests/writers/test_writers_golden.py). The profile has what writers must
  * get right: two processes, threads with and without names, markers, a line-less
  * frame, and names that need escaping in every format (quotes, <&>, ';', non-ASCII).
  *

@@ -93,7 +93,7 @@ def same_function(name, qualname):
 
 
 def share_errors(stacks, before, after, basename=False):
-    """{bucket: sampled share - CPU share, in points}: as tests/test_real_programs.py's
+    """{bucket: sampled share - CPU share, in points}: as tests/record/test_real_programs.py's
     share_errors(), the samples with a frame of the bucket's functions in the
     workload's script over all samples, against the bucket's CPU over the process's,
     both as grown between the two readings of the truth. @basename: the profile names

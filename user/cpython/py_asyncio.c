@@ -33,7 +33,7 @@
  * _asyncio's TaskObj on 3.11-3.13: FutureObj's fields, then the task's. The first done
  * callback and its context, the list of the others, the state (an int), the
  * coroutine and the name (a str; 3.12+: or the int an unnamed task is counted by).
- * Checked on real tasks by tests/test_record_async.py, whose task names and chains
+ * Checked on real tasks by tests/record/test_record_async.py, whose task names and chains
  * are read through them on each version.
  */
 struct task_facts {

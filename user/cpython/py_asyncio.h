@@ -8,7 +8,7 @@
  * running one, and a task names the tasks that await it.
  *
  * PY_ASYNCIO_MODULE, 3.11-3.13: none of that is published or kept. The task's layout
- * is a fact of the version (checked on real tasks by tests/test_record_async.py); the
+ * is a fact of the version (checked on real tasks by tests/record/test_record_async.py); the
  * tasks are listed by asyncio.tasks' globals (a WeakSet of them, and from 3.12 the
  * set of those running their eager first step), found from the globals of the event
  * loop's own frame; and a task that awaits another left its task_wakeup,

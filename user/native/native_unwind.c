@@ -31,7 +31,7 @@
  * caller-saved ones are never needed to find a caller. The whole of pt_regs is 168
  * bytes; the 17 DWARF registers are 136.
  *
- * How much stack (measured on this machine with tests/test_native_unwind.py -s; the
+ * How much stack (measured on this machine with tests/native/test_native_unwind.py -s; the
  * walk reports the highest byte it read above RSP as stack_used):
  *   - the test program, main -> outer -> middle -> leaf: 368 bytes (no frame pointers)
  *     and 400 (with), to _start; through glibc's qsort to the comparator, 1.7 KiB;

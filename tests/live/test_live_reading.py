@@ -4,7 +4,7 @@ layout with entry frames: tests/unit/test_live_verify.c, plain and under ASan/UB
 Callers above the chunk's top at either end are refused; the innermost frame may have
 been pushed during the reading only under a Python caller the two copies agree on;
 frames read outside the copies are reported for the next reading. The live targets of
-tests/test_frame_cache_stress.py and tests/test_real_programs.py check the same rules
+tests/record/test_frame_cache_stress.py and tests/record/test_real_programs.py check the same rules
 against workloads that know their stacks."""
 
 import subprocess

@@ -298,7 +298,7 @@ def test_a_wall_profile_against_a_cpu_one_is_refused(runs, profiler_bin, tmp_pat
 
 # ---- in a browser ---------------------------------------------------------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "tools"))
+sys.path.insert(0, str(REPO / "tests" / "tools"))
 from lib.browser import open_svg  # noqa: E402
 
 

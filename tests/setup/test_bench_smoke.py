@@ -18,7 +18,7 @@ from lib.paths import REPO, WL_DIR
 SMOKE_TIMEOUT = 360
 # Part 12 (time to first sample) runs on its own, under a timeout of its own. Part 13
 # (real programs: Django, aiohttp and callbacks.py on four interpreters) is not run here:
-# its smoke run takes about 40 s, and tests/test_real_programs.py runs the same programs.
+# its smoke run takes about 40 s, and tests/record/test_real_programs.py runs the same programs.
 MAIN_PARTS = "1,2,3,4,5,6,7,9,10"
 FIRST_SAMPLE_TIMEOUT = 300
 PROFILERS = {"pybpfprof", "pybpfprof --no-bpf", "profiling.sampling cpu",

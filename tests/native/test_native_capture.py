@@ -12,7 +12,7 @@ first RSP, 1.4-1.9 KiB above a busy loop's, under the default 16 KiB) without a 
 must be the one recorded without --native; without --native no block and no byte of
 native stack may be copied. threads.py in wall mode adds worker threads and off-CPU
 records (registers saved at the entry of the wait). What the copies hold is the
-unwinder's to judge: tests/test_native_unwind.py unwinds the same snapshots taken by
+unwinder's to judge: tests/native/test_native_unwind.py unwinds the same snapshots taken by
 ptrace.
 """
 

@@ -24,7 +24,9 @@ import tempfile
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from lib import paths
+
+REPO = str(paths.REPO)
 OFFSETS_C = os.path.join(REPO, "user", "cpython", "py_offsets.c")
 CHECK_C = os.path.join(REPO, "tests", "unit", "offsets_check.c")
 UNIT_C = os.path.join(REPO, "tests", "unit", "test_offsets.c")

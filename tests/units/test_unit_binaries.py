@@ -58,20 +58,20 @@ UNITS = {
 # Units that need root: a forged cgroup, files of another user.
 NEEDS_ROOT = {"test_outfile", "test_cgroup_labels"}
 
-# Units that need a target, arguments or a server, and the file that drives them.
+# Units that need a target, arguments or a server, and the file under tests/ that drives them.
 DRIVEN_ELSEWHERE = {
-    "test_linetable": "test_linetable.py",
-    "test_offsets": "test_offsets.py",
-    "test_field_bounds": "test_offsets.py",
-    "test_decode_runs": "test_native_merge.py",
-    "test_live_verify": "test_live_reading.py",
-    "test_native_unwind": "test_native_unwind.py",
-    "test_native_merge": "test_native_merge.py",
-    "test_native_live": "test_native_merge.py",
-    "test_writers": "test_writers_golden.py",
-    "test_top_view": "test_top_view.py",
-    "test_json": "test_writers_formats.py",
-    "test_export_http": "test_agent_export.py",
+    "test_linetable": "cpython/test_linetable.py",
+    "test_offsets": "cpython/test_offsets.py",
+    "test_field_bounds": "cpython/test_offsets.py",
+    "test_decode_runs": "native/test_native_merge.py",
+    "test_live_verify": "live/test_live_reading.py",
+    "test_native_unwind": "native/test_native_unwind.py",
+    "test_native_merge": "native/test_native_merge.py",
+    "test_native_live": "native/test_native_merge.py",
+    "test_writers": "writers/test_writers_golden.py",
+    "test_top_view": "top/test_top_view.py",
+    "test_json": "writers/test_writers_formats.py",
+    "test_export_http": "agent/test_agent_export.py",
 }
 
 

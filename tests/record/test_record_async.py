@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.paths import REPO, RUN_DIR
+from lib.paths import REPO, RUN_DIR, WORKLOADS_SRC
 from lib.interpreters import MODES, VERSIONS, make_interp
 from lib.harness import Harness, Once
 from lib.agent import agent_until_profiles
@@ -122,7 +122,7 @@ def profiled(request, py, module_tmp, profiler_bin):
 
 def burn_line(tag):
     """The line of async_burn.py marked '# BURN:tag', as the workload finds it."""
-    src = (Path(__file__).parent / "workloads" / "async_burn.py").read_text().splitlines()
+    src = (WORKLOADS_SRC / "async_burn.py").read_text().splitlines()
     hits = [i + 1 for i, ln in enumerate(src) if ln.rstrip().endswith("# BURN:" + tag)]
     assert len(hits) == 1, hits
     return hits[0]
