@@ -19,8 +19,9 @@ import pytest
 pytest.register_assert_rewrite("lib")
 
 from lib.paths import BIN, REPO, UNPRIV_USER
-from lib.interpreters import (MODES, OLD_PYTHONS, PY310_EXE, PY312_COPY, PY312_EXE, PYENV_ROOT,
-                              VERSIONS, copy_workloads, make_interp, run_test_interpreters)
+from lib.interpreters import (EDGE_VERSIONS, MODES, OLD_PYTHONS, PY310_EXE, PY312_COPY,
+                              PY312_EXE, PYENV_ROOT, VERSIONS, copy_workloads, make_interp,
+                              run_test_interpreters)
 from lib.browser import open_browser
 from lib.harness import Harness
 
@@ -67,6 +68,13 @@ def pytest_report_header(config):
 def py(request, sid_root, workloads_installed):
     """The interpreter under test. A missing interpreter FAILS (not errors or skips) every
     test using it: Harness.start_workload and Interp.require() fail inside the test."""
+    return make_interp(request.param, sid_root)
+
+
+@pytest.fixture(scope="module", params=EDGE_VERSIONS, ids=lambda v: f"py{v}")
+def py_edge(request, sid_root, workloads_installed):
+    """The oldest and the newest interpreter (lib/interpreters.py, EDGE_VERSIONS); a
+    module takes them as its `py` by defining py(py_edge)."""
     return make_interp(request.param, sid_root)
 
 

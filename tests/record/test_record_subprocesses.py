@@ -19,6 +19,12 @@ from lib.harness import Harness, fraction
 SECONDS = 3
 
 
+@pytest.fixture(scope="module")
+def py(py_edge):
+    """Following subprocesses does not depend on the interpreter's layout: the oldest and the newest interpreter (EDGE_VERSIONS)."""
+    return py_edge
+
+
 def run_spawner(tmp_path, profiler_bin, py, mode, subprocesses=True):
     py.require()
     h = Harness(tmp_path, profiler_bin)

@@ -83,6 +83,12 @@ class Tmux:
         self.cmd("kill-server", check=False)
 
 
+@pytest.fixture(scope="module")
+def py(py_edge):
+    """The screen and its rows do not depend on the interpreter's layout: the oldest and the newest interpreter (EDGE_VERSIONS)."""
+    return py_edge
+
+
 @pytest.fixture
 def tmux(tmp_path):
     t = Tmux(tmp_path)

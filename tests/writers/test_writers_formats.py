@@ -76,6 +76,12 @@ def chrome_self_time(events):
 # The fixed profile: every format against the collapsed output of the same aggregate
 
 @pytest.fixture(scope="module")
+def py(py_edge):
+    """What a run gives a writer does not depend on the interpreter's layout: the oldest and the newest interpreter (EDGE_VERSIONS)."""
+    return py_edge
+
+
+@pytest.fixture(scope="module")
 def fixed():
     binary = build_plain()
     return {fmt: writer_output(binary, fmt) for fmt in ("collapsed", "speedscope", "pprof",
