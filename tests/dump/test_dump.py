@@ -24,7 +24,6 @@ import shutil
 import signal
 import struct
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 

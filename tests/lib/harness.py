@@ -253,10 +253,15 @@ class Harness:
                    elapsed, out, stats)
 
     def record_pid(self, pid, rate=None, duration=3, threads=False, stats=True,
-                   extra=(), timeout=None):
+                   extra=(), timeout=None, also=()):
+        """@also: suffixes of more files the same run writes beside the collapsed one
+        (same stem; lib.waits.sibling names them), each in the format its suffix says."""
         out = self.tmp / f"profile-{pid}-{uuid.uuid4().hex[:6]}.txt"
         st = self.tmp / f"stats-{pid}-{uuid.uuid4().hex[:6]}.json" if stats else None
-        args = ["record", "-p", pid, "-o", out, "-f", "collapsed"]
+        args = ["record", "-p", pid, "-o", out]
+        # -f names the format of a single -o only; with several, each suffix does.
+        args += [a for sfx in also for a in ("-o", sibling(out, sfx))] or \
+            ["-f", "collapsed"]
         if rate is not None:
             args += ["-r", rate]
         if duration is not None:
@@ -315,6 +320,12 @@ def profile_workload(tmpdir, profiler, interp, name, workload_args=(), **record_
     finally:
         h.close()
     return Profiled(w.truth, run, w)
+
+
+def sibling(out, suffix):
+    """The file written beside @out by the same run (record_pid(also=...),
+    profile_waits(also=...)): same stem, @suffix."""
+    return out.parent / (out.name.split(".", 1)[0] + suffix)
 
 
 class Once:

@@ -56,3 +56,19 @@ def run_unit(name, build, ok=None, args=(), timeout=120):
     if ok is not None:
         assert ok in p.stdout, p.stdout[-2000:]
     return p
+
+
+# The native unit tests' target: a busy loop under @R Python -> C (sorted) -> Python (key)
+# re-entries of the eval loop, R + 1 activations whose runs the workload knows.
+DEEP = """
+import sys
+def burn():
+    while True:
+        pass
+def nest(d):
+    if d == 0:
+        return burn()
+    return sorted([1, 2], key=lambda x: nest(d - 1))
+print("ready", flush=True)
+nest(int(sys.argv[1]))
+"""

@@ -7,15 +7,10 @@ import time
 import uuid
 from pathlib import Path
 
-from lib.harness import Harness
+from lib.harness import Harness, sibling
 from lib.paths import PROFILER_GRACE, RUN_DIR
 
 SECONDS = 2.5
-
-
-def sibling(out, suffix):
-    """The file written beside @out by profile_waits(also=...): same stem, @suffix."""
-    return out.parent / (out.name.split(".", 1)[0] + suffix)
 
 
 def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=(), also=()):

@@ -25,7 +25,7 @@ import pytest
 
 from lib.paths import REPO
 from lib.scripts import Interpreter, InterpreterError, chroot_root
-from lib.units import SAN_ENV, assert_clean, unit_binary
+from lib.units import DEEP, SAN_ENV, assert_clean, unit_binary
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
@@ -37,20 +37,6 @@ def test_unit(build, name):
     assert f"{name}: all passed" in p.stdout, p.stdout
 
 
-# A busy loop under @R Python -> C (sorted) -> Python (key) re-entries of the eval loop:
-# R + 1 activations, whose runs the workload knows.
-DEEP = """
-import sys
-def burn():
-    while True:
-        pass
-def nest(d):
-    if d == 0:
-        return burn()
-    return sorted([1, 2], key=lambda x: nest(d - 1))
-print("ready", flush=True)
-nest(int(sys.argv[1]))
-"""
 SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
 LINE = re.compile(r"^(native|python|run|merged|end|gap) (.*)$")
 

@@ -25,7 +25,7 @@ import pytest
 
 from lib.paths import REPO
 from lib.scripts import Interpreter, InterpreterError, chroot_root
-from lib.units import SAN_ENV, assert_clean, unit_binary
+from lib.units import DEEP, SAN_ENV, assert_clean, unit_binary
 
 TARGET_SRC = REPO / "tests" / "unit" / "native_target.c"
 SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
@@ -376,20 +376,6 @@ def test_process_gone_is_a_clean_error(tmp_path):
     p = run_unit(unit_binary(UNIT, "plain"), "plain", ["unwind", str(pid), str(target.snap)])
     assert p.returncode == 1 and "No such process" in p.stderr, p.stderr
     assert "Sanitizer" not in p.stderr
-
-
-DEEP = """
-import sys
-def burn():
-    while True:
-        pass
-def nest(d):
-    if d == 0:
-        return burn()
-    return sorted([1, 2], key=lambda x: nest(d - 1))
-print("ready", flush=True)
-nest(int(sys.argv[1]))
-"""
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ that mark.
 
 import gzip
 import json
-import os
 import re
 import subprocess
 import sys
@@ -45,7 +44,7 @@ from lib.paths import PROFILER_GRACE, REPO, RUN_DIR, WL_DIR
 from lib.collapsed import (C_SOURCE, Frame, is_python_frame, same_except_leaf_line, show,
                            total, truth_frames)
 from lib.interpreters import PY312_HOME, make_interp
-from lib.harness import Once, Harness, fraction, profile_workload
+from lib.harness import Once, Harness, fraction, profile_workload, sibling
 from lib.agent import agent_until_profiles, pprofs_of
 from lib.cgroups import cgroup2_root, remove_cgroups
 
@@ -146,7 +145,8 @@ def ext_runs(py, module_tmp, profiler_bin):
         tmp.mkdir(parents=True, exist_ok=True)
         so = build_ext(py, tmp)
         prof = profile_workload(tmp, profiler_bin, py, "native_calls", ("--mode", "ext"),
-                                rate=RATE, duration=DURATION, extra=["--native"])
+                                rate=RATE, duration=DURATION, extra=["--native"],
+                                also=(".pb.gz",))
         return so, prof
     return Once(run)
 
@@ -390,19 +390,12 @@ def test_deep_recursion_keeps_every_python_frame(py, deep_pair):
             f"{len(want)} Python frames\n{show([s for s in leaf if s not in good], 4)}")
 
 
-def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs, module_tmp,
-                                                              profiler_bin):
-    so, _ = ext_runs.get()
-    h = Harness(module_tmp / f"{py.id}-pprof", profiler_bin)
-    try:
-        w = h.start_workload(py, "native_calls", "--mode", "ext")
-        out = h.tmp / "native.pb.gz"
-        run = h.run_profiler(["record", "-p", w.pid, "-r", RATE, "-d", 3, "--native", "-f",
-                              "pprof", "-o", out], timeout=60)
-    finally:
-        h.close()
-    assert run.rc == 0, run.describe()
-    prof = Profile.load(out)
+def test_pprof_native_locations_carry_addresses_and_build_ids(py, ext_runs):
+    """The ext run's pprof, written beside its collapsed file: pbpext's mapping has the
+    object's build-id, and pbpext_spin's locations an address in that mapping."""
+    so, ext = ext_runs.get()
+    ext.run.check_ok()
+    prof = Profile.load(sibling(ext.run.out_path, ".pb.gz"))
     want = build_id(so)
     maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
     ours = [m for m in maps.values() if prof.s(one(m, "filename")).endswith(so.name)]
@@ -486,7 +479,7 @@ def ext_debug_runs(py, module_tmp, profiler_bin):
         so = build_ext(py, tmp, debug=True)
         prof = profile_workload(tmp, profiler_bin, py, "native_calls",
                                 ("--mode", "ext", "--ext-dir", DEBUG_EXT_DIR), rate=RATE,
-                                duration=DURATION, extra=["--native"])
+                                duration=DURATION, extra=["--native"], also=(".pb.gz",))
         return so, prof
     return Once(run)
 
@@ -514,20 +507,13 @@ def test_c_burn_reads_its_source_line_with_debug_info(py, ext_debug_runs):
         f"{show([s for s in mine if not right(s)], 8)}")
 
 
-def test_pprof_lines_carry_the_c_source_and_line(py, ext_debug_runs, module_tmp, profiler_bin):
-    """pprof: pbpext_spin's Function names the source file, its Line the marked line,
-    and its Location keeps the object's mapping (build-id) and an address."""
-    so, _ = ext_debug_runs.get()
-    h = Harness(module_tmp / f"{py.id}-pprof-g", profiler_bin)
-    try:
-        w = h.start_workload(py, "native_calls", "--mode", "ext", "--ext-dir", DEBUG_EXT_DIR)
-        out = h.tmp / "native-g.pb.gz"
-        run = h.run_profiler(["record", "-p", w.pid, "-r", RATE, "-d", 3, "--native", "-f",
-                              "pprof", "-o", out], timeout=60)
-    finally:
-        h.close()
-    assert run.rc == 0, run.describe()
-    prof = Profile.load(out)
+def test_pprof_lines_carry_the_c_source_and_line(py, ext_debug_runs):
+    """pprof (the -g run's, beside its collapsed file): pbpext_spin's Function names the
+    source file, its Line the marked line, and its Location keeps the object's mapping
+    (build-id) and an address."""
+    so, ext = ext_debug_runs.get()
+    ext.run.check_ok()
+    prof = Profile.load(sibling(ext.run.out_path, ".pb.gz"))
     maps = {one(m, "id"): m for m in prof.msg.get("mapping", [])}
     ours = [m for m in maps.values()
             if prof.s(one(m, "filename")).endswith(f"/pbpext-g/{so.name}")]

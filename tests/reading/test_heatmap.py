@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from lib.collapsed import parse_collapsed
-from lib.harness import Harness, Once, unpriv_prefix
+from lib.harness import Harness, Once, sibling, unpriv_prefix
 from lib.interpreters import make_interp
-from lib.waits import profile_waits, sibling
+from lib.waits import profile_waits
 
 
 SECTION = re.compile(r'<section class="file" id="f\d+">\n<h2>(?P<file>.*?)</h2>(?P<body>.*?)'

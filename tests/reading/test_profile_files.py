@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from lib.collapsed import parse_collapsed, parse_frame
-from lib.harness import Harness, Once, spent_fa_share
+from lib.harness import Harness, Once, sibling, spent_fa_share
 from lib.interpreters import make_interp
 from lib.paths import RUN_DIR
 from lib.report import parse_report, rows_by_tid
-from lib.waits import profile_waits, sibling
+from lib.waits import profile_waits
 
 # Every format record writes, by the suffix that names it.
 SUFFIXES = [".txt", ".svg", ".html", ".speedscope.json", ".pb.gz", ".trace.json", ".pbp"]

@@ -10,8 +10,6 @@ import re
 import shlex
 import subprocess
 
-import pytest
-
 from lib.paths import WL_DIR
 from lib.interpreters import MODES
 from lib.harness import BAD_OUTPUT

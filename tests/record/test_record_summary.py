@@ -15,8 +15,6 @@
 import re
 import uuid
 
-import pytest
-
 from lib.paths import PROFILER_GRACE
 from lib.collapsed import total
 

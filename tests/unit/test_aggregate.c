@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The aggregate's native tables (user/profile/aggregate.c), for tests/test_aggregate.py: an
- * object is found by (pid, base name) and shared by every process that maps the same
- * build; a second object under one (pid, base name), or a second start for one
- * function, is refused and the first kept; a copy for one process carries that
- * process's objects and functions only; the tables grow past their first sizes; and
- * native frames that differ only in offset are different stacks. Prints
+ * The aggregate's native tables (user/profile/aggregate.c), run by
+ * tests/units/test_unit_binaries.py: an object is found by (pid, base name) and shared
+ * by every process that maps the same build; a second object under one (pid, base name),
+ * or a second start for one function, is refused and the first kept; a copy for one
+ * process carries that process's objects and functions only; the tables grow past their
+ * first sizes; and native frames that differ only in offset are different stacks. Prints
  * "aggregate: ok" when every check holds.
  */
 #include <errno.h>
