@@ -201,10 +201,11 @@ def test_async_no_task_name_outlives_its_task(py, profiled):
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-def test_top_async_shows_tasks_as_rows(harness, py, mode):
+def test_top_async_shows_tasks_as_rows(harness, py_edge, mode):
     """top --async without a terminal: the burners' tasks are rows, and a task's total
-    holds the tasks it awaits ('parent' at least 'worker-a')."""
-    w = start_burning(harness, py)
+    holds the tasks it awaits ('parent' at least 'worker-a'). On the oldest and the
+    newest interpreter: the tasks it reads are the burners test's on every version."""
+    w = start_burning(harness, py_edge)
     out = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.txt"
     err = harness.tmp / f"top-{uuid.uuid4().hex[:6]}.err"
     argv = harness.profiler_argv(["top", "-p", w.pid, "--async", *MODES[mode]])
