@@ -59,8 +59,8 @@ static int charge(void *arg, struct stack *st)
 		st->ts_ns = w->start_ns;
 		st->flags &= ~(uint32_t)PBP_TS_ON_CPU;
 		c->charged++;
-		/* Charged once: one thread id can stand for two thread states, one of a thread
-		 * that ended and is not freed yet and one of the thread that took its id. */
+		/* Charged once, should a reading hand one thread id twice (two thread states
+		 * with one id: an ended thread's, not yet freed, and the one that took it). */
 		w->off_ns = 0;
 		return session_sink__add_wait(c->t, &hdr, st);
 	}
