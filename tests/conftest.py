@@ -24,6 +24,7 @@ from lib.interpreters import (EDGE_VERSIONS, MODES, OLD_PYTHONS, PY310_EXE, PY31
                               run_test_interpreters)
 from lib.browser import open_browser
 from lib.harness import Harness
+from lib.once import once
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +36,17 @@ def browser():
 @pytest.fixture(scope="session")
 def sid_root():
     """(root, error) of the sid chroot; an error fails only the chroot versions."""
-    return run_test_interpreters()
+    return tuple(once("interpreters", run_test_interpreters))
 
 
 @pytest.fixture(scope="session")
 def workloads_installed(sid_root):
-    copy_workloads("/")
-    root, err = sid_root
-    if root:
-        copy_workloads(root)
+    def install():
+        copy_workloads("/")
+        root, err = sid_root
+        if root:
+            copy_workloads(root)
+    once("workloads", install)
     return True
 
 
@@ -93,18 +96,21 @@ def py311(sid_root, workloads_installed):
 @pytest.fixture(scope="session")
 def profiler_bin():
     if os.environ.get("PBP_NO_BUILD") != "1":
-        if not (REPO / "Makefile").exists():
-            if not BIN.exists():
-                pytest.fail(f"no Makefile in {REPO} and no {BIN}")
-        else:
-            p = subprocess.run(["make", "-C", str(REPO)], capture_output=True, text=True,
-                               timeout=900)
-            if p.returncode != 0:
-                pytest.fail(f"`make -C {REPO}` failed ({p.returncode}):\n"
-                            f"{(p.stdout + p.stderr)[-3000:]}")
+        once("build", _build)
     if not (BIN.exists() and os.access(BIN, os.X_OK)):
         pytest.fail(f"profiler binary {BIN} missing after `make -C {REPO}`")
     return str(BIN)
+
+
+def _build():
+    if not (REPO / "Makefile").exists():
+        if not BIN.exists():
+            pytest.fail(f"no Makefile in {REPO} and no {BIN}")
+        return
+    p = subprocess.run(["make", "-C", str(REPO)], capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        pytest.fail(f"`make -C {REPO}` failed ({p.returncode}):\n"
+                    f"{(p.stdout + p.stderr)[-3000:]}")
 
 
 @pytest.fixture
@@ -130,6 +136,11 @@ def module_tmp(tmp_path_factory):
 @pytest.fixture(scope="session")
 def unpriv_user():
     """The unprivileged user `pbptest` (created if missing)."""
+    once("user", _add_unpriv_user)
+    return UNPRIV_USER
+
+
+def _add_unpriv_user():
     if subprocess.run(["id", "-u", UNPRIV_USER], capture_output=True).returncode != 0:
         p = subprocess.run(["useradd", "--system", "--no-create-home", "--shell",
                             "/usr/sbin/nologin", UNPRIV_USER], capture_output=True, text=True)
@@ -137,7 +148,6 @@ def unpriv_user():
             pytest.fail(f"useradd {UNPRIV_USER} failed: {p.stderr.strip()}")
     if not shutil.which("setpriv"):
         pytest.fail("setpriv (util-linux) not found")
-    return UNPRIV_USER
 
 
 # --------------------------------------------------------------------------------------
@@ -151,6 +161,8 @@ MARKERS = {
     "containers": "runs real container runtimes (dockerd, podman)",
     "browser": "loads pages in headless Chromium",
     "slow": "takes a minute or more on its own",
+    "alone": "sees or loads the whole machine (every process, the node agent, container "
+             "runtimes, the benchmark): `make test` runs these with no other test beside them",
 }
 # Fixtures that imply a marker, so that a test is marked by what it asks for.
 FIXTURE_MARKERS = {

@@ -11,7 +11,7 @@ set -euo pipefail
 build=(python3 make gcc clang llvm pkg-config libbpf-dev libelf-dev libdw-dev zlib1g-dev libcurl4-openssl-dev bpftool)
 # The real-program corpus (tests/record/test_real_programs.py) runs Django, aiohttp with Jinja2
 # templates and CPython's own test suite on the host's 3.11.
-test=(python3-pytest python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
+test=(python3-pytest python3-pytest-xdist python3.11 python3.11-dev debootstrap util-linux passwd gdb chromium
 	protobuf-compiler python3-jsonschema tmux docker.io podman golang-go libclang-rt-14-dev libc6-dbg
 	python3-django python3-aiohttp python3-jinja2 libpython3.11-testsuite)
 

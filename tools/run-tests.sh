@@ -65,4 +65,20 @@ if [ -x "${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}/bin/python3.12" ]; then
 else
 	echo "CPython 3.12: no build at ${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}; left out of the matrix"
 fi
-exec /usr/bin/python3 -m pytest -v -p no:cacheprovider --durations=30 tests "$@"
+# Two tests at a time (pytest-xdist), a test file's tests on one worker so that its
+# module fixtures are made once. The tests marked `alone` see or load the whole machine
+# (the agent, `record -a`, container runtimes, the benchmark); they run first, one at a
+# time with nothing beside them. Both parts always run; either failing fails the suite.
+pytest_part() {
+	local rc=0
+	/usr/bin/python3 -m pytest -v -p no:cacheprovider "$@" || rc=$?
+	# 5: this part selected no test (arguments naming only the other part's tests).
+	[ "$rc" -eq 5 ] && rc=0
+	return "$rc"
+}
+status=0
+step "running the tests that run alone"
+pytest_part -m alone --durations=10 tests "$@" || status=1
+step "running the other tests, two at a time"
+pytest_part -n 2 --dist loadfile -m "not alone" --durations=30 tests "$@" || status=1
+exit "$status"

@@ -37,6 +37,10 @@ from lib.cgroups import cgroup2_root, make_pod_cgroup, remove_cgroups
 from lib.ingest import Ingest, free_port, http_get
 from lib.system_wide import fname, sysburn
 
+# The node agent profiles every process on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture(scope="module")
 def py315(sid_root, workloads_installed):

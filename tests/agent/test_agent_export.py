@@ -26,6 +26,10 @@ from lib.units import BUILDS, assert_clean, env_for, run_unit, unit_binary
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
 
+# The node agent profiles every process on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
+
 # --------------------------------------------------------------------------------------
 # Self-contained units
 

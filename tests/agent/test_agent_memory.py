@@ -20,6 +20,10 @@ from lib.paths import REPO
 sys.path.insert(0, str(REPO / "tools" / "soak"))
 import agent_churn  # noqa: E402
 
+# The agent's memory follows the processes on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
+
 SECONDS = 90
 # Below this many processes over the run, per-process growth could hide in the noise.
 MIN_PROCESSES = 30

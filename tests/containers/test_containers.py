@@ -68,8 +68,9 @@ import sys
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile  # noqa: E402
 
-# Real runtimes (dockerd, podman) and the agent over them, as root.
-pytestmark = [pytest.mark.containers, pytest.mark.bpf]
+# Real runtimes (dockerd, podman) and the agent over them, as root. Both see every
+# process on the host: `make test` runs this file with no other test beside it.
+pytestmark = [pytest.mark.containers, pytest.mark.bpf, pytest.mark.alone]
 
 DOCKER = "/usr/bin/docker"	# Debian's client: another may sit earlier in PATH
 PODMAN = "/usr/bin/podman"

@@ -22,6 +22,7 @@ from typing import List, Optional
 
 import pytest
 
+from .once import once
 from .paths import REPO, RUN_DIR, WL_DIR, WORKLOADS_SRC
 
 
@@ -149,7 +150,7 @@ def _copy_py312():
 
 def make_interp(version, sid_root):
     if version == "3.12":
-        err = _copy_py312()
+        err = once("py312", _copy_py312)
         # The build's RUNPATH names /root/...; LD_LIBRARY_PATH is searched first.
         return Interp(version, "/", ["env", f"LD_LIBRARY_PATH={PY312_COPY}/lib",
                                      str(PY312_COPY / "bin" / "python3.12")], err,

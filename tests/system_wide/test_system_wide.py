@@ -28,6 +28,10 @@ from lib.harness import Harness, wait_for
 from lib.cgroups import make_pod_cgroup, remove_cgroups
 from lib.system_wide import RATE, by_process, check_process, fname, sysburn
 
+# `record -a` profiles every process on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture(scope="module")
 def three(sid_root, workloads_installed):

@@ -38,6 +38,12 @@ LIMIT = 600             # seconds the profiler may run while the chains go on
 # Waits for the test to say it is being followed (never longer than a minute).
 WAIT = """
 import os, sys, time
+
+import pytest
+
+# `record -a` follows every exec on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
 p = "{dir}/release-%d" % os.getpid()
 for _ in range(6000):
     if os.path.exists(p):

@@ -15,10 +15,16 @@ its own.
 import signal
 import subprocess
 
+import pytest
+
 from lib.paths import PROFILER_GRACE
 from lib.interpreters import make_interp
 from lib.harness import Harness
 from lib.system_wide import RATE, check_process, fname, sysburn
+
+# `record -a` follows every exec on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
 
 STORM_LOOPS = 4
 PER_LOOP = 150          # programs each storm loop starts
