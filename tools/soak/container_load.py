@@ -3,7 +3,7 @@
 """The agent's image, run as the DaemonSet runs it, following many busy containers.
 
 Starts the agent under podman with exactly the manifest's privileges and limits
-(tests/containers/test_containers.py builds the arguments from the manifest) and its ConfigMap's
+(tests/lib/containers.py builds the arguments from the manifest) and its ConfigMap's
 period and rate, then N docker containers that each burn CPU in a function of their
 own. For --seconds it reads, every second, the agent container's memory (its cgroup's
 usage and the agent's VmRSS) and CPU time (its cgroup's cpuacct), and for each
@@ -24,10 +24,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))               # lib/, which test_containers uses
-sys.path.insert(0, str(REPO / "tests" / "containers"))
+sys.path.insert(0, str(REPO / "tests"))               # lib/, for lib.containers
 
-import test_containers as tc  # noqa: E402
+import lib.containers as tc  # noqa: E402
 from pprof_text import Profile  # noqa: E402
 
 
