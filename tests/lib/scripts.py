@@ -13,6 +13,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from .paths import REPO
 VERSIONS = ("3.11", "3.13", "3.14", "3.15")
 HOST_VERSIONS = frozenset({"3.11"})
@@ -37,6 +39,14 @@ def chroot_root():
         raise InterpreterError("%s failed (exit %d):\n%s" % (script, res.returncode,
                                                             res.stderr.strip()))
     return Path(lines[-1])
+
+
+def chroot_root_or_fail():
+    """chroot_root(), its InterpreterError failing the test."""
+    try:
+        return chroot_root()
+    except InterpreterError as e:
+        pytest.fail(str(e))
 
 
 class Interpreter:

@@ -4,9 +4,14 @@ to date through the Makefile before it runs (one left from an older checkout wou
 test old code), and a run's output checked for sanitizer reports."""
 
 import os
+import shutil
 import subprocess
+import time
+
+import pytest
 
 from .paths import REPO
+from .scripts import Interpreter
 
 SAN = REPO / "build" / "san"
 SAN_ENV = dict(os.environ,
@@ -72,3 +77,37 @@ def nest(d):
 print("ready", flush=True)
 nest(int(sys.argv[1]))
 """
+
+# Stops a process by ptrace and writes a snapshot of one thread (registers, stack copy).
+SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
+
+
+def deep_snapshots(root, version, reentries, snaps, unwind):
+    """Runs DEEP under python@version (on the host, or in the chroot at @root) with
+    @reentries re-entries and, once it is ready, for each (path, args) in @snaps stops it
+    with tests/tools/native_snapshot.py PID path *args and calls @unwind(pid, path);
+    [what each call returned]. The interpreter missing fails the test."""
+    py = Interpreter(version, root)
+    if py.missing():
+        pytest.fail(py.missing())
+    host, inside = py.scratch()
+    results = []
+    try:
+        (host / "deep.py").write_text(DEEP)
+        argv = [py.binary, f"{inside}/deep.py", str(reentries)]
+        proc = subprocess.Popen((["chroot", str(py.root)] if py.root else []) + argv,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout.readline().startswith("ready")
+            time.sleep(0.2)
+            for snap, args in snaps:
+                subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
+                                str(snap), *args], check=True, capture_output=True,
+                               timeout=30)
+                results.append(unwind(proc.pid, snap))
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        shutil.rmtree(host, ignore_errors=True)
+    return results

@@ -17,15 +17,12 @@ eval loop's own native frames and the merged stacks be what the workload implies
 """
 
 import re
-import shutil
 import subprocess
-import time
 
 import pytest
 
-from lib.paths import REPO
-from lib.scripts import Interpreter, InterpreterError, chroot_root
-from lib.units import DEEP, SAN_ENV, assert_clean, unit_binary
+from lib.scripts import chroot_root_or_fail
+from lib.units import SAN_ENV, assert_clean, deep_snapshots, unit_binary
 
 
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
@@ -37,16 +34,12 @@ def test_unit(build, name):
     assert f"{name}: all passed" in p.stdout, p.stdout
 
 
-SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
 LINE = re.compile(r"^(native|python|run|merged|end|gap) (.*)$")
 
 
 @pytest.fixture(scope="module")
 def sid_root():
-    try:
-        return chroot_root()
-    except InterpreterError as e:
-        pytest.fail(str(e))
+    return chroot_root_or_fail()
 
 
 def parse_live(out):
@@ -73,36 +66,15 @@ def parse_live(out):
 def live_snapshots(sid_root, version, reentries, tmp_path, caps, build="plain"):
     """Runs DEEP under python@version, takes one snapshot per stack cap in @caps and
     decodes and merges each with test_native_live; [parsed output]."""
-    py = Interpreter(version, sid_root)
-    if py.missing():
-        pytest.fail(py.missing())
     binary = unit_binary("test_native_live", build)
-    host, inside = py.scratch()
-    results = []
-    try:
-        (host / "deep.py").write_text(DEEP)
-        argv = [py.binary, f"{inside}/deep.py", str(reentries)]
-        proc = subprocess.Popen((["chroot", str(py.root)] if py.root else []) + argv,
-                                stdout=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().startswith("ready")
-            time.sleep(0.2)
-            for cap in caps:
-                snap = tmp_path / f"live-{cap}.snap"
-                subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
-                                str(snap), str(cap)], check=True, capture_output=True,
-                               timeout=30)
-                p = subprocess.run([binary, str(proc.pid), str(snap)], capture_output=True,
-                                   text=True, timeout=120,
-                                   env=SAN_ENV if build == "sanitizers" else None)
-                assert_clean(p, f"test_native_live python{version}")
-                results.append(parse_live(p.stdout))
-        finally:
-            proc.kill()
-            proc.wait()
-    finally:
-        shutil.rmtree(host, ignore_errors=True)
-    return results
+
+    def decode(pid, snap):
+        p = subprocess.run([binary, str(pid), str(snap)], capture_output=True, text=True,
+                           timeout=120, env=SAN_ENV if build == "sanitizers" else None)
+        assert_clean(p, f"test_native_live python{version}")
+        return parse_live(p.stdout)
+    return deep_snapshots(sid_root, version, reentries,
+                          [(tmp_path / f"live-{cap}.snap", [str(cap)]) for cap in caps], decode)
 
 
 def area_of(natives, addr, complete):

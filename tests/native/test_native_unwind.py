@@ -18,17 +18,15 @@ Both the plain and the sanitizer builds run.
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from lib.paths import REPO
-from lib.scripts import Interpreter, InterpreterError, chroot_root
-from lib.units import DEEP, SAN_ENV, assert_clean, unit_binary
+from lib.scripts import chroot_root_or_fail
+from lib.units import SAN_ENV, SNAPSHOT_TOOL, assert_clean, deep_snapshots, unit_binary
 
 TARGET_SRC = REPO / "tests" / "unit" / "native_target.c"
-SNAPSHOT_TOOL = REPO / "tests" / "tools" / "native_snapshot.py"
 FRAME = re.compile(r"^frame (\d+) (0x[0-9a-f]+) (0x[0-9a-f]+) (\S+) (.+) (0x[0-9a-f]+) "
                    r"(0x[0-9a-f]+) \| (.*)$")
 
@@ -380,42 +378,20 @@ def test_process_gone_is_a_clean_error(tmp_path):
 
 @pytest.fixture(scope="module")
 def sid_root():
-    try:
-        return chroot_root()
-    except InterpreterError as e:
-        pytest.fail(str(e))
+    return chroot_root_or_fail()
 
 
 def run_python_snapshots(sid_root, version, reentries, tmp_path, count=3, unit_prefix=()):
     """Runs DEEP under python@version in the chroot, stops it @count times and unwinds
     each snapshot (through @unit_prefix, e.g. setpriv); [(frames, info)]."""
-    py = Interpreter(version, sid_root)
-    if py.missing():
-        pytest.fail(py.missing())
-    host, inside = py.scratch()
-    results = []
-    try:
-        (host / "deep.py").write_text(DEEP)
-        proc = subprocess.Popen(["chroot", str(sid_root), py.binary, f"{inside}/deep.py",
-                                 str(reentries)], stdout=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout.readline().startswith("ready")
-            time.sleep(0.2)
-            for i in range(count):
-                snap = tmp_path / f"py{i}.snap"
-                subprocess.run(["/usr/bin/python3", str(SNAPSHOT_TOOL), str(proc.pid),
-                                str(snap)], check=True, capture_output=True, timeout=30)
-                p = subprocess.run(list(unit_prefix) + [
-                    unit_binary(UNIT, "plain"), "unwind", str(proc.pid), str(snap), "50"],
-                    capture_output=True, text=True, timeout=120)
-                assert_clean(p, f"unwinding python{version}")
-                results.append(parse(p.stdout))
-        finally:
-            proc.kill()
-            proc.wait()
-    finally:
-        shutil.rmtree(host, ignore_errors=True)
-    return results
+    def unwind(pid, snap):
+        p = subprocess.run(list(unit_prefix) + [
+            unit_binary(UNIT, "plain"), "unwind", str(pid), str(snap), "50"],
+            capture_output=True, text=True, timeout=120)
+        assert_clean(p, f"unwinding python{version}")
+        return parse(p.stdout)
+    return deep_snapshots(sid_root, version, reentries,
+                          [(tmp_path / f"py{i}.snap", []) for i in range(count)], unwind)
 
 
 def test_chroot_objects_open_through_its_root_without_map_files(sid_root, tmp_path):
