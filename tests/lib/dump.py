@@ -5,7 +5,7 @@ line that is not part of the format."""
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import pytest
 
@@ -32,8 +32,53 @@ class DumpThread:
     no_python: bool = False
     name: Optional[str] = None
 
+    @classmethod
+    def of(cls, m):
+        """The thread a THREAD_RE match heads."""
+        return cls(int(m.group(1)), m.group(3), bool(m.group(4)), name=m["name"])
+
     def root_first(self):
         return tuple(reversed(self.frames))
+
+    def add_frame(self, frame):
+        self.frames.append(frame)
+
+    def take(self, raw):
+        """Whether @raw, a line of the block that is not a frame, is one of the format's."""
+        if raw == "  (no Python frames)":
+            self.no_python = True
+        elif raw.startswith("  [incomplete: ") and raw.endswith("]"):
+            self.incomplete = raw[len("  [incomplete: "):-1]
+        else:
+            return False
+        return True
+
+
+def _parse_blocks(text, lines, thread, once):
+    """{tid: thread.of(its THREAD_RE match)} of the thread blocks in @lines (dump @text
+    after its header): a Python frame goes to the thread's add_frame, any other line to
+    its take, which says whether it is one of the format's; a line outside a block or
+    not the format's fails, and with @once so does a thread with two blocks."""
+    threads = {}
+    cur = None
+    for raw in lines:
+        if not raw:
+            cur = None
+            continue
+        m = THREAD_RE.match(raw)
+        if m:
+            cur = thread.of(m)
+            if once:
+                assert cur.tid not in threads, f"thread {cur.tid} twice:\n{text}"
+            threads[cur.tid] = cur
+            continue
+        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
+        m = FRAME_RE.match(raw)
+        if m:
+            cur.add_frame(Frame(m[3], m[1], None if m[2] == "?" else int(m[2])))
+        elif not cur.take(raw):
+            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
+    return threads
 
 
 def parse_dump(text):
@@ -41,30 +86,7 @@ def parse_dump(text):
     lines = text.splitlines()
     assert len(lines) >= 2, f"dump too short:\n{text}"
     assert lines[1] == "Stacks are most recent call first.", f"bad header:\n{text}"
-    threads: Dict[int, DumpThread] = {}
-    cur = None
-    for raw in lines[2:]:
-        if not raw:
-            cur = None
-            continue
-        m = THREAD_RE.match(raw)
-        if m:
-            cur = DumpThread(int(m.group(1)), m.group(3), bool(m.group(4)), name=m["name"])
-            assert cur.tid not in threads, f"thread {cur.tid} twice:\n{text}"
-            threads[cur.tid] = cur
-            continue
-        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
-        m = FRAME_RE.match(raw)
-        if m:
-            line = None if m.group(2) == "?" else int(m.group(2))
-            cur.frames.append(Frame(m.group(3), m.group(1), line))
-        elif raw == "  (no Python frames)":
-            cur.no_python = True
-        elif raw.startswith("  [incomplete: ") and raw.endswith("]"):
-            cur.incomplete = raw[len("  [incomplete: "):-1]
-        else:
-            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
-    return threads
+    return _parse_blocks(text, lines[2:], DumpThread, once=True)
 
 
 def check_dump(run):
@@ -82,6 +104,25 @@ class NativeDumpThread:
         self.tid, self.state = tid, state
         self.items = []          # innermost first: ("py", Frame) or ("c", func, obj)
         self.note = None
+
+    @classmethod
+    def of(cls, m):
+        """The thread a THREAD_RE match heads."""
+        return cls(int(m[1]), m[3])
+
+    def add_frame(self, frame):
+        self.items.append(("py", frame))
+
+    def take(self, raw):
+        """Whether @raw, a line of the block that is not a Python frame, is one of the
+        format's: a C frame, a note on the C stack, or no Python frames."""
+        if m := NATIVE_RE.match(raw):
+            self.items.append(("c", m["func"], m["obj"]))
+        elif m := NOTE_RE.match(raw):
+            self.note = m[1]
+        else:
+            return raw == "  (no Python frames)"
+        return True
 
     def python(self):
         """The Python frames, root first."""
@@ -101,22 +142,4 @@ def parse_native_dump(text):
     """{tid: NativeDumpThread}; fails on any line that is not part of the format."""
     lines = text.splitlines()
     assert len(lines) >= 2 and lines[1] == "Stacks are most recent call first.", text
-    threads, cur = {}, None
-    for raw in lines[2:]:
-        if not raw:
-            cur = None
-            continue
-        m = THREAD_RE.match(raw)
-        if m:
-            cur = threads[int(m[1])] = NativeDumpThread(int(m[1]), m[3])
-            continue
-        assert cur is not None, f"line outside a thread block: {raw!r}\n{text}"
-        if m := FRAME_RE.match(raw):
-            cur.items.append(("py", Frame(m[3], m[1], None if m[2] == "?" else int(m[2]))))
-        elif m := NATIVE_RE.match(raw):
-            cur.items.append(("c", m["func"], m["obj"]))
-        elif m := NOTE_RE.match(raw):
-            cur.note = m[1]
-        elif raw != "  (no Python frames)":
-            pytest.fail(f"unexpected dump line {raw!r}\n{text}")
-    return threads
+    return _parse_blocks(text, lines[2:], NativeDumpThread, once=False)
