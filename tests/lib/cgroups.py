@@ -1,11 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """cgroup v2 for the tests that narrow to a container: the hierarchy's mount point, a
-kubelet-style pod cgroup made here, and its removal once its processes are gone."""
+kubelet-style pod cgroup made here, an interpreter whose processes start in a cgroup,
+and its removal once its processes are gone."""
 
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+
+from .interpreters import make_interp
+from .paths import RUN_DIR
 
 
 def cgroup2_root():
@@ -40,3 +45,15 @@ def remove_cgroups(made):
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def interp_in_cgroup(version, sid_root, group):
+    """(python@version started in cgroup v2 @group (a path) by a shell that moves itself
+    there first, a fresh go file for its workload, there as the target sees it)."""
+    base = make_interp(version, sid_root)
+    interp = type(base)(base.version, base.root,
+                        ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
+                        + base.argv, base.error)
+    go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
+    interp.host_path(go).touch()
+    return interp, go

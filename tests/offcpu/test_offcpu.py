@@ -27,8 +27,8 @@ from lib.paths import PROFILER_GRACE, REPO, RUN_DIR
 from lib.interpreters import make_interp
 from lib.harness import Harness, Once
 from lib.waits import profile_waits
-from lib.agent import Agent
-from lib.cgroups import cgroup2_root, remove_cgroups
+from lib.agent import agent_until_profiles
+from lib.cgroups import cgroup2_root, interp_in_cgroup, remove_cgroups
 from lib.writers import speedscope_schema_errors
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
@@ -401,12 +401,7 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
     try:
         ws = []
         for v in ("3.11", "3.13", "3.15"):
-            base = make_interp(v, sid_root)
-            interp = type(base)(base.version, base.root,
-                                ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
-                                + base.argv, base.error)
-            go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-            interp.host_path(go).touch()
+            interp, go = interp_in_cgroup(v, sid_root, group)
             ws.append(h.start_workload(interp, "waits", "--go", go, seconds=60))
             if v == "3.13":
                 blocked = h.start_workload(interp, "blocked", "--go", go, seconds=60)
@@ -419,17 +414,11 @@ def test_all_and_agent_wall_mode_on_three_versions(sid_root, workloads_installed
             got = sleep_us_of(text, w.pid)
             assert got >= 1.2e6, f"pid {w.pid} ({w.interp.version}): sleeper slept " \
                                   f"{got / 1e6:.3f} s of 2 s in the profile\n{text[:3000]}"
-        out_dir = tmp_path / "agent"
-        out_dir.mkdir()
-        agent = Agent(h, tmp_path, ["--output-dir", out_dir, "--period", "1s", "--mode", "wall",
-                                    "--container", group.name])
         # Two files a process: the first period may have begun before it was found.
-        agent.wait(lambda: all(len([p for p in out_dir.iterdir()
-                                    if f"-{w.pid}-" in p.name and p.name.endswith(".pb.gz")])
-                               >= n for w, n in [(w, 2) for w in ws] + [(blocked, 3)]),
-                   60, "two profiles of each process, three of the blocked one")
-        rc, _ = agent.stop()
-        assert rc == 0, agent.stderr()
+        out_dir = agent_until_profiles(h, tmp_path, ["--period", "1s", "--mode", "wall",
+                                                     "--container", group.name],
+                                       {**{w.pid: 2 for w in ws}, blocked.pid: 3},
+                                       "two profiles of each process, three of the blocked one")
     finally:
         h.close()
         remove_cgroups([group])

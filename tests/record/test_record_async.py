@@ -31,7 +31,7 @@ from lib.paths import REPO, RUN_DIR, WORKLOADS_SRC
 from lib.interpreters import MODES, VERSIONS, make_interp
 from lib.harness import Harness, Once
 from lib.agent import agent_until_profiles
-from lib.cgroups import cgroup2_root, remove_cgroups
+from lib.cgroups import cgroup2_root, interp_in_cgroup, remove_cgroups
 from lib.procfs import host_child
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
@@ -329,12 +329,7 @@ def test_all_and_agent_async_on_both_routes(sid_root, workloads_installed, tmp_p
     try:
         ws = []
         for v in MIXED:
-            base = make_interp(v, sid_root)
-            interp = type(base)(base.version, base.root,
-                                ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$0" "$@"']
-                                + base.argv, base.error)
-            go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
-            interp.host_path(go).touch()
+            interp, go = interp_in_cgroup(v, sid_root, group)
             ws.append(h.start_workload(interp, "async_burn", "--go", go, seconds=60,
                                        wait=False))
         out = tmp_path / "all.txt"
