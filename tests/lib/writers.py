@@ -7,6 +7,7 @@ rely on; and a workload recorded in one format."""
 
 import gzip
 import json
+import os
 import re
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from .paths import PROFILER_GRACE, REPO
 from .interpreters import MODES
 from .harness import BAD_OUTPUT, Harness, Run, Workload
-from .units import assert_clean, unit_binary
+from .units import SAN_ENV, assert_clean, san_binary, unit_binary
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import one  # noqa: E402
@@ -58,6 +59,24 @@ def writer_output(binary, fmt, env=None, args=()):
             "latin-1"), p.stderr.decode("latin-1")), f"test_writers {fmt}")
     assert p.returncode == 0, f"test_writers {fmt}: exit {p.returncode}\n{p.stderr!r}"
     return gzip.decompress(p.stdout) if fmt == "pprof" else p.stdout
+
+
+def check_golden(fmt, build, golden_dir, args=()):
+    """test_writers @fmt @args of @build (plain or sanitizers) byte for byte against its
+    golden file in @golden_dir; PBP_UPDATE_GOLDEN=1 records it first (plain build)."""
+    if build == "plain":
+        out = writer_output(build_plain(), fmt, args=args)
+    else:
+        out = writer_output(san_binary("tests/test_writers"), fmt, env=SAN_ENV, args=args)
+    golden = golden_dir / FORMATS[fmt]
+    if os.environ.get("PBP_UPDATE_GOLDEN") == "1" and build == "plain":
+        golden_dir.mkdir(exist_ok=True)
+        golden.write_bytes(out)
+    assert golden.exists(), f"{golden} is missing (record it with PBP_UPDATE_GOLDEN=1)"
+    expected = golden.read_bytes()
+    assert out == expected, (
+        f"{' '.join([fmt, *args])} output differs from {golden}:\n--- got ---\n"
+        f"{out[:3000]!r}\n--- expected ---\n{expected[:3000]!r}")
 
 
 # --------------------------------------------------------------------------------------

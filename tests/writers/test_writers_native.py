@@ -13,7 +13,6 @@ recorded with PBP_UPDATE_GOLDEN=1 and reviewed like code.
 
 import colorsys
 import json
-import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -22,9 +21,8 @@ from collections import Counter
 import pytest
 
 from lib.paths import REPO
-from lib.units import SAN_ENV, san_binary
-from lib.writers import (FIXED_PERIOD, FORMATS, build_plain, check_chrome, check_pprof_header,
-                         check_speedscope, collapsed_counts, writer_output)
+from lib.writers import (FIXED_PERIOD, FORMATS, build_plain, check_chrome, check_golden,
+                         check_pprof_header, check_speedscope, collapsed_counts, writer_output)
 
 sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
@@ -90,19 +88,7 @@ def native():
 @pytest.mark.parametrize("build", ["plain", "sanitizers"])
 @pytest.mark.parametrize("fmt", sorted(FORMATS))
 def test_native_writer_matches_golden_file(fmt, build):
-    if build == "plain":
-        out = writer_output(build_plain(), fmt, args=["--native"])
-    else:
-        out = writer_output(san_binary("tests/test_writers"), fmt, env=SAN_ENV, args=["--native"])
-    golden = GOLDEN / FORMATS[fmt]
-    if os.environ.get("PBP_UPDATE_GOLDEN") == "1" and build == "plain":
-        GOLDEN.mkdir(exist_ok=True)
-        golden.write_bytes(out)
-    assert golden.exists(), f"{golden} is missing (record it with PBP_UPDATE_GOLDEN=1)"
-    expected = golden.read_bytes()
-    assert out == expected, (
-        f"{fmt} --native output differs from {golden}:\n--- got ---\n{out[:3000]!r}\n"
-        f"--- expected ---\n{expected[:3000]!r}")
+    check_golden(fmt, build, GOLDEN, args=["--native"])
 
 
 def test_collapsed_names_native_frames_function_offset_object(native):
