@@ -161,8 +161,8 @@ MARKERS = {
     "containers": "runs real container runtimes (dockerd, podman)",
     "browser": "loads pages in headless Chromium",
     "slow": "takes a minute or more on its own",
-    "alone": "sees or loads the whole machine (every process, the node agent, container "
-             "runtimes, the benchmark): `make test` runs these with no other test beside them",
+    "alone": "sees the whole machine (every process: the node agent, record -a, container "
+             "runtimes): `make test` runs these with no other test beside them",
 }
 # Fixtures that imply a marker, so that a test is marked by what it asks for.
 FIXTURE_MARKERS = {

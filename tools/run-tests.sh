@@ -66,9 +66,10 @@ else
 	echo "CPython 3.12: no build at ${PBP_PY312_HOME:-/root/.pyenv/versions/3.12.1}; left out of the matrix"
 fi
 # Two tests at a time (pytest-xdist), a test file's tests on one worker so that its
-# module fixtures are made once. The tests marked `alone` see or load the whole machine
-# (the agent, `record -a`, container runtimes, the benchmark); they run first, one at a
-# time with nothing beside them. Both parts always run; either failing fails the suite.
+# module fixtures are made once. The tests marked `alone` see the whole machine (the
+# agent, `record -a`, container runtimes); they run after, one at a time with nothing
+# beside them, and find the container images that the first part built. Both parts
+# always run; either failing fails the suite.
 pytest_part() {
 	local rc=0
 	/usr/bin/python3 -m pytest -v -p no:cacheprovider "$@" || rc=$?
@@ -77,8 +78,8 @@ pytest_part() {
 	return "$rc"
 }
 status=0
-step "running the tests that run alone"
-pytest_part -m alone --durations=10 tests "$@" || status=1
-step "running the other tests, two at a time"
+step "running the tests, two at a time"
 pytest_part -n 2 --dist loadfile -m "not alone" --durations=30 tests "$@" || status=1
+step "running the tests that see the whole machine, one at a time"
+pytest_part -m alone --durations=10 tests "$@" || status=1
 exit "$status"

@@ -56,10 +56,10 @@ from lib.harness import Harness, fraction, wait_for
 from lib.agent import Agent, pushes_for
 from lib.system_wide import by_process
 from lib.containers import (DOCKER, LABEL, MANIFEST, PERIOD_S, PODMAN, PODMAN_LIMITS,
-                            V2_NS, AgentContainer, Dockerd, DockerdV2, Fleet,
-                            FreebindIngest, build_pyembed, check_container_profiles,
-                            labels_of, manifest_security, podman_gateway, remove_ours,
-                            sh, start_v2, window)
+                            V2_NS, AgentContainer, DockerdV2, Fleet, FreebindIngest,
+                            build_pyembed, check_container_profiles, labels_of,
+                            manifest_security, podman_gateway, prepared_images, sh,
+                            start_v2, window)
 
 import sys
 sys.path.insert(0, str(REPO / "tests" / "tools"))
@@ -74,18 +74,9 @@ pytestmark = [pytest.mark.containers, pytest.mark.bpf, pytest.mark.alone]
 
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
-    missing = [p for p in (DOCKER, "/usr/sbin/dockerd", PODMAN, "/usr/bin/go")
-               if not os.access(p, os.X_OK)]
-    assert not missing, f"missing {missing}: tools/install-deps.sh test installs them"
-    run_dir = tmp_path_factory.mktemp("runtimes")
-    dockerd = Dockerd(run_dir)
-    try:
-        p = sh(["bash", REPO / "tools" / "test-containers.sh"], timeout=1800)
-        names = dict(line.split("=", 1) for line in p.stdout.split())
+    """Built beside the other tests by test_container_images.py, found here in seconds."""
+    with prepared_images(tmp_path_factory.mktemp("runtimes")) as names:
         yield names
-    finally:
-        remove_ours()
-        dockerd.stop()
 
 
 @pytest.fixture(scope="module")

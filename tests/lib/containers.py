@@ -7,6 +7,7 @@ args deploy/kubernetes/pybpfprof-agent.yaml gives, the checks of a container's p
 and a second dockerd in cgroup v2 mode. The containers Fleet and AgentContainer start
 carry LABEL, by which remove_ours() removes them."""
 
+import contextlib
 import json
 import os
 import re
@@ -103,6 +104,24 @@ def remove_ours():
         if ids:
             sh([rt, "rm", "-f"] + (["-t", "0"] if rt == PODMAN else []) + ids,
                check=False, timeout=120)
+
+
+@contextlib.contextmanager
+def prepared_images(run_dir):
+    """The images' names (base, sid, agent) from tools/test-containers.sh, under a
+    dockerd started in @run_dir when none runs; on leaving, our containers are removed
+    and that dockerd stopped. The images stay, as docker's layer cache does: the next
+    caller gets them in seconds."""
+    missing = [p for p in (DOCKER, "/usr/sbin/dockerd", PODMAN, "/usr/bin/go")
+               if not os.access(p, os.X_OK)]
+    assert not missing, f"missing {missing}: tools/install-deps.sh test installs them"
+    dockerd = Dockerd(run_dir)
+    try:
+        p = sh(["bash", REPO / "tools" / "test-containers.sh"], timeout=1800)
+        yield dict(line.split("=", 1) for line in p.stdout.split())
+    finally:
+        remove_ours()
+        dockerd.stop()
 
 
 class Fleet:

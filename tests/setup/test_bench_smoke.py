@@ -14,10 +14,6 @@ import pytest
 
 from lib.paths import REPO, WL_DIR
 
-# The benchmark loads the machine and times what it sees:
-# `make test` runs this file with no other test beside it.
-pytestmark = pytest.mark.alone
-
 # Parts 9 and 10 (paired twins, saturated machine) added about a minute to the run.
 SMOKE_TIMEOUT = 360
 # Part 12 (time to first sample) runs on its own, under a timeout of its own. Part 13

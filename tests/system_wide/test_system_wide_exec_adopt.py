@@ -25,10 +25,16 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from lib.paths import PROFILER_GRACE
 from lib.interpreters import make_interp
 from lib.harness import Harness
 from lib.cgroups import cgroup2_root, remove_cgroups
+
+# `record -a` follows every exec on the host:
+# `make test` runs this file with no other test beside it.
+pytestmark = pytest.mark.alone
 
 CHAINS = 64             # Pythons started, one after another per lane
 LANES = 4               # chains running at once
@@ -38,12 +44,6 @@ LIMIT = 600             # seconds the profiler may run while the chains go on
 # Waits for the test to say it is being followed (never longer than a minute).
 WAIT = """
 import os, sys, time
-
-import pytest
-
-# `record -a` follows every exec on the host:
-# `make test` runs this file with no other test beside it.
-pytestmark = pytest.mark.alone
 p = "{dir}/release-%d" % os.getpid()
 for _ in range(6000):
     if os.path.exists(p):

@@ -47,11 +47,8 @@ def main():
     args = ap.parse_args()
     work = Path(os.environ.get("TMPDIR", "/tmp")) / f"pbp-container-load-{os.getpid()}"
     work.mkdir(parents=True)
-    dockerd = tc.Dockerd(work)
     result, ok = {}, False
-    try:
-        out = tc.sh(["bash", REPO / "tools" / "test-containers.sh"], timeout=1800).stdout
-        images = dict(line.split("=", 1) for line in out.split())
+    with tc.prepared_images(work) as images:
         fleet = tc.Fleet(work, images)
         text = tc.MANIFEST.read_text()
         period = int(re.search(r"^\s*period = (\d+)s", text, re.M).group(1))
@@ -99,9 +96,6 @@ def main():
             "containers_with_wrong_stacks": wrong,
         }
         ok = running and rc == 0 and len(first) == args.containers and not wrong
-    finally:
-        tc.remove_ours()
-        dockerd.stop()
     print(json.dumps(result, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1) + "\n")

@@ -124,6 +124,16 @@ int cli__select_check(const char *cmd, const struct cli_select *sel)
 	return 0;
 }
 
+int cli__run_selecting(int argc, char **argv,
+		       int (*with)(int argc, char **argv, struct cli_select *sel))
+{
+	struct cli_select sel = { 0 };
+	int code = with(argc, argv, &sel);
+
+	proc_filter__free(&sel.filter);
+	return code;
+}
+
 int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode)
 {
 	if (session__parse_mode(arg, mode))

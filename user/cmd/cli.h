@@ -209,6 +209,10 @@ struct cli_select {
 int cli__select_option(const char *cmd, int opt, struct cli_select *sel);
 /* The narrowing options mean nothing without -a: 0, or EXIT_USAGE after a message. */
 int cli__select_check(const char *cmd, const struct cli_select *sel);
+/* @with(argc, argv, sel)'s exit status, with a selection that is freed after it:
+ * the entry point of a subcommand that takes the options above. */
+int cli__run_selecting(int argc, char **argv,
+		       int (*with)(int argc, char **argv, struct cli_select *sel));
 
 struct profile_file;
 /* Reads the profile file @path for @cmd: 0, or EXIT_BAD_PROFILE after a one-line

@@ -392,9 +392,5 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 
 int record_cli__main(int argc, char **argv)
 {
-	struct cli_select sel = { 0 };
-	int code = record_with(argc, argv, &sel);
-
-	proc_filter__free(&sel.filter);
-	return code;
+	return cli__run_selecting(argc, argv, record_with);
 }

@@ -202,9 +202,5 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 
 int top_cli__main(int argc, char **argv)
 {
-	struct cli_select sel = { 0 };
-	int code = top_with(argc, argv, &sel);
-
-	proc_filter__free(&sel.filter);
-	return code;
+	return cli__run_selecting(argc, argv, top_with);
 }
