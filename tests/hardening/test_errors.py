@@ -285,6 +285,31 @@ def test_usage_error_exits_2(harness, args):
     run.check_error(2)
 
 
+# The sampling options record and top share (cmd/cli.c): each command refuses them alike.
+SAMPLING_MISTAKES = {
+    "gil-off-cpu": (["--gil", "--mode", "off-cpu"], "--gil keeps on-CPU samples"),
+    "mode": (["--mode", "busy"], "invalid --mode 'busy'"),
+    "clock": (["--clock", "sundial"], "invalid --clock 'sundial'"),
+    "native-unwind": (["--native", "--native-unwind", "guess"], "invalid --native-unwind"),
+    "min-block": (["--mode", "wall", "--min-block", "-3"], "invalid --min-block"),
+    "rate": (["-r", "x"], "invalid rate 'x'"),
+}
+
+
+@pytest.mark.parametrize("mistake", SAMPLING_MISTAKES)
+def test_sampling_option_mistakes_are_refused_alike_by_record_and_top(profiler_bin, mistake):
+    args, want = SAMPLING_MISTAKES[mistake]
+    said = {}
+    for cmd in ("record", "top"):
+        p = subprocess.run([profiler_bin, cmd, "-p", "1"] + args, capture_output=True,
+                           text=True, timeout=QUICK)
+        lines = p.stderr.splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and want in lines[0], \
+            (cmd, p.returncode, p.stderr)
+        said[cmd] = lines[0].replace(f"'pybpfprof {cmd} --help'", "HELP")
+    assert said["record"] == said["top"], said
+
+
 def test_help_states_the_kernel_the_sampler_needs(harness):
     """The sampler uses bpf_loop: Linux 5.17, not the 5.8 of ring buffers alone."""
     run = harness.run_profiler(["--help"], timeout=QUICK)

@@ -11,6 +11,7 @@
 
 #include "agent/agent_config.h"
 #include "base/log.h"
+#include "base/names.h"
 #include "session/proc_filter.h"
 
 #define LINE_MAX_BYTES 4096
@@ -128,10 +129,9 @@ const char *agent_config__name(int key)
 
 int agent_config__key(const char *key)
 {
-	for (int i = 0; i < AK_COUNT; i++)
-		if (!strcmp(key, key_names[i]))
-			return i;
-	return -1;
+	int i = names__index(key_names, AK_COUNT, key);
+
+	return i < 0 ? -1 : i;
 }
 
 int agent_config__parse_period(const char *s, uint32_t *ms)

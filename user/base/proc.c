@@ -217,6 +217,21 @@ int proc__cmdline(pid_t pid, char *buf, size_t len)
 	return 0;
 }
 
+int proc__exe_named(pid_t pid, const char *part)
+{
+	char link[64], exe[PATH_MAX];
+	const char *base;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
+	n = readlink(link, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = '\0';
+	base = strrchr(exe, '/');
+	return strstr(base ? base + 1 : exe, part) != NULL;
+}
+
 int proc__children(pid_t pid, int (*fn)(pid_t child, void *arg), void *arg)
 {
 	char path[64];

@@ -49,6 +49,9 @@ int proc__cpu_ns(pid_t pid, uint64_t *ns);
 
 /* The process's command name (comm), NUL-terminated, at most @len - 1 bytes. */
 int proc__comm(pid_t pid, char *buf, size_t len);
+/* 1 if the file name (not its directory) of the executable @pid runs contains @part,
+ * else 0 (also when it cannot be read). */
+int proc__exe_named(pid_t pid, const char *part);
 /* The command line, arguments joined by spaces and cut to @len; the comm of a process
  * with none (a kernel thread, a zombie); -ESRCH if it is gone. */
 int proc__cmdline(pid_t pid, char *buf, size_t len);

@@ -134,6 +134,74 @@ int cli__run_selecting(int argc, char **argv,
 	return code;
 }
 
+int cli__sampling_option(const char *cmd, int opt, struct session_opts *s)
+{
+	int bad = 0;
+
+	switch (opt) {
+	case 'r':
+		bad = cli__parse_rate(cmd, optarg, &s->rate_hz);
+		break;
+	case CLI_OPT_NO_BPF:
+		s->no_bpf = 1;
+		break;
+	case CLI_OPT_NO_HOLD:
+		s->no_hold = 1;
+		break;
+	case CLI_OPT_IDLE:
+		s->idle = 1;
+		break;
+	case CLI_OPT_GIL:
+		s->gil = 1;
+		break;
+	case CLI_OPT_ASYNC:
+		s->async_tasks = 1;
+		break;
+	case CLI_OPT_THREADS:
+		s->threads = 1;
+		break;
+	case CLI_OPT_NATIVE_ALL:
+		s->native_all = 1;
+		/* fall through */
+	case CLI_OPT_NATIVE:
+		s->native = 1;
+		break;
+	case CLI_OPT_NATIVE_STACK:
+		bad = cli__parse_native_stack(cmd, optarg, &s->native_stack);
+		break;
+	case CLI_OPT_NATIVE_UNWIND:
+		bad = cli__parse_native_unwind(cmd, optarg, &s->native_unwind);
+		break;
+	case CLI_OPT_CLOCK:
+		bad = cli__parse_clock(cmd, optarg, &s->clock);
+		break;
+	case CLI_OPT_MODE:
+		bad = cli__parse_mode(cmd, optarg, &s->mode);
+		break;
+	case CLI_OPT_MIN_BLOCK:
+		bad = cli__parse_min_block(cmd, optarg, &s->min_block_us);
+		break;
+	default:
+		return 0;
+	}
+	return bad ? EXIT_USAGE : 1;
+}
+
+int cli__sampling_check(const char *cmd, struct session_opts *s, int all)
+{
+	int code;
+
+	if (s->gil && s->mode == SESSION_OFF_CPU)
+		return cli__usage_error(cmd, "%s", "--gil keeps on-CPU samples, which --mode "
+					"off-cpu has none of: use --mode wall");
+	if (s->no_bpf && s->mode == SESSION_WALL)
+		s->idle = 1;
+	code = cli__clock_check(cmd, s->clock, s->no_bpf, s->mode, all);
+	if (code)
+		return code;
+	return cli__native_check(cmd, s->native, s->native_stack, s->native_unwind, s->no_bpf);
+}
+
 int cli__parse_mode(const char *cmd, const char *arg, enum session_mode *mode)
 {
 	if (session__parse_mode(arg, mode))

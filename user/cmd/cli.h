@@ -214,6 +214,32 @@ int cli__select_check(const char *cmd, const struct cli_select *sel);
 int cli__run_selecting(int argc, char **argv,
 		       int (*with)(int argc, char **argv, struct cli_select *sel));
 
+/* How samples are taken and what they keep: the same options for record and top. */
+enum { CLI_OPT_NO_BPF = 528, CLI_OPT_NO_HOLD, CLI_OPT_IDLE, CLI_OPT_GIL, CLI_OPT_ASYNC,
+       CLI_OPT_THREADS, CLI_OPT_NATIVE, CLI_OPT_NATIVE_ALL, CLI_OPT_NATIVE_STACK,
+       CLI_OPT_NATIVE_UNWIND, CLI_OPT_CLOCK, CLI_OPT_MODE, CLI_OPT_MIN_BLOCK };
+#define CLI_SAMPLING_LONGOPTS \
+	{ "no-bpf", no_argument, NULL, CLI_OPT_NO_BPF }, \
+	{ "no-hold", no_argument, NULL, CLI_OPT_NO_HOLD }, \
+	{ "idle", no_argument, NULL, CLI_OPT_IDLE }, \
+	{ "gil", no_argument, NULL, CLI_OPT_GIL }, \
+	{ "async", no_argument, NULL, CLI_OPT_ASYNC }, \
+	{ "threads", no_argument, NULL, CLI_OPT_THREADS }, \
+	{ "native", no_argument, NULL, CLI_OPT_NATIVE }, \
+	{ "native-all", no_argument, NULL, CLI_OPT_NATIVE_ALL }, \
+	{ "native-stack", required_argument, NULL, CLI_OPT_NATIVE_STACK }, \
+	{ "native-unwind", required_argument, NULL, CLI_OPT_NATIVE_UNWIND }, \
+	{ "clock", required_argument, NULL, CLI_OPT_CLOCK }, \
+	{ "mode", required_argument, NULL, CLI_OPT_MODE }, \
+	{ "min-block", required_argument, NULL, CLI_OPT_MIN_BLOCK }
+
+/* 1 if @opt was -r or one of CLI_SAMPLING_LONGOPTS (taken into @s), 0 if not, or an
+ * exit status (> 1). */
+int cli__sampling_option(const char *cmd, int opt, struct session_opts *s);
+/* After the options: whether they go together, for -a (@all) or one target; 0, or
+ * EXIT_USAGE after a message. A wall profile from user space keeps idle threads. */
+int cli__sampling_check(const char *cmd, struct session_opts *s, int all);
+
 struct profile_file;
 /* Reads the profile file @path for @cmd: 0, or EXIT_BAD_PROFILE after a one-line
  * message saying why. */

@@ -137,10 +137,8 @@ CLI_FORMATS_HELP
 	"  sudo pybpfprof record -r 1000 --threads -o - -- python3 app.py --workers 4\n"
 	"  sudo pybpfprof record -p 1234 --mode wall --threads -d 30 -o waits.svg\n";
 
-enum { OPT_THREADS = 256, OPT_STATS, OPT_STACK, OPT_RINGBUF, OPT_NO_BPF, OPT_IDLE,
-       OPT_GIL, OPT_ASYNC, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
-       OPT_SUBPROCESSES, OPT_MODE, OPT_MIN_BLOCK, OPT_NATIVE, OPT_NATIVE_ALL, OPT_NATIVE_STACK,
-       OPT_NATIVE_UNWIND, OPT_CLOCK, OPT_NO_HOLD, OPT_REPORT };
+enum { OPT_STATS = 256, OPT_STACK, OPT_RINGBUF, OPT_NO_FCACHE, OPT_NOLINENO, OPT_FUNCTION,
+       OPT_SUBPROCESSES, OPT_REPORT };
 
 static const struct option longopts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -148,7 +146,6 @@ static const struct option longopts[] = {
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, 'f' },
-	{ "threads", no_argument, NULL, OPT_THREADS },
 	{ "nolineno", no_argument, NULL, OPT_NOLINENO },
 	{ "function", no_argument, NULL, OPT_FUNCTION },
 	{ "subprocesses", no_argument, NULL, OPT_SUBPROCESSES },
@@ -157,19 +154,8 @@ static const struct option longopts[] = {
 	CLI_REPORT_LONGOPTS,
 	{ "stack-bytes", required_argument, NULL, OPT_STACK },
 	{ "ringbuf-mb", required_argument, NULL, OPT_RINGBUF },
-	{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
-	{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
-	{ "idle", no_argument, NULL, OPT_IDLE },
-	{ "gil", no_argument, NULL, OPT_GIL },
-	{ "async", no_argument, NULL, OPT_ASYNC },
-	{ "native", no_argument, NULL, OPT_NATIVE },
-	{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
-	{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
-	{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
-	{ "clock", required_argument, NULL, OPT_CLOCK },
 	{ "no-frame-cache", no_argument, NULL, OPT_NO_FCACHE },
-	{ "mode", required_argument, NULL, OPT_MODE },
-	{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
+	CLI_SAMPLING_LONGOPTS,
 	CLI_SELECT_LONGOPTS,
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -195,10 +181,6 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 			return usage_error("invalid PID '%s'", optarg);
 		o->session.pid = (pid_t)v;
 		break;
-	case 'r':
-		if (cli__parse_rate("record", optarg, &o->session.rate_hz))
-			return EXIT_USAGE;
-		break;
 	case 'd':
 		errno = 0;
 		o->duration_s = strtod(optarg, &end);
@@ -211,9 +193,6 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 		break;
 	case 'f':
 		*format = optarg;
-		break;
-	case OPT_THREADS:
-		o->session.threads = 1;
 		break;
 	case OPT_NOLINENO:
 		o->session.nolineno = 1;
@@ -242,49 +221,8 @@ static int record_option(int opt, char **argv, struct record_opts *o, const char
 					   "from 1 to 1024", optarg);
 		o->session.ringbuf_mb = (uint32_t)v;
 		break;
-	case OPT_NO_BPF:
-		o->session.no_bpf = 1;
-		break;
-	case OPT_NO_HOLD:
-		o->session.no_hold = 1;
-		break;
-	case OPT_IDLE:
-		o->session.idle = 1;
-		break;
-	case OPT_GIL:
-		o->session.gil = 1;
-		break;
-	case OPT_ASYNC:
-		o->session.async_tasks = 1;
-		break;
-	case OPT_NATIVE_ALL:
-		o->session.native_all = 1;
-		/* fall through */
-	case OPT_NATIVE:
-		o->session.native = 1;
-		break;
-	case OPT_NATIVE_STACK:
-		if (cli__parse_native_stack("record", optarg, &o->session.native_stack))
-			return EXIT_USAGE;
-		break;
-	case OPT_NATIVE_UNWIND:
-		if (cli__parse_native_unwind("record", optarg, &o->session.native_unwind))
-			return EXIT_USAGE;
-		break;
-	case OPT_CLOCK:
-		if (cli__parse_clock("record", optarg, &o->session.clock))
-			return EXIT_USAGE;
-		break;
 	case OPT_NO_FCACHE:
 		o->session.no_frame_cache = 1;
-		break;
-	case OPT_MODE:
-		if (cli__parse_mode("record", optarg, &o->session.mode))
-			return EXIT_USAGE;
-		break;
-	case OPT_MIN_BLOCK:
-		if (cli__parse_min_block("record", optarg, &o->session.min_block_us))
-			return EXIT_USAGE;
 		break;
 	default:
 		v = (unsigned long)report_cli__parse_option("record", opt, &o->report_opts);
@@ -309,19 +247,8 @@ static int record_target(int argc, char **argv, struct cli_select *sel, struct r
 	if (o->session.pid && o->session.cmd)
 		return usage_error("%s", "give either -p PID or a command after --, not both");
 	code = cli__select_check("record", sel);
-	if (code)
-		return code;
-	if (o->session.gil && o->session.mode == SESSION_OFF_CPU)
-		return usage_error("%s", "--gil keeps on-CPU samples, which --mode off-cpu has "
-				   "none of: use --mode wall");
-	if (o->session.no_bpf && o->session.mode == SESSION_WALL)
-		o->session.idle = 1;
-	code = cli__clock_check("record", o->session.clock, o->session.no_bpf,
-				 o->session.mode, sel->all);
-	if (code)
-		return code;
-	code = cli__native_check("record", o->session.native, o->session.native_stack,
-				 o->session.native_unwind, o->session.no_bpf);
+	if (!code)
+		code = cli__sampling_check("record", &o->session, sel->all);
 	if (code)
 		return code;
 	if (sel->all) {
@@ -361,6 +288,8 @@ static int record_with(int argc, char **argv, struct cli_select *sel)
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "+:ap:r:d:o:f:l:vh", longopts, NULL)) != -1) {
 		code = cli__select_option("record", opt, sel);
+		if (!code)
+			code = cli__sampling_option("record", opt, &o.session);
 		if (code > 1)
 			return code;
 		if (code)

@@ -79,100 +79,40 @@ static const char top_help[] =
 
 static int top_with(int argc, char **argv, struct cli_select *sel)
 {
-	enum { OPT_NO_BPF = 256, OPT_IDLE, OPT_GIL, OPT_MODE, OPT_MIN_BLOCK, OPT_ASYNC, OPT_NATIVE,
-	       OPT_NATIVE_ALL, OPT_NATIVE_STACK, OPT_NATIVE_UNWIND, OPT_CLOCK,
-	       OPT_THREADS, OPT_NO_HOLD };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "rate", required_argument, NULL, 'r' },
-		{ "no-bpf", no_argument, NULL, OPT_NO_BPF },
-		{ "no-hold", no_argument, NULL, OPT_NO_HOLD },
-		{ "idle", no_argument, NULL, OPT_IDLE },
-		{ "gil", no_argument, NULL, OPT_GIL },
-		{ "async", no_argument, NULL, OPT_ASYNC },
-		{ "threads", no_argument, NULL, OPT_THREADS },
-		{ "native", no_argument, NULL, OPT_NATIVE },
-		{ "native-all", no_argument, NULL, OPT_NATIVE_ALL },
-		{ "native-stack", required_argument, NULL, OPT_NATIVE_STACK },
-		{ "native-unwind", required_argument, NULL, OPT_NATIVE_UNWIND },
-		{ "clock", required_argument, NULL, OPT_CLOCK },
-		{ "mode", required_argument, NULL, OPT_MODE },
-		{ "min-block", required_argument, NULL, OPT_MIN_BLOCK },
+		CLI_SAMPLING_LONGOPTS,
 		CLI_SELECT_LONGOPTS,
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct top_opts o = { .rate_hz = 100, .min_block_us = SESSION_MIN_BLOCK_DEFAULT_US };
+	struct top_opts o = {
+		.session = { .rate_hz = 100, .min_block_us = SESSION_MIN_BLOCK_DEFAULT_US },
+	};
+	struct session_opts *s = &o.session;
 	unsigned long v;
 	int opt, verbose = 0, code;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":ap:r:vh", longopts, NULL)) != -1) {
 		code = cli__select_option("top", opt, sel);
+		if (!code)
+			code = cli__sampling_option("top", opt, s);
 		if (code > 1)
 			return code;
 		if (code)
 			continue;
-		switch (opt) {
-		case 'p':
+		if (opt == 'p') {
 			if (cli__parse_uint(optarg, 1, 0x7fffffff, &v))
 				return cli__usage_error("top", "invalid PID '%s'", optarg);
-			o.pid = (pid_t)v;
-			break;
-		case 'r':
-			if (cli__parse_rate("top", optarg, &o.rate_hz))
-				return EXIT_USAGE;
-			break;
-		case OPT_NO_BPF:
-			o.no_bpf = 1;
-			break;
-		case OPT_NO_HOLD:
-			o.no_hold = 1;
-			break;
-		case OPT_IDLE:
-			o.idle = 1;
-			break;
-		case OPT_GIL:
-			o.gil = 1;
-			break;
-		case OPT_ASYNC:
-			o.async_tasks = 1;
-			break;
-		case OPT_THREADS:
-			o.threads = 1;
-			break;
-		case OPT_NATIVE_ALL:
-			o.native_all = 1;
-			/* fall through */
-		case OPT_NATIVE:
-			o.native = 1;
-			break;
-		case OPT_NATIVE_STACK:
-			if (cli__parse_native_stack("top", optarg, &o.native_stack))
-				return EXIT_USAGE;
-			break;
-		case OPT_NATIVE_UNWIND:
-			if (cli__parse_native_unwind("top", optarg, &o.native_unwind))
-				return EXIT_USAGE;
-			break;
-		case OPT_CLOCK:
-			if (cli__parse_clock("top", optarg, &o.clock))
-				return EXIT_USAGE;
-			break;
-		case OPT_MODE:
-			if (cli__parse_mode("top", optarg, &o.mode))
-				return EXIT_USAGE;
-			break;
-		case OPT_MIN_BLOCK:
-			if (cli__parse_min_block("top", optarg, &o.min_block_us))
-				return EXIT_USAGE;
-			break;
-		default:
-			code = cli__common_option("top", top_help, opt, argv, &verbose);
-			if (code != CLI_GO_ON)
-				return code;
+			s->pid = (pid_t)v;
+			continue;
 		}
+		code = cli__common_option("top", top_help, opt, argv, &verbose);
+		if (code != CLI_GO_ON)
+			return code;
 	}
 	code = cli__end_options("top", argc, argv, verbose);
 	if (code)
@@ -180,22 +120,17 @@ static int top_with(int argc, char **argv, struct cli_select *sel)
 	code = cli__select_check("top", sel);
 	if (code)
 		return code;
-	if (sel->all && o.pid)
+	if (sel->all && s->pid)
 		return cli__usage_error("top", "%s", "give either -a or -p PID, not both");
-	if (sel->all && o.no_bpf)
+	if (sel->all && s->no_bpf)
 		return cli__usage_error("top", "%s", "-a needs BPF; --no-bpf cannot do that");
-	if (o.no_bpf && o.mode == SESSION_WALL)
-		o.idle = 1;
-	code = cli__clock_check("top", o.clock, o.no_bpf, o.mode, sel->all);
+	code = cli__sampling_check("top", s, sel->all);
 	if (code)
 		return code;
-	code = cli__native_check("top", o.native, o.native_stack, o.native_unwind, o.no_bpf);
-	if (code)
-		return code;
-	o.system_wide = sel->all;
-	o.filter = &sel->filter;
-	o.max_processes = (uint32_t)sel->max_processes;
-	if (!o.pid && !o.system_wide)
+	s->system_wide = sel->all;
+	s->filter = &sel->filter;
+	s->max_processes = (uint32_t)sel->max_processes;
+	if (!s->pid && !s->system_wide)
 		return cli__usage_error("top", "%s", "nothing to watch: give -p PID or -a");
 	return top__run(&o);
 }

@@ -13,6 +13,7 @@
 
 #include "base/hash.h"
 #include "base/hashmap.h"
+#include "base/names.h"
 #include "base/vec.h"
 #include "output/out_report.h"
 #include "profile/profile_index.h"
@@ -53,12 +54,12 @@ static const char *const by_names[] = {
 
 int out_report__parse_by(const char *s, enum report_by *by)
 {
-	for (size_t i = 0; i < sizeof(by_names) / sizeof(by_names[0]); i++)
-		if (!strcmp(s, by_names[i])) {
-			*by = (enum report_by)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = names__index(by_names, NAMES_N(by_names), s);
+
+	if (i < 0)
+		return i;
+	*by = (enum report_by)i;
+	return 0;
 }
 
 int out_report__parse_sort(const char *s, enum report_sort *sort)

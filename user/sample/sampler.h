@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/names.h"
 #include "cpython/py_asyncio.h"
 #include "cpython/py_interp.h"
 #include "pbp_abi.h"
@@ -29,14 +30,12 @@ enum sampler_clock {
 static inline int sampler__parse_clock(const char *name, enum sampler_clock *c)
 {
 	static const char *const names[] = { "timer", "tick", "thread" };
+	int i = names__index(names, NAMES_N(names), name);
 
-	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(name, names[i])) {
-			*c = (enum sampler_clock)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if (i < 0)
+		return i;
+	*c = (enum sampler_clock)i;
+	return 0;
 }
 
 typedef int (*sampler_fn)(void *ctx, const void *rec, size_t len);

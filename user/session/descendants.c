@@ -136,26 +136,11 @@ static int exe_id(pid_t pid, dev_t *dev, ino_t *ino)
 	return 0;
 }
 
-/* Whether the file @pid runs is named like a Python ("python3.12", "python"). */
-static int python_named(pid_t pid)
-{
-	char path[64], exe[256];
-	const char *base;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return 0;
-	exe[n] = '\0';
-	base = strrchr(exe, '/');
-	return strstr(base ? base + 1 : exe, "python") != NULL;
-}
-
 /* Starts the wait for an interpreter in @w's current image. */
 static void restart(struct watched *w, pid_t pid, uint64_t now)
 {
-	w->python_named = python_named(pid);
+	/* Named like a Python: "python3.12", "python". */
+	w->python_named = proc__exe_named(pid, "python");
 	w->since_ns = now;
 	w->next_ns = w->python_named ? now : now + OTHER_FIRST_NS;
 	w->wait_ns = 0;

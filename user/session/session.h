@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "base/names.h"
 #include "profile/profile.h"
 #include "sample/sampler.h"
 #include "session/stats.h"
@@ -95,14 +96,12 @@ enum session_native_unwind {
 static inline int session__parse_native_unwind(const char *name, enum session_native_unwind *u)
 {
 	static const char *const names[] = { "auto", "dwarf", "fp" };
+	int i = names__index(names, NAMES_N(names), name);
 
-	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(name, names[i])) {
-			*u = (enum session_native_unwind)(SESSION_UNWIND_AUTO + i);
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if (i < 0)
+		return i;
+	*u = (enum session_native_unwind)(SESSION_UNWIND_AUTO + i);
+	return 0;
 }
 
 struct session_opts {

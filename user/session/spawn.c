@@ -18,6 +18,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/proc.h"
 #include "session/spawn.h"
 
 int spawn__start(char *const argv[], struct spawn *sp)
@@ -146,19 +147,6 @@ static int next_exec_stop(struct spawn *sp, const struct spawn_wait *w)
 	}
 }
 
-static int exe_named_python(pid_t pid)
-{
-	char link[64], exe[4096];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/%d/exe", (int)pid);
-	n = readlink(link, exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return 0;
-	exe[n] = '\0';
-	return strstr(strrchr(exe, '/') ? strrchr(exe, '/') : exe, "python") != NULL;
-}
-
 int spawn__wait_python(struct spawn *sp, const struct spawn_wait *w, struct mem_source *mem,
 		       struct py_interp *interp)
 {
@@ -182,7 +170,7 @@ int spawn__wait_python(struct spawn *sp, const struct spawn_wait *w, struct mem_
 			return err;
 		/* A shared libpython is not mapped yet at exec; the loader maps it
 		 * before any Python code runs, so watch for it without the tracer. */
-		if (exe_named_python(sp->pid))
+		if (proc__exe_named(sp->pid, "python"))
 			break;
 		err = waited_enough(w);
 		if (!err)

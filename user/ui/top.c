@@ -91,7 +91,7 @@ static void header_of(struct top_ctx *c, const struct profile *p, struct top_hea
 	*h = (struct top_header){
 		.target = p->target,
 		.note = c->note[0] ? c->note : NULL,
-		.rate_hz = c->opts->rate_hz,
+		.rate_hz = c->opts->session.rate_hz,
 		.elapsed_s = st.elapsed_s,
 		.samples = st.samples,
 		.incomplete = st.incomplete,
@@ -282,30 +282,11 @@ static void summary(struct top_ctx *c, int exited)
 
 static void session_opts_of(const struct top_opts *o, struct session_opts *so)
 {
-	*so = (struct session_opts){
-		.pid = o->pid,
-		.system_wide = o->system_wide,
-		.filter = o->filter,
-		.max_processes = o->max_processes,
-		.rate_hz = o->rate_hz,
-		.stack_cap = PBP_STACK_DEFAULT,
-		.ringbuf_mb = 16,
-		.no_bpf = o->no_bpf,
-		.no_hold = o->no_hold,
-		.idle = o->idle,
-		.gil = o->gil,
-		.async_tasks = o->async_tasks,
-		.threads = o->threads,
-		.native = o->native,
-		.native_all = o->native_all,
-		.native_stack = o->native_stack,
-		.native_unwind = o->native_unwind,
-		.clock = o->clock,
-		.mode = o->mode,
-		.min_block_us = o->min_block_us,
-		/* A table of functions: lines would only split them. */
-		.nolineno = 1,
-	};
+	*so = o->session;
+	so->stack_cap = PBP_STACK_DEFAULT;
+	so->ringbuf_mb = 16;
+	/* A table of functions: lines would only split them. */
+	so->nolineno = 1;
 }
 
 static int take_screen(struct top_ctx *c)
