@@ -162,7 +162,8 @@ MARKERS = {
     "browser": "loads pages in headless Chromium",
     "slow": "takes a minute or more on its own",
     "alone": "sees the whole machine (every process: the node agent, record -a, container "
-             "runtimes): `make test` runs these with no other test beside them",
+             "runtimes) or needs its target on a CPU: `make test` runs these with no other "
+             "test beside them",
 }
 # Fixtures that imply a marker, so that a test is marked by what it asks for.
 FIXTURE_MARKERS = {
