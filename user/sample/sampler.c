@@ -6,6 +6,7 @@
  * program forces a wake-up only when the buffer passes a fill threshold.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -389,15 +390,23 @@ void sampler__stop(struct sampler *s)
 		bpf_link__destroy(s->skel->links.pbp_sys_exit);
 		s->skel->links.pbp_switch = s->skel->links.pbp_sys_exit = NULL;
 	}
-	if (!s->links)
-		return;
-	for (int cpu = 0; cpu < s->ncpus; cpu++) {
-		bpf_link__destroy(s->links[cpu]);
-		s->links[cpu] = NULL;
-		if (s->pfds[cpu] >= 0)
-			close(s->pfds[cpu]);
-		s->pfds[cpu] = -1;
+	if (s->links) {
+		for (int cpu = 0; cpu < s->ncpus; cpu++) {
+			bpf_link__destroy(s->links[cpu]);
+			s->links[cpu] = NULL;
+			if (s->pfds[cpu] >= 0)
+				close(s->pfds[cpu]);
+			s->pfds[cpu] = -1;
+		}
 	}
+	/*
+	 * A program that started before its link went may still be running on another
+	 * CPU (or its vCPU be off the host's): it outputs its record before it counts it,
+	 * so counters read now could miss what the ring buffer holds. They run as RCU
+	 * readers, and a global membarrier waits for every CPU to leave one. Without it
+	 * (an old kernel), the counters may lag by a record a CPU.
+	 */
+	syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
 void sampler__free(struct sampler *s)
