@@ -11,6 +11,7 @@ is ever stopped, and the readings that could not be made whole are reported inco
 instead (more of them than with holds)."""
 
 import os
+import subprocess
 import threading
 import time
 
@@ -20,9 +21,10 @@ from lib.interpreters import make_interp
 from lib.harness import Harness, fraction
 
 # Holds are for a thread that tears every reading because it is running: beside another
-# test, the walker waits for a CPU so often that readings of it come out whole and no
-# hold is needed (2,995 samples, none torn, no hold). `make test` runs this file with
-# no other test beside it.
+# test, the walker waited for a CPU so often that readings of it came out whole and no
+# hold was needed (2,995 samples, none torn, no hold). The walker now runs first in to a
+# real-time CPU (walker()), which it would take from a test beside it: `make test` runs
+# this file with no other test beside it.
 pytestmark = pytest.mark.alone
 
 RATE = 1000
@@ -103,6 +105,12 @@ def runs_on(pid, seconds=1.0):
 def walker(request, module_tmp, profiler_bin, sid_root, workloads_installed):
     h = Harness(module_tmp / f"hold-{request.param}", profiler_bin)
     w = h.start_workload(make_interp(request.param, sid_root), "depth_walk", seconds=120)
+    # Holds are for a thread that is running whenever it is read. Beside busy loops the
+    # walker would wait for a CPU so often that readings of it come out whole with or
+    # without holds: first in to a real-time CPU, it runs as on an idle machine.
+    p = subprocess.run(["chrt", "--all-tasks", "--fifo", "--pid", "1", str(w.pid)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, f"chrt: {p.stderr}"
     yield h, w
     h.close()
 
