@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO / "tests" / "tools"))
 from pprof_text import Profile, one  # noqa: E402
 
 RATE = 499
-DURATION = 4
+DURATION = 3
 COMMAND_S = 4       # the command's own run (the first second is what the test is about),
                     # long enough for 100 comparator samples beside two busy loops
 NATIVE = re.compile(r"^(?P<func>.+?)(?:\+0x(?P<off>[0-9a-f]+))? \((?P<obj>[^():]+)\)$")
