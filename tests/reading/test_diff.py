@@ -25,6 +25,11 @@ from lib.paths import BIN, PROFILER_GRACE, REPO, RUN_DIR
 from lib.pbp_format import PYTHON, WAIT, profile, stack, write
 
 RATE = 997
+# The CPU time of the work without --slow, whatever the machine's speed. The root holds
+# slow_me's growth (about 30 %) diluted by start-up, and the speed the diff corrects for
+# is itself measured from the fast functions' samples: in 0.8 s on a fast machine the
+# root's change came out below the Bonferroni line, in 1.5 s it is far above it.
+BASE_CPU_S = 1.5
 WORK = "diffwork"
 FAST = ["fast_a", "fast_b", "fast_c"]
 CALLERS = ["one_round", "main", "<module>"]
@@ -229,9 +234,13 @@ def runs(request, sid_root, workloads_installed, module_tmp, profiler_bin):
     """Two runs of the same work and one with slow_me twice as slow, recorded."""
     interp = make_interp(request.param, sid_root)
     interp.require()
+    p = subprocess.run(interp.argv + [interp.script(WORK), "--calibrate", str(BASE_CPU_S)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.strip().isdigit(), p
+    rounds = ("--rounds", p.stdout.strip())
     h = Harness(module_tmp / request.param, profiler_bin)
     try:
-        out = {name: record(h, interp, f"{name}", *args)[0] for name, args in
+        out = {name: record(h, interp, f"{name}", *rounds, *args)[0] for name, args in
                (("base", ()), ("again", ()), ("slow", ("--slow",)))}
     finally:
         h.close()

@@ -1,11 +1,16 @@
 """diffwork: a fixed amount of work, the same on every run, for `pybpfprof diff`:
-ROUNDS rounds, each calling three fast functions and slow_me() with fixed iteration
+--rounds rounds, each calling three fast functions and slow_me() with fixed iteration
 counts, then exiting. --slow doubles slow_me()'s iterations and nothing else, so that
 a diff of a run with --slow against one without must find slow_me() and its callers
 grown, and every other function as it was. Truth: each burn's stack (written once, at
-the end), the iterations each function did and whether it ran --slow."""
+the end), the iterations each function did and whether it ran --slow.
+
+--calibrate SECONDS prints the rounds whose work without --slow takes that much CPU
+time here, and exits: the diff's power grows with the samples, so a run of fixed
+rounds is as good a test on a slow machine as it is too weak a one on a fast one."""
 
 import sys
+import time
 
 from pbp_common import Truth, burn_line, parse_args
 
@@ -49,15 +54,32 @@ def one_round(n_slow):
     fast_c(N_FAST)
 
 
+def calibrate(seconds):
+    rounds, start = 0, time.process_time()
+    while (spent := time.process_time() - start) < min(seconds / 5, 0.3) or rounds < 3:
+        one_round(N_SLOW)
+        rounds += 1
+    return max(ROUNDS, round(rounds * seconds / spent))
+
+
+def options(p):
+    p.add_argument("--slow", action="store_true")
+    p.add_argument("--rounds", type=int, default=ROUNDS)
+    p.add_argument("--calibrate", type=float, metavar="SECONDS")
+
+
 def main():
     global T
-    args = parse_args(lambda p: p.add_argument("--slow", action="store_true"))
+    args = parse_args(options)
+    if args.calibrate:
+        print(calibrate(args.calibrate))
+        return 0
     T = Truth(args.truth)
     n_slow = N_SLOW * (2 if args.slow else 1)
-    for _ in range(ROUNDS):
+    for _ in range(args.rounds):
         one_round(n_slow)
     T["slow"] = args.slow
-    T["iterations"] = {name: ROUNDS * (n_slow if name == "slow_me" else N_FAST)
+    T["iterations"] = {name: args.rounds * (n_slow if name == "slow_me" else N_FAST)
                        for name in BURNS}
     T["callers"] = ["one_round", "main", "<module>"]
     for name, (_, line) in BURNS.items():
