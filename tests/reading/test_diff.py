@@ -27,7 +27,7 @@ from lib.pbp_format import PYTHON, WAIT, profile, stack, write
 RATE = 997
 # The CPU time of the work without --slow, whatever the machine's speed. The root holds
 # slow_me's growth (about 30 %) diluted by start-up, and the speed the diff corrects for
-# is itself measured from the fast functions' samples: in 0.8 s on a fast machine the
+# is itself measured from the fast functions' samples: in 0.6 s on a fast machine the
 # root's change came out below the Bonferroni line, in 1.5 s it is far above it.
 BASE_CPU_S = 1.5
 WORK = "diffwork"

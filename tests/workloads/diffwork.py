@@ -14,7 +14,7 @@ import time
 
 from pbp_common import Truth, burn_line, parse_args
 
-ROUNDS = 100
+ROUNDS = 100          # the default, and the fewest --calibrate answers
 N_FAST = 80_000        # each fast function's iterations per round
 N_SLOW = 100_000       # slow_me's, doubled by --slow: under half the work either way
 T = None
