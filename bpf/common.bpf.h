@@ -103,10 +103,9 @@ struct switch_state {
 	__u32 pending;		/* a preemption's record went out; its length is owed */
 	__u64 cpu_ns;		/* its CPU time at its previous tick */
 	__u32 cpu_seen;		/* cpu_ns is set */
-	__u32 skipped;		/* a preemption left to the draw: its length is counted */
+	__u32 skipped;		/* a preemption left to the draw: its length is carried */
 	__u64 preempt_avg_ns;	/* its preemptions' lengths, averaged; 0: none yet */
-	__u64 pending_odds;	/* the kept one was drawn with odds this / pending_thr */
-	__u64 pending_thr;
+	__u64 carry_ns;		/* skipped preemptions' time, owed to the next one kept */
 	__u64 thr_ns;		/* its draw threshold; 0: min_block_ns */
 	__u64 win_ns;		/* when its current window began */
 	__u64 win_kept;		/* stacks taken of its waits in that window */

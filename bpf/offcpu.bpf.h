@@ -5,7 +5,7 @@
  * the return, before the thread runs user code and so with its stack where it blocked;
  * a preemption outside a call is recorded as the thread leaves, and its length is sent
  * when it is back (struct pbp_off_end). Short waits are drawn, with odds that keep
- * their sum unbiased. A part of its own because it runs on every context switch of the
+ * their sum right. A part of its own because it runs on every context switch of the
  * host and is loaded only in its mode (user/sample/sampler.c). Its thread state,
  * struct switch_state, is in common.bpf.h: wall mode's CPU time and a thread's exit
  * use it too. Records go out through snapshot(), which bpf/sample.bpf.c defines before
@@ -127,11 +127,12 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	 * when the thread is back. How long the wait will be is not known yet, so the
 	 * odds go by how long this thread's preemptions have lasted lately: a thread
 	 * preempted every few microseconds for a few microseconds is drawn with odds
-	 * avg / threshold, and a kept wait counts threshold / avg times its length;
-	 * waits of a thread whose preemptions run long are all kept. Odds fixed before
-	 * the wait keep the sum unbiased, and odds that follow the waits keep its
-	 * spread small. Their floor, min_block_ns / 16 / threshold, falls as the
-	 * threshold rises: a floor fixed at 1/16 would take more stacks than the
+	 * avg / threshold; waits of a thread whose preemptions run long are all kept.
+	 * A skipped preemption's length is carried to the next one kept, as a tick
+	 * carries the CPU time since the one before: scaling a kept one by its odds
+	 * would be unbiased, but one long preemption after many short ones would count
+	 * many times its length. Their floor, min_block_ns / 16 / threshold, falls as
+	 * the threshold rises: a floor fixed at 1/16 would take more stacks than the
 	 * budget whatever the threshold, and raise it without end.
 	 */
 	so->in_call = 0;
@@ -140,8 +141,6 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	odds = so->preempt_avg_ns ? so->preempt_avg_ns : thr;
 	if (odds < min_block_ns / 16)
 		odds = min_block_ns / 16;
-	so->pending_odds = odds;
-	so->pending_thr = thr;
 	if (odds < thr && draw_below(thr) >= odds) {
 		so->skipped = 1;
 		return;
@@ -220,19 +219,13 @@ static __always_inline void switch_in(struct task_struct *next)
 			     end.off_ns;
 	if (so->skipped) {
 		so->skipped = 0;
+		so->carry_ns += end.off_ns;
 		count(PBP_C_OFF_SHORT_SKIPPED);
 		return;
 	}
 	so->pending = 0;
-	/* Scaled by the odds it was taken with. A preemption is short; one held for
-	 * more than 8 s (2^33 ns) counts as that, so that the product, with the
-	 * threshold at most 2^30 ns, cannot overflow. */
-	if (so->pending_odds < so->pending_thr) {
-		if (end.off_ns > 1ull << 33)
-			end.off_ns = 1ull << 33;
-		end.off_ns = so->pending_odds ?
-			     end.off_ns * so->pending_thr / so->pending_odds : 0;
-	}
+	end.off_ns += so->carry_ns;
+	so->carry_ns = 0;
 	end.pid = next->tgid;
 	end.tid = next->pid;
 	if (bpf_ringbuf_output(&samples, &end, sizeof(end), BPF_RB_NO_WAKEUP))

@@ -43,6 +43,17 @@ GIL_LESS_POINTS = 8.0    # --gil: CPU time without the GIL is left out
 LIFE_TOLERANCE = 0.02       # a thread's profiled time against its life
 
 
+def life_bounds(truth, name):
+    """The microseconds a thread's profile may add up to: at least the span it timed
+    itself, at most the one its creator saw from start() to join(). Creating and
+    ending a thread happen outside the first and within the second; on a loaded
+    machine a new thread can wait tens of milliseconds for a CPU before its first line."""
+    t = truth["threads"][name]
+    life = (t["end"] - t["start"]) * 1e6
+    outer = (truth["joined"] - truth["spawned"][name]) * 1e6
+    return life * (1 - LIFE_TOLERANCE) - 3000, outer * (1 + LIFE_TOLERANCE) + 3000
+
+
 def parse(text):
     """{tid: Counter({(parent frame text, leaf): microseconds})}; leaf is "on-CPU" for
     stacks that do not end in a wait."""
@@ -100,13 +111,10 @@ def test_wall_each_thread_adds_up_to_its_life(waits):
     for name in w.truth["threads"]:
         _, prof, life = w.thread(name)
         total = sum(prof.values())
-        # Creating and ending a thread happen outside the span it times itself, and
-        # within the one its creator saw from starting it to joining it.
-        outer = (w.truth["joined"] - w.truth["spawned"][name]) * 1e6
-        if not life * (1 - LIFE_TOLERANCE) - 3000 <= total <= \
-                outer * (1 + LIFE_TOLERANCE) + 3000:
+        lo, hi = life_bounds(w.truth, name)
+        if not lo <= total <= hi:
             bad.append(f"{name}: profiled {total / 1e6:.3f} s of a {life / 1e6:.3f} s life "
-                       f"({outer / 1e6:.3f} s from start() to join())\n"
+                       f"(from start() to join(), at most {hi / 1e6:.3f} s)\n"
                        + w.describe(name))
     lost = {k: w.stats.get(k) for k in ("bpf_no_thread_state", "bpf_no_frame",
                                         "bpf_stack_faults", "ringbuf_drops",
@@ -261,7 +269,8 @@ def test_wall_pprof_has_three_sample_types_that_agree(sid_root, workloads_instal
     for name, t in truth["threads"].items():
         life = (t["end"] - t["start"]) * 1e9
         cpu, off, wall = by_tid[t["tid"]]
-        assert abs(wall - life) <= LIFE_TOLERANCE * life + 3e6, (name, wall, life)
+        lo, hi = life_bounds(truth, name)
+        assert lo * 1e3 <= wall <= hi * 1e3, (name, wall, life)
         assert abs(cpu - t["cpu"] * 1e9) <= 0.05 * life, (name, cpu, t["cpu"])
 
 
@@ -281,7 +290,8 @@ def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, 
                      if s and frames[s[-1]]["name"].startswith(("[off-CPU", "[runnable")))
         # Empty samples are the gaps speedscope's time-order view needs, not time.
         timed = sum(w for s, w in zip(p["samples"], p["weights"]) if s)
-        assert abs(timed - life) <= LIFE_TOLERANCE * life + 3e6, (name, p["name"], timed, life)
+        lo, hi = life_bounds(truth, name)
+        assert lo * 1e3 <= timed <= hi * 1e3, (name, p["name"], timed, life)
         assert abs(waited - (life - t["cpu"] * 1e9)) <= 0.05 * life, (name, waited, life)
 
 
