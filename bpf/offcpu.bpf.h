@@ -131,9 +131,9 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 	 * A skipped preemption's length is carried to the next one kept, as a tick
 	 * carries the CPU time since the one before: scaling a kept one by its odds
 	 * would be unbiased, but one long preemption after many short ones would count
-	 * many times its length. Their floor, min_block_ns / 16 / threshold, falls as
-	 * the threshold rises: a floor fixed at 1/16 would take more stacks than the
-	 * budget whatever the threshold, and raise it without end.
+	 * many times its length. The odds' floor, min_block_ns / 16 / threshold,
+	 * falls as the threshold rises: a floor fixed at 1/16 would take more stacks
+	 * than the budget whatever the threshold, and raise it without end.
 	 */
 	so->in_call = 0;
 	so->pending = so->skipped = 0;
