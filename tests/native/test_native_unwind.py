@@ -439,3 +439,75 @@ def test_unwinds_cpython_to_start(sid_root, version, reentries, tmp_path):
             # The 1 KiB copy may hold the libc frame's own: then DWARF goes on to _start.
             assert (got, end) in ((of - 2, "no frame pointer"), (of, "outermost")), info
             assert full == (of, of, "outermost"), info
+
+
+# Big ints added in a loop: each sum is a new object from _PyCompactLong_Add's free-list
+# path, and the one it replaces goes through _Py_Dealloc.
+ADDS = """
+import sys
+print("ready", flush=True)
+x = 10 ** 6
+while True:
+    y = x + x
+"""
+POPPED_FUNCTIONS = ("_PyCompactLong_Add", "_Py_Dealloc")
+
+
+def popped_rows(exe, functions):
+    """{function: [addresses]} of @exe's CFI rows, in @functions, where the CFA is back at
+    RSP + 8 while a callee-saved register is still said to be saved at the CFA minus
+    something: the instructions between an epilogue's last pop and its ret (or tail
+    jump), at which that slot lies below RSP."""
+    syms = {}
+    for line in subprocess.run(["nm", "-D", "--defined-only", str(exe)], capture_output=True,
+                               text=True, check=True).stdout.splitlines():
+        part = line.split()
+        if len(part) == 3 and part[2] in functions:
+            syms[int(part[0], 16)] = part[2]
+    rows, fn = {}, None
+    for line in subprocess.run(["readelf", "--debug-dump=frames-interp", str(exe)],
+                               capture_output=True, text=True, check=True).stdout.splitlines():
+        m = re.search(r" FDE .* pc=([0-9a-f]+)\.\.", line)
+        if m:
+            fn = syms.get(int(m[1], 16))
+            continue
+        part = line.split()
+        if fn and len(part) > 3 and re.fullmatch(r"[0-9a-f]{8,}", part[0]) and \
+                part[1] == "rsp+8" and any(re.fullmatch(r"c-\d+", r) for r in part[2:-1]):
+            rows.setdefault(fn, []).append(int(part[0], 16))
+    return rows
+
+
+@pytest.mark.parametrize("version", ["3.14", "3.15"])
+def test_unwinds_from_the_ret_after_an_epilogues_pops(sid_root, version, tmp_path):
+    """Stopped between an epilogue's pops and its ret (`leave; ret`, `pop %rbp; ret`), where
+    CFI still places the caller's RBP in a slot now below RSP, outside the copy: the walk
+    must reach _start all the same, and the frame-pointer walk as far as from anywhere
+    else. Samples land there in CPython's small helpers; the walk used to end at the
+    caller with "bad frame". Every such row of the two functions is tried, 2 s each: each
+    one the loop reaches is checked, and each function must have one reached."""
+    exe = Path(sid_root) / "usr" / "bin" / f"python{version}"
+    rows = popped_rows(exe, POPPED_FUNCTIONS)
+    assert rows, f"no CFI row after an epilogue's pops in {POPPED_FUNCTIONS} of {exe}"
+    for fn, addrs in sorted(rows.items()):
+        def unwind(pid, snap):
+            p = subprocess.run([unit_binary(UNIT, "plain"), "unwind", str(pid), str(snap)],
+                               capture_output=True, text=True, timeout=120)
+            assert_clean(p, f"unwinding python{version} at the end of {fn}")
+            return parse(p.stdout)
+        snaps = [(tmp_path / f"{fn}-{a:x}.snap", ["--at", hex(a), "--wait", "2"])
+                 for a in addrs]
+        walks = [w for w in deep_snapshots(sid_root, version, 0, snaps, unwind, script=ADDS,
+                                           may_miss=True) if w]
+        assert walks, f"python{version} reached none of {fn}'s rows {[hex(a) for a in addrs]}"
+        for frames, info in walks:
+            fn_names = names(frames)
+            print(f"python{version} at {frames[0]['text']}: {len(frames)} frames, "
+                  f"{info['end']}; fp {info['fp_frames']}")
+            assert frames[0]["function"] == fn, frames[0]
+            assert info["end"] == "outermost", frames
+            assert fn_names[-1] == "_start" and "Py_BytesMain" in fn_names, fn_names
+            got, of, end = fp_walk(info)
+            if version == "3.15":
+                assert (got, end) in ((of - 2, "no frame pointer"), (of, "outermost")), info
+                assert fp_walk(info, "fp_frames_full") == (of, of, "outermost"), info

@@ -108,22 +108,13 @@ static int saved_at(Dwarf_Frame *frame, int reg, int64_t off)
 
 static enum fp_kind classify(Dwfl *dwfl, uint64_t pc)
 {
-	Dwfl_Module *mod = dwfl_addrmodule(dwfl, pc);
-	Dwarf_Frame *frame = NULL;
-	Dwarf_Addr bias;
-	Dwarf_CFI *cfi;
+	Dwarf_Frame *frame = native_unwind__row(dwfl, pc);
 	Dwarf_Op *ops;
 	size_t nops;
 	enum fp_kind kind = FP_UNFRAMED;
 
-	if (!mod)
+	if (!frame)
 		return FP_NO_CFI;
-	cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame)) {
-		cfi = dwfl_module_dwarf_cfi(mod, &bias);
-		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &frame))
-			return FP_NO_CFI;
-	}
 	/* libdw gives a register + offset CFA as one DW_OP_bregx. */
 	if (!dwarf_frame_cfa(frame, &ops, &nops) && nops == 1 && ops[0].atom == DW_OP_bregx &&
 	    ops[0].number == NATIVE_REG_RBP && ops[0].number2 == 16 &&

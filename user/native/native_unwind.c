@@ -67,6 +67,7 @@
  * private, 2.2 MiB of file pages (eh_frame, symbol tables), shared with every other
  * mapper of the same files.
  */
+#include <dwarf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -106,6 +107,11 @@ struct native_unwind {
 	uint64_t max_read_end; /* highest stack byte read + 1 */
 	uint64_t refused_addr;
 	int refused;
+	/* Slots below RSP whose registers the sampled epilogue has popped. */
+	struct popped {
+		uint64_t addr, value;
+	} popped[6];
+	unsigned int npopped;
 };
 
 static const char *const end_names[] = {
@@ -146,6 +152,11 @@ static bool cb_memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void
 	uint64_t sp = s->regs[NATIVE_REG_RSP];
 
 	(void)dwfl;
+	for (unsigned int i = 0; i < u->npopped && addr < sp; i++)
+		if (u->popped[i].addr == addr) {
+			*result = u->popped[i].value;
+			return true;
+		}
 	/* Overflow-safe: addr - sp is taken only once addr >= sp. */
 	if (addr < sp || addr - sp > s->stack_len || s->stack_len - (addr - sp) < sizeof(*result)) {
 		u->refused = 1;
@@ -668,30 +679,81 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
  * address, since libdwfl's error codes are not public and its "end of stack" return
  * is not reliable ("some systems return error instead of zero", libdwfl.h).
  */
-static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
+Dwarf_Frame *native_unwind__row(Dwfl *dwfl, uint64_t addr)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
 	Dwarf_Frame *frame = NULL;
 	Dwarf_Addr bias;
 	Dwarf_CFI *cfi;
-	Dwarf_Op ops_mem[3], *ops;
-	size_t nops;
 
-	*outermost = 0;
 	if (!mod)
-		return 0;
+		return NULL;
 	cfi = dwfl_module_eh_cfi(mod, &bias);
 	if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame)) {
 		cfi = dwfl_module_dwarf_cfi(mod, &bias);
 		if (!cfi || dwarf_cfi_addrframe(cfi, addr - bias, &frame))
-			return 0;
+			return NULL;
 	}
+	return frame;
+}
+
+static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
+{
+	Dwarf_Frame *frame = native_unwind__row(dwfl, addr);
+	Dwarf_Op ops_mem[3], *ops;
+	size_t nops;
+
+	*outermost = 0;
+	if (!frame)
+		return 0;
 	/* An undefined rule: no operations, and ops pointing at our buffer. */
 	if (!dwarf_frame_register(frame, NATIVE_REG_RIP, ops_mem, &ops, &nops) && !nops &&
 	    ops == ops_mem)
 		*outermost = 1;
 	free(frame);
 	return 1;
+}
+
+/*
+ * An epilogue sampled after its pops (`leave; ret`, `pop %rbp; ret`): the CFI row there
+ * still says the caller's RBP, RBX and R12-R15 are saved where the prologue pushed
+ * them, now below RSP and so outside the copy, and the walk would lose RBP and end at
+ * the caller (CPython's small helpers return this way: one sample in twenty in
+ * _PyCompactLong_Add or _Py_Dealloc under load). A slot below RSP has been popped into
+ * its register, so the register holds what the slot does; the table lets the read of
+ * that slot answer with it.
+ */
+static void note_popped(struct native_unwind *u, const struct native_snapshot *s)
+{
+	static const int saved[] = { NATIVE_REG_RBX, NATIVE_REG_RBP, NATIVE_REG_R12,
+				     NATIVE_REG_R13, NATIVE_REG_R14, NATIVE_REG_R15 };
+	Dwarf_Frame *frame = native_unwind__row(u->dwfl, s->regs[NATIVE_REG_RIP]);
+	uint64_t sp = s->regs[NATIVE_REG_RSP], cfa;
+	Dwarf_Op ops_mem[3], *ops;
+	size_t nops;
+
+	u->npopped = 0;
+	if (!frame)
+		return;
+	/* libdw gives a register + offset CFA as one DW_OP_bregx. */
+	if (dwarf_frame_cfa(frame, &ops, &nops) || nops != 1 || ops[0].atom != DW_OP_bregx ||
+	    ops[0].number >= NATIVE_NREGS || !(s->regs_mask >> ops[0].number & 1))
+		goto out;
+	cfa = s->regs[ops[0].number] + ops[0].number2;
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++) {
+		uint64_t at;
+
+		if (!(s->regs_mask >> saved[i] & 1) ||
+		    dwarf_frame_register(frame, saved[i], ops_mem, &ops, &nops) || nops != 2 ||
+		    ops[0].atom != DW_OP_call_frame_cfa || ops[1].atom != DW_OP_plus_uconst)
+			continue;
+		at = cfa + ops[1].number;
+		/* The pops lie within the red zone's 128 bytes below RSP. */
+		if (at < sp && sp - at <= 128)
+			u->popped[u->npopped++] = (struct popped){ at, s->regs[saved[i]] };
+	}
+out:
+	free(frame);
 }
 
 int native_unwind__walk(struct native_unwind *u, const struct native_snapshot *s,
@@ -723,9 +785,11 @@ int native_unwind__walk_until(struct native_unwind *u, const struct native_snaps
 	u->refused = 0;
 	if (u->watch)
 		u->watch(u->watch_arg, s->regs[NATIVE_REG_RIP]);
+	note_popped(u, s);
 	/* The thread id only names the walk to libdwfl; cb_get_thread ignores it. */
 	dwfl_getthread_frames(u->dwfl, s->tid ? (pid_t)s->tid : 1, frame_cb, &w);
 	u->snap = NULL;
+	u->npopped = 0;
 
 	/* libdwfl returns 0 also when a read it needed failed (the return address left
 	 * unknown reads as the end), so our refusal is looked at first. A refused read

@@ -163,6 +163,10 @@ Dwfl *native_unwind__dwfl(const struct native_unwind *u);
 /* Changes each time the Dwfl is rebuilt, so that a cache of its results knows. */
 uint64_t native_unwind__generation(const struct native_unwind *u);
 
+/* The CFI row of @dwfl's modules at @addr (.eh_frame, else .debug_frame), for the
+ * caller to free(); NULL where no module maps @addr or none has CFI there. */
+Dwarf_Frame *native_unwind__row(Dwfl *dwfl, uint64_t addr);
+
 void native_unwind__stats(const struct native_unwind *u, struct native_unwind_stats *st);
 
 #endif
