@@ -10,8 +10,9 @@
  * expressions, signal frames, the x86-64 frame-pointer fallback where an object has no
  * CFI for a PC) so that we write no DWARF unwinder of our own. It is driven entirely
  * through callbacks, which is what lets it work on a snapshot: dwfl_attach_state()
- * takes Dwfl_Thread_Callbacks whose memory_read serves only from the stack copy (any
- * other address is refused, so a walk never reads the live process and never blocks),
+ * takes Dwfl_Thread_Callbacks whose memory_read serves only from the stack copy and
+ * the sampled registers (note_popped(); any other address is refused, so a walk never
+ * reads the live process and never blocks),
  * and whose set_initial_registers hands over the sampled registers. The ready-made
  * dwfl_linux_proc_attach() is no use here: it PTRACE_ATTACHes and stops each thread,
  * reads registers with PTRACE_GETREGS and memory from the live process, which is the

@@ -129,7 +129,8 @@ int native_unwind__set_maps(struct native_unwind *u, const struct native_maps *m
 
 /*
  * Unwinds @s into @out, at most @max_frames (up to NATIVE_MAX_FRAMES). Memory is read
- * only from the snapshot's stack copy: any other address is refused, so a walk reads
+ * only from the snapshot's stack copy (and a slot the sampled epilogue popped, from
+ * the register it went into): any other address is refused, so a walk reads
  * nothing live and cannot block. 0 (see out->end for how it ended), or -EINVAL if the
  * snapshot lacks RIP or RSP, -ENOENT if no maps were set.
  */
