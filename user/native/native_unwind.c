@@ -673,13 +673,6 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 	return DWARF_CB_OK;
 }
 
-/*
- * Whether CFI covers @addr (1, else 0), and whether it says the return address there
- * is undefined (*@outermost): the one way to tell a walk that reached _start or a
- * thread's clone3 from one that stopped for lack of CFI, or on a zero read as a return
- * address, since libdwfl's error codes are not public and its "end of stack" return
- * is not reliable ("some systems return error instead of zero", libdwfl.h).
- */
 Dwarf_Frame *native_unwind__row(Dwfl *dwfl, uint64_t addr)
 {
 	Dwfl_Module *mod = dwfl_addrmodule(dwfl, addr);
@@ -698,6 +691,13 @@ Dwarf_Frame *native_unwind__row(Dwfl *dwfl, uint64_t addr)
 	return frame;
 }
 
+/*
+ * Whether CFI covers @addr (1, else 0), and whether it says the return address there
+ * is undefined (*@outermost): the one way to tell a walk that reached _start or a
+ * thread's clone3 from one that stopped for lack of CFI, or on a zero read as a return
+ * address, since libdwfl's error codes are not public and its "end of stack" return
+ * is not reliable ("some systems return error instead of zero", libdwfl.h).
+ */
 static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
 {
 	Dwarf_Frame *frame = native_unwind__row(dwfl, addr);
@@ -719,8 +719,9 @@ static int cfi_at(Dwfl *dwfl, uint64_t addr, int *outermost)
  * An epilogue sampled after its pops (`leave; ret`, `pop %rbp; ret`): the CFI row there
  * still says the caller's RBP, RBX and R12-R15 are saved where the prologue pushed
  * them, now below RSP and so outside the copy, and the walk would lose RBP and end at
- * the caller (CPython's small helpers return this way: one sample in twenty in
- * _PyCompactLong_Add or _Py_Dealloc under load). A slot below RSP has been popped into
+ * the caller (CPython's small helpers return this way: 9 % of one loaded run's samples
+ * in a Python callback on 3.15 stood at the ret of _PyCompactLong_Add or _Py_Dealloc).
+ * A slot below RSP has been popped into
  * its register, so the register holds what the slot does; the table lets the read of
  * that slot answer with it.
  */
