@@ -18,7 +18,6 @@ import subprocess
 import time
 import urllib.request
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -26,7 +25,7 @@ from lib.paths import PROFILER_GRACE
 from lib.collapsed import show, total
 from lib.harness import Harness, fraction, wait_for
 from lib.ingest import free_port
-from lib.procfs import field, perf_event_fds_of, worker_of
+from lib.procfs import confined_status, field, perf_event_fds_of, worker_of
 from lib.system_wide import fname, sysburn
 
 CAPS = "+bpf,+perfmon,+sys_ptrace,+dac_read_search"
@@ -162,7 +161,7 @@ def test_record_native_parses_in_a_confined_worker(burner, tmp_path):
         while worker is None and prof.poll() is None and time.monotonic() < deadline:
             worker = worker_of(prof.pid)
             time.sleep(0.05)
-        status = Path(f"/proc/{worker}/status").read_text() if worker else ""
+        status = confined_status(worker) if worker else ""
         _, err = prof.communicate(timeout=60)
     finally:
         if prof.poll() is None:

@@ -3,6 +3,7 @@
 child, the parsing worker a profiler started, a field of its status file."""
 
 import os
+import time
 from pathlib import Path
 
 
@@ -37,6 +38,19 @@ def worker_of(pid):
         if f"\nPPid:\t{pid}\n" in status and argv[1:2] == [b"__native-worker"]:
             return int(d.name)
     return None
+
+
+def confined_status(worker, timeout=20):
+    """The parsing worker's status file once it has confined itself, or as it is after
+    @timeout seconds. It confines itself after its exec and reads no request
+    before, ending with the seccomp filter: read earlier, it still has the capabilities
+    it was started with."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = Path(f"/proc/{worker}/status").read_text()
+        if field(status, "Seccomp") == ["2"] or time.monotonic() >= deadline:
+            return status
+        time.sleep(0.01)
 
 
 def field(status, name):

@@ -18,7 +18,7 @@ import pytest
 
 from lib.collapsed import show
 from lib.harness import Harness
-from lib.procfs import field, worker_of
+from lib.procfs import confined_status, field, worker_of
 
 FAULTS = ("hang", "crash", "socket")
 LIB_SRC = """
@@ -95,13 +95,7 @@ def test_the_parsing_worker_is_confined(tmp_path, profiler_bin):
             worker = worker_of(prof.pid)
             time.sleep(0.05)
         assert worker, "no parsing worker runs beside record --native"
-        # It confines itself after its exec, ending with the seccomp filter, and
-        # reads no request before: it is judged once that step is done (or late).
-        while time.monotonic() < deadline:
-            status = Path(f"/proc/{worker}/status").read_text()
-            if field(status, "Seccomp") == ["2"]:
-                break
-            time.sleep(0.01)
+        status = confined_status(worker)
         fds = {int(f.name): os.readlink(f) for f in Path(f"/proc/{worker}/fd").iterdir()}
         limits = Path(f"/proc/{worker}/limits").read_text()
         _, err = prof.communicate(timeout=60)
