@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """What /proc says of a process the tests started: its perf event descriptors, its
-child, the parsing worker a profiler started, a field of its status file."""
+child, the parsing worker a profiler started, a field of its status file, its CPU time."""
 
 import os
 import time
@@ -51,6 +51,14 @@ def confined_status(worker, timeout=20):
         if field(status, "Seccomp") == ["2"] or time.monotonic() >= deadline:
             return status
         time.sleep(0.01)
+
+
+def cpu_seconds(pid, tid=None):
+    """CPU time process @pid (all its threads), or its thread @tid, has used, in seconds:
+    utime + stime of its stat file."""
+    path = f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat"
+    fields = Path(path).read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def field(status, name):

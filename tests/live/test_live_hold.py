@@ -19,6 +19,7 @@ import pytest
 
 from lib.interpreters import make_interp
 from lib.harness import Harness, fraction
+from lib.procfs import cpu_seconds
 
 # Holds are for a thread that tears every reading because it is running: beside another
 # test, the walker waited for a CPU so often that readings of it came out whole and no
@@ -86,12 +87,6 @@ class StopWatch:
     def stop(self):
         self.done.set()
         self.thread.join()
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def runs_on(pid, seconds=1.0):

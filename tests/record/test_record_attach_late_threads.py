@@ -24,6 +24,7 @@ import pytest
 from lib.collapsed import parse_collapsed, total
 from lib.interpreters import make_interp
 from lib.harness import BAD_OUTPUT
+from lib.procfs import cpu_seconds
 
 WAIT_S = 60.0   # bound on each wait for the target or the profiler to get somewhere
 CHILD_S = 90    # the vfork child's sleep: it is killed long before
@@ -193,12 +194,6 @@ def blocked(interp, harness, tmp_path):
         subprocess.run(["rm", "-rf", str(host)], check=False)
 
 
-def thread_cpu_s(pid, tid):
-    """CPU time thread @tid of @pid has used, in seconds (utime + stime of its stat)."""
-    fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def held_or_stopped(pid):
     return {t: s for t, s in thread_states(pid).items() if s[0] in "tT" or s[1]}
 
@@ -233,7 +228,7 @@ def test_record_lets_a_thread_late_at_attach_go_once_it_stops(blocked, harness, 
         # Attached: every thread but the blocked one was held and let go.
         wait_for(lambda: "profiling pid" in stderr(), "attach",
                  alive=[record_alive, b.alive()])
-        spun_at_attach = thread_cpu_s(b.pid, b.pid)
+        spun_at_attach = cpu_seconds(b.pid, b.pid)
         state, tracer = thread_states(b.pid).get(b.tid, (None, 0))
         assert tracer == record.pid and state == "D", \
             f"the vfork waiter is not still seized by record in its wait (State {state}, " \
@@ -256,7 +251,7 @@ def test_record_lets_a_thread_late_at_attach_go_once_it_stops(blocked, harness, 
         # The profile must show the main thread, whose clock was opened under the hold:
         # on a busy machine it may have had no CPU yet, so record runs on until the
         # thread has used enough for some 30 ticks of its clock.
-        wait_for(lambda: thread_cpu_s(b.pid, b.pid) - spun_at_attach >= 0.3,
+        wait_for(lambda: cpu_seconds(b.pid, b.pid) - spun_at_attach >= 0.3,
                  "0.3 s of the main thread's CPU time while profiled",
                  alive=[record_alive, b.alive()])
         record.send_signal(signal.SIGINT)
