@@ -110,7 +110,78 @@ struct switch_state {
 	__u64 win_ns;		/* when its current window began */
 	__u64 win_kept;		/* stacks taken of its waits in that window */
 	__u64 in_ns;		/* when it last came back on a CPU */
+	__u64 steal_in;		/* its CPU's steal clock when it last came on */
+	__u64 steal_ns;		/* stolen from its runs ended since its last tick */
+	__u32 steal_on;		/* steal_in is set: it is on a CPU */
 };
+
+/*
+ * Wall mode, on a virtual machine: the time the hypervisor ran something else while a
+ * thread was on a CPU. The scheduler leaves it out of the thread's CPU time
+ * (PARAVIRT_TIME_ACCOUNTING) and no switch marks it, so a wall profile without it
+ * falls short of the thread's life by the host's steal. Each CPU's runqueue keeps the
+ * steal clock its task clock was last advanced past; a thread's stolen time is that
+ * clock's progress while it runs. The runqueue is reached from the running thread's
+ * fair-class queue (the per-CPU variable needs kallsyms with data symbols, which
+ * kernels often leave out). Without the field, or a thread of another class, it
+ * reads 0 and nothing is stolen.
+ */
+struct rq___steal {
+	__u64 prev_steal_time_rq;
+	struct cfs_rq cfs;
+} __attribute__((preserve_access_index));
+
+struct cfs_rq___grouped {
+	struct rq *rq;
+} __attribute__((preserve_access_index));
+
+/* The steal clock of the CPU @task (current, or switching on this CPU) runs on. */
+static __always_inline __u64 steal_clock(struct task_struct *task)
+{
+	struct cfs_rq *cfs;
+	struct rq___steal *rq;
+
+	if (!bpf_core_field_exists(struct rq___steal, prev_steal_time_rq))
+		return 0;
+	cfs = BPF_CORE_READ(task, se.cfs_rq);
+	if (!cfs)
+		return 0;
+	if (bpf_core_field_exists(struct cfs_rq___grouped, rq))
+		rq = (struct rq___steal *)BPF_CORE_READ((struct cfs_rq___grouped *)cfs, rq);
+	else	/* without group scheduling, the CPU's one fair queue is in its rq */
+		rq = (struct rq___steal *)((char *)cfs -
+					   bpf_core_field_offset(struct rq___steal, cfs));
+	return rq ? BPF_CORE_READ(rq, prev_steal_time_rq) : 0;
+}
+
+/* @so's thread leaves its CPU: the steal of the run that ends is kept for its next
+ * tick. */
+static __always_inline void steal_run_ends(struct task_struct *task, struct switch_state *so)
+{
+	__u64 now;
+
+	if (!so->steal_on)
+		return;
+	now = steal_clock(task);
+	so->steal_ns += now > so->steal_in ? now - so->steal_in : 0;
+	so->steal_on = 0;
+}
+
+/* @so's thread comes on a CPU, or a tick has just taken what it had stolen. */
+static __always_inline void steal_run_starts(struct task_struct *task, struct switch_state *so)
+{
+	so->steal_in = steal_clock(task);
+	so->steal_on = 1;
+}
+
+/* What @so's thread @task, on this CPU now, has had stolen since its last tick. */
+static __always_inline __u64 steal_since_tick(struct task_struct *task,
+					      const struct switch_state *so)
+{
+	__u64 now = so->steal_on ? steal_clock(task) : 0;
+
+	return so->steal_ns + (now > so->steal_in ? now - so->steal_in : 0);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);

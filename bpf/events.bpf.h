@@ -43,9 +43,10 @@ static __always_inline void send_cpu_rest(__u32 tgid, __u32 tid)
 	if (!so || !so->cpu_seen)
 		return;
 	ran = task->se.sum_exec_runtime;
-	if (ran <= so->cpu_ns)
+	r.stolen_ns = steal_since_tick(task, so);
+	if (ran <= so->cpu_ns && !r.stolen_ns)
 		return;
-	r.cpu_ns = ran - so->cpu_ns;
+	r.cpu_ns = ran > so->cpu_ns ? ran - so->cpu_ns : 0;
 	so->cpu_ns = ran;
 	if (bpf_ringbuf_output(&samples, &r, sizeof(r), BPF_RB_NO_WAKEUP))
 		count(PBP_C_RINGBUF_DROPS);

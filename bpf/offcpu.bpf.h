@@ -104,6 +104,7 @@ static __always_inline void switch_out(struct task_struct *prev, bool preempt,
 			return;
 		}
 	}
+	steal_run_ends(prev, so);
 	now = bpf_ktime_get_ns();
 	count(PBP_C_SWITCH_OUTS);
 	so->out_ns = now;
@@ -178,6 +179,7 @@ static __always_inline void first_switch_in(struct task_struct *next)
 	so = bpf_task_storage_get(&offcpu, next, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!so)
 		return;
+	steal_run_starts(next, so);
 	now = bpf_ktime_get_ns();
 	so->in_call = 1;
 	so->first_ns = t->since_ns;
@@ -200,6 +202,7 @@ static __always_inline void switch_in(struct task_struct *next)
 		first_switch_in(next);
 		return;
 	}
+	steal_run_starts(next, so);
 	if (!so->out_ns)
 		return;
 	now = bpf_ktime_get_ns();
@@ -401,8 +404,12 @@ int pbp_open_waits(struct bpf_iter__task *ctx)
 
 		w.cpu_ns = ran > so->cpu_ns ? ran - so->cpu_ns : 0;
 		so->cpu_ns += w.cpu_ns;
+		w.stolen_ns = steal_since_tick(task, so);
+		so->steal_ns = 0;
+		if (so->steal_on)
+			steal_run_starts(task, so);
 	}
-	if (!w.off_ns && !w.cpu_ns)
+	if (!w.off_ns && !w.cpu_ns && !w.stolen_ns)
 		return 0;
 	w.pid = tgid;
 	w.tid = task->pid;

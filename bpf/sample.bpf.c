@@ -43,6 +43,7 @@ struct off_cpu {
 	__u16 slot;		/* scratch slot: 0, or 1 for the system-call exit */
 	__u16 native_flags;	/* PBP_NF_REGS_AT_ENTRY: the thread is in the kernel */
 	__u64 cpu_ns;		/* PBP_SF_CPU_TIMED */
+	__u64 stolen_ns;	/* ... and the time the hypervisor took from its runs */
 	__u64 start_ns;
 	__u64 weight_ns;
 	__u64 real_ns;
@@ -128,6 +129,7 @@ __noinline int snapshot(const struct pbp_target *t, const struct off_cpu *off)
 	if (off->flags & PBP_SF_CPU_TIMED) {
 		s->flags = PBP_SF_CPU_TIMED;
 		s->off_ns = off->cpu_ns;
+		s->off_real_ns = off->stolen_ns;
 	} else if (off->flags) {
 		s->flags = off->flags;
 		s->off_ns = off->weight_ns;
@@ -280,11 +282,17 @@ static __always_inline int sample_tick(bool in_kernel)
 	if (cpu_timed) {
 		on.flags |= PBP_SF_CPU_TIMED;
 		on.cpu_ns = cpu_since_tick(t, task, &so);
+		if (so)
+			on.stolen_ns = steal_since_tick(task, so);
 	}
 	if (snapshot(t, &on))
 		return 0;
-	if (so)
+	if (so) {
 		so->cpu_ns += on.cpu_ns;
+		so->steal_ns = 0;
+		if (so->steal_on)
+			steal_run_starts(task, so);
+	}
 	return 0;
 }
 

@@ -23,7 +23,7 @@ typedef uint64_t pbp_u64;
 typedef int32_t pbp_s32;
 #endif
 
-#define PBP_ABI_VERSION 8
+#define PBP_ABI_VERSION 9
 
 /* Upper bounds the verifier needs as constants. */
 #define PBP_TSTATE_MAX 2048		/* bytes of PyThreadState copied, at most */
@@ -208,7 +208,9 @@ struct pbp_sample {
 	 * its interpreter uses (0: unknown), for telling a GIL wait from other futexes.
 	 * With PBP_SF_CPU_TIMED (an on-CPU tick in wall mode): off_ns is the CPU time
 	 * the thread used since its previous tick, as the scheduler counts it, so that
-	 * its ticks add up to its CPU time exactly rather than by the count.
+	 * its ticks add up to its CPU time exactly rather than by the count; off_real_ns
+	 * is the time a hypervisor took from the thread's runs since then, which that
+	 * CPU time leaves out (stolen, on a virtual machine).
 	 */
 	pbp_u64 off_ns;
 	pbp_u64 off_real_ns;
@@ -317,8 +319,9 @@ struct pbp_off_end {
 _Static_assert(sizeof(struct pbp_off_end) == 24, "pbp_off_end layout");
 
 /*
- * Wall mode: the CPU time a thread used after its last tick, sent as it exits. It
- * counts under the stack of that tick. Told apart by hdr_len, like pbp_off_end.
+ * Wall mode: the CPU time a thread used after its last tick, and the time the
+ * hypervisor took from its runs since (see PBP_SF_CPU_TIMED), sent as it exits. Both
+ * count under the stack of that tick. Told apart by hdr_len, like pbp_off_end.
  */
 struct pbp_cpu_rest {
 	pbp_u16 abi;
@@ -327,7 +330,7 @@ struct pbp_cpu_rest {
 	pbp_u32 pid;
 	pbp_u32 tid;
 	pbp_u64 cpu_ns;
-	pbp_u64 reserved;
+	pbp_u64 stolen_ns;
 };
 
 _Static_assert(sizeof(struct pbp_cpu_rest) == 32, "pbp_cpu_rest layout");
@@ -337,7 +340,8 @@ _Static_assert(sizeof(struct pbp_cpu_rest) == 32, "pbp_cpu_rest layout");
  * (pbp_open_waits): the part since start_ns, off_ns long, is reported here and no
  * longer counts in the record the wait's end brings. Its stack is read by user space:
  * a blocked thread's does not move. In wall mode, cpu_ns is the CPU time the thread
- * used since its last tick, which the next tick will no longer count.
+ * used since its last tick, which the next tick will no longer count, and stolen_ns
+ * the time the hypervisor took from its runs since then.
  */
 struct pbp_open_wait {
 	pbp_u32 pid;		/* host ids */
@@ -348,9 +352,10 @@ struct pbp_open_wait {
 	pbp_s32 syscall;	/* -1: not in a system call */
 	pbp_u32 state;		/* the task state it waits in */
 	pbp_u64 cpu_ns;
+	pbp_u64 stolen_ns;
 };
 
-_Static_assert(sizeof(struct pbp_open_wait) == 48, "pbp_open_wait layout");
+_Static_assert(sizeof(struct pbp_open_wait) == 56, "pbp_open_wait layout");
 
 /*
  * How the fingerprint of a code object is read (per CPython version).

@@ -33,7 +33,7 @@ def test_profiler_is_clean_under_sanitizers(py, tmp_path, mode):
     samples = parse_collapsed(out.read_text())
     names = {f.name for s in samples for f in s.frames}
     assert "recurse" in names and "leaf" in names, \
-        f"profile lacks the workload:\n{out.read_text()[:2000]}"
+        f"profile lacks the workload:\n{out.read_text()[:2000]}\nstderr:\n{p.stderr[-3000:]}"
 
 
 def test_native_unwinding_is_clean_under_sanitizers(py, tmp_path):
@@ -50,4 +50,5 @@ def test_native_unwinding_is_clean_under_sanitizers(py, tmp_path):
     names = {f.name for s in samples for f in s.frames}
     assert "compare" in names and any(n.startswith("qsort") or "(libc.so.6)" in n
                                       for n in names), \
-        f"profile lacks the workload's native frames:\n{out.read_text()[:2000]}"
+        f"profile lacks the workload's native frames:\n{out.read_text()[:2000]}\n" \
+        f"stderr:\n{p.stderr[-3000:]}"

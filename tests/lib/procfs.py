@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """What /proc says of a process the tests started: its perf event descriptors, its
-child, the parsing worker a profiler started, a field of its status file, its CPU time."""
+child, the parsing worker a profiler started, a field of its status file, its CPU time;
+and the machine's steal time."""
 
 import os
 import time
@@ -65,3 +66,12 @@ def field(status, name):
     """The words after NAME: in the text of a /proc status file."""
     return next(line.split(":", 1)[1].split() for line in status.splitlines()
                 if line.startswith(name + ":"))
+
+
+def host_steal_seconds():
+    """The time the hypervisor has taken from this machine's CPUs since boot, all CPUs
+    together (the steal column of /proc/stat, in clock ticks): 0 on bare metal."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    assert fields[0] == "cpu", fields
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")

@@ -9,15 +9,17 @@ from pathlib import Path
 
 from lib.harness import Harness, sibling
 from lib.paths import PROFILER_GRACE, RUN_DIR
+from lib.procfs import host_steal_seconds
 
 SECONDS = 2.5
 
 
 def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=(), also=()):
     """waits.py profiled in wall mode, with --threads, from before its threads start
-    until it exits: (truth, run, output, stats). With @also (suffixes such as ".pbp"),
-    the same run writes those files too, beside the output under the same stem
-    (sibling()), and every format comes from its suffix."""
+    until it exits: (truth, run, output, stats). The truth adds host_steal_s, the time
+    the hypervisor took from the machine's CPUs over the run. With @also (suffixes
+    such as ".pbp"), the same run writes those files too, beside the output under the
+    same stem (sibling()), and every format comes from its suffix."""
     h = Harness(tmpdir, profiler)
     try:
         go = f"{RUN_DIR}/go-{uuid.uuid4().hex[:8]}"
@@ -26,6 +28,7 @@ def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=(), also=()):
         out = Path(tmpdir) / f"waits-{w.pid}{suffix[fmt]}"
         st = Path(tmpdir) / f"waits-{w.pid}.json"
         started = []
+        steal0 = host_steal_seconds()
 
         def start_threads(_stdout, stderr):
             # The profiler says it samples; only then may the threads start.
@@ -45,6 +48,7 @@ def profile_waits(tmpdir, profiler, interp, fmt="collapsed", extra=(), also=()):
         done = Path(str(w.truth_path) + ".done")
         assert done.exists(), f"the workload did not finish:\n{w.output()}"
         truth = json.loads(done.read_text())
+        truth["host_steal_s"] = host_steal_seconds() - steal0
     finally:
         h.close()
     stats = json.loads(st.read_text())

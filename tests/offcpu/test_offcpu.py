@@ -15,6 +15,7 @@ sum that BPF measured of every wait.
 
 import gzip
 import json
+import os
 import re
 import sys
 import uuid
@@ -41,6 +42,9 @@ PY_FRAME = re.compile(r"^(?P<name>.+) \((?P<file>.+):(?P<line>\d+)\)$")
 SHARE_POINTS = 5.0          # a wait's share of a thread's life, against the truth
 GIL_LESS_POINTS = 8.0    # --gil: CPU time without the GIL is left out
 LIFE_TOLERANCE = 0.02       # a thread's profiled time against its life
+# The leaves of time off a CPU, and (on a virtual machine) on one the host took back.
+WAIT_LEAVES = ("[off-CPU", "[runnable", "[stolen")
+STOLEN = "[stolen: the hypervisor took the CPU]"
 
 
 def life_bounds(truth, name):
@@ -64,7 +68,7 @@ def parse(text):
         frames = m["stack"].split(";")
         t = THREAD.match(frames[0])
         assert t, f"no thread frame first: {line!r}"
-        wait = frames[-1].startswith("[off-CPU") or frames[-1].startswith("[runnable")
+        wait = frames[-1].startswith(WAIT_LEAVES)
         leaf = frames[-1] if wait else "on-CPU"
         parent = frames[-2] if wait else frames[-1]
         out[int(t[1])][(parent, leaf)] += int(m["count"])
@@ -119,8 +123,36 @@ def test_wall_each_thread_adds_up_to_its_life(waits):
     lost = {k: w.stats.get(k) for k in ("bpf_no_thread_state", "bpf_no_frame",
                                         "bpf_stack_faults", "ringbuf_drops",
                                         "samples_incomplete", "switch_state_failures",
-                                        "on_cpu_rest_lost_ns")}
-    assert not bad, "\n".join(bad) + f"\nwhere records were lost: {lost}"
+                                        "on_cpu_rest_lost_ns", "stolen_ns",
+                                        "stolen_rest_lost_ns")}
+    assert not bad, "\n".join(bad) + f"\nwhere records were lost: {lost}, host steal " \
+        f"{w.truth['host_steal_s']:.3f} s"
+
+
+def test_wall_stolen_time_is_the_hosts_steal_under_running_stacks(waits):
+    """On a virtual machine the host can take a CPU while a thread is on it: the
+    thread's CPU time leaves that out and no switch marks it. It is charged as stolen,
+    under a stack the thread was running (one of its ticks'), and over all the threads
+    never more than the steal /proc/stat counted over the run, to a clock tick of each
+    CPU. On bare metal both are 0."""
+    w = waits.get()
+    stolen, lines, misplaced = 0, 0, []
+    for tid, prof in w.profile.items():
+        running = {parent for (parent, leaf) in prof if leaf == "on-CPU"}
+        for (parent, leaf), us in prof.items():
+            if leaf != STOLEN:
+                continue
+            stolen += us
+            lines += 1
+            if parent not in running:
+                misplaced.append(f"thread {tid}: {us} us under {parent}, never on a CPU there")
+    tick = 1e6 / os.sysconf("SC_CLK_TCK")
+    host = w.truth["host_steal_s"] * 1e6
+    assert not misplaced, "\n".join(misplaced)
+    assert stolen <= host + os.cpu_count() * tick, \
+        f"{stolen / 1e3:.1f} ms charged as stolen, the host counted {host / 1e3:.1f} ms"
+    # Each line of the collapsed profile rounds to a microsecond.
+    assert abs(stolen - w.stats["stolen_ns"] / 1e3) <= lines + 1, (stolen, w.stats["stolen_ns"])
 
 
 @pytest.mark.parametrize("name,leaf", [
@@ -200,7 +232,7 @@ def test_wall_stats_account_for_the_time(waits):
     s = w.stats
     assert s["profile_mode"] == "wall"
     assert s["ringbuf_drops"] == 0, s
-    assert s["wall_ns"] == s["on_cpu_ns"] + s["off_cpu_ns"]
+    assert s["wall_ns"] == s["on_cpu_ns"] + s["off_cpu_ns"] + s["stolen_ns"]
     assert s["off_cpu_ns"] == sum(s["off_cpu_ns_by_class"].values())
     for k in ("gil", "lock", "sleep", "read"):
         assert s["off_cpu_ns_by_class"][k] > 0, f"no {k} time: {s['off_cpu_ns_by_class']}"
@@ -246,7 +278,7 @@ def test_off_cpu_switch_storm_is_sampled_without_bias_or_loss(pingpong):
         f"estimate {s['off_cpu_ns']} ns against {truth} ns measured"
     # Off-CPU mode: waits only, and the ping-pong's own lines among them.
     assert "pass_token" in text, text[:2000]
-    assert all(line.rsplit(" ", 1)[0].split(";")[-1].startswith(("[off-CPU", "[runnable"))
+    assert all(line.rsplit(" ", 1)[0].split(";")[-1].startswith(WAIT_LEAVES)
                for line in text.splitlines()), text[:2000]
 
 
@@ -262,7 +294,7 @@ def test_wall_pprof_has_three_sample_types_that_agree(sid_root, workloads_instal
         cpu, off, wall = values
         leaf = stack[0][0]
         assert wall == cpu + off and (cpu == 0 or off == 0), values
-        assert (off > 0) == leaf.startswith(("[off-CPU", "[runnable")) or wall == 0, \
+        assert (off > 0) == leaf.startswith(WAIT_LEAVES) or wall == 0, \
             (leaf, values)
         for i, v in enumerate(values):
             by_tid[labels["thread_id"]][i] += v
@@ -287,7 +319,7 @@ def test_wall_speedscope_weighs_time(sid_root, workloads_installed, module_tmp, 
         assert p["unit"] == "nanoseconds"
         life = (t["end"] - t["start"]) * 1e9
         waited = sum(w for s, w in zip(p["samples"], p["weights"])
-                     if s and frames[s[-1]]["name"].startswith(("[off-CPU", "[runnable")))
+                     if s and frames[s[-1]]["name"].startswith(WAIT_LEAVES))
         # Empty samples are the gaps speedscope's time-order view needs, not time.
         timed = sum(w for s, w in zip(p["samples"], p["weights"]) if s)
         lo, hi = life_bounds(truth, name)

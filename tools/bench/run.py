@@ -621,7 +621,7 @@ def parse_waits_profile(text):
             m = re.match(r"^([^:]+):([^:]+):(\d+)$", part)
             if m:
                 frames.append((m.group(2), int(m.group(3)), False))
-            elif part.startswith(("[off-CPU", "[runnable")):
+            elif part.startswith(("[off-CPU", "[runnable", "[stolen")):
                 waited = True
         if frames:
             if waited:

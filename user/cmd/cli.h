@@ -156,6 +156,8 @@ int cli__native_check(const char *cmd, int native, uint32_t native_stack,
 	"  [off-CPU: waiting for a child]  os.wait, subprocess.wait\n" \
 	"  [off-CPU: page fault / disk] uninterruptible: reading a page or the disk\n" \
 	"  [runnable: waiting for a CPU]  preempted: ready, but the CPUs were busy\n" \
+	"  [stolen: the hypervisor took the CPU]  on a CPU of a virtual machine while\n" \
+	"                               the host ran something else (steal time)\n" \
 	"  [off-CPU: other]             any other system call\n"
 
 /* -f FORMAT: the writers of record and convert. */

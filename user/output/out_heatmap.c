@@ -285,7 +285,8 @@ static void put_index(FILE *f, const struct heatmap *h)
 
 /* Each class's data attribute: what a script (or a test) reads a row's split by. */
 static const char *const attr_names[WAIT_CLASSES] = {
-	[WAIT_ON_CPU] = "on-cpu", [WAIT_RUNNABLE] = "runnable", [WAIT_GIL] = "gil",
+	[WAIT_ON_CPU] = "on-cpu", [WAIT_RUNNABLE] = "runnable", [WAIT_STOLEN] = "stolen",
+	[WAIT_GIL] = "gil",
 	[WAIT_LOCK] = "lock", [WAIT_IO] = "io", [WAIT_SLEEP] = "sleep", [WAIT_OTHER] = "other",
 };
 

@@ -14,6 +14,7 @@
  * of its stacks were looked at for its Python name (THREAD_NAMED once it has it). */
 struct thread_tick {
 	uint32_t index;		/* UINT32_MAX: none yet */
+	uint32_t stolen;	/* the same, of its last stolen time */
 	uint8_t name_looks;
 	size_t timeline;
 };
@@ -136,7 +137,8 @@ int thread_table__see(struct thread_table *t, struct strtab *strs, uint32_t pid,
 		err = label_thread(strs, th);
 	if (err)
 		return err;
-	t->ticks[t->n] = (struct thread_tick){ .index = UINT32_MAX, .timeline = SIZE_MAX };
+	t->ticks[t->n] = (struct thread_tick){ .index = UINT32_MAX, .stolen = UINT32_MAX,
+					       .timeline = SIZE_MAX };
 	*slot = (uint32_t)t->n;
 	hashmap__set(&t->index, i, (uint32_t)t->n++);
 	return 0;
@@ -169,17 +171,44 @@ int thread_table__name(struct thread_table *t, struct strtab *strs, uint32_t slo
 	return label_thread(strs, &t->threads[slot]);
 }
 
-int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,
-		       size_t *timeline)
+void thread_table__set_stolen(struct thread_table *t, uint32_t slot, uint32_t index)
+{
+	if (slot < t->n)
+		t->ticks[slot].stolen = index;
+}
+
+/* The ticks entry of (@pid, @tid), or NULL if it was never seen. */
+static const struct thread_tick *ticks_of(const struct thread_table *t, uint32_t pid,
+					  uint32_t tid)
 {
 	const struct profile_thread key = { .pid = pid, .tid = tid };
 	uint32_t i;
 
-	if (hashmap__find(&t->index, key_hash(pid, tid), thread_equal, &key, t, &i) ||
-	    t->ticks[i].index == UINT32_MAX)
+	if (hashmap__find(&t->index, key_hash(pid, tid), thread_equal, &key, t, &i))
+		return NULL;
+	return &t->ticks[i];
+}
+
+int thread_table__stolen(const struct thread_table *t, uint32_t pid, uint32_t tid,
+			 uint32_t *index)
+{
+	const struct thread_tick *k = ticks_of(t, pid, tid);
+
+	if (!k || k->stolen == UINT32_MAX)
 		return -ENOENT;
-	*index = t->ticks[i].index;
-	*timeline = t->ticks[i].timeline;
+	*index = k->stolen;
+	return 0;
+}
+
+int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,
+		       size_t *timeline)
+{
+	const struct thread_tick *k = ticks_of(t, pid, tid);
+
+	if (!k || k->index == UINT32_MAX)
+		return -ENOENT;
+	*index = k->index;
+	*timeline = k->timeline;
 	return 0;
 }
 

@@ -28,6 +28,12 @@ void thread_table__set_tick(struct thread_table *t, uint32_t slot, uint32_t inde
 /* Where (@pid, @tid) was last seen on a CPU: 0, or -ENOENT before any tick. */
 int thread_table__tick(const struct thread_table *t, uint32_t pid, uint32_t tid, uint32_t *index,
 		       size_t *timeline);
+/* Wall mode: the thread in @slot last had time stolen by the hypervisor (a tick's
+ * stack under its stolen leaf) in aggregated stack @index. */
+void thread_table__set_stolen(struct thread_table *t, uint32_t slot, uint32_t index);
+/* Where (@pid, @tid) last had time stolen: 0, or -ENOENT if it never had. */
+int thread_table__stolen(const struct thread_table *t, uint32_t pid, uint32_t tid,
+			 uint32_t *index);
 /* Stacks of a thread looked at for its Python name before the kernel's is kept. */
 #define THREAD_NAME_LOOKS 8
 /* Whether the thread in @slot still wants its Python name (py_thread_name.h) looked

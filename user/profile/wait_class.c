@@ -5,7 +5,8 @@
 #include "profile/wait_class.h"
 
 static const char *const names[WAIT_CLASSES] = {
-	[WAIT_ON_CPU] = "on-CPU", [WAIT_RUNNABLE] = "runnable", [WAIT_GIL] = "GIL",
+	[WAIT_ON_CPU] = "on-CPU", [WAIT_RUNNABLE] = "runnable", [WAIT_STOLEN] = "stolen",
+	[WAIT_GIL] = "GIL",
 	[WAIT_LOCK] = "lock", [WAIT_IO] = "I/O", [WAIT_SLEEP] = "sleep",
 	[WAIT_OTHER] = "other",
 };
@@ -15,12 +16,14 @@ const char *wait_class__name(enum wait_class c)
 	return c < WAIT_CLASSES ? names[c] : "?";
 }
 
-/* The names session/offcpu_class.c gives wait frames, by what they start with. */
+/* The names session/offcpu_class.c gives wait frames, and session.h's stolen leaf, by
+ * what they start with. */
 static const struct {
 	const char *prefix;
 	enum wait_class c;
 } prefixes[] = {
 	{ "[runnable", WAIT_RUNNABLE },
+	{ "[stolen", WAIT_STOLEN },
 	{ "[off-CPU: GIL", WAIT_GIL },
 	{ "[off-CPU: lock", WAIT_LOCK },
 	{ "[off-CPU: read", WAIT_IO },

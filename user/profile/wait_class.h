@@ -12,6 +12,7 @@
 enum wait_class {
 	WAIT_ON_CPU,		/* no wait frame: running Python (or C) code */
 	WAIT_RUNNABLE,		/* ready, but every CPU was busy */
+	WAIT_STOLEN,		/* on a CPU the hypervisor gave to something else */
 	WAIT_GIL,
 	WAIT_LOCK,		/* a futex: locks, conditions, queues, events */
 	WAIT_IO,		/* read, write, poll/select, accept/connect */

@@ -419,6 +419,7 @@ static int setup(struct session *s)
 	s->sink.incomplete_name = 0;
 	s->sink.no_python_name = 1;
 	s->sink.idle_name = 2;
+	s->sink.stolen_name = UINT32_MAX;
 	if (s->opts.native)
 		return session_native__new(s);
 	return 0;
@@ -689,6 +690,8 @@ static void compact_strings(struct session *s)
 	strtab_remap__id(&map, &s->sink.incomplete_name);
 	strtab_remap__id(&map, &s->sink.no_python_name);
 	strtab_remap__id(&map, &s->sink.idle_name);
+	if (s->sink.stolen_name != UINT32_MAX)
+		strtab_remap__id(&map, &s->sink.stolen_name);
 	session_native__remap(s, &map);
 	for (size_t i = 0; i < s->targets.n; i++)
 		target__remap_strings(s->targets.v[i], &map);
@@ -838,6 +841,8 @@ void session__stats(const struct session *s, struct run_stats *st)
 	st->off_cpu_open_waits = s->waits.open_waits;
 	st->off_cpu_open_waits_lost = s->waits.open_waits_lost;
 	st->on_cpu_rest_lost_ns = s->cpu_rest_lost_ns;
+	st->stolen_ns = s->sink.stolen_ns;
+	st->stolen_rest_lost_ns = s->stolen_rest_lost_ns;
 	st->async_task_samples = s->tasks.placed;
 	st->async_unplaced = s->tasks.unplaced;
 	st->async_suspended_ns = s->tasks.suspended_ns;

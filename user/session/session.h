@@ -41,6 +41,9 @@ enum session_mode {
 
 /* Off-CPU waits shorter than this many microseconds are drawn (see --min-block). */
 #define SESSION_MIN_BLOCK_DEFAULT_US 100
+/* Wall mode's leaf for time a thread was on a CPU while the hypervisor ran something
+ * else (steal time, on a virtual machine), under the stack it was running. */
+#define SESSION_STOLEN_LEAF "[stolen: the hypervisor took the CPU]"
 #define SESSION_MIN_BLOCK_MAX_US 1000000	/* the BPF side scales by it without overflow */
 
 /* A mode's name, "cpu", "wall" or "off-cpu"; and a name's mode: 0, or -EINVAL. */

@@ -40,6 +40,8 @@ struct session_sink {
 	size_t ntimeline, timeline_cap;
 	int timeline_full;
 	uint32_t incomplete_name, no_python_name, idle_name;
+	uint32_t stolen_name;		/* SESSION_STOLEN_LEAF once interned, else UINT32_MAX */
+	uint64_t stolen_ns;		/* wall mode: the hypervisor's, charged */
 	struct offcpu_classifier offcpu;
 	uint64_t on_cpu_ns;			/* wall and off-CPU modes: what was kept */
 	uint64_t off_cpu_ns[OFFCPU_MAX];
@@ -136,6 +138,7 @@ struct session {
 	/* CPU after a thread's last tick, with no tick: counted by the sink as records
 	 * come and by the waits at a profile's end. */
 	uint64_t cpu_rest_lost_ns;
+	uint64_t stolen_rest_lost_ns;	/* stolen after a thread's last tick, nowhere to go */
 	char name[160];		/* "pid 123 (python3 app.py)" */
 	/* Of targets already gone (session_targets.c); session.c and session_enrol.c name
 	 * the run's pid and Python in it. */
@@ -238,6 +241,9 @@ int session_sink__add_wait(struct target *t, const struct pbp_sample *hdr,
 /* Wall mode, and cpu mode on the tick: CPU time thread @tid used after its last tick
  * in this profile, counted under that tick's stack; -ENOENT if it had none. */
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
+/* Wall mode: time the hypervisor took from thread @tid after its last tick, under the
+ * stack where it last had time stolen; counted lost if it never had. */
+void session_sink__add_stolen_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns);
 /* @ns of a suspended task's time: under @chain[n-1] ... @chain[0] (each link's task
  * and frames), in thread @tid, ending in "[task suspended]". */
 int session_sink__add_task_wait(struct target *t, uint32_t tid, const struct task_link *chain,

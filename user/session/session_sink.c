@@ -145,9 +145,11 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	uint32_t n = 0, index, slot, nlinks, depth = st->depth;
 	size_t tl = SIZE_MAX;
 	int err, idle = 0;
+	/* The stolen part of a tick is the same sample again, not one more. */
+	bool stolen = wait && wait == s->sink.stolen_name;
 
 	if (left_out(s, st, !!wait)) {
-		s->sink.filtered++;
+		s->sink.filtered += !stolen;
 		return 0;
 	}
 	/* Before the task chain, which may decode more: the frames' addresses are those
@@ -200,6 +202,11 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	}
 	if (err)
 		goto fail;
+	if (stolen) {
+		s->sink.stolen_ns += weight;
+		thread_table__set_stolen(s->threads, slot, index);
+		goto done;
+	}
 	s->sink.aggregated++;
 	s->sink.incomplete += st->gap != GAP_NONE;
 	s->sink.gaps[st->gap < GAP_MAX ? st->gap : GAP_NONE]++;
@@ -211,6 +218,7 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	/* Where an exiting thread's last CPU time goes (session_sink__add_cpu_rest). */
 	if (!wait)
 		thread_table__set_tick(s->threads, slot, index, s->sink.ntimeline > tl ? tl : SIZE_MAX);
+done:
 	if (index_out)
 		*index_out = index;
 	return 0;
@@ -314,6 +322,47 @@ static void add_length(struct session *s, const struct pbp_off_end *end)
 	*p = s->sink.pending[--s->sink.npending];
 }
 
+/*
+ * Wall mode: what the hypervisor took from a tick's thread since its previous tick,
+ * under that tick's stack. It is time the thread was on a CPU and ran nothing, which
+ * its CPU time leaves out; without it a thread's profile falls short of its life.
+ */
+static int add_stolen(struct target *t, const struct stack *st, uint64_t ns)
+{
+	struct session *s = t->session;
+
+	if (!ns || s->opts.mode != SESSION_WALL || left_out(s, st, 0))
+		return 0;
+	if (s->sink.stolen_name == UINT32_MAX) {
+		int64_t id = strtab__intern(s->strs, SESSION_STOLEN_LEAF,
+					    strlen(SESSION_STOLEN_LEAF));
+
+		if (id < 0) {
+			s->fatal = (int)id;
+			return (int)id;
+		}
+		s->sink.stolen_name = (uint32_t)id;
+	}
+	return add_stack(t, st, ns, s->sink.stolen_name, NULL);
+}
+
+/* ... and the part of it after a thread's last tick, at its exit or the profile's end:
+ * under the stack where it last had time stolen, as its CPU time's rest goes under its
+ * last tick's. */
+void session_sink__add_stolen_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns)
+{
+	uint32_t index;
+
+	if (!ns || s->opts.mode != SESSION_WALL)
+		return;
+	if (thread_table__stolen(s->threads, pid, tid, &index)) {
+		s->stolen_rest_lost_ns += ns;
+		return;
+	}
+	aggregate__add_to(s->agg, index, ns);
+	s->sink.stolen_ns += ns;
+}
+
 int session_sink__add_cpu_rest(struct session *s, uint32_t pid, uint32_t tid, uint64_t ns)
 {
 	uint32_t index;
@@ -338,6 +387,7 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	struct session *s = arg;
 	struct target *t;
 	uint64_t weight;
+	int err;
 
 	if (len >= sizeof(struct pbp_off_end) && hdr->hdr_len == sizeof(struct pbp_off_end)) {
 		add_length(s, rec);
@@ -346,8 +396,9 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	if (len >= sizeof(struct pbp_cpu_rest) && hdr->hdr_len == sizeof(struct pbp_cpu_rest)) {
 		const struct pbp_cpu_rest *r = rec;
 
-		if (session_sink__add_cpu_rest(s, r->pid, r->tid, r->cpu_ns))
+		if (r->cpu_ns && session_sink__add_cpu_rest(s, r->pid, r->tid, r->cpu_ns))
 			s->cpu_rest_lost_ns += r->cpu_ns;
+		session_sink__add_stolen_rest(s, r->pid, r->tid, r->stolen_ns);
 		return 0;
 	}
 	s->sink.delivered++;
@@ -368,7 +419,8 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	/* Cpu mode, less than a period so far: it counts with the next sample. */
 	if (!weight && s->opts.mode == SESSION_CPU)
 		return 0;
-	return add_stack(t, s->sink.stack, weight, 0, NULL);
+	err = add_stack(t, s->sink.stack, weight, 0, NULL);
+	return err ? err : add_stolen(t, s->sink.stack, hdr->off_real_ns);
 }
 
 /* Live sampler callback. */

@@ -93,6 +93,7 @@ static int charge_target(struct target *t, struct pbp_open_wait *w, size_t n)
 		if (w[i].cpu_ns && !session_sink__add_cpu_rest(t->session, w[i].pid, w[i].tid,
 							      w[i].cpu_ns))
 			w[i].cpu_ns = 0;
+		session_sink__add_stolen_rest(t->session, w[i].pid, w[i].tid, w[i].stolen_ns);
 		waits += !!w[i].off_ns;
 		left += w[i].off_ns || w[i].cpu_ns;
 	}
@@ -149,6 +150,7 @@ int session_waits__close(struct session *s)
 		for (size_t k = i; k < j; k++) {
 			s->waits.open_waits_lost += !!w[k].off_ns;
 			s->cpu_rest_lost_ns += w[k].cpu_ns;
+			s->stolen_rest_lost_ns += w[k].stolen_ns;
 		}
 	}
 	free(w);

@@ -54,8 +54,11 @@ static uint64_t off_cpu_total(const struct run_stats *s)
 static void put_off_cpu(FILE *f, const struct run_stats *s)
 {
 	const struct field fields[] = {
-		{ "wall_ns", FIELD_U64, .u = s->on_cpu_ns + off_cpu_total(s) },
+		{ "wall_ns", FIELD_U64, .u = s->on_cpu_ns + off_cpu_total(s) + s->stolen_ns },
 		{ "on_cpu_ns", FIELD_U64, .u = s->on_cpu_ns },
+		/* On a CPU, with the hypervisor running something else (steal time). */
+		{ "stolen_ns", FIELD_U64, .u = s->stolen_ns },
+		{ "stolen_rest_lost_ns", FIELD_U64, .u = s->stolen_rest_lost_ns },
 		{ "off_cpu_ns", FIELD_U64, .u = off_cpu_total(s) },
 		/* Every wait measured in BPF (ended, or open at a profile's end), whether
 		 * its stack was taken. */
@@ -295,6 +298,8 @@ static void summary_wall(FILE *f, const struct run_stats *s)
 	if (s->idle_ns)
 		fprintf(f, "%sidle %.3f s", first ? " (" : ", ", s->idle_ns / 1e9);
 	fputs(first && !s->idle_ns ? "" : ")", f);
+	if (s->stolen_ns)
+		fprintf(f, ", %.3f s stolen by the hypervisor", s->stolen_ns / 1e9);
 	if (strcmp(s->mode, "live"))
 		fprintf(f, ", from %llu wait%s", (unsigned long long)s->off_cpu_records,
 			plural(s->off_cpu_records, "s"));

@@ -68,6 +68,8 @@ struct run_stats {
 	uint64_t off_cpu_open_waits;	/* waits open at a profile's end, charged up to it */
 	uint64_t off_cpu_open_waits_lost;	/* ... whose thread's stack could not be read */
 	uint64_t on_cpu_rest_lost_ns;	/* CPU after a thread's last tick, with no tick */
+	uint64_t stolen_ns;		/* wall mode: taken by the hypervisor while on a CPU */
+	uint64_t stolen_rest_lost_ns;	/* ... after a thread's last tick, with no stack */
 	uint64_t async_task_samples;	/* --async: samples made a task's stack */
 	uint64_t async_unplaced;	/* ... in a task that had ended or was not found */
 	uint64_t async_suspended_ns;	/* wall and off-CPU modes: suspended tasks' time */
