@@ -42,6 +42,9 @@ struct session_sink {
 	uint32_t incomplete_name, no_python_name, idle_name;
 	uint32_t stolen_name;		/* SESSION_STOLEN_LEAF once interned, else UINT32_MAX */
 	uint64_t stolen_ns;		/* wall mode: the hypervisor's, charged */
+	/* The frames of the on-CPU stack add_stack() aggregated last, still in frames[],
+	 * and its thread's slot; 0: none (left out, or a wait since). */
+	uint32_t shaped, shaped_slot;
 	struct offcpu_classifier offcpu;
 	uint64_t on_cpu_ns;			/* wall and off-CPU modes: what was kept */
 	uint64_t off_cpu_ns[OFFCPU_MAX];

@@ -145,11 +145,10 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	uint32_t n = 0, index, slot, nlinks, depth = st->depth;
 	size_t tl = SIZE_MAX;
 	int err, idle = 0;
-	/* The stolen part of a tick is the same sample again, not one more. */
-	bool stolen = wait && wait == s->sink.stolen_name;
 
+	s->sink.shaped = 0;
 	if (left_out(s, st, !!wait)) {
-		s->sink.filtered += !stolen;
+		s->sink.filtered++;
 		return 0;
 	}
 	/* Before the task chain, which may decode more: the frames' addresses are those
@@ -202,10 +201,9 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	}
 	if (err)
 		goto fail;
-	if (stolen) {
-		s->sink.stolen_ns += weight;
-		thread_table__set_stolen(s->threads, slot, index);
-		goto done;
+	if (!wait) {
+		s->sink.shaped = n;
+		s->sink.shaped_slot = slot;
 	}
 	s->sink.aggregated++;
 	s->sink.incomplete += st->gap != GAP_NONE;
@@ -218,7 +216,6 @@ static int add_stack(struct target *t, const struct stack *st, uint64_t weight, 
 	/* Where an exiting thread's last CPU time goes (session_sink__add_cpu_rest). */
 	if (!wait)
 		thread_table__set_tick(s->threads, slot, index, s->sink.ntimeline > tl ? tl : SIZE_MAX);
-done:
 	if (index_out)
 		*index_out = index;
 	return 0;
@@ -324,26 +321,39 @@ static void add_length(struct session *s, const struct pbp_off_end *end)
 
 /*
  * Wall mode: what the hypervisor took from a tick's thread since its previous tick,
- * under that tick's stack. It is time the thread was on a CPU and ran nothing, which
- * its CPU time leaves out; without it a thread's profile falls short of its life.
+ * under the stack that tick was just aggregated as (its frames are still in the
+ * sink's buffer, which keeps a slot for a leaf). It is time the thread was on a CPU
+ * and ran nothing, which its CPU time leaves out; without it a thread's profile falls
+ * short of its life. Not a sample of its own: no counter of samples moves.
  */
-static int add_stolen(struct target *t, const struct stack *st, uint64_t ns)
+static int add_stolen(struct session *s, const struct stack *st, uint64_t ns)
 {
-	struct session *s = t->session;
+	uint32_t n = s->sink.shaped, index;
+	int64_t id;
+	int err;
 
-	if (!ns || s->opts.mode != SESSION_WALL || left_out(s, st, 0))
+	if (!ns || s->opts.mode != SESSION_WALL || !n)
 		return 0;
 	if (s->sink.stolen_name == UINT32_MAX) {
-		int64_t id = strtab__intern(s->strs, SESSION_STOLEN_LEAF,
-					    strlen(SESSION_STOLEN_LEAF));
-
+		id = strtab__intern(s->strs, SESSION_STOLEN_LEAF, strlen(SESSION_STOLEN_LEAF));
 		if (id < 0) {
-			s->fatal = (int)id;
-			return (int)id;
+			err = (int)id;
+			goto fail;
 		}
 		s->sink.stolen_name = (uint32_t)id;
 	}
-	return add_stack(t, st, ns, s->sink.stolen_name, NULL);
+	s->sink.frames[n++] = (struct agg_frame){ .kind = AGG_WAIT, .name = s->sink.stolen_name };
+	err = aggregate__add(s->agg, st->pid, st->tid, s->sink.frames, n, ns, &index);
+	if (!err && s->opts.timeline)
+		err = add_to_timeline(s, st->ts_ns, index, weight_ns(s, ns));
+	if (err)
+		goto fail;
+	s->sink.stolen_ns += ns;
+	thread_table__set_stolen(s->threads, s->sink.shaped_slot, index);
+	return 0;
+fail:
+	s->fatal = err;
+	return err;
 }
 
 /* ... and the part of it after a thread's last tick, at its exit or the profile's end:
@@ -420,7 +430,7 @@ int session_sink__on_sample(void *arg, const void *rec, size_t len)
 	if (!weight && s->opts.mode == SESSION_CPU)
 		return 0;
 	err = add_stack(t, s->sink.stack, weight, 0, NULL);
-	return err ? err : add_stolen(t, s->sink.stack, hdr->off_real_ns);
+	return err ? err : add_stolen(s, s->sink.stack, hdr->off_real_ns);
 }
 
 /* Live sampler callback. */
