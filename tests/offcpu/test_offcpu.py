@@ -133,8 +133,8 @@ def test_wall_stolen_time_is_the_hosts_steal_under_running_stacks(waits):
     """On a virtual machine the host can take a CPU while a thread is on it: the
     thread's CPU time leaves that out and no switch marks it. It is charged as stolen,
     under a stack the thread was running (one of its ticks'), and over all the threads
-    never more than the steal /proc/stat counted over the run, to a clock tick of each
-    CPU. On bare metal both are 0."""
+    never more than the steal /proc/stat counted over the run, to two clock ticks of
+    each CPU. On bare metal both are 0."""
     w = waits.get()
     stolen, lines, misplaced = 0, 0, []
     for tid, prof in w.profile.items():
@@ -149,7 +149,8 @@ def test_wall_stolen_time_is_the_hosts_steal_under_running_stacks(waits):
     tick = 1e6 / os.sysconf("SC_CLK_TCK")
     host = w.truth["host_steal_s"] * 1e6
     assert not misplaced, "\n".join(misplaced)
-    assert stolen <= host + os.cpu_count() * tick, \
+    # /proc/stat takes the steal in at each CPU's ticks: each end of the span may lag one.
+    assert stolen <= host + 2 * os.cpu_count() * tick, \
         f"{stolen / 1e3:.1f} ms charged as stolen, the host counted {host / 1e3:.1f} ms"
     # Each line of the collapsed profile rounds to a microsecond.
     assert abs(stolen - w.stats["stolen_ns"] / 1e3) <= lines + 1, (stolen, w.stats["stolen_ns"])
