@@ -78,6 +78,8 @@ def spin_in_python(n):
 
 threading.Thread(target=blocked, daemon=True).start()
 end = time.monotonic() + float(sys.argv[4])
+spin_in_python(20000)
+note("spinning", "1")
 while time.monotonic() < end:
     spin_in_python(20000)
 """
@@ -184,6 +186,10 @@ def blocked(interp, harness, tmp_path):
                             .read_text().split(), "vfork child", alive=[b.alive()])
         assert len(children) == 1, f"the blocked thread has children {children}"
         b.child = child = int(children[0])
+        # The main thread back from Thread.start() and in its loop: on a loaded machine
+        # it can still be waiting for the new thread's start when the waiter blocks.
+        wait_for(lambda: (host / "spinning").exists(), "the main thread's loop",
+                 alive=[b.alive()])
         yield b
     finally:
         if child:
