@@ -183,6 +183,15 @@ static __always_inline __u64 steal_since_tick(struct task_struct *task,
 	return so->steal_ns + (now > so->steal_in ? now - so->steal_in : 0);
 }
 
+/* What steal_since_tick() told has gone out (a tick, the open waits at the end): it
+ * counts from now. */
+static __always_inline void steal_restart(struct task_struct *task, struct switch_state *so)
+{
+	so->steal_ns = 0;
+	if (so->steal_on)
+		steal_run_starts(task, so);
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);

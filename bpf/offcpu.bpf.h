@@ -405,9 +405,7 @@ int pbp_open_waits(struct bpf_iter__task *ctx)
 		w.cpu_ns = ran > so->cpu_ns ? ran - so->cpu_ns : 0;
 		so->cpu_ns += w.cpu_ns;
 		w.stolen_ns = steal_since_tick(task, so);
-		so->steal_ns = 0;
-		if (so->steal_on)
-			steal_run_starts(task, so);
+		steal_restart(task, so);
 	}
 	if (!w.off_ns && !w.cpu_ns && !w.stolen_ns)
 		return 0;

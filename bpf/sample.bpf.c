@@ -289,9 +289,7 @@ static __always_inline int sample_tick(bool in_kernel)
 		return 0;
 	if (so) {
 		so->cpu_ns += on.cpu_ns;
-		so->steal_ns = 0;
-		if (so->steal_on)
-			steal_run_starts(task, so);
+		steal_restart(task, so);
 	}
 	return 0;
 }

@@ -68,10 +68,16 @@ def field(status, name):
                 if line.startswith(name + ":"))
 
 
-def host_steal_seconds():
-    """The time the hypervisor has taken from this machine's CPUs since boot, all CPUs
-    together (the steal column of /proc/stat, in clock ticks): 0 on bare metal."""
+def cpu_jiffies():
+    """The machine's CPU time since boot, all CPUs together, by /proc/stat's columns
+    (user, nice, system, idle, iowait, irq, softirq, steal, ...), in clock ticks."""
     with open("/proc/stat") as f:
         fields = f.readline().split()
     assert fields[0] == "cpu", fields
-    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    return [int(x) for x in fields[1:]]
+
+
+def host_steal_seconds():
+    """The time the hypervisor has taken from this machine's CPUs since boot, all CPUs
+    together: 0 on bare metal."""
+    return cpu_jiffies()[7] / os.sysconf("SC_CLK_TCK")
